@@ -1,0 +1,96 @@
+//! Stage 1, extract: an episode's turns → candidate entities and facts.
+//!
+//! An [`Extractor`] (rules or LLM) returns a loose [`RawExtraction`], as a
+//! model would; [`postprocess`] then applies the same deterministic guards
+//! and caps whatever produced it, and scores each fact's value. Validation
+//! never fails: problems become warnings and partial results come back.
+
+pub mod postprocess;
+pub mod rules;
+pub mod value;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::types::{CandidateEntity, CandidateFact, Episode, ValueTier, Warning};
+
+pub use postprocess::postprocess;
+pub use rules::RulesExtractor;
+pub use value::{value_score, value_tier};
+
+/// What an extractor sees of an episode and of the store.
+#[derive(Debug, Clone, Copy)]
+pub struct ExtractInput<'a> {
+    pub conversation_id: &'a str,
+    pub speakers: &'a [String],
+    pub episode: &'a Episode,
+    /// Canonical names of the conversation's entities (≤ 200 shown to a model).
+    pub known_entities: &'a [String],
+    /// Contents of recent live facts (≤ 100 shown to a model).
+    pub recent_facts: &'a [String],
+}
+
+/// An entity as an extractor returned it: the type is free text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RawEntity {
+    pub name: String,
+    pub entity_type: String,
+}
+
+/// A fact as an extractor returned it, before any guard.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RawFact {
+    pub subject: String,
+    pub predicate: String,
+    pub object: String,
+    /// The fact as a sentence; built from subject, predicate and object when absent.
+    pub content: Option<String>,
+    pub fact_type: String,
+    pub confidence: f64,
+    pub source_quote: String,
+    pub source_turn: String,
+    pub valid_from: Option<String>,
+    pub valid_until: Option<String>,
+}
+
+/// An extractor's answer: the graph contract of DESIGN stage 1.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RawExtraction {
+    pub entities: Vec<RawEntity>,
+    /// Facts whose object is an entity.
+    pub relationships: Vec<RawFact>,
+    /// Facts whose object is a value.
+    pub literal_facts: Vec<RawFact>,
+    /// Problems found while producing or parsing the answer.
+    pub warnings: Vec<Warning>,
+    /// True when the answer came as a graph (LLM mode): the tighter fact cap applies.
+    pub graph: bool,
+}
+
+/// A post-processed fact with its value score.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScoredFact {
+    pub fact: CandidateFact,
+    pub value_score: f64,
+}
+
+/// Stage 1's output for one episode.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Extraction {
+    pub entities: Vec<CandidateEntity>,
+    pub facts: Vec<ScoredFact>,
+    pub warnings: Vec<Warning>,
+}
+
+/// Produces a raw extraction for one episode. Implementations: rules (no
+/// model) and LLM (one call per episode, recorded).
+pub trait Extractor: Send + Sync {
+    /// Names the extractor and its version, recorded in the manifest.
+    fn id(&self) -> String;
+    fn extract(&self, input: &ExtractInput<'_>) -> Result<RawExtraction>;
+}
+
+/// Convenience: the tier of a scored fact under the given cut-offs.
+pub fn tier_of(f: &ScoredFact, core_min: f64, contextual_min: f64) -> ValueTier {
+    value_tier(f.value_score, core_min, contextual_min)
+}

@@ -1,0 +1,10 @@
+//! memform: an offline evaluation harness for LLM-agent memory formation.
+//! See ARCHITECTURE.md for the bird's-eye view and the code map.
+
+pub mod config;
+pub mod dataset;
+pub mod embed;
+pub mod error;
+pub mod extract;
+pub mod normalize;
+pub mod types;

@@ -1,0 +1,96 @@
+//! `normalizeAndHashContent`: storage content, normalised content and the
+//! SHA-256 content hash that keys exact dedup and the embedding cache.
+
+use sha2::{Digest, Sha256};
+
+/// The three forms of one fact's content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NormalizedContent {
+    /// CRLF → LF, outer whitespace trimmed, casing kept.
+    pub storage: String,
+    /// Lower-cased, whitespace collapsed, trailing `[.,!?;:]+` stripped, trimmed.
+    pub normalized: String,
+    /// SHA-256 hex of `normalized`, or of lower-cased `storage` when
+    /// `normalized` is empty.
+    pub hash: String,
+}
+
+pub fn normalize_and_hash_content(raw: &str) -> NormalizedContent {
+    let storage = raw.replace("\r\n", "\n").trim().to_string();
+    let normalized = normalize_content(&storage);
+    let hash = if normalized.is_empty() {
+        sha256_hex(storage.to_lowercase().as_bytes())
+    } else {
+        sha256_hex(normalized.as_bytes())
+    };
+    NormalizedContent { storage, normalized, hash }
+}
+
+/// The normalised form alone (see [`NormalizedContent::normalized`]).
+pub fn normalize_content(storage: &str) -> String {
+    let lower = storage.to_lowercase();
+    let collapsed = lower.split_whitespace().collect::<Vec<_>>().join(" ");
+    let stripped = collapsed.trim_end_matches(['.', ',', '!', '?', ';', ':']);
+    stripped.trim().to_string()
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for b in digest.iter() {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_of_one_fact_share_a_hash() {
+        let base = normalize_and_hash_content("Alice works at Google");
+        for v in [
+            "Alice works at Google.",
+            "  alice WORKS at google!!  ",
+            "Alice\r\nworks   at\tGoogle?;",
+            "Alice works at Google ...",
+        ] {
+            assert_eq!(normalize_and_hash_content(v).hash, base.hash, "{v:?}");
+        }
+        assert_ne!(normalize_and_hash_content("Alice works at Googles").hash, base.hash);
+    }
+
+    #[test]
+    fn storage_keeps_case_and_inner_whitespace_but_converts_crlf() {
+        let n = normalize_and_hash_content("  Line One\r\nLine  Two.  ");
+        assert_eq!(n.storage, "Line One\nLine  Two.");
+        assert_eq!(n.normalized, "line one line two");
+    }
+
+    #[test]
+    fn unicode_is_lowercased_not_stripped() {
+        let a = normalize_and_hash_content("Zoë lives in Zürich.");
+        let b = normalize_and_hash_content("ZOË LIVES IN ZÜRICH");
+        assert_eq!(a.hash, b.hash);
+        assert_eq!(a.normalized, "zoë lives in zürich");
+    }
+
+    #[test]
+    fn empty_normalized_hashes_lowercased_storage() {
+        let n = normalize_and_hash_content(" ?!. ");
+        assert_eq!(n.normalized, "");
+        assert_eq!(n.storage, "?!.");
+        assert_eq!(n.hash, sha256_hex(b"?!."));
+        let e = normalize_and_hash_content("   ");
+        assert_eq!(e.hash, sha256_hex(b""));
+    }
+
+    #[test]
+    fn known_hash() {
+        assert_eq!(
+            normalize_and_hash_content("abc").hash,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

@@ -1,0 +1,259 @@
+//! The data every stage passes along: transcripts and gold labels in, candidate
+//! facts and their outcomes out. Plain data, no behaviour beyond small helpers.
+
+use serde::{Deserialize, Serialize};
+
+/// One utterance of a transcript.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Turn {
+    /// Unique within its conversation (LoCoMo: `D3:7`).
+    pub id: String,
+    pub speaker: String,
+    pub text: String,
+}
+
+/// One session of one conversation: its turns in order and its timestamp.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Episode {
+    /// Unique within its conversation (`session_3`).
+    pub id: String,
+    /// ISO 8601 local date-time of the session (`2023-05-08T13:56:00`), if known.
+    pub timestamp: Option<String>,
+    pub turns: Vec<Turn>,
+}
+
+/// A fact the dataset says should be formed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoldFact {
+    pub id: String,
+    /// Episode the fact belongs to.
+    pub episode: String,
+    pub text: String,
+    /// Turn ids the fact is drawn from.
+    pub evidence: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicate: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object: Option<String>,
+}
+
+/// A question-answer item and the turns holding its answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoldQa {
+    pub question: String,
+    pub answer: Option<String>,
+    pub evidence: Vec<String>,
+    pub category: Option<i64>,
+}
+
+/// Gold labels for one conversation; every list may be empty.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Gold {
+    pub facts: Vec<GoldFact>,
+    pub qa: Vec<GoldQa>,
+    /// Groups of turn ids that state the same fact: one stored fact expected.
+    pub duplicate_groups: Vec<Vec<String>>,
+    /// Expected judge verdicts between a fact stated at `old_turn` and a later
+    /// one at `new_turn`.
+    pub contradictions: Vec<GoldContradiction>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoldContradiction {
+    pub old_turn: String,
+    pub new_turn: String,
+    pub verdict: Verdict,
+}
+
+/// One conversation: its speakers, its episodes in time order, its gold labels.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Conversation {
+    pub id: String,
+    pub speakers: Vec<String>,
+    pub episodes: Vec<Episode>,
+    pub gold: Gold,
+}
+
+impl Conversation {
+    pub fn turn_count(&self) -> usize {
+        self.episodes.iter().map(|e| e.turns.len()).sum()
+    }
+}
+
+/// Which format a dataset directory was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DatasetFormat {
+    Native,
+    Locomo,
+}
+
+/// A loaded dataset.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    pub name: String,
+    pub format: DatasetFormat,
+    /// SHA-256 over the dataset's input files (names and bytes, in order).
+    pub digest: String,
+    pub conversations: Vec<Conversation>,
+}
+
+/// Entity types. Unknown types become `Thing` (with a warning).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum EntityType {
+    Person,
+    Org,
+    Place,
+    Product,
+    Food,
+    Animal,
+    Event,
+    Concept,
+    Thing,
+}
+
+impl EntityType {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s.trim().to_ascii_uppercase().as_str() {
+            "PERSON" => EntityType::Person,
+            "ORG" | "ORGANIZATION" | "ORGANISATION" | "COMPANY" => EntityType::Org,
+            "PLACE" | "LOCATION" => EntityType::Place,
+            "PRODUCT" => EntityType::Product,
+            "FOOD" => EntityType::Food,
+            "ANIMAL" | "PET" => EntityType::Animal,
+            "EVENT" => EntityType::Event,
+            "CONCEPT" => EntityType::Concept,
+            "THING" => EntityType::Thing,
+            _ => return None,
+        })
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntityType::Person => "PERSON",
+            EntityType::Org => "ORG",
+            EntityType::Place => "PLACE",
+            EntityType::Product => "PRODUCT",
+            EntityType::Food => "FOOD",
+            EntityType::Animal => "ANIMAL",
+            EntityType::Event => "EVENT",
+            EntityType::Concept => "CONCEPT",
+            EntityType::Thing => "THING",
+        }
+    }
+}
+
+/// Fact types. Unknown types become `Fact` (with a warning).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FactType {
+    Fact,
+    Preference,
+    Decision,
+    Procedural,
+    Semantic,
+}
+
+impl FactType {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "fact" => FactType::Fact,
+            "preference" => FactType::Preference,
+            "decision" => FactType::Decision,
+            "procedural" => FactType::Procedural,
+            "semantic" => FactType::Semantic,
+            _ => return None,
+        })
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FactType::Fact => "fact",
+            FactType::Preference => "preference",
+            FactType::Decision => "decision",
+            FactType::Procedural => "procedural",
+            FactType::Semantic => "semantic",
+        }
+    }
+}
+
+/// Whether a fact's object is an entity (an edge) or a value (an attribute).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FactKind {
+    Relationship,
+    Literal,
+}
+
+/// An entity as the extractor named it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CandidateEntity {
+    pub name: String,
+    pub entity_type: EntityType,
+}
+
+/// A fact as the extractor produced it, after post-processing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CandidateFact {
+    pub subject: String,
+    /// Lower-cased, punctuation stripped, whitespace collapsed.
+    pub predicate: String,
+    pub object: String,
+    pub kind: FactKind,
+    pub fact_type: FactType,
+    /// The fact as a sentence (what is stored, hashed and embedded).
+    pub content: String,
+    /// Clamped to [0, 1].
+    pub confidence: f64,
+    pub source_turn: String,
+    pub source_quote: String,
+    /// `YYYY-MM-DD` or `None`.
+    pub valid_from: Option<String>,
+    pub valid_until: Option<String>,
+}
+
+/// A problem the pipeline noticed and carried on from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Warning {
+    /// Stable snake_case kind, counted in the summary (`fact_too_short`, …).
+    pub kind: String,
+    pub message: String,
+}
+
+impl Warning {
+    pub fn new(kind: &str, message: impl Into<String>) -> Self {
+        Warning { kind: kind.to_string(), message: message.into() }
+    }
+}
+
+/// A judge verdict on a (live fact, candidate) pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// The candidate replaces the live fact.
+    Old,
+    /// The candidate is wrong or adds nothing.
+    New,
+    /// Both stand.
+    Neither,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Old => "old",
+            Verdict::New => "new",
+            Verdict::Neither => "neither",
+        }
+    }
+}
+
+/// Value tier from the value score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ValueTier {
+    Core,
+    Contextual,
+    Ephemeral,
+}
