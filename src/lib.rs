@@ -6,5 +6,6 @@ pub mod dataset;
 pub mod embed;
 pub mod error;
 pub mod extract;
+pub mod judge;
 pub mod normalize;
 pub mod types;
