@@ -358,6 +358,7 @@ pub(crate) fn days_in_month(year: u32, month: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::Verdict;
 
     const NATIVE: &str = r#"{"format": "memform-conversation/1", "id": "ID", "speakers": ["Ann"],
         "episodes": [{"id": "e1", "turns": [{"id": "t1", "speaker": "Ann", "text": "I live in Oslo."}]}]}"#;
@@ -555,6 +556,110 @@ mod tests {
         assert_eq!(
             digest(&[f("a", "1"), f("b", "2")]),
             digest(&[f("b", "2"), f("a", "1")])
+        );
+    }
+
+    fn bundled() -> Dataset {
+        load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/scenarios")).unwrap()
+    }
+
+    fn scenario<'a>(ds: &'a Dataset, id: &str) -> &'a Conversation {
+        ds.conversations
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("scenario {id} missing"))
+    }
+
+    fn texts(c: &Conversation) -> Vec<&str> {
+        c.episodes
+            .iter()
+            .flat_map(|e| &e.turns)
+            .map(|t| t.text.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn bundled_scenarios_load_with_gold_for_every_behaviour() {
+        let ds = bundled();
+        assert_eq!(ds.name, "scenarios");
+        assert_eq!(ds.format, DatasetFormat::Native);
+        let ids: Vec<_> = ds.conversations.iter().map(|c| c.id.as_str()).collect();
+        for id in [
+            "alias-and-types",
+            "budgets",
+            "closure",
+            "content-hash-variants",
+            "empty-and-long-turns",
+            "historical",
+            "job-change",
+            "low-confidence",
+            "negation-antonym",
+            "noise",
+            "paraphrase-duplicates",
+            "prompt-injection",
+        ] {
+            assert!(ids.contains(&id), "{id} missing from {ids:?}");
+        }
+        for c in &ds.conversations {
+            assert!(!c.gold.facts.is_empty(), "{}", c.id);
+            assert!((1..=3).contains(&c.episodes.len()), "{}", c.id);
+            assert!(c.episodes.iter().all(|e| e.timestamp.is_some()), "{}", c.id);
+            assert_eq!(c.speakers.len(), 2, "{}", c.id);
+            assert_eq!(c.speakers[1], "Assistant", "{}", c.id);
+        }
+    }
+
+    #[test]
+    fn bundled_scenarios_keep_their_edge_cases() {
+        let ds = bundled();
+        let verdicts = |id: &str| -> Vec<Verdict> {
+            scenario(&ds, id)
+                .gold
+                .contradictions
+                .iter()
+                .map(|c| c.verdict)
+                .collect()
+        };
+        assert!(verdicts("job-change").contains(&Verdict::Old));
+        assert_eq!(verdicts("budgets"), [Verdict::Old, Verdict::Neither]);
+        assert_eq!(verdicts("historical"), [Verdict::Neither]);
+        assert_eq!(verdicts("low-confidence"), [Verdict::Neither]);
+        assert_eq!(verdicts("negation-antonym"), [Verdict::Old, Verdict::Old]);
+        assert!(
+            !scenario(&ds, "paraphrase-duplicates")
+                .gold
+                .duplicate_groups
+                .is_empty()
+        );
+
+        let hash = texts(scenario(&ds, "content-hash-variants"));
+        assert!(hash.iter().any(|t| t.contains("\r\n")));
+        assert!(
+            hash.iter().any(|t| t.contains("Zürich")) && hash.iter().any(|t| t.contains("café"))
+        );
+        assert!(
+            hash.iter().any(|t| t.contains("u\u{308}")),
+            "decomposed umlaut"
+        );
+        assert!(hash.iter().any(|t| t.starts_with(' ') && t.contains("   ")));
+
+        let sizes = texts(scenario(&ds, "empty-and-long-turns"));
+        assert!(sizes.contains(&""));
+        assert!(sizes.iter().any(|t| t.chars().count() > 3000));
+
+        let noise = scenario(&ds, "noise");
+        assert!(
+            noise
+                .episodes
+                .iter()
+                .flat_map(|e| &e.turns)
+                .any(|t| t.speaker == "tool")
+        );
+        assert_eq!(noise.gold.facts.len(), 1);
+        assert!(
+            texts(scenario(&ds, "prompt-injection"))
+                .iter()
+                .any(|t| t.contains("Ignore all previous instructions"))
         );
     }
 
