@@ -635,4 +635,18 @@ mod tests {
             "{err}"
         );
     }
+
+    #[test]
+    fn the_example_in_the_format_doc_is_valid() {
+        let doc = include_str!("../../datasets/README.md");
+        let start = doc
+            .find("```json\n")
+            .map(|i| i + "```json\n".len())
+            .unwrap();
+        let example = &doc[start..start + doc[start..].find("```").unwrap()];
+        let c = parse(Path::new("job-change.json"), example.as_bytes()).unwrap();
+        assert_eq!(c.id, "job-change");
+        assert_eq!(c.turn_count(), 4);
+        assert_eq!(c.gold.contradictions[0].verdict, Verdict::Old);
+    }
 }
