@@ -31,19 +31,40 @@ pub fn load(path: &Path) -> Result<Dataset> {
 /// from (kinds: [`locomo::WARN_UNKNOWN_EVIDENCE`] and the other `WARN_*`
 /// constants of the importers), in file order.
 pub fn load_with_report(path: &Path) -> Result<(Dataset, Vec<Warning>)> {
+    load_inner(path, None)
+}
+
+/// A conversation file that could not be read, skipped by [`load_keep_going`].
+#[derive(Debug)]
+pub struct BadFile {
+    pub path: PathBuf,
+    pub error: Error,
+}
+
+/// Like [`load_with_report`], but a conversation file that fails to read or
+/// parse is skipped and returned instead of failing the whole load. Errors
+/// that concern the dataset as a whole (no such directory, unknown format)
+/// still fail.
+pub fn load_keep_going(path: &Path) -> Result<(Dataset, Vec<Warning>, Vec<BadFile>)> {
+    let mut bad = Vec::new();
+    let (d, w) = load_inner(path, Some(&mut bad))?;
+    Ok((d, w, bad))
+}
+
+fn load_inner(path: &Path, mut bad: Option<&mut Vec<BadFile>>) -> Result<(Dataset, Vec<Warning>)> {
     let meta = fs::metadata(path).map_err(|e| Error::io(path, e))?;
     let mut warnings = Vec::new();
     let (format, files, conversations) = if meta.is_file() {
         let (files, conversations) = load_locomo_file(path, &mut warnings)?;
         (DatasetFormat::Locomo, files, conversations)
     } else {
-        match detect_dir(path)? {
+        match detect_dir(path, bad.as_deref_mut())? {
             Detected::Native(paths) => {
-                let (files, conversations) = load_native(path, &paths)?;
+                let (files, conversations) = load_native(path, &paths, bad.as_deref_mut())?;
                 (DatasetFormat::Native, files, conversations)
             }
             Detected::Locomo(parsed) => {
-                let (files, conversations) = load_locomo_parsed(parsed, &mut warnings)?;
+                let (files, conversations) = load_locomo_parsed(parsed, &mut warnings, bad)?;
                 (DatasetFormat::Locomo, files, conversations)
             }
         }
@@ -70,7 +91,7 @@ pub fn detect(path: &Path) -> Result<DatasetFormat> {
             Err(not_locomo_file(path))
         };
     }
-    Ok(match detect_dir(path)? {
+    Ok(match detect_dir(path, None)? {
         Detected::Native(_) => DatasetFormat::Native,
         Detected::Locomo(_) => DatasetFormat::Locomo,
     })
@@ -98,7 +119,7 @@ enum Detected {
     Locomo(Vec<ParsedJson>),
 }
 
-fn detect_dir(dir: &Path) -> Result<Detected> {
+fn detect_dir(dir: &Path, mut bad: Option<&mut Vec<BadFile>>) -> Result<Detected> {
     let conversations_dir = dir.join("conversations");
     if conversations_dir.is_dir() {
         let paths = json_files(&conversations_dir)?;
@@ -108,8 +129,17 @@ fn detect_dir(dir: &Path) -> Result<Detected> {
     }
     let mut parsed = Vec::new();
     for path in json_files(dir)? {
-        let bytes = fs::read(&path).map_err(|e| Error::io(&path, e))?;
-        let value = parse_json_value(&path, &bytes)?;
+        let read = fs::read(&path)
+            .map_err(|e| Error::io(&path, e))
+            .and_then(|bytes| parse_json_value(&path, &bytes).map(|v| (bytes, v)));
+        let (bytes, value) = match (read, bad.as_deref_mut()) {
+            (Ok(x), _) => x,
+            (Err(error), Some(bad)) => {
+                bad.push(BadFile { path: path.clone(), error });
+                continue;
+            }
+            (Err(e), None) => return Err(e),
+        };
         parsed.push(ParsedJson {
             file: InputFile {
                 relative: file_name(&path),
@@ -139,12 +169,22 @@ fn detect_dir(dir: &Path) -> Result<Detected> {
     Ok(Detected::Locomo(parsed))
 }
 
-fn load_native(dir: &Path, paths: &[PathBuf]) -> Result<Loaded> {
+fn load_native(dir: &Path, paths: &[PathBuf], mut bad: Option<&mut Vec<BadFile>>) -> Result<Loaded> {
     let mut files = Vec::new();
     let mut conversations = Vec::new();
     for path in paths {
-        let bytes = fs::read(path).map_err(|e| Error::io(path, e))?;
-        conversations.push((path.clone(), native::parse(path, &bytes)?));
+        let read = fs::read(path)
+            .map_err(|e| Error::io(path, e))
+            .and_then(|bytes| native::parse(path, &bytes).map(|c| (bytes, c)));
+        let (bytes, conversation) = match (read, bad.as_deref_mut()) {
+            (Ok(x), _) => x,
+            (Err(error), Some(bad)) => {
+                bad.push(BadFile { path: path.clone(), error });
+                continue;
+            }
+            (Err(e), None) => return Err(e),
+        };
+        conversations.push((path.clone(), conversation));
         let relative = path
             .strip_prefix(dir)
             .map(relative_string)
@@ -168,10 +208,14 @@ fn load_locomo_file(path: &Path, warnings: &mut Vec<Warning>) -> Result<Loaded> 
         },
         value,
     };
-    load_locomo_parsed(vec![parsed], warnings)
+    load_locomo_parsed(vec![parsed], warnings, None)
 }
 
-fn load_locomo_parsed(parsed: Vec<ParsedJson>, warnings: &mut Vec<Warning>) -> Result<Loaded> {
+fn load_locomo_parsed(
+    parsed: Vec<ParsedJson>,
+    warnings: &mut Vec<Warning>,
+    mut bad: Option<&mut Vec<BadFile>>,
+) -> Result<Loaded> {
     let mut files = Vec::new();
     let mut conversations = Vec::new();
     for p in parsed {
@@ -180,7 +224,15 @@ fn load_locomo_parsed(parsed: Vec<ParsedJson>, warnings: &mut Vec<Warning>) -> R
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        for conversation in locomo::import(&p.path, &stem, &p.value, warnings)? {
+        let imported = match (locomo::import(&p.path, &stem, &p.value, warnings), bad.as_deref_mut()) {
+            (Ok(c), _) => c,
+            (Err(error), Some(bad)) => {
+                bad.push(BadFile { path: p.path.clone(), error });
+                continue;
+            }
+            (Err(e), None) => return Err(e),
+        };
+        for conversation in imported {
             conversations.push((p.path.clone(), conversation));
         }
         files.push(p.file);

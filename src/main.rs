@@ -15,7 +15,8 @@ use memform::embed::hashed::HashedEmbedder;
 use memform::extract::RulesExtractor;
 use memform::judge::RulesJudge;
 use memform::pipeline::Stages;
-use memform::run::{Progress, RunOptions, run};
+use memform::run::{Progress, RunOptions, Skipped, run};
+use memform::types::Warning;
 
 #[derive(Parser)]
 #[command(name = "memform", version, about = "Offline evaluation harness for LLM-agent memory formation")]
@@ -101,11 +102,32 @@ fn load_config(path: Option<&PathBuf>, sets: &[String]) -> Result<Config> {
     Ok(cfg)
 }
 
+/// One stderr line per kind of loader warning, with a count and an example.
+fn report_load_warnings(warnings: &[Warning]) {
+    let mut kinds: Vec<&str> = warnings.iter().map(|w| w.kind.as_str()).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    for k in kinds {
+        let of_kind: Vec<&Warning> = warnings.iter().filter(|w| w.kind == k).collect();
+        eprintln!("warning: {} × {k} (e.g. {})", of_kind.len(), of_kind[0].message);
+    }
+}
+
 fn cmd_run(args: RunArgs) -> Result<ExitCode> {
     let mut cfg = load_config(args.config.as_ref(), &args.set)?;
     cfg.set_write_mode(WriteMode::parse(&args.write_mode)?);
     cfg.validate()?;
-    let dataset = memform::dataset::load(&args.dataset)?;
+    let (dataset, load_warnings, bad) = if args.keep_going {
+        memform::dataset::load_keep_going(&args.dataset)?
+    } else {
+        let (d, w) = memform::dataset::load_with_report(&args.dataset)?;
+        (d, w, Vec::new())
+    };
+    report_load_warnings(&load_warnings);
+    let skipped_inputs: Vec<Skipped> = bad
+        .into_iter()
+        .map(|b| Skipped { conversation: b.path.display().to_string(), error: b.error.to_string() })
+        .collect();
     let mode_name = match args.mode {
         Mode::Rules => "rules",
         Mode::Llm => "llm",
@@ -132,6 +154,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         out_dir: out.clone(),
         threads: args.threads,
         keep_going: args.keep_going,
+        skipped_inputs,
         progress: Some(Arc::new(move |p| match p {
             Progress::Start { episodes } => pb.set_length(episodes as u64),
             Progress::Episode { conversation, episode } => {

@@ -49,6 +49,8 @@ pub struct RunOptions {
     /// Skip a conversation that fails instead of stopping the run.
     pub keep_going: bool,
     pub progress: Option<ProgressFn>,
+    /// Conversations already skipped while loading (`--keep-going`).
+    pub skipped_inputs: Vec<Skipped>,
     /// What the manifest says about the run (mode, stage ids, dataset path…).
     pub manifest_extra: serde_json::Map<String, serde_json::Value>,
 }
@@ -99,7 +101,7 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         None => work(),
     };
     let mut episodes = Vec::new();
-    let mut skipped = Vec::new();
+    let mut skipped = opts.skipped_inputs.clone();
     for (id, r) in results {
         match r {
             Ok(eps) => episodes.extend(eps),
