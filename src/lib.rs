@@ -6,6 +6,7 @@ pub mod dataset;
 pub mod embed;
 pub mod error;
 pub mod extract;
+pub mod gate;
 pub mod judge;
 pub mod metrics;
 pub mod normalize;

@@ -31,6 +31,27 @@ enum Command {
     Run(RunArgs),
     /// Print the default configuration as TOML (every key, documented in src/config.rs).
     Config,
+    /// Compare a run's metrics with a baseline: exit 0 pass, 1 regression, 2 error.
+    Gate(GateArgs),
+}
+
+#[derive(clap::Args)]
+struct GateArgs {
+    /// Baseline file (memform-baseline/1 JSON).
+    #[arg(long)]
+    baseline: PathBuf,
+    /// Run directory (holds run.json and summary.json).
+    #[arg(long)]
+    run: PathBuf,
+    /// TOML rules (`[metrics.NAME] direction = "higher"|"lower"|"both", abs_tol, rel_tol`); default rules otherwise.
+    #[arg(long)]
+    rules: Option<PathBuf>,
+    /// Compare even when the run's dataset digest differs from the baseline's.
+    #[arg(long)]
+    allow_dataset_change: bool,
+    /// Write the run's metrics into the baseline (under its mode) instead of checking.
+    #[arg(long)]
+    update_baseline: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -84,6 +105,7 @@ fn chain(e: &anyhow::Error) -> String {
 fn dispatch(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Run(args) => cmd_run(args),
+        Command::Gate(args) => cmd_gate(args),
         Command::Config => {
             print!("{}", toml::to_string_pretty(&Config::default()).context("serialise config")?);
             Ok(ExitCode::SUCCESS)
@@ -175,4 +197,28 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_gate(args: GateArgs) -> Result<ExitCode> {
+    let run = memform::gate::read_run(&args.run)?;
+    if args.update_baseline {
+        memform::gate::update_baseline(&args.baseline, &run)?;
+        eprintln!("updated {} ({} mode)", args.baseline.display(), run.mode);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rules = match &args.rules {
+        Some(p) => memform::gate::Rules::from_toml_file(p)?,
+        None => memform::gate::Rules::default(),
+    };
+    let baseline = memform::gate::read_baseline(&args.baseline)?;
+    let rows = memform::gate::check(&baseline, &args.baseline, &run, &rules, args.allow_dataset_change)?;
+    print!("{}", memform::gate::render_table(&rows));
+    let failed = rows.iter().filter(|r| !r.pass).count();
+    if failed > 0 {
+        eprintln!("gate failed: {failed} of {} metrics regressed ({} mode, {})", rows.len(), run.mode, args.run.display());
+        Ok(ExitCode::from(1))
+    } else {
+        eprintln!("gate passed: {} metrics ({} mode)", rows.len(), run.mode);
+        Ok(ExitCode::SUCCESS)
+    }
 }
