@@ -17,4 +17,5 @@ pub mod resolve;
 pub mod run;
 pub mod state;
 pub mod store;
+pub mod sweep;
 pub mod write;

@@ -33,6 +33,53 @@ enum Command {
     Config,
     /// Compare a run's metrics with a baseline: exit 0 pass, 1 regression, 2 error.
     Gate(GateArgs),
+    /// Sweep config keys over a grid, sharing extraction and embeddings across points.
+    Sweep(SweepArgs),
+}
+
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+struct SweepArgs {
+    #[command(subcommand)]
+    merge: Option<SweepCommand>,
+    /// Dataset directory.
+    #[arg(long)]
+    dataset: Option<PathBuf>,
+    /// KEY=START:STOP:STEP (inclusive) or KEY=v1,v2,… (repeatable; axes multiply).
+    #[arg(long = "grid", value_name = "SPEC")]
+    grid: Vec<String>,
+    #[arg(long, value_enum, default_value = "rules")]
+    mode: Mode,
+    /// The metric the best point maximises.
+    #[arg(long, default_value = "turn_f1")]
+    objective: String,
+    /// The two metrics of the Pareto front (both higher-is-better).
+    #[arg(long, default_value = "turn_precision,turn_recall")]
+    pareto: String,
+    #[arg(long)]
+    config: Option<PathBuf>,
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Output directory (default: reports/<dataset>-sweep).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Run only slice K of N (0-based), e.g. from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID.
+    #[arg(long)]
+    shard: Option<String>,
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(Subcommand)]
+enum SweepCommand {
+    /// Join shard outputs into the files an unsharded sweep writes.
+    Merge {
+        /// Shard output directories.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 #[derive(clap::Args)]
@@ -106,6 +153,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Run(args) => cmd_run(args),
         Command::Gate(args) => cmd_gate(args),
+        Command::Sweep(args) => cmd_sweep(args),
         Command::Config => {
             print!("{}", toml::to_string_pretty(&Config::default()).context("serialise config")?);
             Ok(ExitCode::SUCCESS)
@@ -221,4 +269,120 @@ fn cmd_gate(args: GateArgs) -> Result<ExitCode> {
         eprintln!("gate passed: {} metrics ({} mode)", rows.len(), run.mode);
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// What `sweep.md` needs to be rewritten by `merge`: kept beside the rows.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SweepMeta {
+    dataset: String,
+    mode: String,
+    objective: String,
+    pareto_x: String,
+    pareto_y: String,
+    defaults: Vec<(String, String)>,
+    grid: Vec<String>,
+}
+
+fn write_sweep(dir: &std::path::Path, rows: &[memform::sweep::Row], meta: &SweepMeta) -> Result<()> {
+    let report = memform::sweep::SweepReport {
+        dataset: &meta.dataset,
+        mode: &meta.mode,
+        objective: &meta.objective,
+        pareto_x: &meta.pareto_x,
+        pareto_y: &meta.pareto_y,
+        defaults: meta.defaults.clone(),
+    };
+    memform::sweep::write_outputs(dir, rows, &report)?;
+    memform::run::write_json(&dir.join("sweep.json"), meta)?;
+    Ok(())
+}
+
+fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
+    if let Some(SweepCommand::Merge { dirs, out }) = args.merge {
+        let metas: Vec<SweepMeta> = dirs
+            .iter()
+            .map(|d| {
+                let p = d.join("sweep.json");
+                let text = std::fs::read_to_string(&p).with_context(|| format!("read {}", p.display()))?;
+                serde_json::from_str(&text).with_context(|| format!("parse {}", p.display()))
+            })
+            .collect::<Result<_>>()?;
+        let Some(first) = metas.first() else { bail!("merge: no shard directories given") };
+        if let Some((d, _)) = dirs.iter().zip(&metas).find(|(_, m)| m.grid != first.grid || m.dataset != first.dataset || m.mode != first.mode) {
+            bail!("merge: {} was swept over another grid, dataset or mode than {}", d.display(), dirs[0].display());
+        }
+        let refs: Vec<&std::path::Path> = dirs.iter().map(PathBuf::as_path).collect();
+        let rows = memform::sweep::read_rows(&refs)?;
+        std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
+        write_sweep(&out, &rows, first)?;
+        eprintln!("merged {} points from {} shards into {}", rows.len(), dirs.len(), out.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(dataset_dir) = args.dataset.clone() else { bail!("sweep: --dataset is required") };
+    if args.grid.is_empty() {
+        bail!("sweep: at least one --grid KEY=START:STOP:STEP or KEY=v1,v2 is required");
+    }
+    let cfg = load_config(args.config.as_ref(), &args.set)?;
+    cfg.validate()?;
+    let axes = args.grid.iter().map(|g| memform::sweep::parse_axis(g)).collect::<Result<Vec<_>, _>>()?;
+    let (px, py) = args.pareto.split_once(',').context("--pareto: expected METRIC_X,METRIC_Y")?;
+    let all = memform::sweep::points(&axes);
+    let total = all.len();
+    let points = match &args.shard {
+        Some(s) => {
+            let (k, n) = memform::sweep::parse_shard(s)?;
+            memform::sweep::shard(all, k, n)
+        }
+        None => all,
+    };
+    let dataset = memform::dataset::load(&dataset_dir)?;
+    let cfg_value = serde_json::to_value(&cfg).context("serialise config")?;
+    let defaults = axes
+        .iter()
+        .map(|a| (a.key.clone(), cfg_value.get(&a.key).map(|v| v.to_string()).unwrap_or_default()))
+        .collect();
+    let mode_name = match args.mode {
+        Mode::Rules => "rules",
+        Mode::Llm => "llm",
+    };
+    if let Mode::Llm = args.mode {
+        bail!("llm mode is not available in this build");
+    }
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-sweep", dataset.name)));
+    let extractor = RulesExtractor;
+    let embedder = HashedEmbedder::new(cfg.hashed_dims);
+    let judge = RulesJudge::new(&cfg);
+    let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
+    let bar = ProgressBar::new(points.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} sweep [{bar:30}] {pos}/{len} points {elapsed} eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let pb = bar.clone();
+    let done = move |_i: usize| pb.inc(1);
+    let work = || memform::sweep::run_sweep(&dataset, &cfg, stages, &points, Some(&done));
+    let (rows, shared) = match args.threads {
+        Some(n) => rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build().context("start threads")?.install(work)?,
+        None => work()?,
+    };
+    bar.finish_and_clear();
+    std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
+    let meta = SweepMeta {
+        dataset: dataset.name.clone(),
+        mode: mode_name.to_string(),
+        objective: args.objective.clone(),
+        pareto_x: px.trim().to_string(),
+        pareto_y: py.trim().to_string(),
+        defaults,
+        grid: args.grid.clone(),
+    };
+    write_sweep(&out, &rows, &meta)?;
+    eprintln!(
+        "swept {} of {total} points ({} front set(s), {} episode fronts computed once) into {}",
+        rows.len(),
+        shared.front_sets,
+        shared.fronts_computed,
+        out.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }

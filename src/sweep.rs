@@ -1,0 +1,424 @@
+//! Threshold sweeps. A grid over config keys; work no swept key can change
+//! (extraction and embeddings: the episode's [`EpisodeFront`]) is done once
+//! per episode and shared by every grid point; only resolve → dedupe → judge
+//! → write runs per point, each point in its own in-memory store, points in
+//! parallel. Shards split the grid into disjoint slices that `merge` joins
+//! into the same files a single-machine sweep writes.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rayon::prelude::{IntoParallelRefIterator, ParallelIterator};
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::metrics::summarize;
+use crate::pipeline::{EpisodeFront, EpisodeRecord, Stages, back, front, speaker_entities};
+use crate::state::ConvState;
+use crate::store::Store;
+use crate::types::Dataset;
+
+/// Config keys whose value changes extraction or embeddings: sweeping one of
+/// them recomputes the fronts for each of its values.
+pub const FRONT_KEYS: &[&str] = &[
+    "max_facts",
+    "max_facts_graph",
+    "max_entities",
+    "min_fact_chars",
+    "max_fact_chars",
+    "max_object_chars",
+    "max_quote_chars",
+    "max_input_chars",
+    "embedder",
+    "hashed_dims",
+];
+
+/// One axis of the grid: a config key and its values (TOML literals).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Axis {
+    pub key: String,
+    pub values: Vec<String>,
+}
+
+/// Parses `KEY=START:STOP:STEP` (inclusive, numeric) or `KEY=v1,v2,…`.
+pub fn parse_axis(spec: &str) -> Result<Axis> {
+    let bad = |m: &str| Error::Config(format!("--grid {spec:?}: {m}"));
+    let (key, rhs) = spec.split_once('=').ok_or_else(|| bad("expected KEY=START:STOP:STEP or KEY=v1,v2,…"))?;
+    let key = key.trim().to_string();
+    let parts: Vec<&str> = rhs.split(':').collect();
+    let values: Vec<String> = if parts.len() == 3 {
+        let num = |s: &str| s.trim().parse::<f64>().map_err(|_| bad(&format!("{s:?} is not a number")));
+        let (start, stop, step) = (num(parts[0])?, num(parts[1])?, num(parts[2])?);
+        if step <= 0.0 || stop < start {
+            return Err(bad("needs START <= STOP and STEP > 0"));
+        }
+        let decimals = parts.iter().map(|p| p.trim().split_once('.').map_or(0, |(_, d)| d.len())).max().unwrap_or(0);
+        let n = ((stop - start) / step + 1e-9).floor() as usize + 1;
+        if n > 10_000 {
+            return Err(bad("more than 10000 values"));
+        }
+        (0..n).map(|i| format!("{:.*}", decimals, start + step * i as f64)).collect()
+    } else if parts.len() == 1 {
+        rhs.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect()
+    } else {
+        return Err(bad("expected KEY=START:STOP:STEP or KEY=v1,v2,…"));
+    };
+    if values.is_empty() {
+        return Err(bad("no values"));
+    }
+    let mut probe = Config::default();
+    probe.set(&format!("{key}={}", values[0]))?;
+    Ok(Axis { key, values })
+}
+
+/// One grid point: its index in the full grid and its `key=value` settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub index: usize,
+    pub settings: Vec<(String, String)>,
+}
+
+/// The full grid in a fixed order (first axis outermost).
+pub fn points(axes: &[Axis]) -> Vec<Point> {
+    let mut out = vec![Vec::new()];
+    for a in axes {
+        out = out
+            .into_iter()
+            .flat_map(|prefix: Vec<(String, String)>| {
+                a.values.iter().map(move |v| {
+                    let mut p = prefix.clone();
+                    p.push((a.key.clone(), v.clone()));
+                    p
+                })
+            })
+            .collect();
+    }
+    out.into_iter().enumerate().map(|(index, settings)| Point { index, settings }).collect()
+}
+
+/// Parses `K/N` (0-based K < N).
+pub fn parse_shard(s: &str) -> Result<(usize, usize)> {
+    let bad = || Error::Config(format!("--shard {s:?}: expected K/N with 0 <= K < N"));
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let k: usize = k.trim().parse().map_err(|_| bad())?;
+    let n: usize = n.trim().parse().map_err(|_| bad())?;
+    if n == 0 || k >= n {
+        return Err(bad());
+    }
+    Ok((k, n))
+}
+
+/// The points of shard `k` of `n`: every n-th point starting at k.
+pub fn shard(points: Vec<Point>, k: usize, n: usize) -> Vec<Point> {
+    points.into_iter().filter(|p| p.index % n == k).collect()
+}
+
+/// A point's result: settings and every numeric metric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub index: usize,
+    pub settings: Vec<(String, String)>,
+    pub metrics: BTreeMap<String, f64>,
+}
+
+/// Progress of a sweep, for the CLI's bar.
+pub type PointDone = dyn Fn(usize) + Send + Sync;
+
+/// Counts of shared work, for tests and the report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SharedWork {
+    /// Distinct front configurations (1 unless a front key is swept).
+    pub front_sets: usize,
+    /// Episodes whose front was computed, over all front sets.
+    pub fronts_computed: usize,
+}
+
+/// Runs `points` of the grid over `dataset`, on top of `base`.
+pub fn run_sweep(
+    dataset: &Dataset,
+    base: &Config,
+    stages: Stages<'_>,
+    points: &[Point],
+    done: Option<&PointDone>,
+) -> Result<(Vec<Row>, SharedWork)> {
+    let mut cfgs = Vec::with_capacity(points.len());
+    for p in points {
+        let mut c = base.clone();
+        for (k, v) in &p.settings {
+            c.set(&format!("{k}={v}"))?;
+        }
+        c.validate().map_err(|e| Error::Config(format!("grid point {}: {e}", p.index)))?;
+        cfgs.push(c);
+    }
+    // Fronts, once per distinct front configuration.
+    let mut front_sets: BTreeMap<String, Vec<Vec<EpisodeFront>>> = BTreeMap::new();
+    let mut shared = SharedWork::default();
+    for c in &cfgs {
+        let key = front_key(c);
+        if !front_sets.contains_key(&key) {
+            let fronts = compute_fronts(dataset, c, stages)?;
+            shared.front_sets += 1;
+            shared.fronts_computed += fronts.iter().map(Vec::len).sum::<usize>();
+            front_sets.insert(key, fronts);
+        }
+    }
+    let idx: Vec<usize> = (0..points.len()).collect();
+    let rows: Vec<Result<Row>> = idx
+        .par_iter()
+        .map(|&i| {
+            let fronts = &front_sets[&front_key(&cfgs[i])];
+            let row = run_point(dataset, &cfgs[i], stages, fronts, &points[i]);
+            if let Some(d) = done {
+                d(points[i].index);
+            }
+            row
+        })
+        .collect();
+    let mut out = rows.into_iter().collect::<Result<Vec<_>>>()?;
+    out.sort_by_key(|r| r.index);
+    Ok((out, shared))
+}
+
+fn front_key(c: &Config) -> String {
+    let v = serde_json::to_value(c).unwrap_or_default();
+    FRONT_KEYS.iter().map(|k| format!("{k}={}", v.get(*k).cloned().unwrap_or_default())).collect::<Vec<_>>().join(";")
+}
+
+/// Fronts for every episode, produced as in a run with `cfg`: episodes in
+/// order against the conversation's evolving state, so an extractor that
+/// reads the store's context (LLM mode) sees what it saw in that run.
+fn compute_fronts(dataset: &Dataset, cfg: &Config, stages: Stages<'_>) -> Result<Vec<Vec<EpisodeFront>>> {
+    dataset
+        .conversations
+        .par_iter()
+        .map(|conv| {
+            let store = Store::in_memory()?;
+            let mut state = ConvState { entities: speaker_entities(conv, stages.embedder)?, ..ConvState::default() };
+            let mut fronts = Vec::with_capacity(conv.episodes.len());
+            for episode in &conv.episodes {
+                let f = front(stages, conv, episode, &state, cfg)?;
+                back(&f, conv, episode, &mut state, cfg, stages.judge, &store)?;
+                fronts.push(f);
+            }
+            Ok(fronts)
+        })
+        .collect()
+}
+
+fn run_point(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, fronts: &[Vec<EpisodeFront>], point: &Point) -> Result<Row> {
+    let store = Store::in_memory()?;
+    let mut records: Vec<EpisodeRecord> = Vec::new();
+    let judge = crate::judge::RulesJudge::new(cfg);
+    let judge: &dyn crate::judge::Judge = if stages.judge.id() == judge_id() { &judge } else { stages.judge };
+    for (conv, conv_fronts) in dataset.conversations.iter().zip(fronts) {
+        let mut state = ConvState { entities: speaker_entities(conv, stages.embedder)?, ..ConvState::default() };
+        for (episode, f) in conv.episodes.iter().zip(conv_fronts) {
+            records.push(back(f, conv, episode, &mut state, cfg, judge, &store)?);
+        }
+    }
+    let live = store.facts()?.iter().filter(|f| f.invalid_at.is_none() && f.superseded_by.is_none()).count();
+    let summary = summarize(dataset, &records, live, 0, 0.0);
+    let metrics = summary.metrics.into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))).collect();
+    Ok(Row { index: point.index, settings: point.settings.clone(), metrics })
+}
+
+fn judge_id() -> String {
+    use crate::judge::Judge;
+    crate::judge::RulesJudge::new(&Config::default()).id()
+}
+
+/// The rows as CSV: index, each swept key, then every metric (sorted).
+pub fn to_csv(rows: &[Row]) -> String {
+    let keys: Vec<String> = rows.first().map(|r| r.settings.iter().map(|(k, _)| k.clone()).collect()).unwrap_or_default();
+    let metrics: Vec<String> = rows.first().map(|r| r.metrics.keys().cloned().collect()).unwrap_or_default();
+    let mut out = String::new();
+    out.push_str(&std::iter::once("point".to_string()).chain(keys.iter().cloned()).chain(metrics.iter().cloned()).collect::<Vec<_>>().join(","));
+    out.push('\n');
+    for r in rows {
+        let mut cells = vec![r.index.to_string()];
+        cells.extend(r.settings.iter().map(|(_, v)| v.clone()));
+        cells.extend(metrics.iter().map(|m| r.metrics.get(m).map_or(String::new(), |x| format!("{x}"))));
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// Writes a shard's (or a whole sweep's) rows as `rows.jsonl`, for merging.
+pub fn write_rows(dir: &Path, rows: &[Row]) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
+    let mut text = String::new();
+    for r in rows {
+        text.push_str(&serde_json::to_string(r).map_err(|e| Error::Other(format!("serialise row: {e}")))?);
+        text.push('\n');
+    }
+    let p = dir.join("rows.jsonl");
+    std::fs::write(&p, text).map_err(|e| Error::write(&p, e))
+}
+
+/// Reads and joins shards' `rows.jsonl`, sorted by point; a point present
+/// twice, or a grid with holes, is an error.
+pub fn read_rows(dirs: &[&Path]) -> Result<Vec<Row>> {
+    let mut rows: Vec<Row> = Vec::new();
+    for d in dirs {
+        let p = d.join("rows.jsonl");
+        let text = std::fs::read_to_string(&p).map_err(|e| Error::io(&p, e))?;
+        for (i, line) in text.lines().enumerate() {
+            let r: Row = serde_json::from_str(line).map_err(|e| Error::input(&p, format!("line {}: {e}", i + 1)))?;
+            rows.push(r);
+        }
+    }
+    rows.sort_by_key(|r| r.index);
+    for (i, r) in rows.iter().enumerate() {
+        if r.index != i {
+            return Err(Error::Other(format!(
+                "merge: grid point {i} is {} (shards missing or overlapping)",
+                if r.index < i { "present twice" } else { "missing" }
+            )));
+        }
+    }
+    Ok(rows)
+}
+
+/// The index of the best row for `objective` (higher is better unless
+/// `lower`); ties go to the lowest index.
+pub fn best(rows: &[Row], objective: &str, lower: bool) -> Option<usize> {
+    rows.iter()
+        .filter_map(|r| r.metrics.get(objective).map(|v| (r.index, *v)))
+        .fold(None::<(usize, f64)>, |acc, (i, v)| match acc {
+            Some((_, bv)) if (if lower { v >= bv } else { v <= bv }) => acc,
+            _ => Some((i, v)),
+        })
+        .map(|(i, _)| i)
+}
+
+/// Points not dominated on (x, y), both higher-is-better, sorted by x.
+pub fn pareto(rows: &[Row], x: &str, y: &str) -> Vec<usize> {
+    let pts: Vec<(usize, f64, f64)> =
+        rows.iter().filter_map(|r| Some((r.index, *r.metrics.get(x)?, *r.metrics.get(y)?))).collect();
+    let mut front: Vec<(usize, f64, f64)> = pts
+        .iter()
+        .filter(|(_, a, b)| !pts.iter().any(|(_, c, d)| (c >= a && d >= b) && (c > a || d > b)))
+        .cloned()
+        .collect();
+    front.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+    front.dedup_by(|a, b| a.1 == b.1 && a.2 == b.2);
+    front.into_iter().map(|(i, _, _)| i).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axes_parse_ranges_and_lists() {
+        let a = parse_axis("near_dup_threshold=0.90:0.95:0.01").unwrap();
+        assert_eq!(a.values, vec!["0.90", "0.91", "0.92", "0.93", "0.94", "0.95"]);
+        let b = parse_axis("max_facts=10,20").unwrap();
+        assert_eq!(b.values, vec!["10", "20"]);
+        assert!(parse_axis("nope=1,2").unwrap_err().to_string().contains("unknown config key"));
+        assert!(parse_axis("near_dup_threshold=0.9:0.8:0.01").is_err());
+        assert!(parse_axis("near_dup_threshold").is_err());
+    }
+
+    #[test]
+    fn grid_order_and_shards_partition() {
+        let axes = vec![
+            Axis { key: "a".into(), values: vec!["1".into(), "2".into()] },
+            Axis { key: "b".into(), values: vec!["x".into(), "y".into(), "z".into()] },
+        ];
+        let pts = points(&axes);
+        assert_eq!(pts.len(), 6);
+        assert_eq!(pts[1].settings, vec![("a".to_string(), "1".to_string()), ("b".to_string(), "y".to_string())]);
+        let mut seen: Vec<usize> = (0..4).flat_map(|k| shard(pts.clone(), k, 4)).map(|p| p.index).collect();
+        seen.sort();
+        assert_eq!(seen, (0..6).collect::<Vec<_>>());
+        assert!(parse_shard("4/4").is_err());
+        assert_eq!(parse_shard("1/4").unwrap(), (1, 4));
+    }
+
+    fn row(i: usize, x: f64, y: f64) -> Row {
+        Row { index: i, settings: vec![], metrics: BTreeMap::from([("p".to_string(), x), ("r".to_string(), y)]) }
+    }
+
+    #[test]
+    fn best_and_pareto() {
+        let rows = vec![row(0, 0.5, 0.5), row(1, 0.6, 0.4), row(2, 0.4, 0.4), row(3, 0.6, 0.4), row(4, 0.3, 0.9)];
+        assert_eq!(best(&rows, "p", false), Some(1));
+        assert_eq!(best(&rows, "p", true), Some(4));
+        assert_eq!(pareto(&rows, "p", "r"), vec![4, 0, 1]);
+    }
+}
+
+/// What `sweep.md` is about.
+#[derive(Debug, Clone)]
+pub struct SweepReport<'a> {
+    pub dataset: &'a str,
+    pub mode: &'a str,
+    pub objective: &'a str,
+    pub pareto_x: &'a str,
+    pub pareto_y: &'a str,
+    /// Each swept key's value in the base config (the seed default unless overridden).
+    pub defaults: Vec<(String, String)>,
+}
+
+/// Writes `sweep.csv`, `rows.jsonl` and `sweep.md` into `dir`: the same bytes
+/// for the same rows, whether they come from one machine or merged shards.
+pub fn write_outputs(dir: &Path, rows: &[Row], report: &SweepReport<'_>) -> Result<()> {
+    write_rows(dir, rows)?;
+    let csv = dir.join("sweep.csv");
+    std::fs::write(&csv, to_csv(rows)).map_err(|e| Error::write(&csv, e))?;
+    let md = dir.join("sweep.md");
+    std::fs::write(&md, render_md(rows, report)).map_err(|e| Error::write(&md, e))
+}
+
+fn settings_text(s: &[(String, String)]) -> String {
+    s.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
+}
+
+fn metric(r: &Row, m: &str) -> String {
+    r.metrics.get(m).map_or("–".to_string(), |v| format!("{:.4}", v))
+}
+
+/// `sweep.md`: the best point, the seed-default point, the Pareto front.
+pub fn render_md(rows: &[Row], rep: &SweepReport<'_>) -> String {
+    let mut out = format!(
+        "# Sweep: {} ({} mode)\n\n{} grid points over {}.\n\n",
+        rep.dataset,
+        rep.mode,
+        rows.len(),
+        rows.first().map(|r| r.settings.iter().map(|(k, _)| format!("`{k}`")).collect::<Vec<_>>().join(" × ")).unwrap_or_default()
+    );
+    let cols = [rep.objective, rep.pareto_x, rep.pareto_y, "turn_precision", "turn_recall", "stored_facts", "dedup_rate"];
+    let mut cols: Vec<&str> = cols.into_iter().collect();
+    cols.dedup();
+    let header = format!("| point | settings | {} |\n|---|---|{}\n", cols.join(" | "), "---:|".repeat(cols.len()));
+    let line = |r: &Row, label: &str| {
+        format!("| {}{label} | {} | {} |\n", r.index, settings_text(&r.settings), cols.iter().map(|c| metric(r, c)).collect::<Vec<_>>().join(" | "))
+    };
+    out.push_str(&format!("## Best for `{}`\n\n", rep.objective));
+    out.push_str(&header);
+    if let Some(b) = best(rows, rep.objective, false) {
+        out.push_str(&line(&rows[b], " (best)"));
+    }
+    let default_row = rows.iter().find(|r| r.settings.iter().all(|(k, v)| rep.defaults.iter().any(|(dk, dv)| dk == k && values_equal(dv, v))));
+    match default_row {
+        Some(r) => out.push_str(&line(r, " (seed defaults)")),
+        None => out.push_str(&format!("\nThe seed defaults ({}) are not a grid point.\n", settings_text(&rep.defaults))),
+    }
+    out.push_str(&format!("\n## Pareto front: `{}` vs `{}`\n\n", rep.pareto_x, rep.pareto_y));
+    out.push_str(&header);
+    for i in pareto(rows, rep.pareto_x, rep.pareto_y) {
+        out.push_str(&line(&rows[i], ""));
+    }
+    out.push_str("\nEvery point, with every metric, is in `sweep.csv`.\n");
+    out
+}
+
+fn values_equal(a: &str, b: &str) -> bool {
+    match (a.parse::<f64>(), b.parse::<f64>()) {
+        (Ok(x), Ok(y)) => (x - y).abs() < 1e-9,
+        _ => a.trim_matches('"') == b.trim_matches('"'),
+    }
+}
