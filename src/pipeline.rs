@@ -515,3 +515,113 @@ pub fn back(
         timings,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::embed::hashed::HashedEmbedder;
+    use crate::error::Error;
+    use crate::extract::ScoredFact;
+    use crate::judge::{JudgeOutput, JudgePair};
+    use crate::types::{Gold, Turn};
+
+    /// A judge scripted to answer one way (or to fail): fault injection for the guards.
+    struct Scripted(Option<Verdict>);
+
+    impl Judge for Scripted {
+        fn id(&self) -> String {
+            "scripted".into()
+        }
+        fn judge(&self, _ctx: &JudgeContext<'_>, pairs: &[JudgePair]) -> Result<JudgeOutput> {
+            match self.0 {
+                Some(v) => Ok(JudgeOutput { verdicts: pairs.iter().map(|p| (p.index, v)).collect(), ..Default::default() }),
+                None => Err(Error::Other("model timed out".into())),
+            }
+        }
+    }
+
+    fn fact(object: &str, turn: &str) -> CandidateFact {
+        CandidateFact {
+            subject: "Alice".into(),
+            predicate: "works at".into(),
+            object: object.into(),
+            kind: FactKind::Literal,
+            fact_type: FactType::Fact,
+            content: format!("Alice works at {object}"),
+            confidence: 0.9,
+            source_turn: turn.into(),
+            source_quote: String::new(),
+            valid_from: None,
+            valid_until: None,
+        }
+    }
+
+    fn episode(id: &str, turn: &str, date: &str) -> Episode {
+        Episode {
+            id: id.into(),
+            timestamp: Some(format!("{date}T10:00:00")),
+            turns: vec![Turn { id: turn.into(), speaker: "Alice".into(), text: String::new() }],
+        }
+    }
+
+    fn front_of(facts: Vec<CandidateFact>) -> EpisodeFront {
+        let e = HashedEmbedder::new(64);
+        EpisodeFront {
+            fact_embeddings: facts.iter().map(|f| e.embed_one(&f.content)).collect(),
+            extraction: Extraction {
+                entities: vec![],
+                facts: facts.into_iter().map(|fact| ScoredFact { fact, value_score: 0.9 }).collect(),
+                warnings: vec![],
+            },
+            entity_embeddings: vec![],
+            usage: LlmUsage::default(),
+            extract_ms: 0.0,
+            embed_ms: 0.0,
+        }
+    }
+
+    /// Episode 1 stores "works at Google"; episode 2 proposes "works at
+    /// Anthropic", judged by `judge`.
+    fn two_episodes(judge: &dyn Judge) -> (EpisodeRecord, ConvState) {
+        let conv = Conversation {
+            id: "c".into(),
+            speakers: vec!["Alice".into()],
+            episodes: vec![episode("e1", "t1", "2024-01-01"), episode("e2", "t2", "2024-02-01")],
+            gold: Gold::default(),
+        };
+        let store = Store::in_memory().unwrap();
+        let cfg = Config::default();
+        let mut state = ConvState::default();
+        back(&front_of(vec![fact("Google", "t1")]), &conv, &conv.episodes[0], &mut state, &cfg, judge, &store).unwrap();
+        let rec = back(&front_of(vec![fact("Anthropic", "t2")]), &conv, &conv.episodes[1], &mut state, &cfg, judge, &store).unwrap();
+        (rec, state)
+    }
+
+    #[test]
+    fn verdict_old_invalidates_the_live_fact() {
+        let (rec, state) = two_episodes(&Scripted(Some(Verdict::Old)));
+        assert_eq!(rec.facts[0].outcome, "created");
+        assert_eq!(rec.facts[0].ended, vec!["c/e1/c0".to_string()]);
+        assert_eq!(rec.invalidations, 1);
+        assert_eq!(state.fact("c/e1/c0").unwrap().superseded_by.as_deref(), Some("c/e2/c0"));
+    }
+
+    #[test]
+    fn verdict_new_discards_the_candidate_entirely() {
+        let (rec, state) = two_episodes(&Scripted(Some(Verdict::New)));
+        assert_eq!(rec.facts[0].outcome, "judged_new");
+        assert!(!rec.facts[0].stored);
+        assert_eq!(rec.invalidations, 0);
+        assert!(state.fact("c/e1/c0").unwrap().is_live());
+        assert_eq!(state.facts.len(), 1);
+    }
+
+    #[test]
+    fn judge_failure_makes_every_verdict_neither_and_warns() {
+        let (rec, state) = two_episodes(&Scripted(None));
+        assert_eq!(rec.facts[0].outcome, "created");
+        assert_eq!(rec.facts[0].verdicts[0].verdict, Verdict::Neither);
+        assert!(rec.warnings.iter().any(|w| w.kind == "judge_failed"));
+        assert!(state.facts.iter().all(|f| f.is_live()));
+    }
+}

@@ -571,3 +571,220 @@ fn kind_str(k: FactKind) -> &'static str {
         FactKind::Literal => "literal",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::normalize::normalize_and_hash_content;
+    use crate::types::{FactType, Turn};
+    use crate::write::Proposal;
+
+    fn fact(id: &str, content: &str, confidence: f64) -> FactRec {
+        let n = normalize_and_hash_content(content);
+        FactRec {
+            id: id.into(),
+            subject: "Alice".into(),
+            predicate: "p".into(),
+            object: id.into(),
+            kind: FactKind::Literal,
+            fact_type: FactType::Fact,
+            content: n.storage,
+            normalized: n.normalized,
+            hash: n.hash,
+            confidence,
+            valid_from: None,
+            valid_until: None,
+            invalid_at: None,
+            superseded_by: None,
+            source_episode: "e1".into(),
+            source_turn: "t1".into(),
+            source_quote: String::new(),
+            pinned: false,
+            subject_entity: None,
+            object_entity: None,
+            embedding: vec![],
+        }
+    }
+
+    fn store() -> Store {
+        let s = Store::in_memory().unwrap();
+        let ep = |id: &str| Episode {
+            id: id.into(),
+            timestamp: Some("2024-01-01T00:00:00".into()),
+            turns: vec![Turn { id: format!("{id}t"), speaker: "Alice".into(), text: "x".into() }],
+        };
+        s.write_conversation("c", &["Alice".into()], &[]).unwrap();
+        s.write_evidence("c", 0, &ep("e1")).unwrap();
+        s.write_evidence("c", 1, &ep("e2")).unwrap();
+        s
+    }
+
+    fn plan(episode: &str, now: &str, proposals: Vec<Proposal>) -> WritePlan {
+        WritePlan {
+            conversation_id: "c".into(),
+            episode_id: episode.into(),
+            now: Some(now.into()),
+            new_entities: vec![],
+            new_aliases: vec![],
+            proposals,
+        }
+    }
+
+    fn insert(f: FactRec) -> Proposal {
+        Proposal { candidate_id: f.id.clone(), action: Action::Insert { fact: f } }
+    }
+
+    fn outcomes(r: &WriteResult) -> Vec<(String, &'static str, String)> {
+        r.audit.iter().map(|a| (a.action.clone(), a.outcome.as_str(), a.reason.clone())).collect()
+    }
+
+    #[test]
+    fn migrations_are_recorded_once_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.sqlite");
+        let names: Vec<String> = MIGRATIONS.iter().map(|(n, _)| n.to_string()).collect();
+        assert_eq!(Store::open(&p).unwrap().applied_migrations().unwrap(), names);
+        assert_eq!(Store::open(&p).unwrap().applied_migrations().unwrap(), names, "reopening applies nothing twice");
+    }
+
+    #[test]
+    fn safety_gates_and_race_recheck() {
+        let s = store();
+        let r = s.apply(&plan("e1", "2024-01-01", vec![insert(fact("f1", "Alice likes tea", 0.9))]), WriteMode::Full, 0.7).unwrap();
+        assert_eq!(r.effects, vec![Effect::Inserted { id: "f1".into() }]);
+        let r = s
+            .apply(
+                &plan(
+                    "e2",
+                    "2024-02-01",
+                    vec![
+                        insert(fact("f2", "alice likes tea.", 0.9)),
+                        insert(fact("f3", "Alice likes coffee", 0.69)),
+                        insert(fact("f4", " ?! ", 0.9)),
+                    ],
+                ),
+                WriteMode::Full,
+                0.7,
+            )
+            .unwrap();
+        let o = outcomes(&r);
+        assert_eq!(o[0], ("insert".into(), "deduped", "hash already live".into()));
+        assert_eq!(r.audit[0].target_fact_id.as_deref(), Some("f1"));
+        assert_eq!(o[1].1, "skipped");
+        assert!(o[1].2.starts_with("low_fact_confidence"));
+        assert_eq!(o[2], ("insert".into(), "skipped", "empty_fact_content".into()));
+        assert!(r.effects.is_empty());
+        assert_eq!(s.consistency_problems().unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn partial_unique_index_allows_one_live_row_per_hash() {
+        let s = store();
+        let r = s
+            .apply(&plan("e1", "2024-01-01", vec![insert(fact("f1", "Alice likes tea", 0.9)), insert(fact("f2", "Alice likes tea", 0.9))]), WriteMode::Full, 0.7)
+            .unwrap();
+        assert_eq!(outcomes(&r)[1], ("insert".into(), "skipped", "conflict with a live fact".into()));
+        assert_eq!(s.facts().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn invalidation_with_cascade_in_full_blocked_in_controlled_recorded_in_shadow() {
+        for (mode, live_after) in [(WriteMode::Full, 1), (WriteMode::Controlled, 3), (WriteMode::Shadow, 2)] {
+            let s = store();
+            s.apply(&plan("e1", "2024-01-01", vec![insert(fact("f1", "Alice works at Google", 0.9)), insert(fact("f9", "Google is in Mountain View", 0.9))]), WriteMode::Full, 0.7)
+                .unwrap();
+            let p = plan(
+                "e2",
+                "2024-02-01",
+                vec![
+                    Proposal { candidate_id: "f2".into(), action: Action::Invalidate { target: "f1".into(), by: "f2".into(), cascade: vec!["f9".into()] } },
+                    insert(fact("f2", "Alice works at Anthropic", 0.9)),
+                ],
+            );
+            let r = s.apply(&p, mode, 0.7).unwrap();
+            let o: Vec<&str> = r.audit.iter().map(|a| a.outcome.as_str()).collect();
+            let expected = match mode {
+                WriteMode::Full => vec!["invalidated", "invalidated", "created"],
+                WriteMode::Controlled => vec!["blocked", "blocked", "created"],
+                WriteMode::Shadow => vec!["recorded", "recorded", "recorded"],
+            };
+            assert_eq!(o, expected, "{mode:?}");
+            let live = s.facts().unwrap().iter().filter(|f| f.invalid_at.is_none()).count();
+            assert_eq!(live, live_after, "{mode:?}");
+            if mode == WriteMode::Full {
+                let f1 = s.facts().unwrap().into_iter().find(|f| f.id == "f1").unwrap();
+                assert_eq!((f1.invalid_at.as_deref(), f1.superseded_by.as_deref()), (Some("2024-02-01"), Some("f2")));
+            }
+        }
+    }
+
+    #[test]
+    fn pinned_facts_are_skipped_never_invalidated() {
+        let s = store();
+        let mut pinned = fact("f1", "Alice works at Google", 0.9);
+        pinned.pinned = true;
+        s.apply(&plan("e1", "2024-01-01", vec![insert(pinned)]), WriteMode::Full, 0.7).unwrap();
+        let p = plan(
+            "e2",
+            "2024-02-01",
+            vec![
+                Proposal { candidate_id: "f2".into(), action: Action::Invalidate { target: "f1".into(), by: "f2".into(), cascade: vec![] } },
+                insert(fact("f2", "Alice works at Anthropic", 0.9)),
+            ],
+        );
+        let r = s.apply(&p, WriteMode::Full, 0.7).unwrap();
+        assert_eq!(outcomes(&r)[0], ("invalidate".into(), "skipped", "pinned".into()));
+        assert!(s.facts().unwrap().iter().all(|f| f.invalid_at.is_none()));
+    }
+
+    #[test]
+    fn invalidation_needs_its_superseding_fact_written() {
+        let s = store();
+        s.apply(&plan("e1", "2024-01-01", vec![insert(fact("f1", "Alice works at Google", 0.9))]), WriteMode::Full, 0.7).unwrap();
+        let p = plan(
+            "e2",
+            "2024-02-01",
+            vec![
+                Proposal { candidate_id: "f2".into(), action: Action::Invalidate { target: "f1".into(), by: "f2".into(), cascade: vec![] } },
+                insert(fact("f2", "Alice works at Anthropic", 0.5)),
+            ],
+        );
+        let r = s.apply(&p, WriteMode::Full, 0.7).unwrap();
+        assert_eq!(outcomes(&r)[1], ("invalidate".into(), "skipped", "superseding fact not written".into()));
+        assert!(s.facts().unwrap().iter().all(|f| f.invalid_at.is_none()));
+    }
+
+    #[test]
+    fn renewal_invalidates_the_expired_row_then_inserts() {
+        let s = store();
+        let mut old = fact("f1", "Alice drives a Honda Civic", 0.9);
+        old.valid_until = Some("2024-01-15".into());
+        s.apply(&plan("e1", "2024-01-01", vec![insert(old)]), WriteMode::Full, 0.7).unwrap();
+        let r = s.apply(&plan("e2", "2024-02-01", vec![insert(fact("f2", "Alice drives a Honda Civic", 0.9))]), WriteMode::Full, 0.7).unwrap();
+        let o: Vec<(&str, &str)> = r.audit.iter().map(|a| (a.action.as_str(), a.outcome.as_str())).collect();
+        assert_eq!(o, vec![("renew", "invalidated"), ("insert", "created")]);
+        let facts = s.facts().unwrap();
+        assert_eq!(facts[0].invalid_at.as_deref(), Some("2024-02-01"));
+        assert_eq!(facts[1].invalid_at, None);
+    }
+
+    #[test]
+    fn closure_sets_valid_until_and_every_proposal_is_audited() {
+        let s = store();
+        s.apply(&plan("e1", "2024-01-01", vec![insert(fact("f1", "Alice drives a Honda Civic", 0.9))]), WriteMode::Full, 0.7).unwrap();
+        let p = plan(
+            "e2",
+            "2024-02-01",
+            vec![
+                Proposal { candidate_id: "c1".into(), action: Action::Close { target: "f1".into(), valid_until: "2024-02-01".into(), cascade: vec![] } },
+                Proposal { candidate_id: "c2".into(), action: Action::Reject { outcome: "noise_rejected".into(), reason: "value".into(), related: None } },
+                Proposal { candidate_id: "c3".into(), action: Action::Reject { outcome: "near_duplicate".into(), reason: "cos".into(), related: Some("f1".into()) } },
+            ],
+        );
+        let r = s.apply(&p, WriteMode::Full, 0.7).unwrap();
+        let o: Vec<(&str, &str)> = r.audit.iter().map(|a| (a.candidate_id.as_str(), a.outcome.as_str())).collect();
+        assert_eq!(o, vec![("c1", "closed"), ("c2", "skipped"), ("c3", "deduped")]);
+        assert_eq!(s.facts().unwrap()[0].valid_until.as_deref(), Some("2024-02-01"));
+        assert_eq!(s.audit().unwrap().len(), 4, "one row per proposal, across both episodes");
+    }
+}
