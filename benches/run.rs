@@ -31,6 +31,23 @@ fn bench_run(c: &mut Criterion) {
             run(&dataset, &cfg, stages, &opts).expect("run")
         })
     });
+    // A 100-point 2-D sweep (10 × 10) over the same data, to compare with one run.
+    let axes = vec![
+        memform::sweep::parse_axis("near_dup_threshold=0.86:0.95:0.01").expect("axis"),
+        memform::sweep::parse_axis("contradiction_band_min=0.70:0.79:0.01").expect("axis"),
+    ];
+    let points = memform::sweep::points(&axes);
+    assert_eq!(points.len(), 100);
+    group.bench_function("sweep_100_points", |b| {
+        b.iter(|| {
+            let dataset = memform::dataset::load(&dir).expect("load dataset");
+            let extractor = RulesExtractor::new(cfg.max_input_chars);
+            let embedder = HashedEmbedder::new(cfg.hashed_dims);
+            let judge = RulesJudge::new(&cfg);
+            let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
+            memform::sweep::run_sweep(&dataset, &cfg, stages, &points, None).expect("sweep")
+        })
+    });
     group.finish();
 }
 
