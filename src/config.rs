@@ -283,7 +283,7 @@ impl Config {
 
 fn span_line(text: &str, span: Option<std::ops::Range<usize>>) -> String {
     match span {
-        Some(r) => format!(" (line {})", text[..r.start.min(text.len())].lines().count().max(1)),
+        Some(r) => format!(" (line {})", text[..r.start.min(text.len())].matches('\n').count() + 1),
         None => String::new(),
     }
 }

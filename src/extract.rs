@@ -12,7 +12,7 @@ pub mod value;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::types::{CandidateEntity, CandidateFact, Episode, ValueTier, Warning};
+use crate::types::{CandidateEntity, CandidateFact, Episode, LlmUsage, ValueTier, Warning};
 
 pub use postprocess::postprocess;
 pub use rules::RulesExtractor;
@@ -65,6 +65,8 @@ pub struct RawExtraction {
     pub warnings: Vec<Warning>,
     /// True when the answer came as a graph (LLM mode): the tighter fact cap applies.
     pub graph: bool,
+    /// Model calls spent producing this answer.
+    pub usage: LlmUsage,
 }
 
 /// A post-processed fact with its value score.

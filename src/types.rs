@@ -257,3 +257,19 @@ pub enum ValueTier {
     Contextual,
     Ephemeral,
 }
+
+/// Model calls made for one stage of one episode (zero in rules mode).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmUsage {
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl LlmUsage {
+    pub fn add(&mut self, other: LlmUsage) {
+        self.calls += other.calls;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+    }
+}

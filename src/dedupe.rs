@@ -1,0 +1,290 @@
+//! Stage 3, dedupe. Exact: same content hash or identical
+//! subject|predicate|object against current live facts and earlier candidates
+//! of the batch; an exact match that carries validUntil is a *closure* (the
+//! matched fact gets the validUntil, and closing the last link to an entity
+//! closes the facts anchored on it). Near duplicate: cosine ≥
+//! `near_dup_threshold` against current live facts and earlier batch survivors.
+
+use serde::{Deserialize, Serialize};
+
+use crate::embed::cosine;
+use crate::state::{ConvState, spo_key};
+
+/// What a candidate is compared with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "in", content = "id", rename_all = "snake_case")]
+pub enum Target {
+    /// A live fact of the store, by id.
+    Live(String),
+    /// An earlier candidate of this episode, by index.
+    Batch(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchBy {
+    Hash,
+    Spo,
+}
+
+/// Stage 3's decision for one candidate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum DedupeOutcome {
+    Survivor,
+    ExactDuplicate { of: Target, by: MatchBy },
+    /// Sets `valid_until` on the matched fact, and on `cascade` (live facts
+    /// anchored on an entity whose last link this closes).
+    Closure { of: Target, valid_until: String, cascade: Vec<String> },
+    NearDuplicate { of: Target, cosine: f64 },
+}
+
+/// What dedupe needs of each candidate.
+#[derive(Debug, Clone)]
+pub struct DedupeItem<'a> {
+    pub hash: &'a str,
+    pub subject: &'a str,
+    pub predicate: &'a str,
+    pub object: &'a str,
+    pub valid_until: Option<&'a str>,
+    pub object_entity: Option<&'a str>,
+    pub embedding: &'a [f32],
+}
+
+/// Decides every candidate of a batch, in order. `now` is the episode date.
+pub fn dedupe(
+    items: &[DedupeItem<'_>],
+    state: &ConvState,
+    now: Option<&str>,
+    near_dup_threshold: f64,
+) -> Vec<DedupeOutcome> {
+    let current: Vec<_> = state.facts.iter().filter(|f| f.is_current(now)).collect();
+    let mut out: Vec<DedupeOutcome> = Vec::with_capacity(items.len());
+    // Batch survivors' validUntil as closures of this batch set it.
+    let mut batch_until: Vec<Option<String>> = items.iter().map(|i| i.valid_until.map(str::to_string)).collect();
+    for (i, item) in items.iter().enumerate() {
+        let key = spo_key(item.subject, item.predicate, item.object);
+        let live_exact = current.iter().find_map(|f| {
+            if f.hash == item.hash {
+                Some((f, MatchBy::Hash))
+            } else if f.spo_key() == key {
+                Some((f, MatchBy::Spo))
+            } else {
+                None
+            }
+        });
+        if let Some((f, by)) = live_exact {
+            out.push(match item.valid_until {
+                Some(until) if f.valid_until.as_deref() != Some(until) => DedupeOutcome::Closure {
+                    of: Target::Live(f.id.clone()),
+                    valid_until: until.to_string(),
+                    cascade: closure_cascade(state, &[f.id.as_str()], now),
+                },
+                _ => DedupeOutcome::ExactDuplicate { of: Target::Live(f.id.clone()), by },
+            });
+            continue;
+        }
+        let survivors = (0..i).filter(|j| out[*j] == DedupeOutcome::Survivor);
+        let batch_exact = survivors.clone().find_map(|j| {
+            let o = &items[j];
+            if o.hash == item.hash {
+                Some((j, MatchBy::Hash))
+            } else if spo_key(o.subject, o.predicate, o.object) == key {
+                Some((j, MatchBy::Spo))
+            } else {
+                None
+            }
+        });
+        if let Some((j, by)) = batch_exact {
+            out.push(match item.valid_until {
+                Some(until) if batch_until[j].as_deref() != Some(until) => {
+                    batch_until[j] = Some(until.to_string());
+                    DedupeOutcome::Closure { of: Target::Batch(j), valid_until: until.to_string(), cascade: vec![] }
+                }
+                _ => DedupeOutcome::ExactDuplicate { of: Target::Batch(j), by },
+            });
+            continue;
+        }
+        let near = current
+            .iter()
+            .map(|f| (cosine(item.embedding, &f.embedding), Target::Live(f.id.clone())))
+            .chain(survivors.map(|j| (cosine(item.embedding, items[j].embedding), Target::Batch(j))))
+            .filter(|(c, _)| *c >= near_dup_threshold)
+            .fold(None::<(f64, Target)>, |best, (c, t)| match best {
+                Some((bc, _)) if bc >= c => best,
+                _ => Some((c, t)),
+            });
+        out.push(match near {
+            Some((c, of)) => DedupeOutcome::NearDuplicate { of, cosine: c },
+            None => DedupeOutcome::Survivor,
+        });
+    }
+    out
+}
+
+/// Live facts anchored (by subject) on an entity whose last current link ends
+/// when the facts `ending` end. A link is a current relationship whose object
+/// is the entity.
+pub fn closure_cascade(state: &ConvState, ending: &[&str], now: Option<&str>) -> Vec<String> {
+    let mut ended: Vec<String> = ending.iter().map(|s| s.to_string()).collect();
+    let mut cascade = Vec::new();
+    let mut frontier: Vec<String> = ended.clone();
+    while let Some(id) = frontier.pop() {
+        let Some(entity) = state.fact(&id).and_then(|f| f.object_entity.clone()) else { continue };
+        let still_linked = state.facts.iter().any(|f| {
+            f.is_current(now) && !ended.contains(&f.id) && f.object_entity.as_deref() == Some(entity.as_str())
+        });
+        if still_linked {
+            continue;
+        }
+        let anchored: Vec<String> = state
+            .facts
+            .iter()
+            .filter(|f| {
+                f.is_current(now) && !ended.contains(&f.id) && f.subject_entity.as_deref() == Some(entity.as_str())
+            })
+            .map(|f| f.id.clone())
+            .collect();
+        for id in anchored {
+            ended.push(id.clone());
+            cascade.push(id.clone());
+            frontier.push(id);
+        }
+    }
+    cascade
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::FactRec;
+    use crate::types::{FactKind, FactType};
+
+    fn live(id: &str, s: &str, p: &str, o: &str, hash: &str, emb: Vec<f32>) -> FactRec {
+        FactRec {
+            id: id.into(),
+            subject: s.into(),
+            predicate: p.into(),
+            object: o.into(),
+            kind: FactKind::Relationship,
+            fact_type: FactType::Fact,
+            content: format!("{s} {p} {o}"),
+            normalized: String::new(),
+            hash: hash.into(),
+            confidence: 0.9,
+            valid_from: None,
+            valid_until: None,
+            invalid_at: None,
+            superseded_by: None,
+            source_episode: "e1".into(),
+            source_turn: "t1".into(),
+            source_quote: String::new(),
+            pinned: false,
+            subject_entity: None,
+            object_entity: None,
+            embedding: emb,
+        }
+    }
+
+    fn item<'a>(hash: &'a str, s: &'a str, p: &'a str, o: &'a str, until: Option<&'a str>, emb: &'a [f32]) -> DedupeItem<'a> {
+        DedupeItem { hash, subject: s, predicate: p, object: o, valid_until: until, object_entity: None, embedding: emb }
+    }
+
+    #[test]
+    fn exact_by_hash_and_by_spo_against_live() {
+        let mut st = ConvState::default();
+        st.facts.push(live("f1", "Alice", "works at", "Google", "h1", vec![1.0, 0.0]));
+        let e = [0.0f32, 1.0];
+        let out = dedupe(
+            &[item("h1", "x", "y", "z", None, &e), item("h9", "alice", "Works At", "google.", None, &e)],
+            &st,
+            Some("2024-01-01"),
+            0.95,
+        );
+        assert_eq!(out[0], DedupeOutcome::ExactDuplicate { of: Target::Live("f1".into()), by: MatchBy::Hash });
+        assert_eq!(out[1], DedupeOutcome::ExactDuplicate { of: Target::Live("f1".into()), by: MatchBy::Spo });
+    }
+
+    #[test]
+    fn exact_and_near_within_batch_against_survivors_only() {
+        let st = ConvState::default();
+        let a = [1.0f32, 0.0];
+        let b = [0.96f32, 0.28];
+        let c = [0.0f32, 1.0];
+        let out = dedupe(
+            &[
+                item("h1", "A", "p", "o", None, &a),
+                item("h1", "A", "p", "other", None, &c),
+                item("h2", "A", "q", "o2", None, &b),
+                item("h3", "A", "r", "o3", None, &c),
+            ],
+            &st,
+            None,
+            0.95,
+        );
+        assert_eq!(out[0], DedupeOutcome::Survivor);
+        assert_eq!(out[1], DedupeOutcome::ExactDuplicate { of: Target::Batch(0), by: MatchBy::Hash });
+        assert!(matches!(out[2], DedupeOutcome::NearDuplicate { of: Target::Batch(0), .. }));
+        assert_eq!(out[3], DedupeOutcome::Survivor, "near-dup compares with survivors, not with rejected candidates");
+    }
+
+    #[test]
+    fn near_duplicate_threshold_is_inclusive_against_live() {
+        let mut st = ConvState::default();
+        st.facts.push(live("f1", "A", "p", "o", "h1", vec![1.0, 0.0]));
+        let at = [0.95f32, (1.0f32 - 0.95 * 0.95).sqrt()];
+        let below = [0.94f32, (1.0f32 - 0.94 * 0.94).sqrt()];
+        let threshold = cosine(&at, &[1.0, 0.0]);
+        let out = dedupe(&[item("h2", "A", "q", "x", None, &at), item("h3", "A", "r", "y", None, &below)], &st, None, threshold);
+        assert!(matches!(out[0], DedupeOutcome::NearDuplicate { .. }));
+        assert_eq!(out[1], DedupeOutcome::Survivor);
+    }
+
+    #[test]
+    fn closure_sets_valid_until_and_cascades_over_last_link() {
+        let mut st = ConvState::default();
+        let mut drives = live("f1", "Alice", "drives", "Honda Civic", "h1", vec![1.0, 0.0]);
+        drives.object_entity = Some("e1".into());
+        let mut color = live("f2", "Honda Civic", "has color", "red", "h2", vec![0.0, 1.0]);
+        color.subject_entity = Some("e1".into());
+        color.kind = FactKind::Literal;
+        st.facts.push(drives);
+        st.facts.push(color);
+        let e = [0.6f32, 0.8];
+        let out = dedupe(&[item("h9", "Alice", "drives", "Honda Civic", Some("2024-03-01"), &e)], &st, Some("2024-03-01"), 0.95);
+        assert_eq!(
+            out[0],
+            DedupeOutcome::Closure {
+                of: Target::Live("f1".into()),
+                valid_until: "2024-03-01".into(),
+                cascade: vec!["f2".into()]
+            }
+        );
+    }
+
+    #[test]
+    fn no_cascade_while_another_link_remains() {
+        let mut st = ConvState::default();
+        for (id, s) in [("f1", "Alice"), ("f3", "Bob")] {
+            let mut d = live(id, s, "drives", "Honda Civic", id, vec![1.0, 0.0]);
+            d.object_entity = Some("e1".into());
+            st.facts.push(d);
+        }
+        let mut color = live("f2", "Honda Civic", "has color", "red", "h2", vec![0.0, 1.0]);
+        color.subject_entity = Some("e1".into());
+        st.facts.push(color);
+        assert!(closure_cascade(&st, &["f1"], None).is_empty());
+        assert_eq!(closure_cascade(&st, &["f1", "f3"], None), vec!["f2".to_string()]);
+    }
+
+    #[test]
+    fn expired_live_facts_are_not_compared() {
+        let mut st = ConvState::default();
+        let mut f = live("f1", "Alice", "drives", "Honda Civic", "h1", vec![1.0, 0.0]);
+        f.valid_until = Some("2024-01-01".into());
+        st.facts.push(f);
+        let e = [1.0f32, 0.0];
+        let out = dedupe(&[item("h1", "Alice", "drives", "Honda Civic", None, &e)], &st, Some("2024-05-01"), 0.95);
+        assert_eq!(out[0], DedupeOutcome::Survivor);
+    }
+}

@@ -1,0 +1,224 @@
+//! Stage 2, resolve entities: exact name match of the same type → reuse;
+//! else the nearest same-type entity by cosine ≥ `entity_merge_threshold` →
+//! merge (alias recorded); else insert. The raw→canonical map is then applied
+//! to every fact's subject and object. Type-aware: apple the ORG never merges
+//! into apple the FOOD.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::embed::cosine;
+use crate::state::{ConvState, EntityRec};
+use crate::types::{CandidateEntity, CandidateFact, EntityType, FactKind};
+
+/// What happened to one extracted entity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum EntityDecision {
+    /// Same name (or alias) and type as an existing entity.
+    Reuse { raw: String, entity_id: String },
+    /// Close enough to an existing same-type entity: `raw` becomes its alias.
+    Merge { raw: String, entity_id: String, canonical: String, cosine: f64 },
+    /// A new entity.
+    Insert { raw: String, entity_id: String },
+}
+
+/// Stage 2's output for one episode.
+#[derive(Debug, Clone, Default)]
+pub struct Resolution {
+    pub decisions: Vec<EntityDecision>,
+    /// Entities to create (ids assigned), in order.
+    pub new_entities: Vec<EntityRec>,
+    /// (entity id, alias) pairs to record.
+    pub new_aliases: Vec<(String, String)>,
+    /// Lower-cased raw name → (canonical name, entity id).
+    pub map: BTreeMap<String, (String, String)>,
+}
+
+/// A candidate fact with its names resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedFact {
+    pub fact: CandidateFact,
+    pub subject_entity: Option<String>,
+    pub object_entity: Option<String>,
+}
+
+/// Resolves `entities` (with their `embeddings`, same order) against `state`.
+/// New entity ids continue `state`'s numbering under `conversation_id`.
+pub fn resolve_entities(
+    conversation_id: &str,
+    entities: &[CandidateEntity],
+    embeddings: &[Vec<f32>],
+    state: &ConvState,
+    merge_threshold: f64,
+) -> Resolution {
+    let mut res = Resolution::default();
+    for (i, ent) in entities.iter().enumerate() {
+        let raw = ent.name.trim().to_string();
+        let key = raw.to_lowercase();
+        if raw.is_empty() || res.map.contains_key(&key) {
+            continue;
+        }
+        let emb = embeddings.get(i).cloned().unwrap_or_default();
+        let known = state.entities.iter().chain(res.new_entities.iter());
+        let exact = known.clone().find(|e| e.entity_type == ent.entity_type && names_match(e, &key));
+        if let Some(e) = exact {
+            res.map.insert(key, (e.name.clone(), e.id.clone()));
+            res.decisions.push(EntityDecision::Reuse { raw, entity_id: e.id.clone() });
+            continue;
+        }
+        let nearest = known
+            .filter(|e| e.entity_type == ent.entity_type)
+            .map(|e| (cosine(&emb, &e.embedding), e))
+            .fold(None::<(f64, &EntityRec)>, |best, (c, e)| match best {
+                Some((bc, _)) if bc >= c => best,
+                _ => Some((c, e)),
+            });
+        if let Some((c, e)) = nearest.filter(|(c, _)| *c >= merge_threshold) {
+            let (id, canonical) = (e.id.clone(), e.name.clone());
+            res.new_aliases.push((id.clone(), raw.clone()));
+            if let Some(pending) = res.new_entities.iter_mut().find(|p| p.id == id) {
+                pending.aliases.push(raw.clone());
+            }
+            res.map.insert(key, (canonical.clone(), id.clone()));
+            res.decisions.push(EntityDecision::Merge { raw, entity_id: id, canonical, cosine: c });
+            continue;
+        }
+        let id = format!("{conversation_id}/e{}", state.entities.len() + res.new_entities.len());
+        res.new_entities.push(EntityRec {
+            id: id.clone(),
+            name: raw.clone(),
+            entity_type: ent.entity_type,
+            aliases: Vec::new(),
+            embedding: emb,
+        });
+        res.map.insert(key, (raw.clone(), id.clone()));
+        res.decisions.push(EntityDecision::Insert { raw, entity_id: id });
+    }
+    res
+}
+
+fn names_match(e: &EntityRec, key: &str) -> bool {
+    e.name.to_lowercase() == key || e.aliases.iter().any(|a| a.to_lowercase() == key)
+}
+
+/// Applies the raw→canonical map to subjects and entity objects, and links
+/// each fact to the entities it is anchored on.
+pub fn apply_map(facts: &[CandidateFact], res: &Resolution, state: &ConvState) -> Vec<ResolvedFact> {
+    facts
+        .iter()
+        .map(|f| {
+            let mut fact = f.clone();
+            let subject_entity = lookup(&fact.subject, res, state, None).map(|(name, id)| {
+                fact.subject = name;
+                id
+            });
+            let object_entity = if fact.kind == FactKind::Relationship {
+                lookup(&fact.object, res, state, None).map(|(name, id)| {
+                    fact.object = name;
+                    id
+                })
+            } else {
+                None
+            };
+            ResolvedFact { fact, subject_entity, object_entity }
+        })
+        .collect()
+}
+
+fn lookup(
+    name: &str,
+    res: &Resolution,
+    state: &ConvState,
+    ty: Option<EntityType>,
+) -> Option<(String, String)> {
+    let key = name.trim().to_lowercase();
+    if let Some((canonical, id)) = res.map.get(&key) {
+        return Some((canonical.clone(), id.clone()));
+    }
+    state
+        .entities
+        .iter()
+        .chain(res.new_entities.iter())
+        .find(|e| ty.is_none_or(|t| t == e.entity_type) && names_match(e, &key))
+        .map(|e| (e.name.clone(), e.id.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ent(name: &str, t: EntityType) -> CandidateEntity {
+        CandidateEntity { name: name.into(), entity_type: t }
+    }
+
+    fn state_with(entities: &[(&str, EntityType, Vec<f32>)]) -> ConvState {
+        let mut s = ConvState::default();
+        for (i, (n, t, v)) in entities.iter().enumerate() {
+            s.entities.push(EntityRec {
+                id: format!("c/e{i}"),
+                name: n.to_string(),
+                entity_type: *t,
+                aliases: vec![],
+                embedding: v.clone(),
+            });
+        }
+        s
+    }
+
+    #[test]
+    fn exact_same_type_reuses_case_insensitively() {
+        let s = state_with(&[("Google", EntityType::Org, vec![1.0, 0.0])]);
+        let r = resolve_entities("c", &[ent("google", EntityType::Org)], &[vec![0.0, 1.0]], &s, 0.88);
+        assert_eq!(r.decisions, vec![EntityDecision::Reuse { raw: "google".into(), entity_id: "c/e0".into() }]);
+        assert!(r.new_entities.is_empty());
+    }
+
+    #[test]
+    fn type_aware_apple_org_never_merges_into_apple_food() {
+        let s = state_with(&[("Apple", EntityType::Org, vec![1.0, 0.0])]);
+        let r = resolve_entities("c", &[ent("apple", EntityType::Food)], &[vec![1.0, 0.0]], &s, 0.88);
+        assert!(matches!(&r.decisions[0], EntityDecision::Insert { entity_id, .. } if entity_id == "c/e1"));
+        assert_eq!(r.new_entities[0].entity_type, EntityType::Food);
+    }
+
+    #[test]
+    fn merge_at_threshold_and_not_below() {
+        let s = state_with(&[("Google", EntityType::Org, vec![1.0, 0.0])]);
+        let at = [0.88f32, (1.0f32 - 0.88 * 0.88).sqrt()];
+        let threshold = cosine(&at, &[1.0, 0.0]);
+        let r = resolve_entities("c", &[ent("Google LLC", EntityType::Org)], &[at.to_vec()], &s, threshold);
+        assert!(matches!(&r.decisions[0], EntityDecision::Merge { canonical, .. } if canonical == "Google"));
+        assert_eq!(r.new_aliases, vec![("c/e0".to_string(), "Google LLC".to_string())]);
+        let below = [0.87f32, (1.0f32 - 0.87 * 0.87).sqrt()];
+        let r = resolve_entities("c", &[ent("Google LLC", EntityType::Org)], &[below.to_vec()], &s, threshold);
+        assert!(matches!(&r.decisions[0], EntityDecision::Insert { .. }));
+    }
+
+    #[test]
+    fn map_applies_to_subject_and_entity_object_only() {
+        let s = state_with(&[("Google", EntityType::Org, vec![1.0, 0.0]), ("Alice", EntityType::Person, vec![0.0, 1.0])]);
+        let r = resolve_entities("c", &[ent("Google LLC", EntityType::Org)], &[vec![1.0, 0.0]], &s, 0.88);
+        let f = |kind, object: &str| CandidateFact {
+            subject: "alice".into(),
+            predicate: "works at".into(),
+            object: object.into(),
+            kind,
+            fact_type: crate::types::FactType::Fact,
+            content: "Alice works at Google LLC".into(),
+            confidence: 0.9,
+            source_turn: "t1".into(),
+            source_quote: "".into(),
+            valid_from: None,
+            valid_until: None,
+        };
+        let out = apply_map(&[f(FactKind::Relationship, "Google LLC"), f(FactKind::Literal, "Google LLC")], &r, &s);
+        assert_eq!(out[0].fact.subject, "Alice");
+        assert_eq!(out[0].fact.object, "Google");
+        assert_eq!(out[0].object_entity.as_deref(), Some("c/e0"));
+        assert_eq!(out[1].fact.object, "Google LLC");
+        assert_eq!(out[1].object_entity, None);
+        assert_eq!(out[1].subject_entity.as_deref(), Some("c/e1"));
+    }
+}

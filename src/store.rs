@@ -1,0 +1,573 @@
+//! The SQLite memory store: the only module that knows SQL. Schema as an
+//! append-only list of named migrations, each in a transaction; evidence
+//! written raw first; one transaction per episode for everything derived.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+use crate::config::WriteMode;
+use crate::error::{Error, Result};
+use crate::state::{FactRec, is_past};
+use crate::types::{Episode, FactKind};
+use crate::write::{Action, AuditRow, Effect, EntityRow, Outcome, WritePlan, WriteResult};
+
+/// Named migrations, applied in order, each once, each in a transaction.
+/// Append only: never edit or reorder a released entry.
+pub const MIGRATIONS: &[(&str, &str)] = &[
+    (
+        "0001_evidence",
+        "CREATE TABLE conversations (id TEXT PRIMARY KEY, speakers TEXT NOT NULL);
+         CREATE TABLE episodes (
+             conversation_id TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL,
+             timestamp TEXT, PRIMARY KEY (conversation_id, id));
+         CREATE TABLE turns (
+             conversation_id TEXT NOT NULL, episode_id TEXT NOT NULL, id TEXT NOT NULL,
+             seq INTEGER NOT NULL, speaker TEXT NOT NULL, text TEXT NOT NULL,
+             PRIMARY KEY (conversation_id, id));",
+    ),
+    (
+        "0002_entities",
+        "CREATE TABLE entities (
+             id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, name TEXT NOT NULL,
+             entity_type TEXT NOT NULL, created_episode TEXT);
+         CREATE TABLE entity_aliases (
+             entity_id TEXT NOT NULL, alias TEXT NOT NULL, episode_id TEXT NOT NULL,
+             PRIMARY KEY (entity_id, alias));",
+    ),
+    (
+        "0003_facts",
+        "CREATE TABLE facts (
+             id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL,
+             subject TEXT NOT NULL, predicate TEXT NOT NULL, object TEXT NOT NULL,
+             kind TEXT NOT NULL, fact_type TEXT NOT NULL,
+             content TEXT NOT NULL, normalized_content TEXT NOT NULL, content_hash TEXT NOT NULL,
+             confidence REAL NOT NULL,
+             valid_from TEXT, valid_until TEXT, invalid_at TEXT, superseded_by TEXT,
+             source_episode TEXT NOT NULL, source_turns TEXT NOT NULL, source_quote TEXT NOT NULL,
+             pinned INTEGER NOT NULL DEFAULT 0,
+             subject_entity TEXT, object_entity TEXT, created_at TEXT);
+         CREATE UNIQUE INDEX facts_live_hash ON facts (conversation_id, content_hash)
+             WHERE invalid_at IS NULL AND superseded_by IS NULL;
+         CREATE INDEX facts_subject ON facts (conversation_id, subject);",
+    ),
+    (
+        "0004_audit",
+        "CREATE TABLE audit (
+             conversation_id TEXT NOT NULL, episode_id TEXT NOT NULL, seq INTEGER NOT NULL,
+             candidate_id TEXT NOT NULL, action TEXT NOT NULL, outcome TEXT NOT NULL,
+             fact_id TEXT, target_fact_id TEXT, reason TEXT NOT NULL,
+             PRIMARY KEY (conversation_id, episode_id, seq));",
+    ),
+    (
+        "0005_episode_runs",
+        "CREATE TABLE episode_runs (
+             conversation_id TEXT NOT NULL, episode_id TEXT NOT NULL, write_mode TEXT NOT NULL,
+             PRIMARY KEY (conversation_id, episode_id));",
+    ),
+];
+
+/// A store file. One connection, shared by the run's threads behind a mutex:
+/// transactions are short and the plan is computed before the lock is taken.
+pub struct Store {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if needed) the store at `path` and applies pending migrations.
+    pub fn open(path: &Path) -> Result<Store> {
+        let err = |e| Error::Store { path: path.to_path_buf(), source: e };
+        let mut conn = Connection::open(path).map_err(err)?;
+        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
+            .map_err(err)?;
+        migrate(&mut conn).map_err(err)?;
+        Ok(Store { conn: Mutex::new(conn), path: path.to_path_buf() })
+    }
+
+    /// An in-memory store (for sweeps and tests).
+    pub fn in_memory() -> Result<Store> {
+        let path = PathBuf::from(":memory:");
+        let err = |e| Error::Store { path: PathBuf::from(":memory:"), source: e };
+        let mut conn = Connection::open_in_memory().map_err(err)?;
+        migrate(&mut conn).map_err(err)?;
+        Ok(Store { conn: Mutex::new(conn), path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> Result<T> {
+        let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut guard).map_err(|e| Error::Store { path: self.path.clone(), source: e })
+    }
+
+    /// Names of the migrations applied, in order.
+    pub fn applied_migrations(&self) -> Result<Vec<String>> {
+        self.with(|c| {
+            let mut st = c.prepare("SELECT name FROM schema_migrations ORDER BY name")?;
+            st.query_map([], |r| r.get(0))?.collect()
+        })
+    }
+
+    /// Records a conversation and its speakers' entities (evidence, raw first).
+    pub fn write_conversation(&self, id: &str, speakers: &[String], speaker_entities: &[EntityRow]) -> Result<()> {
+        let speakers_json = serde_json::to_string(speakers).unwrap_or_default();
+        self.with(|c| {
+            let tx = c.transaction()?;
+            tx.execute("INSERT OR IGNORE INTO conversations (id, speakers) VALUES (?1, ?2)", params![id, speakers_json])?;
+            for e in speaker_entities {
+                tx.execute(
+                    "INSERT OR IGNORE INTO entities (id, conversation_id, name, entity_type, created_episode)
+                     VALUES (?1, ?2, ?3, ?4, NULL)",
+                    params![e.id, id, e.name, e.entity_type.as_str()],
+                )?;
+            }
+            tx.commit()
+        })
+    }
+
+    /// Commits an episode's evidence (episode and turns) before it is processed.
+    pub fn write_evidence(&self, conversation_id: &str, seq: usize, episode: &Episode) -> Result<()> {
+        self.with(|c| {
+            let tx = c.transaction()?;
+            tx.execute(
+                "INSERT OR IGNORE INTO episodes (conversation_id, id, seq, timestamp) VALUES (?1, ?2, ?3, ?4)",
+                params![conversation_id, episode.id, seq as i64, episode.timestamp],
+            )?;
+            {
+                let mut st = tx.prepare(
+                    "INSERT OR IGNORE INTO turns (conversation_id, episode_id, id, seq, speaker, text)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )?;
+                for (i, t) in episode.turns.iter().enumerate() {
+                    st.execute(params![conversation_id, episode.id, t.id, i as i64, t.speaker, t.text])?;
+                }
+            }
+            tx.commit()
+        })
+    }
+
+    /// Applies one episode's plan in one transaction, under `mode`, with the
+    /// safety gates, and returns every audit row and applied effect.
+    pub fn apply(&self, plan: &WritePlan, mode: WriteMode, min_confidence: f64) -> Result<WriteResult> {
+        self.with(|c| {
+            let tx = c.transaction()?;
+            let result = apply_plan(&tx, plan, mode, min_confidence)?;
+            for (seq, a) in result.audit.iter().enumerate() {
+                tx.execute(
+                    "INSERT INTO audit (conversation_id, episode_id, seq, candidate_id, action, outcome,
+                                        fact_id, target_fact_id, reason)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    params![
+                        plan.conversation_id,
+                        plan.episode_id,
+                        seq as i64,
+                        a.candidate_id,
+                        a.action,
+                        a.outcome.as_str(),
+                        a.fact_id,
+                        a.target_fact_id,
+                        a.reason
+                    ],
+                )?;
+            }
+            tx.execute(
+                "INSERT OR REPLACE INTO episode_runs (conversation_id, episode_id, write_mode) VALUES (?1, ?2, ?3)",
+                params![plan.conversation_id, plan.episode_id, mode.as_str()],
+            )?;
+            tx.commit()?;
+            Ok(result)
+        })
+    }
+
+    /// Every fact, live and invalidated, ordered by id.
+    pub fn facts(&self) -> Result<Vec<StoredFact>> {
+        self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT id, conversation_id, subject, predicate, object, content, confidence,
+                        valid_from, valid_until, invalid_at, superseded_by, source_episode, source_turns
+                 FROM facts ORDER BY conversation_id, id",
+            )?;
+            st.query_map([], |r| {
+                Ok(StoredFact {
+                    id: r.get(0)?,
+                    conversation_id: r.get(1)?,
+                    subject: r.get(2)?,
+                    predicate: r.get(3)?,
+                    object: r.get(4)?,
+                    content: r.get(5)?,
+                    confidence: r.get(6)?,
+                    valid_from: r.get(7)?,
+                    valid_until: r.get(8)?,
+                    invalid_at: r.get(9)?,
+                    superseded_by: r.get(10)?,
+                    source_episode: r.get(11)?,
+                    source_turns: r.get(12)?,
+                })
+            })?
+            .collect()
+        })
+    }
+
+    /// Every audit row, ordered by conversation, episode order and sequence.
+    pub fn audit(&self) -> Result<Vec<(String, String, AuditRow)>> {
+        self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT a.conversation_id, a.episode_id, a.candidate_id, a.action, a.outcome, a.fact_id,
+                        a.target_fact_id, a.reason
+                 FROM audit a JOIN episodes e ON e.conversation_id = a.conversation_id AND e.id = a.episode_id
+                 ORDER BY a.conversation_id, e.seq, a.seq",
+            )?;
+            st.query_map([], |r| {
+                let outcome: String = r.get(4)?;
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    AuditRow {
+                        candidate_id: r.get(2)?,
+                        action: r.get(3)?,
+                        outcome: parse_outcome(&outcome),
+                        fact_id: r.get(5)?,
+                        target_fact_id: r.get(6)?,
+                        reason: r.get(7)?,
+                    },
+                ))
+            })?
+            .collect()
+        })
+    }
+
+    /// A canonical text dump of every table (for determinism checks).
+    pub fn dump(&self) -> Result<String> {
+        let tables = [
+            ("conversations", "id"),
+            ("episodes", "conversation_id, id"),
+            ("turns", "conversation_id, id"),
+            ("entities", "id"),
+            ("entity_aliases", "entity_id, alias"),
+            ("facts", "id"),
+            ("audit", "conversation_id, episode_id, seq"),
+            ("episode_runs", "conversation_id, episode_id"),
+        ];
+        self.with(|c| {
+            let mut out = String::new();
+            for (t, order) in tables {
+                out.push_str(&format!("## {t}\n"));
+                let mut st = c.prepare(&format!("SELECT * FROM {t} ORDER BY {order}"))?;
+                let n = st.column_count();
+                let mut rows = st.query([])?;
+                while let Some(r) = rows.next()? {
+                    let vals: Vec<String> = (0..n)
+                        .map(|i| match r.get_ref(i) {
+                            Ok(v) => format!("{v:?}"),
+                            Err(e) => format!("<{e}>"),
+                        })
+                        .collect();
+                    out.push_str(&vals.join("\t"));
+                    out.push('\n');
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Problems that would make the store inconsistent; empty when it is sound.
+    /// Checks SQLite's integrity, that every derived row points at committed
+    /// evidence, and that every audited episode was completed.
+    pub fn consistency_problems(&self) -> Result<Vec<String>> {
+        self.with(|c| {
+            let mut problems = Vec::new();
+            let integrity: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+            if integrity != "ok" {
+                problems.push(format!("integrity_check: {integrity}"));
+            }
+            let checks = [
+                (
+                    "facts without evidence",
+                    "SELECT COUNT(*) FROM facts f LEFT JOIN episodes e
+                       ON e.conversation_id = f.conversation_id AND e.id = f.source_episode WHERE e.id IS NULL",
+                ),
+                (
+                    "audit rows of unfinished episodes",
+                    "SELECT COUNT(*) FROM audit a LEFT JOIN episode_runs r
+                       ON r.conversation_id = a.conversation_id AND r.episode_id = a.episode_id WHERE r.episode_id IS NULL",
+                ),
+                (
+                    "finished episodes without evidence",
+                    "SELECT COUNT(*) FROM episode_runs r LEFT JOIN episodes e
+                       ON e.conversation_id = r.conversation_id AND e.id = r.episode_id WHERE e.id IS NULL",
+                ),
+                (
+                    "episodes without turns",
+                    "SELECT COUNT(*) FROM episodes e WHERE NOT EXISTS (SELECT 1 FROM turns t
+                       WHERE t.conversation_id = e.conversation_id AND t.episode_id = e.id)",
+                ),
+            ];
+            for (what, sql) in checks {
+                let n: i64 = c.query_row(sql, [], |r| r.get(0))?;
+                if n > 0 {
+                    problems.push(format!("{n} {what}"));
+                }
+            }
+            Ok(problems)
+        })
+    }
+}
+
+/// A fact row as read back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredFact {
+    pub id: String,
+    pub conversation_id: String,
+    pub subject: String,
+    pub predicate: String,
+    pub object: String,
+    pub content: String,
+    pub confidence: f64,
+    pub valid_from: Option<String>,
+    pub valid_until: Option<String>,
+    pub invalid_at: Option<String>,
+    pub superseded_by: Option<String>,
+    pub source_episode: String,
+    pub source_turns: String,
+}
+
+fn parse_outcome(s: &str) -> Outcome {
+    match s {
+        "created" => Outcome::Created,
+        "deduped" => Outcome::Deduped,
+        "invalidated" => Outcome::Invalidated,
+        "closed" => Outcome::Closed,
+        "blocked" => Outcome::Blocked,
+        "recorded" => Outcome::Recorded,
+        _ => Outcome::Skipped,
+    }
+}
+
+fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    conn.execute_batch("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY)")?;
+    for (name, sql) in MIGRATIONS {
+        let tx = conn.transaction()?;
+        let done: Option<String> = tx
+            .query_row("SELECT name FROM schema_migrations WHERE name = ?1", [name], |r| r.get(0))
+            .optional()?;
+        if done.is_none() {
+            tx.execute_batch(sql)?;
+            tx.execute("INSERT INTO schema_migrations (name) VALUES (?1)", [name])?;
+        }
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+fn live_by_hash(tx: &rusqlite::Transaction<'_>, conv: &str, hash: &str) -> rusqlite::Result<Option<(String, Option<String>)>> {
+    tx.query_row(
+        "SELECT id, valid_until FROM facts WHERE conversation_id = ?1 AND content_hash = ?2
+           AND invalid_at IS NULL AND superseded_by IS NULL",
+        params![conv, hash],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .optional()
+}
+
+fn is_pinned(tx: &rusqlite::Transaction<'_>, id: &str) -> rusqlite::Result<Option<bool>> {
+    tx.query_row(
+        "SELECT pinned FROM facts WHERE id = ?1 AND invalid_at IS NULL AND superseded_by IS NULL",
+        [id],
+        |r| r.get::<_, i64>(0).map(|p| p != 0),
+    )
+    .optional()
+}
+
+struct Ctx {
+    mode: WriteMode,
+    out: WriteResult,
+}
+
+impl Ctx {
+    fn audit(&mut self, cand: &str, action: &str, outcome: Outcome, fact: Option<&str>, target: Option<&str>, reason: impl Into<String>) {
+        let reason = reason.into();
+        let (outcome, reason) = if self.mode == WriteMode::Shadow && outcome != Outcome::Skipped && outcome != Outcome::Deduped {
+            (Outcome::Recorded, format!("shadow: would be {}{}", outcome.as_str(), if reason.is_empty() { String::new() } else { format!(" ({reason})") }))
+        } else {
+            (outcome, reason)
+        };
+        self.out.audit.push(AuditRow {
+            candidate_id: cand.to_string(),
+            action: action.to_string(),
+            outcome,
+            fact_id: fact.map(str::to_string),
+            target_fact_id: target.map(str::to_string),
+            reason,
+        });
+    }
+}
+
+fn apply_plan(tx: &rusqlite::Transaction<'_>, plan: &WritePlan, mode: WriteMode, min_confidence: f64) -> rusqlite::Result<WriteResult> {
+    let conv = plan.conversation_id.as_str();
+    let now = plan.now.as_deref();
+    let now_date = now.map(|n| n.get(..10).unwrap_or(n).to_string());
+    let mut cx = Ctx { mode, out: WriteResult::default() };
+    let writes = mode != WriteMode::Shadow;
+    let mutates = mode == WriteMode::Full;
+
+    if writes {
+        for e in &plan.new_entities {
+            tx.execute(
+                "INSERT OR IGNORE INTO entities (id, conversation_id, name, entity_type, created_episode)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![e.id, conv, e.name, e.entity_type.as_str(), plan.episode_id],
+            )?;
+        }
+        for (id, alias) in &plan.new_aliases {
+            tx.execute(
+                "INSERT OR IGNORE INTO entity_aliases (entity_id, alias, episode_id) VALUES (?1, ?2, ?3)",
+                params![id, alias, plan.episode_id],
+            )?;
+        }
+        cx.out.entities_written = true;
+    }
+
+    // Race re-check and safety gates first: which inserts will go ahead.
+    let mut will_insert: Vec<&FactRec> = Vec::new();
+    for p in &plan.proposals {
+        let Action::Insert { fact } = &p.action else { continue };
+        if fact.confidence < min_confidence {
+            cx.audit(&p.candidate_id, "insert", Outcome::Skipped, None, None, format!("low_fact_confidence: {:.2} < {min_confidence:.2}", fact.confidence));
+        } else if fact.normalized.is_empty() {
+            cx.audit(&p.candidate_id, "insert", Outcome::Skipped, None, None, "empty_fact_content");
+        } else if let Some((existing, until)) = live_by_hash(tx, conv, &fact.hash)?.filter(|(_, until)| !is_past(until.as_deref(), now)) {
+            let _ = until;
+            cx.audit(&p.candidate_id, "insert", Outcome::Deduped, None, Some(&existing), "hash already live");
+        } else {
+            will_insert.push(fact);
+        }
+    }
+    let inserted_ids: Vec<&str> = will_insert.iter().map(|f| f.id.as_str()).collect();
+
+    // Renewal: expired, not superseded rows matching a survivor get invalidAt.
+    for fact in &will_insert {
+        if let Some((old, until)) = live_by_hash(tx, conv, &fact.hash)?.filter(|(_, until)| is_past(until.as_deref(), now)) {
+            let reason = format!("renewal: expired {}", until.unwrap_or_default());
+            if mutates {
+                tx.execute("UPDATE facts SET invalid_at = ?2 WHERE id = ?1", params![old, now_date])?;
+                cx.out.effects.push(Effect::Invalidated { id: old.clone(), at: now_date.clone(), superseded_by: None });
+                cx.audit(&fact.id, "renew", Outcome::Invalidated, Some(&fact.id), Some(&old), reason);
+            } else {
+                cx.audit(&fact.id, "renew", Outcome::Blocked, Some(&fact.id), Some(&old), reason);
+            }
+        }
+    }
+
+    // Closures and invalidations.
+    for p in &plan.proposals {
+        match &p.action {
+            Action::Close { target, valid_until, cascade } => {
+                for (i, id) in std::iter::once(target).chain(cascade).enumerate() {
+                    let action = if i == 0 { "close" } else { "close_cascade" };
+                    match (mutates, is_pinned(tx, id)?) {
+                        (_, None) => cx.audit(&p.candidate_id, action, Outcome::Skipped, None, Some(id), "target no longer live"),
+                        (true, Some(true)) => cx.audit(&p.candidate_id, action, Outcome::Skipped, None, Some(id), "pinned"),
+                        (true, Some(false)) => {
+                            tx.execute("UPDATE facts SET valid_until = ?2 WHERE id = ?1", params![id, valid_until])?;
+                            cx.out.effects.push(Effect::ValidUntilSet { id: id.clone(), valid_until: valid_until.clone() });
+                            cx.audit(&p.candidate_id, action, Outcome::Closed, None, Some(id), format!("valid_until {valid_until}"));
+                        }
+                        (false, Some(_)) => cx.audit(&p.candidate_id, action, Outcome::Blocked, None, Some(id), format!("{} mode: updates not allowed", mode.as_str())),
+                    }
+                }
+            }
+            Action::Invalidate { target, by, cascade } => {
+                if !inserted_ids.contains(&by.as_str()) {
+                    cx.audit(&p.candidate_id, "invalidate", Outcome::Skipped, None, Some(target), "superseding fact not written");
+                    continue;
+                }
+                for (i, id) in std::iter::once(target).chain(cascade).enumerate() {
+                    let action = if i == 0 { "invalidate" } else { "invalidate_cascade" };
+                    match (mutates, is_pinned(tx, id)?) {
+                        (_, None) => cx.audit(&p.candidate_id, action, Outcome::Skipped, None, Some(id), "target no longer live"),
+                        (true, Some(true)) => cx.audit(&p.candidate_id, action, Outcome::Skipped, None, Some(id), "pinned"),
+                        (true, Some(false)) => {
+                            let sup = if i == 0 { Some(by.clone()) } else { None };
+                            tx.execute(
+                                "UPDATE facts SET invalid_at = ?2, superseded_by = ?3 WHERE id = ?1",
+                                params![id, now_date, sup],
+                            )?;
+                            cx.out.effects.push(Effect::Invalidated { id: id.clone(), at: now_date.clone(), superseded_by: sup });
+                            cx.audit(&p.candidate_id, action, Outcome::Invalidated, Some(by), Some(id), "");
+                        }
+                        (false, Some(_)) => cx.audit(&p.candidate_id, action, Outcome::Blocked, Some(by), Some(id), format!("{} mode: invalidations not allowed", mode.as_str())),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    // Inserts, then the rejected candidates' audit rows, in plan order.
+    for p in &plan.proposals {
+        match &p.action {
+            Action::Insert { fact } if inserted_ids.contains(&fact.id.as_str()) => {
+                if !writes {
+                    cx.audit(&p.candidate_id, "insert", Outcome::Created, Some(&fact.id), None, "");
+                    continue;
+                }
+                let n = tx.execute(
+                    "INSERT INTO facts (id, conversation_id, subject, predicate, object, kind, fact_type, content,
+                        normalized_content, content_hash, confidence, valid_from, valid_until, invalid_at,
+                        superseded_by, source_episode, source_turns, source_quote, pinned, subject_entity,
+                        object_entity, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, NULL, ?14, ?15, ?16,
+                        ?17, ?18, ?19, ?20)
+                     ON CONFLICT DO NOTHING",
+                    params![
+                        fact.id,
+                        conv,
+                        fact.subject,
+                        fact.predicate,
+                        fact.object,
+                        kind_str(fact.kind),
+                        fact.fact_type.as_str(),
+                        fact.content,
+                        fact.normalized,
+                        fact.hash,
+                        fact.confidence,
+                        fact.valid_from,
+                        fact.valid_until,
+                        fact.source_episode,
+                        serde_json::to_string(&[&fact.source_turn]).unwrap_or_default(),
+                        fact.source_quote,
+                        fact.pinned as i64,
+                        fact.subject_entity,
+                        fact.object_entity,
+                        now,
+                    ],
+                )?;
+                if n == 1 {
+                    cx.out.effects.push(Effect::Inserted { id: fact.id.clone() });
+                    cx.audit(&p.candidate_id, "insert", Outcome::Created, Some(&fact.id), None, "");
+                } else {
+                    cx.audit(&p.candidate_id, "insert", Outcome::Skipped, None, None, "conflict with a live fact");
+                }
+            }
+            Action::Reject { outcome, reason, related } => {
+                let o = if outcome == "exact_duplicate" || outcome == "near_duplicate" { Outcome::Deduped } else { Outcome::Skipped };
+                let full = if reason.is_empty() { outcome.clone() } else { format!("{outcome}: {reason}") };
+                cx.audit(&p.candidate_id, "reject", o, None, related.as_deref(), full);
+            }
+            _ => {}
+        }
+    }
+    Ok(cx.out)
+}
+
+fn kind_str(k: FactKind) -> &'static str {
+    match k {
+        FactKind::Relationship => "relationship",
+        FactKind::Literal => "literal",
+    }
+}

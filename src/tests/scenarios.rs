@@ -1,0 +1,111 @@
+//! Data-driven snapshots over `datasets/scenarios/`: for every conversation,
+//! the store's live, closed and invalidated facts with their verdicts, and the
+//! audit outcomes. Adding a scenario adds a file and a snapshot, not code.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::OnceLock;
+
+use memform::config::Config;
+use memform::store::Store;
+
+use crate::support::{jsonl_without_timings, run_rules, scenarios_dir, snapshots_dir};
+
+struct Ran {
+    _dir: tempfile::TempDir,
+    facts: Vec<serde_json::Value>,
+    store: Store,
+}
+
+fn ran() -> &'static Ran {
+    static RAN: OnceLock<Ran> = OnceLock::new();
+    RAN.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        run_rules(&scenarios_dir(), dir.path(), &Config::default(), None);
+        let facts = jsonl_without_timings(&dir.path().join("facts.jsonl"));
+        let store = Store::open(&dir.path().join("store.sqlite")).expect("open store");
+        Ran { _dir: dir, facts, store }
+    })
+}
+
+fn s(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
+fn render(conversation: &str) -> String {
+    let r = ran();
+    let mut out = String::new();
+    let _ = writeln!(out, "# store facts");
+    for f in r.store.facts().expect("facts").iter().filter(|f| f.conversation_id == conversation) {
+        let state = match (&f.invalid_at, &f.superseded_by, &f.valid_until) {
+            (Some(at), Some(by), _) => format!("invalidated {at} by {by}"),
+            (Some(at), None, _) => format!("invalidated {at}"),
+            (None, _, Some(until)) => format!("live, valid_until {until}"),
+            (None, _, None) => "live".to_string(),
+        };
+        let _ = writeln!(out, "{} [{state}] {} | {} | {}  «{}»", f.id, f.subject, f.predicate, f.object, f.content);
+    }
+    let _ = writeln!(out, "\n# candidates");
+    for f in r.facts.iter().filter(|f| f["conversation"] == conversation) {
+        let _ = writeln!(
+            out,
+            "{} {} {} conf={} value={:.2} «{}»{}",
+            s(&f["id"]),
+            s(&f["turn"]),
+            s(&f["outcome"]),
+            s(&f["confidence"]),
+            f["value_score"].as_f64().unwrap_or(0.0),
+            s(&f["content"]),
+            if f["related"].is_null() { String::new() } else { format!(" → {}", s(&f["related"])) }
+        );
+        for v in f["verdicts"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                out,
+                "    verdict {} (judged {}) vs {} [{}]{}{}",
+                s(&v["verdict"]),
+                s(&v["judged"]),
+                s(&v["live_id"]),
+                s(&v["reason"]),
+                if v["review_needed"] == true { " review-needed" } else { "" },
+                v.get("guard").map(|g| format!(" guard={}", s(g))).unwrap_or_default()
+            );
+        }
+    }
+    let _ = writeln!(out, "\n# audit");
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for (conv, episode, a) in r.store.audit().expect("audit") {
+        if conv != conversation {
+            continue;
+        }
+        *counts.entry(a.outcome.as_str().to_string()).or_default() += 1;
+        let _ = writeln!(
+            out,
+            "{episode} {} {} {}{}{}",
+            a.candidate_id.rsplit('/').next().unwrap_or(""),
+            a.action,
+            a.outcome.as_str(),
+            a.target_fact_id.map(|t| format!(" target={t}")).unwrap_or_default(),
+            if a.reason.is_empty() { String::new() } else { format!(" ({})", a.reason) }
+        );
+    }
+    let _ = writeln!(out, "outcomes: {counts:?}");
+    out
+}
+
+#[test]
+fn every_scenario_matches_its_snapshot() {
+    let dataset = memform::dataset::load(&scenarios_dir()).expect("load scenarios");
+    assert!(dataset.conversations.len() >= 12, "one conversation per seeded behaviour");
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(snapshots_dir());
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| {
+        for c in &dataset.conversations {
+            insta::assert_snapshot!(format!("scenario__{}", c.id), render(&c.id));
+        }
+    });
+}
