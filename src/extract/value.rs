@@ -74,12 +74,12 @@ pub(crate) fn is_path(token: &str) -> bool {
     let path_chars = |s: &str| {
         s.chars().all(|c| c.is_alphanumeric() || matches!(c, '/' | '.' | '_' | '-' | '~' | '\\'))
     };
+    let b = t.as_bytes();
+    if b.len() > 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'\\' | b'/') {
+        return path_chars(&t[2..]);
+    }
     if !path_chars(t) {
         return false;
-    }
-    let b = t.as_bytes();
-    if b.len() > 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && b[2] == b'\\' {
-        return true;
     }
     if let Some(rest) = t.strip_prefix("~/").or_else(|| t.strip_prefix("./")).or_else(|| t.strip_prefix("../")) {
         return !rest.is_empty();
@@ -245,6 +245,7 @@ pub fn value_score(f: &CandidateFact) -> f64 {
     let density = (informative_words(content) as f64 / DENSITY_FULL_WORDS).min(1.0) * DENSITY_MAX;
 
     let tokens: Vec<&str> = content.split_whitespace().collect();
+    let noise = is_tool_noise(&f.object) || is_tool_noise(&f.source_quote);
     let mut specificity: f64 = 0.0;
     if tokens.iter().any(|t| is_path(t) || is_url(t)) {
         specificity += 0.15;
@@ -267,7 +268,8 @@ pub fn value_score(f: &CandidateFact) -> f64 {
     if f.valid_from.is_some() || f.valid_until.is_some() {
         specificity += 0.05;
     }
-    let specificity: f64 = specificity.min(SPECIFICITY_MAX);
+    // The numbers, names and paths of a log line are the noise's, not specifics.
+    let specificity: f64 = if noise { 0.0 } else { specificity.min(SPECIFICITY_MAX) };
     let causal = if CAUSAL.iter().any(|c| padded.contains(c)) { CAUSAL_BONUS } else { 0.0 };
 
     let mut penalty = 0.0;
@@ -283,7 +285,7 @@ pub fn value_score(f: &CandidateFact) -> f64 {
     if tokens.len() < 3 || content.is_empty() || vague_object || LOW_QUALITY.iter().any(|p| padded.contains(p)) {
         penalty += LOW_QUALITY_PENALTY;
     }
-    if is_tool_noise(&f.object) || is_tool_noise(&f.source_quote) {
+    if noise {
         penalty += NOISE_PENALTY;
     }
 
@@ -427,10 +429,10 @@ mod tests {
 
     #[test]
     fn token_classifiers() {
-        for p in ["/etc/app.toml", "~/notes", "./run.sh", "src/main.rs", "C:\\Users\\a", "/var/log/syslog"] {
+        for p in ["/etc/app.toml", "~/notes", "./run.sh", "src/main.rs", "C:\\Users\\a", "D:/data/x.csv", "/var/log/syslog"] {
             assert!(is_path(p), "{p}");
         }
-        for p in ["and/or", "/", "https://x.org/a", "24/7", "1/2"] {
+        for p in ["and/or", "/", "https://x.org/a", "24/7", "1/2", "C:\\", "C:\\a b", "12:30/x"] {
             assert!(!is_path(p), "{p}");
         }
         for v in ["v1.2.3", "1.2.3", "v2", "2.0.0-beta.1", "v1.2.3,"] {
