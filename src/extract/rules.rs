@@ -155,7 +155,7 @@ const IRREGULAR_PAST: &[&str] = &[
     "eaten", "fed", "fell", "felt", "flew", "flown", "forgot", "forgotten", "fought", "found",
     "gave", "given", "gone", "got", "gotten", "grew", "grown", "had", "heard", "held", "hid",
     "hit", "hung", "kept", "knew", "known", "lost", "led", "left", "lent", "let", "lit", "made",
-    "meant", "met", "overcame", "paid", "put", "quit", "ran", "read", "rode", "sang", "sat",
+    "meant", "met", "overcame", "paid", "put", "quit", "ran", "read", "rode", "said", "sang", "sat",
     "saw", "seen", "sent", "set", "shook", "shot", "shown", "slept", "sold", "spent", "spoke",
     "spoken", "stood", "stuck", "swam", "swore", "taken", "taught", "thought", "threw", "told",
     "took", "tore", "undertook", "understood", "was", "went", "were", "woke", "won", "wore",
@@ -434,6 +434,39 @@ const NEW_SUBJECTS: &[&str] = &[
     "that's", "there", "there's", "they", "they're", "this", "we", "we're", "you", "you're",
 ];
 
+/// Past-tense verbs that open a chatty sentence without its "I" ("Got a
+/// new bike!", "Took a trip to Rome.").
+const ELLIPTIC_VERBS: &[&str] = &[
+    "adopted", "bought", "finished", "got", "joined", "moved", "signed", "started", "took", "tried", "visited", "went",
+];
+
+/// Restores the "I" a chatty sentence leaves out: "Just got back from a
+/// trip" → "I just got back …", "Been tweaking a recipe" → "I've been
+/// tweaking …". Other sentences come back unchanged.
+fn implied_subject(ts: Vec<Tok>) -> Vec<Tok> {
+    let at = ts.iter().position(|t| !is_in(CONNECTORS, &t.lower) || t.lower == "finally" || t.lower == "recently").unwrap_or(ts.len());
+    if at > 0 && !ts[at - 1].closes() && !is_in(CONNECTORS, &ts[at - 1].lower) {
+        return ts;
+    }
+    let word = |i: usize| ts.get(i).map(|t| t.lower.as_str()).unwrap_or("");
+    let ing = |w: &str| w.len() > 4 && w.ends_with("ing");
+    let insert = match word(at) {
+        "been" if ing(word(at + 1)) => "I've",
+        "just" | "finally" | "recently" if word(at + 1) == "been" && ing(word(at + 2)) => "I've",
+        "just" | "finally" | "recently" if is_in(ELLIPTIC_VERBS, word(at + 1)) => "I",
+        w if is_in(ELLIPTIC_VERBS, w) && !matches!(word(at + 1), "it" | "you" | "this" | "that") => "I",
+        _ => return ts,
+    };
+    let mut out = ts;
+    let first = &out[at];
+    if first.core.chars().skip(1).all(char::is_lowercase) {
+        let lowered = replace_core(first, &first.lower);
+        out[at] = Tok::new(&lowered);
+    }
+    out.insert(at, Tok::new(insert));
+    out
+}
+
 /// A clause: `tokens[start..end]` of its sentence, with the words before it
 /// that say when.
 struct Clause {
@@ -614,6 +647,22 @@ fn pronouns(ts: &[Tok], speaker: &str) -> Vec<Tok> {
     out
 }
 
+/// "you" and "your" become the other speaker, for a two-person conversation.
+fn addressee(ts: &[Tok], other: &str) -> Vec<Tok> {
+    ts.iter()
+        .map(|t| {
+            let new = match t.lower.as_str() {
+                "you" => other.to_string(),
+                "your" | "yours" => possessive(other),
+                "you're" => format!("{other} is"),
+                "you've" => format!("{other} has"),
+                _ => return t.clone(),
+            };
+            Tok::new(&replace_core(t, &new))
+        })
+        .collect()
+}
+
 fn possessive(name: &str) -> String {
     if name.ends_with('s') { format!("{name}'") } else { format!("{name}'s") }
 }
@@ -667,6 +716,8 @@ impl Found {
 /// What the rest of a turn's clause analysis needs.
 struct Say<'s> {
     speaker: &'s str,
+    /// The one other speaker of a two-person conversation.
+    other: Option<&'s str>,
     quote: &'s str,
     hedged: bool,
 }
@@ -694,12 +745,17 @@ impl<'a> Builder<'a> {
             ));
             return;
         }
+        let others: Vec<&str> = self.input.speakers.iter().filter(|s| *s != speaker).map(String::as_str).collect();
+        let other = match others.as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        };
         let mut general = 0;
         for s in &sents {
             if is_question(s) {
                 continue;
             }
-            let say = Say { speaker, quote: s.as_str(), hedged: is_hedged(s) };
+            let say = Say { speaker, other, quote: s.as_str(), hedged: is_hedged(s) };
             let ts = toks(s);
             if let Some(f) = self.technical(&ts, &say) {
                 self.push(f, &say, &turn.id);
@@ -709,6 +765,7 @@ impl<'a> Builder<'a> {
                 self.push(f, &say, &turn.id);
                 continue;
             }
+            let ts = implied_subject(ts);
             for c in clauses(&ts) {
                 let Some(f) = self.clause(&ts, &c, &say) else { continue };
                 if f.general {
@@ -760,6 +817,16 @@ impl<'a> Builder<'a> {
             .chain(self.input.known_entities.iter())
             .find(|n| n.to_lowercase() == key)
             .cloned()
+    }
+
+    /// Drops a trailing ", Bob" that addresses a speaker.
+    fn trim_vocative<'t>(&self, ts: &'t [Tok]) -> &'t [Tok] {
+        match ts {
+            [.., before, last] if before.closes() && self.input.speakers.iter().any(|s| s.eq_ignore_ascii_case(&last.core)) => {
+                &ts[..ts.len() - 1]
+            }
+            _ => ts,
+        }
     }
 
     fn is_entity(&self, name: &str) -> bool {
@@ -946,7 +1013,7 @@ impl<'a> Builder<'a> {
         let np_text = render(np);
         let np_lower = np_text.to_lowercase();
         let verb = &words[verb_at];
-        let rest = trim_dangling(&words[verb_at + 1..]);
+        let rest = self.trim_vocative(trim_dangling(&words[verb_at + 1..]));
         let rest_text = render(&pronouns(rest, speaker));
         if rest_text.is_empty() {
             return None;
@@ -990,7 +1057,7 @@ impl<'a> Builder<'a> {
         let speaker = say.speaker;
         let g = VerbGroup::parse(words, contracted)?;
         let main = g.main_lower(words);
-        let rest = trim_dangling(&words[g.object_at..]);
+        let rest = self.trim_vocative(trim_dangling(&words[g.object_at..]));
         let aux: Vec<&str> = g.aux.iter().map(String::as_str).collect();
         let plain = aux.is_empty() || aux == ["am"] || aux == ["have"] || aux == ["do"];
         let negated = g.negated;
@@ -1012,7 +1079,11 @@ impl<'a> Builder<'a> {
                 return None;
             }
         }
-        if rest.is_empty() || mentions_you(words) {
+        // Past events told to the other speaker are facts ("I took your
+        // advice"); present statements with "you" are mostly about them.
+        let told = is_past(&main) && aux.iter().all(|a| matches!(*a, "have" | "had"));
+        let other = say.other.filter(|_| told);
+        if rest.is_empty() || (mentions_you(words) && other.is_none()) {
             return None;
         }
         let preference = PREFERENCES.iter().any(|(v, _)| *v == main || third_person(v) == main);
@@ -1022,9 +1093,16 @@ impl<'a> Builder<'a> {
         if we && words.get(1).is_some_and(|t| matches!(t.lower.as_str(), "all" | "both" | "each")) {
             return None;
         }
-        let object = render(&pronouns(rest, speaker));
+        let object_words = pronouns(rest, speaker);
+        let object = render(&match other {
+            Some(o) => addressee(&object_words, o),
+            None => object_words,
+        });
         let clause_info = informative_words(&render(&words[1..]));
-        let named = rest.iter().skip(1).any(|t| t.capitalised() && person(t).is_none());
+        let named = rest
+            .iter()
+            .skip(1)
+            .any(|t| t.capitalised() && person(t).is_none() && !self.input.speakers.iter().any(|s| s.eq_ignore_ascii_case(&t.core)));
         if informative_words(&object) < 1 || (clause_info < 2 && !named) {
             return None;
         }
@@ -1814,6 +1892,31 @@ mod tests {
         assert_eq!(f.source_quote, "I went to a pottery class yesterday and it was so fun.");
         let f = one(&["I decided to open a bakery downtown."]);
         assert_eq!(f.fact_type, "decision");
+    }
+
+    #[test]
+    fn chatty_sentences_without_their_i() {
+        for (text, content) in [
+            ("Just got back from a family road trip yesterday, it was fun!", "Alice just got back from a family road trip yesterday"),
+            ("Been tweaking a dessert recipe for my cousins.", "Alice has been tweaking a dessert recipe for their cousins"),
+            ("Oh, took a short trip to Rome last week.", "Alice took a short trip to Rome last week"),
+            ("Finally joined a climbing gym downtown.", "Alice finally joined a climbing gym downtown"),
+        ] {
+            let f = one(&[text]);
+            assert_eq!(f.content.as_deref(), Some(content), "{text}");
+        }
+        let r = Fx::alice(&["Got it, Bob!", "Just remember to breathe.", "Been there.", "Been hectic lately."]).run();
+        assert!(all(&r).is_empty(), "{:?}", contents(&r));
+    }
+
+    #[test]
+    fn past_events_told_to_the_other_speaker_name_them() {
+        let f = one(&["I took your advice and signed up for a pottery class."]);
+        assert_eq!(f.content.as_deref(), Some("Alice took Bob's advice and signed up for a pottery class"));
+        let r = Fx::alice(&["I feel you deserve a break from all that work.", "I really admire your paintings."]).run();
+        assert!(all(&r).is_empty(), "{:?}", contents(&r));
+        let f = one(&["I've had a rough week at the hospital, Bob."]);
+        assert_eq!(f.content.as_deref(), Some("Alice has had a rough week at the hospital"));
     }
 
     #[test]
