@@ -282,7 +282,11 @@ pub fn value_score(f: &CandidateFact) -> f64 {
         object_lower.as_str(),
         "it" | "that" | "this" | "something" | "stuff" | "things" | "them" | "one" | "everything" | "anything"
     );
-    if tokens.len() < 3 || content.is_empty() || vague_object || LOW_QUALITY.iter().any(|p| padded.contains(p)) {
+    // A meta description ("Alice asked about …") says so right after its
+    // subject; the same verb later in a fact ("… and one replied") is content.
+    let head_end = padded.match_indices(' ').nth(3).map_or(padded.len(), |(i, _)| i + 1);
+    let meta = LOW_QUALITY.iter().any(|p| padded.find(p).is_some_and(|at| at + 1 < head_end));
+    if tokens.len() < 3 || content.is_empty() || vague_object || meta {
         penalty += LOW_QUALITY_PENALTY;
     }
     if noise {
@@ -407,6 +411,11 @@ mod tests {
         let meta = lit("Alice asked about the weather forecast", "the weather forecast");
         assert!(value_score(&title) < value_score(&good) - 0.25);
         assert!(value_score(&meta) < value_score(&good) - 0.15);
+        let two_word_subject = lit("Mary Jane talked about the weather forecast", "the weather forecast");
+        assert!(value_score(&two_word_subject) < value_score(&good) - 0.15);
+        let story = lit("Alice emailed some wholesalers and one replied with an offer", "some wholesalers");
+        let plain = lit("Alice emailed some wholesalers and one answered with an offer", "some wholesalers");
+        assert_eq!(value_score(&story), value_score(&plain));
     }
 
     #[test]
