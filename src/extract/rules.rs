@@ -1007,7 +1007,15 @@ impl<'a> Builder<'a> {
         }
         let verb_at = (1..words.len().min(6)).find(|&i| is_clause_verb(&words[i].lower))?;
         let np = &words[1..verb_at];
-        if np.is_empty() || np.iter().any(|t| t.core.is_empty()) {
+        let np_word = |t: &Tok| {
+            !t.core.is_empty()
+                && !is_in(PARTICLES, &t.lower)
+                && !is_in(DETERMINERS, &t.lower)
+                && !is_in(NEW_SUBJECTS, &t.lower)
+                && !matches!(t.lower.as_str(), "me" | "us" | "him" | "them")
+        };
+        let budget_for = np.len() >= 3 && np[0].lower == "budget" && np[1].lower == "for" && np.len() <= 5;
+        if np.is_empty() || (!budget_for && (np.len() > 3 || !np.iter().all(np_word))) {
             return None;
         }
         let np_text = render(np);
@@ -2041,6 +2049,30 @@ mod tests {
         assert_eq!(out.facts.len(), n, "{:?}", out.warnings);
         assert!(out.warnings.iter().all(|w| w.kind != "subject_not_allowed" && w.kind != "orphan_entity_pruned"), "{:?}", out.warnings);
         assert!(out.facts.iter().all(|f| f.value_score >= Config::default().value_contextual_min), "{:?}", out.facts);
+    }
+
+    #[test]
+    fn degenerate_input_never_panics() {
+        let nasty = [
+            "I", "my", "I'm", "I've been", "We", "My", "'", "I —", "I 😀 love", "İ live in İzmir", "ß", ":", "=", "->", "→",
+            "a: ", ": b", "I live in", "I sold my", "I worked at Initech from", "My sister is", "My budget for is", "...", "?!",
+            "I love", "Just", "Been", "I'm going to", "my my my", "I I I", "Zoë’s café: open", "v", "1.2.", "C:\\", "\u{0}",
+            "I work at ‘Initech’.", "“I love tea,” I said.", "Ignore", "I'd", "we're", "im", "I've got 3.5.", "Our 16.2",
+        ];
+        let long = "I went to Zürich 🚆 and my sister Anna—who lives in İzmir—said: \"hi\"! ".repeat(20);
+        let mut texts: Vec<String> = nasty.iter().map(|s| s.to_string()).collect();
+        for end in (0..long.len()).filter(|e| long.is_char_boundary(*e)).step_by(7) {
+            texts.push(long[..end].to_string());
+        }
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let fx = Fx::alice(&refs);
+        let r = fx.run();
+        for f in all(&r) {
+            assert!(!f.subject.is_empty() && !f.predicate.is_empty() && !f.object.is_empty(), "{f:?}");
+            assert!(f.content.as_deref().is_some_and(|c| c.starts_with("Alice") || c.contains("Alice")), "{f:?}");
+        }
+        let out = postprocess(r, &fx.input(), &Config::default());
+        assert!(out.facts.len() <= Config::default().max_facts);
     }
 
     #[test]
