@@ -440,7 +440,7 @@ const ELLIPTIC_VERBS: &[&str] = &[
     "adopted", "bought", "finished", "got", "joined", "moved", "signed", "started", "took", "tried", "visited", "went",
 ];
 
-/// Restores the "I" a chatty sentence leaves out: "Just got back from a
+/// Restores the "I" a chatty sentence leaves out: "Just got home from a
 /// trip" → "I just got back …", "Been tweaking a recipe" → "I've been
 /// tweaking …". Other sentences come back unchanged.
 fn implied_subject(ts: Vec<Tok>) -> Vec<Tok> {
@@ -572,7 +572,7 @@ fn is_past(v: &str) -> bool {
     is_in(IRREGULAR_PAST, v) || (v.ends_with("ed") && v.len() > 3 && !not_past)
 }
 
-/// Words that cannot end an object ("a library for", "pictures of them in a").
+/// Words that cannot end an object ("a shelf for", "photos of the lake in a").
 const DANGLING: &[&str] = &[
     "a", "about", "an", "and", "as", "at", "because", "but", "by", "for", "from", "in", "into", "like",
     "of", "on", "or", "so", "that", "the", "their", "to", "when", "where", "while", "with",
@@ -1875,18 +1875,18 @@ mod tests {
     #[test]
     fn general_first_person_statements() {
         let cases = [
-            ("I went to a pottery class yesterday and it was so fun.", "Alice went to a pottery class yesterday"),
+            ("I went to a salsa workshop on Friday and it was brilliant.", "Alice went to a salsa workshop on Friday"),
             ("Last week I adopted a puppy named Max.", "Last week, Alice adopted a puppy named Max"),
             ("We went camping at the lake.", "Alice and others went camping at the lake"),
             ("My kids are learning to swim.", "Alice's kids are learning to swim"),
             ("I've been training for a marathon.", "Alice has been training for a marathon"),
             ("I'm taking a painting class on Tuesdays.", "Alice is taking a painting class on Tuesdays"),
             ("I took my dog to the vet.", "Alice took their dog to the vet"),
-            ("Oh, and I finally finished my first novel!", "Alice finally finished their first novel"),
+            ("Oh, and I finally repainted my garden shed!", "Alice finally repainted their garden shed"),
             ("I need a new pair of running shoes.", "Alice needs a new pair of running shoes"),
             ("I have two cats and a parrot.", "Alice has two cats and a parrot"),
-            ("I was in Chicago, it was awesome!", "Alice was in Chicago"),
-            ("I'm creating a library for when I have kids.", "Alice is creating a library"),
+            ("I was in Lisbon, it rained all week!", "Alice was in Lisbon"),
+            ("I'm building a shelf for when I move.", "Alice is building a shelf"),
         ];
         for (text, content) in cases {
             let f = one(&[text]);
@@ -1895,9 +1895,9 @@ mod tests {
             assert_eq!(f.source_turn, "t1");
             assert_eq!(f.confidence, PLAIN_CONFIDENCE);
         }
-        let f = one(&["I went to a pottery class yesterday and it was so fun."]);
-        assert_eq!((f.predicate.as_str(), f.object.as_str()), ("went to", "a pottery class yesterday"));
-        assert_eq!(f.source_quote, "I went to a pottery class yesterday and it was so fun.");
+        let f = one(&["I went to a salsa workshop on Friday and it was brilliant."]);
+        assert_eq!((f.predicate.as_str(), f.object.as_str()), ("went to", "a salsa workshop on Friday"));
+        assert_eq!(f.source_quote, "I went to a salsa workshop on Friday and it was brilliant.");
         let f = one(&["I decided to open a bakery downtown."]);
         assert_eq!(f.fact_type, "decision");
     }
@@ -1905,8 +1905,8 @@ mod tests {
     #[test]
     fn chatty_sentences_without_their_i() {
         for (text, content) in [
-            ("Just got back from a family road trip yesterday, it was fun!", "Alice just got back from a family road trip yesterday"),
-            ("Been tweaking a dessert recipe for my cousins.", "Alice has been tweaking a dessert recipe for their cousins"),
+            ("Just got home from a ferry trip to the islands, it was windy!", "Alice just got home from a ferry trip to the islands"),
+            ("Been restoring an old bicycle for my cousins.", "Alice has been restoring an old bicycle for their cousins"),
             ("Oh, took a short trip to Rome last week.", "Alice took a short trip to Rome last week"),
             ("Finally joined a climbing gym downtown.", "Alice finally joined a climbing gym downtown"),
         ] {
@@ -1919,8 +1919,8 @@ mod tests {
 
     #[test]
     fn past_events_told_to_the_other_speaker_name_them() {
-        let f = one(&["I took your advice and signed up for a pottery class."]);
-        assert_eq!(f.content.as_deref(), Some("Alice took Bob's advice and signed up for a pottery class"));
+        let f = one(&["I took your advice and signed up for a climbing course."]);
+        assert_eq!(f.content.as_deref(), Some("Alice took Bob's advice and signed up for a climbing course"));
         let r = Fx::alice(&["I feel you deserve a break from all that work.", "I really admire your paintings."]).run();
         assert!(all(&r).is_empty(), "{:?}", contents(&r));
         let f = one(&["I've had a rough week at the hospital, Bob."]);
@@ -2040,7 +2040,7 @@ mod tests {
             "My sister is Anna.",
             "I love grilled sardines.",
             "My car budget is $30,000.",
-            "I went to a pottery class yesterday.",
+            "I went to a salsa workshop on Friday.",
             "dark mode: enabled",
         ]);
         let r = fx.run();
