@@ -121,7 +121,7 @@ const ADVERBS: &[&str] = &[
     "usually",
 ];
 
-const NEGATORS: &[&str] = &["not", "never", "no"];
+const NEGATORS: &[&str] = &["not", "never"];
 
 /// Auxiliaries and modals that may open a verb group.
 const AUX: &[&str] = &[
@@ -430,8 +430,9 @@ const TIME_WORDS: &[&str] = &[
 
 /// Words that open a new clause after "and" or a comma.
 const NEW_SUBJECTS: &[&str] = &[
-    "he", "he's", "i", "i'd", "i'll", "i'm", "i've", "it", "it's", "my", "she", "she's", "that",
-    "that's", "there", "there's", "they", "they're", "this", "we", "we're", "you", "you're",
+    "he", "he'll", "he's", "i", "i'd", "i'll", "i'm", "i've", "it", "it'll", "it's", "my", "she",
+    "she'll", "she's", "that", "that's", "there", "there's", "they", "they'll", "they're", "this",
+    "we", "we'd", "we'll", "we're", "we've", "you", "you'll", "you're",
 ];
 
 /// Past-tense verbs that open a chatty sentence without its "I" ("Got a
@@ -637,6 +638,8 @@ fn pronouns(ts: &[Tok], speaker: &str) -> Vec<Tok> {
             "we" => "they".into(),
             "we're" => "they're".into(),
             "we've" => "they've".into(),
+            "we'll" => "they'll".into(),
+            "we'd" => "they'd".into(),
             _ => {
                 out.push(t.clone());
                 continue;
@@ -1308,7 +1311,8 @@ impl VerbGroup {
                 i += 1;
                 continue;
             }
-            if is_in(NEGATORS, l) || (l == "longer" && words[i - 1].lower == "no") {
+            let no_longer = l == "no" && words.get(i + 1).is_some_and(|n| n.lower == "longer");
+            if is_in(NEGATORS, l) || no_longer || (l == "longer" && words[i - 1].lower == "no") {
                 negated = true;
                 i += 1;
                 continue;
