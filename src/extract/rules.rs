@@ -123,6 +123,9 @@ const ADVERBS: &[&str] = &[
 
 const NEGATORS: &[&str] = &["not", "never"];
 
+/// Words that strengthen an adjective ("so keen on").
+const INTENSIFIERS: &[&str] = &["extremely", "kinda", "pretty", "quite", "so", "super", "too", "very"];
+
 /// Auxiliaries and modals that may open a verb group.
 const AUX: &[&str] = &[
     "am", "are", "be", "been", "being", "can", "can't", "cannot", "could", "couldn't", "did",
@@ -1112,7 +1115,6 @@ impl<'a> Builder<'a> {
         let clause_info = informative_words(&render(&words[1..]));
         let named = rest
             .iter()
-            .skip(1)
             .any(|t| t.capitalised() && person(t).is_none() && !self.input.speakers.iter().any(|s| s.eq_ignore_ascii_case(&t.core)));
         if informative_words(&object) < 1 || (clause_info < 2 && !named) {
             return None;
@@ -1368,6 +1370,29 @@ impl VerbGroup {
         {
             particle = Some("as".into());
             j += 1;
+        }
+        // A copula's complement belongs to the predicate: "is keen on", "was in".
+        let copula = aux.last().is_some_and(|a| matches!(a.as_str(), "am" | "is" | "are" | "was" | "were" | "been" | "be"));
+        if main.is_none() && particle.is_none() && copula {
+            let mut k = j;
+            while words.get(k).is_some_and(|t| is_adverb(&t.lower) || is_in(INTENSIFIERS, &t.lower)) {
+                k += 1;
+            }
+            let at = |i: usize| words.get(i).map(|t| t.lower.as_str()).unwrap_or("");
+            let adjective = |w: &str| {
+                !w.is_empty()
+                    && w.chars().all(char::is_alphabetic)
+                    && !is_in(DETERMINERS, w)
+                    && !is_in(PARTICLES, w)
+                    && !is_in(NEW_SUBJECTS, w)
+            };
+            if is_in(PARTICLES, at(k)) && at(k) != "to" {
+                particle = Some(at(k).to_string());
+                j = k + 1;
+            } else if adjective(at(k)) && is_in(PARTICLES, at(k + 1)) && !words[k].closes() {
+                particle = Some(format!("{} {}", at(k), at(k + 1)));
+                j = k + 2;
+            }
         }
         Some(VerbGroup { aux, contracted: contracted.is_some(), main, particle, object_at: j, negated })
     }
@@ -1904,6 +1929,11 @@ mod tests {
         assert_eq!(f.source_quote, "I went to a salsa workshop on Friday and it was brilliant.");
         let f = one(&["I decided to open a bakery downtown."]);
         assert_eq!(f.fact_type, "decision");
+        let f = one(&["I'm so keen on learning Portuguese this year."]);
+        assert_eq!((f.predicate.as_str(), f.object.as_str()), ("is keen on", "learning Portuguese this year"));
+        assert_eq!(f.content.as_deref(), Some("Alice is so keen on learning Portuguese this year"));
+        let f = one(&["I was in Lisbon, it rained all week!"]);
+        assert_eq!((f.predicate.as_str(), f.object.as_str()), ("was in", "Lisbon"));
     }
 
     #[test]
