@@ -310,7 +310,7 @@ fn render(ts: &[Tok]) -> String {
 }
 
 fn trim_tail(s: &str) -> &str {
-    s.trim_end_matches(|c: char| matches!(c, '.' | ',' | '!' | '?' | ';' | ':' | '…' | '-' | '—' | '–'))
+    s.trim_end_matches(['.', ',', '!', '?', ';', ':', '…', '-', '—', '–'])
 }
 
 fn structured_line(line: &str) -> bool {
@@ -1076,10 +1076,10 @@ impl<'a> Builder<'a> {
         let plain = aux.is_empty() || aux == ["am"] || aux == ["have"] || aux == ["do"];
         let negated = g.negated;
 
-        if !we {
-            if let Some(f) = self.specific(words, &g, &main, rest, c, say, plain && !negated) {
-                return Some(f);
-            }
+        if !we
+            && let Some(f) = self.specific(words, &g, &main, rest, c, say, plain && !negated)
+        {
+            return Some(f);
         }
 
         // General statements.
@@ -1306,8 +1306,7 @@ impl VerbGroup {
         let mut aux: Vec<String> = contracted.map(|a| vec![a.to_string()]).unwrap_or_default();
         let mut negated = false;
         let mut i = 1;
-        loop {
-            let Some(t) = words.get(i) else { break };
+        while let Some(t) = words.get(i) {
             let l = t.lower.as_str();
             if is_adverb(l) && !(l == "last" || l == "first") {
                 i += 1;
