@@ -576,10 +576,10 @@ fn is_past(v: &str) -> bool {
     is_in(IRREGULAR_PAST, v) || (v.ends_with("ed") && v.len() > 3 && !not_past)
 }
 
-/// Words that cannot end an object ("a shelf for", "photos of the lake in a").
+/// Words that cannot end an object ("a shelf for", "photos of the lake by a").
 const DANGLING: &[&str] = &[
-    "a", "about", "an", "and", "as", "at", "because", "but", "by", "for", "from", "in", "into", "like",
-    "of", "on", "or", "so", "that", "the", "their", "to", "when", "where", "while", "with",
+    "a", "about", "an", "and", "as", "at", "because", "but", "by", "for", "from", "into", "like", "of",
+    "or", "so", "that", "the", "their", "to", "when", "where", "while", "with",
 ];
 
 fn trim_dangling(ts: &[Tok]) -> &[Tok] {
