@@ -23,7 +23,7 @@ fn bench_run(c: &mut Criterion) {
     group.bench_function("rules_run", |b| {
         b.iter(|| {
             let dataset = memform::dataset::load(&dir).expect("load dataset");
-            let extractor = RulesExtractor;
+            let extractor = RulesExtractor::new(cfg.max_input_chars);
             let embedder = HashedEmbedder::new(cfg.hashed_dims);
             let judge = RulesJudge::new(&cfg);
             let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };

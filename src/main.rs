@@ -203,7 +203,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         Mode::Llm => "llm",
     };
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-{mode_name}", dataset.name)));
-    let extractor = RulesExtractor;
+    let extractor = RulesExtractor::new(cfg.max_input_chars);
     let embedder = HashedEmbedder::new(cfg.hashed_dims);
     let judge = RulesJudge::new(&cfg);
     if let Mode::Llm = args.mode {

@@ -29,7 +29,7 @@ pub fn bin() -> &'static str {
 /// Runs `dataset_dir` in rules mode into `out` with `threads` workers.
 pub fn run_rules(dataset_dir: &Path, out: &Path, cfg: &Config, threads: Option<usize>) -> RunOutput {
     let dataset = memform::dataset::load(dataset_dir).expect("load dataset");
-    let extractor = RulesExtractor;
+    let extractor = RulesExtractor::new(cfg.max_input_chars);
     let embedder = HashedEmbedder::new(cfg.hashed_dims);
     let judge = RulesJudge::new(cfg);
     let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
