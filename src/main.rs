@@ -349,7 +349,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         bail!("llm mode is not available in this build");
     }
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-sweep", dataset.name)));
-    let extractor = RulesExtractor;
+    let extractor = RulesExtractor::new(cfg.max_input_chars);
     let embedder = HashedEmbedder::new(cfg.hashed_dims);
     let judge = RulesJudge::new(&cfg);
     let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
