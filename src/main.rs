@@ -196,7 +196,10 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
     report_load_warnings(&load_warnings);
     let skipped_inputs: Vec<Skipped> = bad
         .into_iter()
-        .map(|b| Skipped { conversation: b.path.display().to_string(), error: b.error.to_string() })
+        .map(|b| Skipped {
+            conversation: b.path.file_stem().map_or_else(|| b.path.display().to_string(), |s| s.to_string_lossy().into_owned()),
+            error: b.error.to_string(),
+        })
         .collect();
     let mode_name = match args.mode {
         Mode::Rules => "rules",

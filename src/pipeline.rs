@@ -195,7 +195,7 @@ pub fn back(
     let tiers: Vec<ValueTier> = scored.iter().map(|f| tier_of(f, cfg.value_core_min, cfg.value_contextual_min)).collect();
     let resolution = resolve_entities(&conv.id, &front.extraction.entities, &front.entity_embeddings, state, cfg.entity_merge_threshold);
     let facts: Vec<CandidateFact> = scored.iter().map(|f| f.fact.clone()).collect();
-    let resolved = apply_map(&facts, &resolution, state);
+    let resolved = apply_map(&facts, &front.extraction.entities, &resolution, state);
     timings.resolve_ms = ms(t);
 
     // Stage 3 over the non-noise candidates.

@@ -32,8 +32,8 @@ pub struct Resolution {
     pub new_entities: Vec<EntityRec>,
     /// (entity id, alias) pairs to record.
     pub new_aliases: Vec<(String, String)>,
-    /// Lower-cased raw name → (canonical name, entity id).
-    pub map: BTreeMap<String, (String, String)>,
+    /// (lower-cased raw name, type) → (canonical name, entity id).
+    pub map: BTreeMap<(String, EntityType), (String, String)>,
 }
 
 /// A candidate fact with its names resolved.
@@ -57,14 +57,15 @@ pub fn resolve_entities(
     for (i, ent) in entities.iter().enumerate() {
         let raw = ent.name.trim().to_string();
         let key = raw.to_lowercase();
-        if raw.is_empty() || res.map.contains_key(&key) {
+        let map_key = (key.clone(), ent.entity_type);
+        if raw.is_empty() || res.map.contains_key(&map_key) {
             continue;
         }
         let emb = embeddings.get(i).cloned().unwrap_or_default();
         let known = state.entities.iter().chain(res.new_entities.iter());
         let exact = known.clone().find(|e| e.entity_type == ent.entity_type && names_match(e, &key));
         if let Some(e) = exact {
-            res.map.insert(key, (e.name.clone(), e.id.clone()));
+            res.map.insert(map_key, (e.name.clone(), e.id.clone()));
             res.decisions.push(EntityDecision::Reuse { raw, entity_id: e.id.clone() });
             continue;
         }
@@ -81,7 +82,7 @@ pub fn resolve_entities(
             if let Some(pending) = res.new_entities.iter_mut().find(|p| p.id == id) {
                 pending.aliases.push(raw.clone());
             }
-            res.map.insert(key, (canonical.clone(), id.clone()));
+            res.map.insert(map_key, (canonical.clone(), id.clone()));
             res.decisions.push(EntityDecision::Merge { raw, entity_id: id, canonical, cosine: c });
             continue;
         }
@@ -93,7 +94,7 @@ pub fn resolve_entities(
             aliases: Vec::new(),
             embedding: emb,
         });
-        res.map.insert(key, (raw.clone(), id.clone()));
+        res.map.insert(map_key, (raw.clone(), id.clone()));
         res.decisions.push(EntityDecision::Insert { raw, entity_id: id });
     }
     res
@@ -104,18 +105,33 @@ fn names_match(e: &EntityRec, key: &str) -> bool {
 }
 
 /// Applies the raw→canonical map to subjects and entity objects, and links
-/// each fact to the entities it is anchored on.
-pub fn apply_map(facts: &[CandidateFact], res: &Resolution, state: &ConvState) -> Vec<ResolvedFact> {
+/// each fact to the entities it is anchored on. A name's type comes from the
+/// episode's extracted `entities` (an exact-case match first), so "Apple"
+/// the ORG and "apple" the FOOD map to different entities.
+pub fn apply_map(
+    facts: &[CandidateFact],
+    entities: &[CandidateEntity],
+    res: &Resolution,
+    state: &ConvState,
+) -> Vec<ResolvedFact> {
+    let type_of = |name: &str| {
+        let n = name.trim();
+        entities
+            .iter()
+            .find(|e| e.name.trim() == n)
+            .or_else(|| entities.iter().find(|e| e.name.trim().eq_ignore_ascii_case(n)))
+            .map(|e| e.entity_type)
+    };
     facts
         .iter()
         .map(|f| {
             let mut fact = f.clone();
-            let subject_entity = lookup(&fact.subject, res, state, None).map(|(name, id)| {
+            let subject_entity = lookup(&fact.subject, res, state, type_of(&f.subject)).map(|(name, id)| {
                 fact.subject = name;
                 id
             });
             let object_entity = if fact.kind == FactKind::Relationship {
-                lookup(&fact.object, res, state, None).map(|(name, id)| {
+                lookup(&fact.object, res, state, type_of(&f.object)).map(|(name, id)| {
                     fact.object = name;
                     id
                 })
@@ -134,7 +150,11 @@ fn lookup(
     ty: Option<EntityType>,
 ) -> Option<(String, String)> {
     let key = name.trim().to_lowercase();
-    if let Some((canonical, id)) = res.map.get(&key) {
+    let mapped = match ty {
+        Some(t) => res.map.get(&(key.clone(), t)),
+        None => res.map.iter().find(|((k, _), _)| *k == key).map(|(_, v)| v),
+    };
+    if let Some((canonical, id)) = mapped {
         return Some((canonical.clone(), id.clone()));
     }
     state
@@ -197,6 +217,30 @@ mod tests {
     }
 
     #[test]
+    fn same_name_two_types_in_one_episode_stay_apart_in_the_map() {
+        let s = state_with(&[("Priya", EntityType::Person, vec![0.0, 1.0])]);
+        let ents = [ent("Apple", EntityType::Org), ent("apple", EntityType::Food)];
+        let r = resolve_entities("c", &ents, &[vec![1.0, 0.0], vec![1.0, 0.0]], &s, 0.88);
+        assert_eq!(r.new_entities.len(), 2);
+        let f = |o: &str| CandidateFact {
+            subject: "Priya".into(),
+            predicate: "ate".into(),
+            object: o.into(),
+            kind: FactKind::Relationship,
+            fact_type: crate::types::FactType::Fact,
+            content: format!("Priya ate {o}"),
+            confidence: 0.9,
+            source_turn: "t1".into(),
+            source_quote: "".into(),
+            valid_from: None,
+            valid_until: None,
+        };
+        let out = apply_map(&[f("apple"), f("Apple")], &ents, &r, &s);
+        assert_eq!(out[0].object_entity.as_deref(), Some("c/e2"), "apple the FOOD");
+        assert_eq!(out[1].object_entity.as_deref(), Some("c/e1"), "Apple the ORG");
+    }
+
+    #[test]
     fn map_applies_to_subject_and_entity_object_only() {
         let s = state_with(&[("Google", EntityType::Org, vec![1.0, 0.0]), ("Alice", EntityType::Person, vec![0.0, 1.0])]);
         let r = resolve_entities("c", &[ent("Google LLC", EntityType::Org)], &[vec![1.0, 0.0]], &s, 0.88);
@@ -213,7 +257,8 @@ mod tests {
             valid_from: None,
             valid_until: None,
         };
-        let out = apply_map(&[f(FactKind::Relationship, "Google LLC"), f(FactKind::Literal, "Google LLC")], &r, &s);
+        let ents = [ent("Google LLC", EntityType::Org)];
+        let out = apply_map(&[f(FactKind::Relationship, "Google LLC"), f(FactKind::Literal, "Google LLC")], &ents, &r, &s);
         assert_eq!(out[0].fact.subject, "Alice");
         assert_eq!(out[0].fact.object, "Google");
         assert_eq!(out[0].object_entity.as_deref(), Some("c/e0"));

@@ -40,18 +40,18 @@ fn bad_input_errors_and_exit_codes() {
         std::fs::write(d.join("ds/notes.txt"), "hello").expect("write");
     }, &["run", "--dataset", "ds", "--out", "o"]);
     all += &case("missing directory", |_| {}, &["run", "--dataset", "nope", "--out", "o"]);
-    all += &case("bad --set key", |d| native(&d.join("ds"), "a.json", GOOD), &["run", "--dataset", "ds", "--set", "bogus=1", "--out", "o"]);
-    all += &case("bad --set value", |d| native(&d.join("ds"), "a.json", GOOD), &["run", "--dataset", "ds", "--set", "near_dup_threshold=high", "--out", "o"]);
+    all += &case("bad --set key", |d| native(&d.join("ds"), "ok.json", GOOD), &["run", "--dataset", "ds", "--set", "bogus=1", "--out", "o"]);
+    all += &case("bad --set value", |d| native(&d.join("ds"), "ok.json", GOOD), &["run", "--dataset", "ds", "--set", "near_dup_threshold=high", "--out", "o"]);
     all += &case("bad config file", |d| {
-        native(&d.join("ds"), "a.json", GOOD);
+        native(&d.join("ds"), "ok.json", GOOD);
         std::fs::write(d.join("c.toml"), "near_dup_threshold = 0.9\nmax_facts = \"many\"\n").expect("write");
     }, &["run", "--dataset", "ds", "--config", "c.toml", "--out", "o"]);
-    all += &case("bad write mode", |d| native(&d.join("ds"), "a.json", GOOD), &["run", "--dataset", "ds", "--write-mode", "yolo", "--out", "o"]);
+    all += &case("bad write mode", |d| native(&d.join("ds"), "ok.json", GOOD), &["run", "--dataset", "ds", "--write-mode", "yolo", "--out", "o"]);
     all += &case("keep going over a bad conversation", |d| {
-        native(&d.join("ds"), "a.json", GOOD);
+        native(&d.join("ds"), "ok.json", GOOD);
         native(&d.join("ds"), "b.json", "[1, 2");
     }, &["run", "--dataset", "ds", "--keep-going", "--out", "o"]);
-    all += &case("good run", |d| native(&d.join("ds"), "a.json", GOOD), &["run", "--dataset", "ds", "--out", "o"]);
+    all += &case("good run", |d| native(&d.join("ds"), "ok.json", GOOD), &["run", "--dataset", "ds", "--out", "o"]);
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(snapshots_dir());
     settings.set_prepend_module_to_snapshot(false);
@@ -61,7 +61,7 @@ fn bad_input_errors_and_exit_codes() {
 #[test]
 fn keep_going_keeps_the_good_conversation() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    native(&tmp.path().join("ds"), "a.json", GOOD);
+    native(&tmp.path().join("ds"), "ok.json", GOOD);
     native(&tmp.path().join("ds"), "b.json", "[1, 2");
     let (code, stdout, _) = memform(&["run", "--dataset", "ds", "--keep-going", "--out", "o"], tmp.path());
     assert_eq!(code, Some(2));
