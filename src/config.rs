@@ -221,9 +221,7 @@ impl Config {
 
     pub fn from_toml_file(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        toml::from_str(&text).map_err(|e| {
-            Error::input(path, e.message().to_string() + &span_line(&text, e.span()))
-        })
+        toml::from_str(&text).map_err(|e| Error::input(path, format!("{}{}", span_line(&text, e.span()), e.message())))
     }
 
     /// Applies one `key=value` override; the value is parsed as TOML (so
@@ -281,10 +279,15 @@ impl Config {
     }
 }
 
+/// `line N: key: ` for the TOML line an error points at.
 fn span_line(text: &str, span: Option<std::ops::Range<usize>>) -> String {
-    match span {
-        Some(r) => format!(" (line {})", text[..r.start.min(text.len())].matches('\n').count() + 1),
-        None => String::new(),
+    let Some(r) = span else { return String::new() };
+    let start = r.start.min(text.len());
+    let line_no = text[..start].matches('\n').count() + 1;
+    let line = text.lines().nth(line_no - 1).unwrap_or("");
+    match line.split_once('=') {
+        Some((key, _)) if !key.trim().is_empty() => format!("line {line_no}: {}: ", key.trim()),
+        _ => format!("line {line_no}: "),
     }
 }
 
@@ -326,6 +329,6 @@ mod tests {
         let p = dir.path().join("c.toml");
         std::fs::write(&p, "near_dup_threshold = 0.9\nbogus = 1\n").unwrap();
         let err = Config::from_toml_file(&p).unwrap_err().to_string();
-        assert!(err.contains("c.toml") && err.contains("bogus") && err.contains("line 2"), "{err}");
+        assert!(err.contains("c.toml: line 2: bogus: unknown field"), "{err}");
     }
 }

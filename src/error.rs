@@ -7,7 +7,7 @@ use std::path::PathBuf;
 /// type, never a panic.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("read {path}: {source}")]
+    #[error("read {path}")]
     Io {
         path: PathBuf,
         #[source]
@@ -21,13 +21,13 @@ pub enum Error {
     UnknownFormat { path: PathBuf, message: String },
     #[error("config: {0}")]
     Config(String),
-    #[error("store {path}: {source}")]
+    #[error("store {path}")]
     Store {
         path: PathBuf,
         #[source]
         source: rusqlite::Error,
     },
-    #[error("write {path}: {source}")]
+    #[error("write {path}")]
     Write {
         path: PathBuf,
         #[source]
@@ -51,4 +51,16 @@ impl Error {
     pub fn write(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Write { path: path.into(), source }
     }
+}
+
+/// An error and all its sources on one line, joined by ": ".
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
 }

@@ -198,7 +198,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         .into_iter()
         .map(|b| Skipped {
             conversation: b.path.file_stem().map_or_else(|| b.path.display().to_string(), |s| s.to_string_lossy().into_owned()),
-            error: b.error.to_string(),
+            error: memform::error::chain(&b.error),
         })
         .collect();
     let mode_name = match args.mode {

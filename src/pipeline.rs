@@ -247,7 +247,7 @@ pub fn back(
         Ok(Default::default())
     } else {
         let judge_pairs: Vec<_> = pairs.iter().map(|p| p.pair.clone()).collect();
-        judge.judge(&JudgeContext { conversation_id: &conv.id, episode_id: &episode.id }, &judge_pairs).map_err(|e| e.to_string())
+        judge.judge(&JudgeContext { conversation_id: &conv.id, episode_id: &episode.id }, &judge_pairs).map_err(|e| crate::error::chain(&e))
     };
     match &answer {
         Ok(o) => {

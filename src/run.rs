@@ -105,8 +105,8 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     for (id, r) in results {
         match r {
             Ok(eps) => episodes.extend(eps),
-            Err(e) if opts.keep_going => skipped.push(Skipped { conversation: id, error: e.to_string() }),
-            Err(e) => return Err(Error::Other(format!("conversation {id}: {e}"))),
+            Err(e) if opts.keep_going => skipped.push(Skipped { conversation: id, error: crate::error::chain(&e) }),
+            Err(e) => return Err(Error::Other(format!("conversation {id}: {}", crate::error::chain(&e)))),
         }
     }
     let live = store.facts()?.iter().filter(|f| f.invalid_at.is_none() && f.superseded_by.is_none()).count();

@@ -213,6 +213,30 @@ impl Store {
         })
     }
 
+    /// Every entity as (conversation, id, name, type, aliases), ordered by
+    /// conversation and creation.
+    pub fn entities(&self) -> Result<Vec<(String, String, String, String, Vec<String>)>> {
+        self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT e.conversation_id, e.id, e.name, e.entity_type,
+                        (SELECT group_concat(alias, '|') FROM (SELECT alias FROM entity_aliases a
+                           WHERE a.entity_id = e.id ORDER BY alias))
+                 FROM entities e ORDER BY e.conversation_id, CAST(substr(e.id, length(e.conversation_id) + 3) AS INTEGER)",
+            )?;
+            st.query_map([], |r| {
+                let aliases: Option<String> = r.get(4)?;
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    aliases.map(|a| a.split('|').map(str::to_string).collect()).unwrap_or_default(),
+                ))
+            })?
+            .collect()
+        })
+    }
+
     /// Every audit row, ordered by conversation, episode order and sequence.
     pub fn audit(&self) -> Result<Vec<(String, String, AuditRow)>> {
         self.with(|c| {

@@ -39,7 +39,14 @@ fn s(v: &serde_json::Value) -> String {
 fn render(conversation: &str) -> String {
     let r = ran();
     let mut out = String::new();
-    let _ = writeln!(out, "# store facts");
+    let _ = writeln!(out, "# entities");
+    for (conv, id, name, ty, aliases) in r.store.entities().expect("entities") {
+        if conv == conversation {
+            let aliases = if aliases.is_empty() { String::new() } else { format!(" aliases={}", aliases.join(",")) };
+            let _ = writeln!(out, "{id} {name} {ty}{aliases}");
+        }
+    }
+    let _ = writeln!(out, "\n# store facts");
     for f in r.store.facts().expect("facts").iter().filter(|f| f.conversation_id == conversation) {
         let state = match (&f.invalid_at, &f.superseded_by, &f.valid_until) {
             (Some(at), Some(by), _) => format!("invalidated {at} by {by}"),
