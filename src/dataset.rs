@@ -675,7 +675,7 @@ mod tests {
         assert!(verdicts("job-change").contains(&Verdict::Old));
         assert_eq!(verdicts("budgets"), [Verdict::Old, Verdict::Neither]);
         assert_eq!(verdicts("historical"), [Verdict::Neither]);
-        assert_eq!(verdicts("low-confidence"), [Verdict::Neither]);
+        assert_eq!(verdicts("low-confidence"), [Verdict::Neither, Verdict::Neither]);
         assert_eq!(verdicts("negation-antonym"), [Verdict::Old, Verdict::Old]);
         assert!(
             !scenario(&ds, "paraphrase-duplicates")
