@@ -35,6 +35,32 @@ pub enum Error {
     },
     #[error("embed: {0}")]
     Embed(String),
+    /// The files of a local embedding model are missing or unreadable.
+    #[error("load embedding model from {path}: {message}")]
+    EmbedModel { path: PathBuf, message: String },
+    /// An HTTP embeddings server failed: unreachable, timed out after the
+    /// retries, an error status, or a body that is not the expected JSON.
+    #[error("call embedding server at {url}: {message}")]
+    EmbedHttp { url: String, message: String },
+    /// Replay found no recorded vector for a text.
+    #[error(
+        "replay embedding of {origin}: no recorded vector {key} for text {preview:?} ({missing} of {texts} texts missing) in {dir}; record them with `{command}`"
+    )]
+    EmbeddingMissing {
+        /// Where the text comes from (conversation and episode).
+        origin: String,
+        /// The first missing text (normalised, cut to 80 characters).
+        preview: String,
+        key: String,
+        missing: usize,
+        texts: usize,
+        dir: PathBuf,
+        /// The command line that records the missing vectors.
+        command: String,
+    },
+    /// A recorded embedding cache that cannot be used as it is.
+    #[error("embedding cache {path}: {message}")]
+    EmbedCache { path: PathBuf, message: String },
     #[error("{0}")]
     Other(String),
 }
