@@ -49,7 +49,9 @@ fn bench_embed(c: &mut Criterion) {
     group.sample_size(20);
     for batch in [1usize, 32] {
         group.throughput(Throughput::Elements(batch as u64));
-        for (name, model) in [("minilm", &minilm as &dyn Embedder), ("hashed", &hashed as &dyn Embedder)] {
+        for (name, model) in
+            [("minilm", &minilm as &dyn Embedder), ("hashed", &hashed as &dyn Embedder)]
+        {
             let mut start = 0usize;
             group.bench_function(BenchmarkId::new(name, batch), |b| {
                 b.iter(|| {

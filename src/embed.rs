@@ -171,10 +171,9 @@ impl EmbedderSpec {
             (EmbedderKind::Hashed, d) => Ok(d.unwrap_or(256)),
             (EmbedderKind::MiniLm, None) => Ok(minilm::DIMS),
             (EmbedderKind::MiniLm, Some(d)) if d == minilm::DIMS => Ok(d),
-            (EmbedderKind::MiniLm, Some(d)) => Err(Error::Config(format!(
-                "minilm has {} dimensions, not {d}",
-                minilm::DIMS
-            ))),
+            (EmbedderKind::MiniLm, Some(d)) => {
+                Err(Error::Config(format!("minilm has {} dimensions, not {d}", minilm::DIMS)))
+            }
             (_, Some(d)) if d > 0 => Ok(d),
             _ => Err(Error::Config(format!(
                 "the {} embedder needs its dimensions (--embed-dims)",
@@ -189,9 +188,10 @@ impl EmbedderSpec {
             EmbedderKind::MiniLm => Box::new(MiniLmEmbedder::load(&self.model_dir)?),
             EmbedderKind::Ollama | EmbedderKind::OpenAi => {
                 let (api, url) = match self.kind {
-                    EmbedderKind::Ollama => {
-                        (HttpApi::Ollama, self.url.clone().unwrap_or_else(|| OLLAMA_URL.to_string()))
-                    }
+                    EmbedderKind::Ollama => (
+                        HttpApi::Ollama,
+                        self.url.clone().unwrap_or_else(|| OLLAMA_URL.to_string()),
+                    ),
                     _ => (
                         HttpApi::OpenAi,
                         self.url.clone().ok_or_else(|| {
@@ -238,7 +238,10 @@ pub fn build_embedder(spec: &EmbedderSpec) -> Result<Box<dyn Embedder>> {
     }
     let id = spec.embedder_id()?;
     let cache_dir = spec.cache_dir.as_deref().ok_or_else(|| {
-        Error::Config(format!("--embed {} with the {} embedder needs a cache directory", spec.mode, spec.kind))
+        Error::Config(format!(
+            "--embed {} with the {} embedder needs a cache directory",
+            spec.mode, spec.kind
+        ))
     })?;
     let inner = match spec.mode {
         EmbedMode::Replay => None,
@@ -305,7 +308,10 @@ mod tests {
         let e = build_embedder(&s).expect("replay needs no model");
         assert_eq!(e.id(), "minilm:all-MiniLM-L6-v2");
         assert_eq!(e.dims(), 384);
-        let msg = e.embed(&["Dana adopted a cat"], "conv-1/session-4").expect_err("empty cache").to_string();
+        let msg = e
+            .embed(&["Dana adopted a cat"], "conv-1/session-4")
+            .expect_err("empty cache")
+            .to_string();
         let expected = format!(
             "memform run --dataset {} --embedder minilm --embed record --model-dir {}",
             root.path().join("datasets/demo").display(),
@@ -320,7 +326,9 @@ mod tests {
     fn missing_pieces_are_config_errors() {
         let root = tempfile::tempdir().expect("tempdir");
         let no_cache = build_embedder(&spec(EmbedderKind::MiniLm, EmbedMode::Replay, None));
-        assert!(no_cache.err().expect("no cache dir").to_string().contains("needs a cache directory"));
+        assert!(
+            no_cache.err().expect("no cache dir").to_string().contains("needs a cache directory")
+        );
 
         let mut record = spec(EmbedderKind::MiniLm, EmbedMode::Record, Some(root.path()));
         record.model_dir = root.path().join("absent");

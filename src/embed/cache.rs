@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use super::{CacheStats, Embedder};
-use crate::error::{Error, Result};
+use crate::error::{Error, MissingEmbedding, Result};
 use crate::normalize::{normalize_content, sha256_hex};
 
 pub const INDEX_FILE: &str = "index.json";
@@ -203,9 +203,9 @@ impl CachedEmbedder {
     }
 
     fn model(&self) -> Result<&dyn Embedder> {
-        self.inner
-            .as_deref()
-            .ok_or_else(|| Error::Config(format!("--embed {} needs the {} model", self.mode, self.id)))
+        self.inner.as_deref().ok_or_else(|| {
+            Error::Config(format!("--embed {} needs the {} model", self.mode, self.id))
+        })
     }
 
     fn embed_with_model(&self, texts: &[&str], source: &str) -> Result<Vec<Vec<f32>>> {
@@ -279,7 +279,7 @@ impl Embedder for CachedEmbedder {
             first.sort_unstable();
             if self.mode == EmbedMode::Replay {
                 let i = first[0];
-                return Err(Error::EmbeddingMissing {
+                return Err(Error::EmbeddingMissing(Box::new(MissingEmbedding {
                     origin: source.to_string(),
                     preview: preview(&normalized[i]),
                     key: keys[i].clone(),
@@ -287,7 +287,7 @@ impl Embedder for CachedEmbedder {
                     texts: texts.len(),
                     dir: self.dir.clone(),
                     command: self.record_command.clone(),
-                });
+                })));
             }
             let batch: Vec<&str> = first.iter().map(|&i| normalized[i].as_str()).collect();
             let vectors = self.embed_with_model(&batch, source)?;
@@ -310,7 +310,11 @@ impl Embedder for CachedEmbedder {
             }
         }
         out.into_iter()
-            .map(|v| v.ok_or_else(|| Error::Embed("embedding cache left a text without a vector".to_string())))
+            .map(|v| {
+                v.ok_or_else(|| {
+                    Error::Embed("embedding cache left a text without a vector".to_string())
+                })
+            })
             .collect()
     }
 
@@ -336,7 +340,11 @@ impl Embedder for CachedEmbedder {
                 .entries
                 .iter()
                 .enumerate()
-                .map(|(row, (key, e))| IndexEntry { key: key.clone(), row, text: e.preview.clone() })
+                .map(|(row, (key, e))| IndexEntry {
+                    key: key.clone(),
+                    row,
+                    text: e.preview.clone(),
+                })
                 .collect(),
         };
         let mut json = serde_json::to_string_pretty(&index)
@@ -509,7 +517,8 @@ mod tests {
         let root = tempfile::tempdir().expect("tempdir");
         let (model, probe) = fake();
         let rec = open(root.path(), EmbedMode::Record, Some(model));
-        let recorded = rec.embed(&["Alice works at Google", "Bob likes tea"], "c1/e1").expect("record");
+        let recorded =
+            rec.embed(&["Alice works at Google", "Bob likes tea"], "c1/e1").expect("record");
         assert_eq!(rec.embed(&["Bob likes tea"], "c1/e2").expect("hit"), vec![recorded[1].clone()]);
         assert_eq!(probe.calls.load(Ordering::SeqCst), 1);
         rec.flush().expect("flush");
@@ -517,7 +526,8 @@ mod tests {
         assert_eq!((stats.entries, stats.hits, stats.recorded), (2, 1, 2));
 
         let replay = open(root.path(), EmbedMode::Replay, None);
-        let replayed = replay.embed(&["Bob likes tea", "Alice works at Google"], "c1/e1").expect("replay");
+        let replayed =
+            replay.embed(&["Bob likes tea", "Alice works at Google"], "c1/e1").expect("replay");
         assert_eq!(replayed, vec![recorded[1].clone(), recorded[0].clone()]);
         assert_eq!(replay.cache_stats().expect("stats").vectors_sha256, stats.vectors_sha256);
         let leftovers: Vec<_> = std::fs::read_dir(root.path().join("fake-m1"))
@@ -535,7 +545,10 @@ mod tests {
         let (model, probe) = fake();
         let rec = open(root.path(), EmbedMode::Record, Some(model));
         let v = rec
-            .embed(&["Alice  works at Google.", "alice works at google", "ALICE works at Google!!"], "c/e")
+            .embed(
+                &["Alice  works at Google.", "alice works at google", "ALICE works at Google!!"],
+                "c/e",
+            )
             .expect("record");
         assert_eq!(v[0], v[1]);
         assert_eq!(v[1], v[2]);
@@ -574,10 +587,12 @@ mod tests {
     fn a_replay_miss_names_source_key_and_command() {
         let root = tempfile::tempdir().expect("tempdir");
         let replay = open(root.path(), EmbedMode::Replay, None);
-        let err = replay.embed(&["Carol moved to Paris.", "x y z"], "conv-3/session-2").expect_err("miss");
+        let err = replay
+            .embed(&["Carol moved to Paris.", "x y z"], "conv-3/session-2")
+            .expect_err("miss");
         let msg = err.to_string();
         let key = cache_key("fake:m1", "carol moved to paris");
-        assert!(matches!(err, Error::EmbeddingMissing { .. }));
+        assert!(matches!(err, Error::EmbeddingMissing(_)));
         assert!(msg.contains("conv-3/session-2"), "{msg}");
         assert!(msg.contains(&key), "{msg}");
         assert!(msg.contains("\"carol moved to paris\""), "{msg}");
@@ -648,7 +663,8 @@ mod tests {
         let root = tempfile::tempdir().expect("tempdir");
         let none = CachedEmbedder::open(root.path(), "fake:m1", 3, EmbedMode::Record, None, CMD);
         assert!(none.err().expect("no model").to_string().contains("needs the fake:m1 model"));
-        let wrong = CachedEmbedder::open(root.path(), "fake:m2", 3, EmbedMode::Record, Some(fake().0), CMD);
+        let wrong =
+            CachedEmbedder::open(root.path(), "fake:m2", 3, EmbedMode::Record, Some(fake().0), CMD);
         assert!(wrong.err().expect("wrong model").to_string().contains("given the model fake:m1"));
         assert_eq!(slug("minilm:all-MiniLM-L6-v2"), "minilm-all-minilm-l6-v2");
         assert_eq!("record".parse::<EmbedMode>().expect("mode"), EmbedMode::Record);

@@ -221,7 +221,11 @@ impl HttpEmbedder {
     }
 
     /// The vectors of a 2xx body, in input order, checked and normalised.
-    fn read_vectors(&self, body: &str, expected: usize) -> std::result::Result<Vec<Vec<f32>>, String> {
+    fn read_vectors(
+        &self,
+        body: &str,
+        expected: usize,
+    ) -> std::result::Result<Vec<Vec<f32>>, String> {
         let v: Value = serde_json::from_str(body).map_err(|e| format!("body is not JSON ({e})"))?;
         if let Some(err) = v.get("error") {
             return Err(format!("server error {err}"));

@@ -61,8 +61,9 @@ impl MiniLmEmbedder {
         let config_path = model_dir.join("config.json");
         let config_text =
             std::fs::read_to_string(&config_path).map_err(|e| Error::io(&config_path, e))?;
-        let config: BertConfig = serde_json::from_str(&config_text)
-            .map_err(|e| model_error(model_dir, format!("config.json is not a BERT config: {e}")))?;
+        let config: BertConfig = serde_json::from_str(&config_text).map_err(|e| {
+            model_error(model_dir, format!("config.json is not a BERT config: {e}"))
+        })?;
         if config.hidden_size != DIMS {
             return Err(model_error(
                 model_dir,
@@ -136,7 +137,8 @@ impl MiniLmEmbedder {
             ids.extend_from_slice(enc.get_ids());
             mask.extend_from_slice(enc.get_attention_mask());
         }
-        self.forward(ids, mask, rows, len).map_err(|e| Error::Embed(format!("minilm forward pass: {e}")))
+        self.forward(ids, mask, rows, len)
+            .map_err(|e| Error::Embed(format!("minilm forward pass: {e}")))
     }
 
     fn forward(

@@ -9,7 +9,8 @@ use memform::embed::minilm::{DIMS, MiniLmEmbedder};
 use memform::embed::{Embedder, cosine};
 use serde::Deserialize;
 
-const REFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/reference/minilm-reference.json");
+const REFERENCE: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/reference/minilm-reference.json");
 const MODEL_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/models/all-MiniLM-L6-v2");
 
 #[derive(Deserialize)]
@@ -69,7 +70,13 @@ fn embeddings_and_cosines_match_the_reference() {
     };
     for p in &reference.pairs {
         let c = cosine(vector(&p.a), vector(&p.b));
-        assert!((c - p.cosine).abs() <= 1e-3, "{:?} / {:?}: {c:.4} vs reference {:.4}", p.a, p.b, p.cosine);
+        assert!(
+            (c - p.cosine).abs() <= 1e-3,
+            "{:?} / {:?}: {c:.4} vs reference {:.4}",
+            p.a,
+            p.b,
+            p.cosine
+        );
     }
 }
 
