@@ -33,7 +33,7 @@ pub trait Embedder: Send + Sync {
         Ok(())
     }
     /// What a cache answered and recorded, for the run manifest; `None` for
-    /// an embedder without a cache.
+    /// an embedder without a cache (hashed, or any kind in live mode).
     fn cache_stats(&self) -> Option<CacheStats> {
         None
     }
@@ -228,28 +228,34 @@ impl EmbedderSpec {
 }
 
 /// The embedder `spec` describes. The hashed embedder is deterministic and
-/// bypasses the cache whatever the mode. Every other kind is wrapped in a
-/// [`CachedEmbedder`] in replay and record modes; replay loads no model and
-/// reaches no server, live uses the model alone.
+/// bypasses the cache whatever the mode. Every other kind goes through a
+/// [`CachedEmbedder`], in live mode too, so the model always sees the same
+/// normalised text: replay loads no model and reaches no server, record
+/// loads the model for the misses, live uses the model alone and touches
+/// no cache directory.
 pub fn build_embedder(spec: &EmbedderSpec) -> Result<Box<dyn Embedder>> {
     let dims = spec.dims_for_kind()?;
-    if spec.kind == EmbedderKind::Hashed || spec.mode == EmbedMode::Live {
+    if spec.kind == EmbedderKind::Hashed {
         return spec.load_model(dims);
     }
     let id = spec.embedder_id()?;
-    let cache_dir = spec.cache_dir.as_deref().ok_or_else(|| {
-        Error::Config(format!(
-            "--embed {} with the {} embedder needs a cache directory",
-            spec.mode, spec.kind
-        ))
-    })?;
+    let cache_dir = match (&spec.cache_dir, spec.mode) {
+        (Some(dir), _) => dir.clone(),
+        (None, EmbedMode::Live) => PathBuf::new(),
+        (None, mode) => {
+            return Err(Error::Config(format!(
+                "--embed {mode} with the {} embedder needs a cache directory",
+                spec.kind
+            )));
+        }
+    };
     let inner = match spec.mode {
         EmbedMode::Replay => None,
         EmbedMode::Record | EmbedMode::Live => Some(spec.load_model(dims)?),
     };
     let command =
-        spec.record_command.clone().unwrap_or_else(|| spec.default_record_command(cache_dir));
-    Ok(Box::new(CachedEmbedder::open(cache_dir, &id, dims, spec.mode, inner, &command)?))
+        spec.record_command.clone().unwrap_or_else(|| spec.default_record_command(&cache_dir));
+    Ok(Box::new(CachedEmbedder::open(&cache_dir, &id, dims, spec.mode, inner, &command)?))
 }
 
 /// Cosine of two vectors; 0 when either is zero. Vectors from an `Embedder`
@@ -344,7 +350,9 @@ mod tests {
         let msg = build_embedder(&ollama).err().expect("no dims").to_string();
         assert!(msg.contains("needs its dimensions"), "{msg}");
         ollama.dims = Some(768);
-        assert_eq!(build_embedder(&ollama).expect("ollama").id(), "ollama:nomic-embed-text");
+        let live = build_embedder(&ollama).expect("ollama");
+        assert_eq!(live.id(), "ollama:nomic-embed-text");
+        assert!(live.cache_stats().is_none(), "live mode has no cache");
 
         let mut openai = spec(EmbedderKind::OpenAi, EmbedMode::Live, None);
         openai.model = Some("m".to_string());

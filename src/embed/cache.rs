@@ -357,6 +357,9 @@ impl Embedder for CachedEmbedder {
     }
 
     fn cache_stats(&self) -> Option<CacheStats> {
+        if self.mode == EmbedMode::Live {
+            return None;
+        }
         let state = self.read_state().ok()?;
         Some(CacheStats {
             mode: self.mode,

@@ -5,8 +5,9 @@
 
 use std::path::Path;
 
+use memform::embed::cache::EmbedMode;
 use memform::embed::minilm::{DIMS, MiniLmEmbedder};
-use memform::embed::{Embedder, cosine};
+use memform::embed::{Embedder, EmbedderKind, EmbedderSpec, build_embedder, cosine};
 use serde::Deserialize;
 
 const REFERENCE: &str =
@@ -103,4 +104,32 @@ fn long_inputs_are_truncated_not_rejected() {
     let v = model.embed(&[&long, ""], "reference").expect("long and empty inputs embed");
     assert_eq!(v[0].len(), DIMS);
     assert!(v[1].iter().any(|x| *x != 0.0));
+}
+
+#[test]
+fn recorded_vectors_replay_without_the_model() {
+    let (reference, model) = load();
+    let texts: Vec<&str> = reference.sentences.iter().take(6).map(|s| s.text.as_str()).collect();
+    let root = tempfile::tempdir().expect("tempdir");
+    let mut spec = EmbedderSpec::new(EmbedderKind::MiniLm);
+    spec.model_dir = MODEL_DIR.into();
+    spec.cache_dir = Some(root.path().to_path_buf());
+    spec.mode = EmbedMode::Record;
+    let recorder = build_embedder(&spec).expect("record");
+    let recorded = recorder.embed(&texts, "reference").expect("record");
+    recorder.flush().expect("flush");
+
+    spec.mode = EmbedMode::Replay;
+    spec.model_dir = root.path().join("no-model-here/all-MiniLM-L6-v2");
+    let replayer = build_embedder(&spec).expect("replay needs no model");
+    assert_eq!(replayer.embed(&texts, "reference").expect("replay"), recorded);
+    assert_eq!(replayer.id(), model.id());
+
+    let normalized: Vec<String> =
+        texts.iter().map(|t| memform::normalize::normalize_content(t)).collect();
+    let refs: Vec<&str> = normalized.iter().map(String::as_str).collect();
+    let direct = model.embed(&refs, "reference").expect("direct");
+    for (a, b) in recorded.iter().zip(&direct) {
+        assert!(a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-5));
+    }
 }
