@@ -89,10 +89,9 @@ impl MiniLmEmbedder {
             .map_err(|e| model_error(model_dir, format!("set truncation: {e}")))?;
 
         let device = Device::Cpu;
-        let weights = model_dir.join("model.safetensors");
-        // SAFETY: the weights file is memory-mapped read-only; memform never
-        // writes to it while an embedder is alive.
-        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &device) }
+        let weights_path = model_dir.join("model.safetensors");
+        let weights = std::fs::read(&weights_path).map_err(|e| Error::io(&weights_path, e))?;
+        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
             .map_err(|e| model_error(model_dir, format!("read model.safetensors: {e}")))?;
         let model = BertModel::load(vb, &config)
             .map_err(|e| model_error(model_dir, format!("load BERT weights: {e}")))?;
