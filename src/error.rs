@@ -35,8 +35,55 @@ pub enum Error {
     },
     #[error("embed: {0}")]
     Embed(String),
+    /// The files of a local embedding model are missing or unreadable.
+    #[error("load embedding model from {path}: {message}")]
+    EmbedModel { path: PathBuf, message: String },
+    /// An HTTP embeddings server failed: unreachable, timed out after the
+    /// retries, an error status, or a body that is not the expected JSON.
+    #[error("call embedding server at {url}: {message}")]
+    EmbedHttp { url: String, message: String },
+    /// Replay found no recorded vector for a text.
+    #[error("{0}")]
+    EmbeddingMissing(Box<MissingEmbedding>),
+    /// A recorded embedding cache that cannot be used as it is.
+    #[error("embedding cache {path}: {message}")]
+    EmbedCache { path: PathBuf, message: String },
     #[error("{0}")]
     Other(String),
+}
+
+/// What a replay miss of the embedding cache names.
+#[derive(Debug)]
+pub struct MissingEmbedding {
+    /// Where the text comes from (conversation and episode).
+    pub origin: String,
+    /// The first missing text (normalised, cut to 80 characters).
+    pub preview: String,
+    pub key: String,
+    /// Texts of the call without a recorded vector.
+    pub missing: usize,
+    /// Texts in the call.
+    pub texts: usize,
+    /// The cache directory searched.
+    pub dir: PathBuf,
+    /// The command line that records the missing vectors.
+    pub command: String,
+}
+
+impl std::fmt::Display for MissingEmbedding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "replay embedding of {}: no recorded vector {} for text {:?} ({} of {} texts missing) in {}; record them with `{}`",
+            self.origin,
+            self.key,
+            self.preview,
+            self.missing,
+            self.texts,
+            self.dir.display(),
+            self.command
+        )
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
