@@ -35,6 +35,34 @@ pub enum Error {
     },
     #[error("embed: {0}")]
     Embed(String),
+    /// The LLM server could not be reached at all (refused, unresolvable).
+    #[error("connect to llm server at {url}: {message} (is the server running? `make llm-server-start` starts the local one)")]
+    LlmConnect { url: String, message: String },
+    /// Every attempt timed out.
+    #[error("call llm server at {url}: no answer within {timeout_secs}s after {attempts} attempt(s)")]
+    LlmTimeout { url: String, timeout_secs: f64, attempts: u32 },
+    /// The server answered with an error status (4xx at once, 5xx after the retries).
+    #[error("call llm server at {url}: http status {status} after {attempts} attempt(s): {body}")]
+    LlmStatus { url: String, status: u16, attempts: u32, body: String },
+    /// The server answered 2xx with a body that is not the expected JSON.
+    #[error("read llm answer from {url}: {message}")]
+    LlmBody { url: String, message: String },
+    /// Replay found no recorded answer for a request.
+    #[error(
+        "replay {stage} call for conversation {conversation}, episode {episode}: no fixture {key}.json in {dir}; {closest}; re-record with `--llm record` (e.g. `make record`)"
+    )]
+    FixtureMiss {
+        stage: String,
+        conversation: String,
+        episode: String,
+        key: String,
+        dir: PathBuf,
+        /// The closest recorded request of the same stage and what differs.
+        closest: String,
+    },
+    /// A fixture file that cannot be used as it is.
+    #[error("fixture {path}: {message}")]
+    Fixture { path: PathBuf, message: String },
     #[error("{0}")]
     Other(String),
 }

@@ -7,5 +7,6 @@ pub mod embed;
 pub mod error;
 pub mod extract;
 pub mod judge;
+pub mod llm;
 pub mod normalize;
 pub mod types;
