@@ -68,8 +68,8 @@ pub fn find_json_object(text: &str, warnings: &mut Vec<Warning>) -> Option<Map<S
     None
 }
 
-/// Closes a cut-off JSON object after the last `}` or `]` at which every
-/// open container can be closed into valid JSON.
+/// Closes a cut-off JSON object after the last `}`, `]` or `[` at which
+/// every open container can be closed into valid JSON.
 fn repair_truncated(text: &str) -> Option<Map<String, Value>> {
     let mut stack: Vec<u8> = Vec::new();
     let mut in_string = false;
@@ -88,7 +88,10 @@ fn repair_truncated(text: &str) -> Option<Map<String, Value>> {
         match b {
             b'"' => in_string = true,
             b'{' => stack.push(b'}'),
-            b'[' => stack.push(b']'),
+            b'[' => {
+                stack.push(b']');
+                cuts.push((i + 1, stack.clone()));
+            }
             b'}' | b']' => {
                 stack.pop();
                 if stack.is_empty() {
