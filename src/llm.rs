@@ -91,8 +91,10 @@ pub struct LlmRequest {
     pub template: TemplateId,
     pub messages: Vec<Message>,
     pub sampling: Sampling,
-    /// JSON schema the answer should follow, when the server can constrain it.
-    pub schema: Option<serde_json::Value>,
+    /// JSON schema the answer should follow, as JSON text: sent as written,
+    /// so its property order (which llama.cpp's grammar follows) is kept.
+    /// The key hashes its parsed, canonical form.
+    pub schema: Option<String>,
     pub context: CallContext,
 }
 

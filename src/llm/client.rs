@@ -71,51 +71,47 @@ impl HttpLlm {
         }
     }
 
-    /// The request body sent for `req` (no credentials in it).
-    pub fn body(&self, req: &LlmRequest) -> Value {
+    /// The request body sent for `req` (no credentials in it). The schema
+    /// text is spliced in as written, keeping its property order.
+    pub fn body(&self, req: &LlmRequest) -> Result<String> {
         let messages: Vec<Value> =
             req.messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect();
         let s = &req.sampling;
-        match self.settings.provider {
-            Provider::OpenAi => {
-                let mut body = json!({
-                    "model": req.model,
-                    "messages": messages,
-                    "temperature": s.temperature,
-                    "seed": s.seed,
-                    "max_tokens": s.max_tokens,
-                    "stream": false,
-                });
-                if let (Some(schema), Some(obj)) = (&req.schema, body.as_object_mut()) {
-                    let format = match self.settings.response_format {
-                        ResponseFormat::JsonSchema => Some(json!({
-                            "type": "json_schema",
-                            "json_schema": {"name": req.stage.as_str(), "schema": schema},
-                        })),
-                        ResponseFormat::JsonObject => {
-                            Some(json!({"type": "json_object", "schema": schema}))
-                        }
-                        ResponseFormat::None => None,
-                    };
-                    if let Some(f) = format {
-                        obj.insert("response_format".into(), f);
-                    }
-                }
-                body
+        let base = match self.settings.provider {
+            Provider::OpenAi => json!({
+                "model": req.model,
+                "messages": messages,
+                "temperature": s.temperature,
+                "seed": s.seed,
+                "max_tokens": s.max_tokens,
+                "stream": false,
+            }),
+            Provider::Ollama => json!({
+                "model": req.model,
+                "messages": messages,
+                "stream": false,
+                "options": {"temperature": s.temperature, "seed": s.seed, "num_predict": s.max_tokens},
+            }),
+        };
+        let mut body = base.to_string();
+        let Some(schema) = &req.schema else { return Ok(body) };
+        serde_json::from_str::<Value>(schema).map_err(|e| {
+            Error::Other(format!("read the response schema of the {} template: {e}", req.template.name))
+        })?;
+        let extra = match (self.settings.provider, self.settings.response_format) {
+            (Provider::Ollama, _) => format!(",\"format\":{schema}}}"),
+            (Provider::OpenAi, ResponseFormat::JsonObject) => {
+                format!(",\"response_format\":{{\"type\":\"json_object\",\"schema\":{schema}}}}}")
             }
-            Provider::Ollama => {
-                let mut body = json!({
-                    "model": req.model,
-                    "messages": messages,
-                    "stream": false,
-                    "options": {"temperature": s.temperature, "seed": s.seed, "num_predict": s.max_tokens},
-                });
-                if let (Some(schema), Some(obj)) = (&req.schema, body.as_object_mut()) {
-                    obj.insert("format".into(), schema.clone());
-                }
-                body
-            }
-        }
+            (Provider::OpenAi, ResponseFormat::JsonSchema) => format!(
+                ",\"response_format\":{{\"type\":\"json_schema\",\"json_schema\":{{\"name\":\"{}\",\"schema\":{schema}}}}}}}",
+                req.stage.as_str()
+            ),
+            (Provider::OpenAi, ResponseFormat::None) => return Ok(body),
+        };
+        body.pop();
+        body.push_str(&extra);
+        Ok(body)
     }
 
     fn attempt(&self, url: &str, payload: &str, attempts: u32) -> Attempt {
@@ -239,7 +235,7 @@ impl HttpLlm {
 impl Llm for HttpLlm {
     fn complete(&self, req: &LlmRequest) -> Result<LlmResponse> {
         let url = self.endpoint();
-        let payload = self.body(req).to_string();
+        let payload = self.body(req)?;
         let mut backoff = Duration::from_millis(self.settings.retry_backoff_ms);
         let mut attempts = 0;
         loop {

@@ -4,8 +4,6 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use crate::error::Result;
 use crate::extract::{ExtractInput, Extractor, RawExtraction};
 use crate::llm::parse::parse_extraction;
@@ -20,7 +18,6 @@ pub struct LlmExtractor {
     llm: Arc<dyn Llm>,
     settings: LlmSettings,
     template: Template,
-    schema: Value,
 }
 
 impl LlmExtractor {
@@ -29,7 +26,6 @@ impl LlmExtractor {
             llm,
             settings: settings.clone(),
             template: prompts::extract_template()?,
-            schema: prompts::extract_schema(),
         })
     }
 
@@ -65,7 +61,7 @@ impl LlmExtractor {
             template: self.template.id.clone(),
             messages,
             sampling: self.settings.sampling,
-            schema: Some(self.schema.clone()),
+            schema: Some(prompts::EXTRACT_SCHEMA.to_string()),
             context: CallContext {
                 conversation: input.conversation_id.to_string(),
                 episode: input.episode.id.clone(),

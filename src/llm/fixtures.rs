@@ -43,15 +43,24 @@ pub struct KeyMaterial {
 }
 
 impl KeyMaterial {
-    pub fn of(req: &LlmRequest) -> Self {
-        KeyMaterial {
+    pub fn of(req: &LlmRequest) -> Result<Self> {
+        let schema = match &req.schema {
+            Some(text) => Some(serde_json::from_str(text).map_err(|e| {
+                Error::Other(format!(
+                    "read the response schema of the {} template: {e}",
+                    req.template.name
+                ))
+            })?),
+            None => None,
+        };
+        Ok(KeyMaterial {
             stage: req.stage,
             model: req.model.clone(),
             template: req.template.clone(),
             messages: req.messages.clone(),
             sampling: req.sampling,
-            schema: req.schema.clone(),
-        }
+            schema,
+        })
     }
 
     pub fn key(&self) -> Result<String> {
@@ -65,7 +74,7 @@ impl KeyMaterial {
 
 /// The fixture key of a request.
 pub fn request_key(req: &LlmRequest) -> Result<String> {
-    KeyMaterial::of(req).key()
+    KeyMaterial::of(req)?.key()
 }
 
 /// Compact JSON with object keys sorted, whatever the map type keeps.
@@ -170,7 +179,7 @@ impl FixtureStore {
 
     /// Writes the answer to `req` (atomically: temp file, then rename).
     pub fn put(&self, req: &LlmRequest, resp: &LlmResponse) -> Result<PathBuf> {
-        let request = KeyMaterial::of(req);
+        let request = KeyMaterial::of(req)?;
         let key = request.key()?;
         let file = FixtureFile {
             format: FIXTURE_FORMAT.to_string(),
@@ -236,7 +245,10 @@ impl FixtureStore {
             Ok(f) => f,
             Err(e) => return format!("cannot list recorded requests ({e})"),
         };
-        let want = KeyMaterial::of(req);
+        let want = match KeyMaterial::of(req) {
+            Ok(w) => w,
+            Err(e) => return format!("cannot compare requests ({e})"),
+        };
         let best = files
             .into_iter()
             .filter_map(|(_, f)| f.ok())

@@ -6,8 +6,6 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use crate::error::Result;
 use crate::judge::{Judge, JudgeContext, JudgeOutput, JudgePair, PairFact};
 use crate::llm::parse::parse_verdicts;
@@ -19,7 +17,6 @@ pub struct LlmJudge {
     llm: Arc<dyn Llm>,
     settings: LlmSettings,
     template: Template,
-    schema: Value,
 }
 
 impl LlmJudge {
@@ -28,7 +25,6 @@ impl LlmJudge {
             llm,
             settings: settings.clone(),
             template: prompts::judge_template()?,
-            schema: prompts::judge_schema(),
         })
     }
 
@@ -52,7 +48,7 @@ impl LlmJudge {
             template: self.template.id.clone(),
             messages: self.template.render(&[("pairs", &pairs_text)])?,
             sampling: self.settings.sampling,
-            schema: Some(self.schema.clone()),
+            schema: Some(prompts::JUDGE_SCHEMA.to_string()),
             context: CallContext {
                 conversation: ctx.conversation_id.to_string(),
                 episode: ctx.episode_id.to_string(),

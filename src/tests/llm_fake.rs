@@ -91,7 +91,9 @@ fn openai_request_carries_sampling_schema_and_key_and_reads_usage() {
     let user = body["messages"][1]["content"].as_str().unwrap();
     assert!(user.contains("<transcript>\n[t1] Ann: I started working at Acme Corp last month."), "{user}");
     assert!(user.contains("Session date: 2024-03-01"), "{user}");
-    assert!(!body.to_string().contains("sekrit"), "the key travels only in the header");
+    assert!(!req.body.contains("sekrit"), "the key travels only in the header");
+    let (subject, confidence) = (req.body.find("\"subject\"").unwrap(), req.body.find("\"confidence\"").unwrap());
+    assert!(subject < confidence, "schema properties keep their writing order on the wire");
 }
 
 #[test]

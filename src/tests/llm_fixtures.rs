@@ -214,7 +214,7 @@ fn base_request() -> LlmRequest {
             Message { role: "user".into(), content: "hello".into() },
         ],
         sampling: Sampling { temperature: 0.0, seed: 42, max_tokens: 100 },
-        schema: Some(serde_json::json!({"type": "object", "required": ["a"]})),
+        schema: Some(r#"{"type": "object", "required": ["a"]}"#.into()),
         context: CallContext { conversation: "c".into(), episode: "e".into() },
     }
 }
@@ -228,6 +228,9 @@ fn keys_are_stable_and_cover_everything_that_shapes_an_answer() {
     // separators=(",", ":"), ensure_ascii=False), computed outside Rust.
     assert_eq!(key, "79777af0e644820b0a1b475bfb1e70352a13746b37628cd5c2717b4caf39e48e");
     assert_eq!(request_key(&base.clone()).unwrap(), key);
+    let mut reformatted = base.clone();
+    reformatted.schema = Some("{\"required\":[\"a\"],\n \"type\":\"object\"}".into());
+    assert_eq!(request_key(&reformatted).unwrap(), key, "the schema is hashed in canonical form");
     let mut other_context = base.clone();
     other_context.context = CallContext { conversation: "x".into(), episode: "y".into() };
     assert_eq!(request_key(&other_context).unwrap(), key, "where a call comes from is not in the key");
