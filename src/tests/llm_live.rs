@@ -56,6 +56,7 @@ impl Server {
             .args(["-m", "llama_cpp.server", "--model", &gguf, "--model_alias", MODEL])
             .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--n_ctx", "8192"])
             .args(["--verbose", "false"])
+            .env("OMP_WAIT_POLICY", "PASSIVE")
             .stdin(Stdio::null())
             .stdout(log_file.try_clone().unwrap())
             .stderr(log_file)
@@ -161,6 +162,9 @@ fn record_against_llama_cpp_then_replay_without_it() {
     let mut cfg = Config::default();
     cfg.llm_url = server.url.clone();
     cfg.llm_model = MODEL.into();
+    // SmolLM2-135M tends to repeat items until the token limit; a small limit
+    // keeps each call short (and exercises the cut-off JSON repair).
+    cfg.llm_max_tokens = 256;
     let settings = LlmSettings::from_config(&cfg).unwrap();
     let speakers = vec!["Maya".to_string(), "Tom".to_string()];
     let eps = episodes();
@@ -205,6 +209,19 @@ fn record_against_llama_cpp_then_replay_without_it() {
         .response
         .text;
     assert_eq!(again.text, recorded_text, "the server is deterministic at temperature 0");
+
+    for (path, f) in FixtureStore::new(&fixtures).scan().unwrap() {
+        let f = f.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        eprintln!(
+            "recorded {} {}: {} ms, {} prompt + {} completion tokens",
+            f.request.stage.as_str(),
+            f.context.episode,
+            f.wall_ms,
+            f.response.usage.prompt_tokens,
+            f.response.usage.completion_tokens
+        );
+    }
+    eprintln!("determinism re-call: {} ms", again.wall.as_millis());
 
     server.stop();
     let refused = http.complete(&req).unwrap_err();
