@@ -194,7 +194,7 @@ impl Default for Config {
             llm_seed: 42,
             llm_max_tokens: 1024,
             llm_response_format: "json_object".to_string(),
-            llm_timeout_secs: 120.0,
+            llm_timeout_secs: 300.0,
             llm_max_retries: 2,
             llm_retry_backoff_ms: 500,
         }

@@ -270,7 +270,10 @@ impl LlmSettings {
     }
 
     /// As [`LlmSettings::from_config_and_env`], reading variables through `var`.
-    pub fn from_config_and_vars(cfg: &Config, var: impl Fn(&str) -> Option<String>) -> Result<Self> {
+    pub fn from_config_and_vars(
+        cfg: &Config,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self> {
         let mut s = Self::from_config(cfg)?;
         let get = |k: &str| var(k).filter(|v| !v.trim().is_empty());
         if let Some(p) = get("MEMFORM_LLM_PROVIDER") {
@@ -347,11 +350,9 @@ mod tests {
 
     #[test]
     fn settings_reject_bad_values() {
-        let mut cfg = Config::default();
-        cfg.llm_timeout_secs = 0.0;
+        let cfg = Config { llm_timeout_secs: 0.0, ..Config::default() };
         assert!(LlmSettings::from_config(&cfg).is_err());
-        let mut cfg = Config::default();
-        cfg.llm_response_format = "xml".into();
+        let cfg = Config { llm_response_format: "xml".into(), ..Config::default() };
         let err = LlmSettings::from_config(&cfg).unwrap_err().to_string();
         assert!(err.contains("llm_response_format"), "{err}");
     }

@@ -96,7 +96,10 @@ impl HttpLlm {
         let mut body = base.to_string();
         let Some(schema) = &req.schema else { return Ok(body) };
         serde_json::from_str::<Value>(schema).map_err(|e| {
-            Error::Other(format!("read the response schema of the {} template: {e}", req.template.name))
+            Error::Other(format!(
+                "read the response schema of the {} template: {e}",
+                req.template.name
+            ))
         })?;
         let extra = match (self.settings.provider, self.settings.response_format) {
             (Provider::Ollama, _) => format!(",\"format\":{schema}}}"),
@@ -188,7 +191,9 @@ impl HttpLlm {
             ureq::Error::HostNotFound | ureq::Error::ConnectionFailed | ureq::Error::BadUri(_) => {
                 Attempt::Fail(Error::LlmConnect { url: url.to_string(), message: e.to_string() })
             }
-            other => Attempt::Fail(Error::LlmBody { url: url.to_string(), message: other.to_string() }),
+            other => {
+                Attempt::Fail(Error::LlmBody { url: url.to_string(), message: other.to_string() })
+            }
         }
     }
 

@@ -22,16 +22,15 @@ pub struct LlmExtractor {
 
 impl LlmExtractor {
     pub fn new(llm: Arc<dyn Llm>, settings: &LlmSettings) -> Result<Self> {
-        Ok(LlmExtractor {
-            llm,
-            settings: settings.clone(),
-            template: prompts::extract_template()?,
-        })
+        Ok(LlmExtractor { llm, settings: settings.clone(), template: prompts::extract_template()? })
     }
 
     /// The request for an episode, the turns it shows, and the warnings of
     /// building it (a transcript over `max_input_chars` is cut at a turn boundary).
-    pub fn request(&self, input: &ExtractInput<'_>) -> Result<(LlmRequest, Vec<Turn>, Vec<Warning>)> {
+    pub fn request(
+        &self,
+        input: &ExtractInput<'_>,
+    ) -> Result<(LlmRequest, Vec<Turn>, Vec<Warning>)> {
         let mut warnings = Vec::new();
         let (transcript, shown) =
             transcript(&input.episode.turns, self.settings.max_input_chars, &mut warnings);
@@ -45,7 +44,12 @@ impl LlmExtractor {
             }
         };
         let speakers = defuse(&input.speakers.join(", "), &FENCE_TAGS);
-        let date = input.episode.timestamp.as_deref().map(|t| t.get(..10).unwrap_or(t)).unwrap_or("unknown");
+        let date = input
+            .episode
+            .timestamp
+            .as_deref()
+            .map(|t| t.get(..10).unwrap_or(t))
+            .unwrap_or("unknown");
         let known_entities = list(input.known_entities, MAX_KNOWN_ENTITIES);
         let known_facts = list(input.recent_facts, MAX_KNOWN_FACTS);
         let messages = self.template.render(&[
@@ -73,7 +77,10 @@ impl LlmExtractor {
 
 impl Extractor for LlmExtractor {
     fn id(&self) -> String {
-        format!("llm:{}:{}-v{}", self.settings.model, self.template.id.name, self.template.id.version)
+        format!(
+            "llm:{}:{}-v{}",
+            self.settings.model, self.template.id.name, self.template.id.version
+        )
     }
 
     fn extract(&self, input: &ExtractInput<'_>) -> Result<RawExtraction> {
@@ -93,7 +100,11 @@ fn one_line(s: &str) -> String {
 
 /// `[id] Speaker: text` lines, whole turns while they fit in `max_chars`
 /// (the first turn cut if even it does not fit).
-fn transcript(turns: &[Turn], max_chars: usize, warnings: &mut Vec<Warning>) -> (String, Vec<Turn>) {
+fn transcript(
+    turns: &[Turn],
+    max_chars: usize,
+    warnings: &mut Vec<Warning>,
+) -> (String, Vec<Turn>) {
     let lines: Vec<String> = turns
         .iter()
         .map(|t| defuse(&format!("[{}] {}: {}", t.id, t.speaker, one_line(&t.text)), &FENCE_TAGS))

@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, FixtureMiss, Result};
 use crate::llm::{
     AnswerSource, CallContext, HttpLlm, Llm, LlmMode, LlmProgress, LlmRequest, LlmResponse,
     LlmSettings, Message, ProgressHook, Sampling, Stage, TemplateId,
@@ -327,11 +327,7 @@ fn diff(recorded: &KeyMaterial, want: &KeyMaterial) -> Diff {
     }
     let mut distance = 0;
     if recorded.messages.len() != want.messages.len() {
-        fields.push(format!(
-            "{} messages vs {}",
-            recorded.messages.len(),
-            want.messages.len()
-        ));
+        fields.push(format!("{} messages vs {}", recorded.messages.len(), want.messages.len()));
     }
     for (i, (r, w)) in recorded.messages.iter().zip(&want.messages).enumerate() {
         if r.role != w.role {
@@ -361,7 +357,8 @@ fn first_difference(a: &str, b: &str) -> (usize, usize) {
     let b: Vec<char> = b.chars().collect();
     let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
     let max_suffix = a.len().min(b.len()) - prefix;
-    let suffix = a.iter().rev().zip(b.iter().rev()).take(max_suffix).take_while(|(x, y)| x == y).count();
+    let suffix =
+        a.iter().rev().zip(b.iter().rev()).take(max_suffix).take_while(|(x, y)| x == y).count();
     (prefix, a.len().max(b.len()) - prefix - suffix)
 }
 
@@ -419,9 +416,9 @@ pub fn fixtures_check(dir: &Path, needed: &BTreeSet<String>) -> Result<FixturesC
             Ok(f) if f.key == stem => {
                 present.insert(stem);
             }
-            Ok(f) => check
-                .invalid
-                .push((path, format!("its key field is {}, not the file name", f.key))),
+            Ok(f) => {
+                check.invalid.push((path, format!("its key field is {}, not the file name", f.key)))
+            }
             Err(e) => check.invalid.push((path, e)),
         }
     }
@@ -616,14 +613,14 @@ impl Llm for RecordedLlm {
                 wall: Duration::ZERO,
             });
         }
-        Err(Error::FixtureMiss {
+        Err(Error::FixtureMiss(Box::new(FixtureMiss {
             stage: req.stage.as_str().to_string(),
             conversation: req.context.conversation.clone(),
             episode: req.context.episode.clone(),
             key,
             dir: store.dir().to_path_buf(),
             closest: store.closest(req),
-        })
+        })))
     }
 }
 
@@ -646,12 +643,7 @@ fn utc_from_unix(secs: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 #[cfg(test)]
@@ -667,7 +659,8 @@ mod tests {
 
     #[test]
     fn canonical_json_sorts_keys_at_every_depth() {
-        let v: Value = serde_json::from_str(r#"{"b":1,"a":{"d":[{"z":1,"y":2}],"c":"x"}}"#).unwrap();
+        let v: Value =
+            serde_json::from_str(r#"{"b":1,"a":{"d":[{"z":1,"y":2}],"c":"x"}}"#).unwrap();
         let mut s = String::new();
         canonical_json(&v, &mut s);
         assert_eq!(s, r#"{"a":{"c":"x","d":[{"y":2,"z":1}]},"b":1}"#);

@@ -21,11 +21,7 @@ pub struct LlmJudge {
 
 impl LlmJudge {
     pub fn new(llm: Arc<dyn Llm>, settings: &LlmSettings) -> Result<Self> {
-        Ok(LlmJudge {
-            llm,
-            settings: settings.clone(),
-            template: prompts::judge_template()?,
-        })
+        Ok(LlmJudge { llm, settings: settings.clone(), template: prompts::judge_template()? })
     }
 
     /// The request for one episode's pairs.
@@ -74,7 +70,10 @@ fn describe(f: &PairFact) -> String {
 
 impl Judge for LlmJudge {
     fn id(&self) -> String {
-        format!("llm:{}:{}-v{}", self.settings.model, self.template.id.name, self.template.id.version)
+        format!(
+            "llm:{}:{}-v{}",
+            self.settings.model, self.template.id.name, self.template.id.version
+        )
     }
 
     fn judge(&self, ctx: &JudgeContext<'_>, pairs: &[JudgePair]) -> Result<JudgeOutput> {

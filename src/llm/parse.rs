@@ -17,8 +17,7 @@ const EXCERPT: usize = 120;
 /// The answer with reasoning blocks and Markdown fence lines removed.
 pub fn clean_answer(text: &str, warnings: &mut Vec<Warning>) -> String {
     let mut s = text.to_string();
-    loop {
-        let Some(open) = find_ci(&s, "<think>") else { break };
+    while let Some(open) = find_ci(&s, "<think>") {
         match find_ci(&s[open..], "</think>") {
             Some(rel) => s.replace_range(open..open + rel + "</think>".len(), ""),
             None => {
@@ -295,7 +294,8 @@ fn parse_fact(
     };
     let content = optional_text(&["content", "fact"], warnings);
     let fact_type = optional_text(&["factType", "fact_type", "type"], warnings).unwrap_or_default();
-    let source_quote = optional_text(&["sourceQuote", "source_quote", "quote"], warnings).unwrap_or_default();
+    let source_quote =
+        optional_text(&["sourceQuote", "source_quote", "quote"], warnings).unwrap_or_default();
     let valid_from = optional_text(&["validFrom", "valid_from"], warnings);
     let valid_until = optional_text(&["validUntil", "valid_until"], warnings);
     let confidence = match field(f, &["confidence"]) {
@@ -425,20 +425,22 @@ pub fn parse_verdicts(text: &str, known: &BTreeSet<usize>) -> ParsedVerdicts {
             ));
             continue;
         }
-        let verdict = field(v, &["verdict"])
-            .and_then(Value::as_str)
-            .and_then(|s| match s.trim().to_ascii_lowercase().as_str() {
+        let verdict = field(v, &["verdict"]).and_then(Value::as_str).and_then(|s| {
+            match s.trim().to_ascii_lowercase().as_str() {
                 "old" => Some(Verdict::Old),
                 "new" => Some(Verdict::New),
                 "neither" => Some(Verdict::Neither),
                 _ => None,
-            });
+            }
+        });
         let Some(verdict) = verdict else {
             warnings.push(Warning::new(
                 "llm_bad_verdict",
                 format!(
                     "verdicts[{i}] for pair {index} is not old, new or neither: {}; dropped",
-                    field(v, &["verdict"]).map(Value::to_string).unwrap_or_else(|| "missing".into())
+                    field(v, &["verdict"])
+                        .map(Value::to_string)
+                        .unwrap_or_else(|| "missing".into())
                 ),
             ));
             continue;
@@ -470,8 +472,16 @@ mod tests {
 
     fn turns() -> Vec<Turn> {
         vec![
-            Turn { id: "D1:1".into(), speaker: "Ann".into(), text: "I work at Acme Corp now.".into() },
-            Turn { id: "D1:2".into(), speaker: "Bo".into(), text: "I love hiking in the Alps.".into() },
+            Turn {
+                id: "D1:1".into(),
+                speaker: "Ann".into(),
+                text: "I work at Acme Corp now.".into(),
+            },
+            Turn {
+                id: "D1:2".into(),
+                speaker: "Bo".into(),
+                text: "I love hiking in the Alps.".into(),
+            },
         ]
     }
 
@@ -490,7 +500,10 @@ mod tests {
         let r = parse_extraction(&text, &turns());
         assert_eq!(r.warnings, vec![]);
         assert!(r.graph);
-        assert_eq!(r.entities, vec![RawEntity { name: "Acme Corp".into(), entity_type: "ORG".into() }]);
+        assert_eq!(
+            r.entities,
+            vec![RawEntity { name: "Acme Corp".into(), entity_type: "ORG".into() }]
+        );
         assert_eq!(r.relationships.len(), 1);
         assert_eq!(r.relationships[0].source_turn, "D1:1");
         assert_eq!(r.relationships[0].confidence, 0.9);
@@ -545,7 +558,10 @@ mod tests {
             fact("D1:1", "Acme")
         );
         let r = parse_extraction(&text, &turns());
-        assert_eq!(r.entities, vec![RawEntity { name: "Acme Corp".into(), entity_type: String::new() }]);
+        assert_eq!(
+            r.entities,
+            vec![RawEntity { name: "Acme Corp".into(), entity_type: String::new() }]
+        );
         assert!(r.relationships.is_empty());
         assert_eq!(r.literal_facts.len(), 3, "{:?}", r.warnings);
         assert_eq!(r.literal_facts[0].object, "34");
@@ -568,7 +584,8 @@ mod tests {
         let r = parse_extraction(&text, &turns());
         let got: Vec<&str> = r.literal_facts.iter().map(|f| f.source_turn.as_str()).collect();
         assert_eq!(got, vec!["D1:1", "D1:2"]);
-        let unknown: Vec<&Warning> = r.warnings.iter().filter(|w| w.kind == "llm_unknown_turn").collect();
+        let unknown: Vec<&Warning> =
+            r.warnings.iter().filter(|w| w.kind == "llm_unknown_turn").collect();
         assert_eq!(unknown.len(), 2, "{:?}", r.warnings);
         assert!(unknown[0].message.contains("D9:9") && unknown[0].message.contains("D1:2"));
         assert!(unknown[1].message.contains("skipped"));

@@ -52,9 +52,10 @@ impl Template {
             } else if let Some(v) = line.strip_prefix("name:") {
                 name = Some(v.trim().to_string());
             } else if let Some(v) = line.strip_prefix("version:") {
-                version = Some(v.trim().parse::<u32>().map_err(|e| {
-                    bad(format!("line {}: version {:?}: {e}", i + 1, v.trim()))
-                })?);
+                version =
+                    Some(v.trim().parse::<u32>().map_err(|e| {
+                        bad(format!("line {}: version {:?}: {e}", i + 1, v.trim()))
+                    })?);
             } else if !line.trim().is_empty() {
                 return Err(bad(format!("line {}: unexpected header line {line:?}", i + 1)));
             }
@@ -204,7 +205,10 @@ mod tests {
             ])
             .unwrap();
         assert_eq!(msgs[0].role, "system");
-        assert!(msgs[1].content.contains("[t1] A: {{speakers}}"), "substituted text is not re-scanned");
+        assert!(
+            msgs[1].content.contains("[t1] A: {{speakers}}"),
+            "substituted text is not re-scanned"
+        );
         assert!(!msgs[1].content.contains("{{session_date}}"));
         let err = t.render(&[("speakers", "A")]).unwrap_err().to_string();
         assert!(err.contains("no value for {{session_date}}"), "{err}");
@@ -228,7 +232,10 @@ mod tests {
         let enum_of = |v: &serde_json::Value| -> Vec<String> {
             v.as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect()
         };
-        assert_eq!(enum_of(&e["properties"]["entities"]["items"]["properties"]["type"]["enum"]), ENTITY_TYPES);
+        assert_eq!(
+            enum_of(&e["properties"]["entities"]["items"]["properties"]["type"]["enum"]),
+            ENTITY_TYPES
+        );
         for list in ["relationships", "literalFacts"] {
             let f = &e["properties"][list]["items"]["properties"];
             assert_eq!(enum_of(&f["factType"]["enum"]), FACT_TYPES, "{list}");

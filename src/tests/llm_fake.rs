@@ -21,11 +21,13 @@ use memform::llm::{
 use memform::types::{Episode, Turn, Verdict};
 
 fn settings(url: &str, provider: &str) -> LlmSettings {
-    let mut cfg = Config::default();
-    cfg.llm_url = url.to_string();
-    cfg.llm_provider = provider.to_string();
-    cfg.llm_timeout_secs = 5.0;
-    cfg.llm_retry_backoff_ms = 10;
+    let cfg = Config {
+        llm_url: url.to_string(),
+        llm_provider: provider.to_string(),
+        llm_timeout_secs: 5.0,
+        llm_retry_backoff_ms: 10,
+        ..Config::default()
+    };
     LlmSettings::from_config(&cfg).unwrap()
 }
 
@@ -34,8 +36,16 @@ fn episode() -> Episode {
         id: "session_1".into(),
         timestamp: Some("2024-03-01T10:00:00".into()),
         turns: vec![
-            Turn { id: "t1".into(), speaker: "Ann".into(), text: "I started working at Acme Corp last month.".into() },
-            Turn { id: "t2".into(), speaker: "Bo".into(), text: "Nice! I adopted a dog named Rex.".into() },
+            Turn {
+                id: "t1".into(),
+                speaker: "Ann".into(),
+                text: "I started working at Acme Corp last month.".into(),
+            },
+            Turn {
+                id: "t2".into(),
+                speaker: "Bo".into(),
+                text: "Nice! I adopted a dog named Rex.".into(),
+            },
         ],
     }
 }
@@ -68,7 +78,8 @@ fn kinds(w: &[memform::types::Warning]) -> Vec<&str> {
 #[test]
 fn openai_request_carries_sampling_schema_and_key_and_reads_usage() {
     let server = FakeServer::start(vec![Reply::openai(&answer(REL, LIT), 321, 45)]);
-    let llm = Arc::new(HttpLlm::with_api_key(settings(&server.url, "openai"), Some("sekrit".into())));
+    let llm =
+        Arc::new(HttpLlm::with_api_key(settings(&server.url, "openai"), Some("sekrit".into())));
     let ex = LlmExtractor::new(llm, &settings(&server.url, "openai")).unwrap();
     let ep = episode();
     let speakers: Vec<String> = SPEAKERS.iter().map(|s| s.to_string()).collect();
@@ -76,7 +87,10 @@ fn openai_request_carries_sampling_schema_and_key_and_reads_usage() {
     assert!(raw.graph);
     assert_eq!((raw.entities.len(), raw.relationships.len(), raw.literal_facts.len()), (2, 1, 1));
     assert!(raw.warnings.is_empty(), "{:?}", raw.warnings);
-    assert_eq!((raw.usage.calls, raw.usage.prompt_tokens, raw.usage.completion_tokens), (1, 321, 45));
+    assert_eq!(
+        (raw.usage.calls, raw.usage.prompt_tokens, raw.usage.completion_tokens),
+        (1, 321, 45)
+    );
 
     let req = &server.requests()[0];
     assert_eq!((req.method.as_str(), req.path.as_str()), ("POST", "/v1/chat/completions"));
@@ -89,10 +103,14 @@ fn openai_request_carries_sampling_schema_and_key_and_reads_usage() {
     assert_eq!(body["response_format"]["type"], "json_object");
     assert_eq!(body["response_format"]["schema"]["required"][2], "literalFacts");
     let user = body["messages"][1]["content"].as_str().unwrap();
-    assert!(user.contains("<transcript>\n[t1] Ann: I started working at Acme Corp last month."), "{user}");
+    assert!(
+        user.contains("<transcript>\n[t1] Ann: I started working at Acme Corp last month."),
+        "{user}"
+    );
     assert!(user.contains("Session date: 2024-03-01"), "{user}");
     assert!(!req.body.contains("sekrit"), "the key travels only in the header");
-    let (subject, confidence) = (req.body.find("\"subject\"").unwrap(), req.body.find("\"confidence\"").unwrap());
+    let (subject, confidence) =
+        (req.body.find("\"subject\"").unwrap(), req.body.find("\"confidence\"").unwrap());
     assert!(subject < confidence, "schema properties keep their writing order on the wire");
 }
 
@@ -126,7 +144,8 @@ fn ollama_request_uses_format_and_options_and_reads_counts() {
 fn messy_answers_give_warnings_and_partial_results() {
     let good = answer(REL, LIT);
     let cut = &good[..good.len() - 30];
-    let cases: Vec<(String, (usize, usize, usize), Vec<&str>)> = vec![
+    type Case<'a> = (String, (usize, usize, usize), Vec<&'a str>);
+    let cases: Vec<Case> = vec![
         (format!("<think>Let me see. {{\"entities\": []}}</think>\n```json\n{good}\n```"), (2, 1, 1), vec![]),
         (format!("Here are the memories:\n{good}\nLet me know if you need more {{help}}."), (2, 1, 1), vec![]),
         (cut.to_string(), (2, 1, 0), vec!["llm_truncated_json"]),
@@ -173,7 +192,11 @@ fn pair(index: usize) -> JudgePair {
 #[test]
 fn judge_reads_verdicts_by_index_and_drops_hallucinated_ones() {
     let server = FakeServer::start(vec![
-        Reply::openai(r#"{"verdicts":[{"pair":3,"verdict":"old"},{"pair":9,"verdict":"new"}]}"#, 50, 9),
+        Reply::openai(
+            r#"{"verdicts":[{"pair":3,"verdict":"old"},{"pair":9,"verdict":"new"}]}"#,
+            50,
+            9,
+        ),
         Reply::openai("The first fact is outdated.", 50, 6),
     ]);
     let s = settings(&server.url, "openai");
@@ -186,7 +209,10 @@ fn judge_reads_verdicts_by_index_and_drops_hallucinated_ones() {
     assert_eq!(out.usage.completion_tokens, 9);
     let body = server.requests()[0].json();
     let user = body["messages"][1]["content"].as_str().unwrap();
-    assert!(user.contains("Pair 3:\n  stored: Ann works at Initech (Ann | works at | Initech)"), "{user}");
+    assert!(
+        user.contains("Pair 3:\n  stored: Ann works at Initech (Ann | works at | Initech)"),
+        "{user}"
+    );
     assert!(user.contains("Pair 4:"));
     // garbage: Ok with no verdict (every pair neither) and a warning, usage kept
     let out = judge.judge(&ctx, &pairs).unwrap();
@@ -246,7 +272,12 @@ fn client_error_is_not_retried() {
 #[test]
 fn timeout_is_retried_then_reported() {
     let slow = Reply::After(Duration::from_millis(1500), Box::new(Reply::openai("{}", 1, 1)));
-    let server = FakeServer::start(vec![slow.clone(), Reply::openai("{\"ok\":1}", 1, 1), slow.clone(), slow]);
+    let server = FakeServer::start(vec![
+        slow.clone(),
+        Reply::openai("{\"ok\":1}", 1, 1),
+        slow.clone(),
+        slow,
+    ]);
     let mut s = settings(&server.url, "openai");
     s.timeout_secs = 0.3;
     s.max_retries = 1;
@@ -257,7 +288,11 @@ fn timeout_is_retried_then_reported() {
     let err = llm.complete(&request_for(&server.url)).unwrap_err();
     assert!(matches!(err, Error::LlmTimeout { attempts: 2, .. }), "{err}");
     assert!(err.to_string().contains("no answer within 0.3s"), "{err}");
-    assert!(t.elapsed() < Duration::from_millis(1400), "timeouts cut the calls short: {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_millis(1400),
+        "timeouts cut the calls short: {:?}",
+        t.elapsed()
+    );
 }
 
 #[test]
@@ -269,10 +304,8 @@ fn refused_connection_and_unparseable_body_fail_clearly() {
     assert!(matches!(err, Error::LlmConnect { .. }), "{err}");
     assert!(err.to_string().contains("is the server running"), "{err}");
 
-    let server = FakeServer::start(vec![
-        Reply::ok("<html>hello</html>"),
-        Reply::ok(r#"{"choices":[]}"#),
-    ]);
+    let server =
+        FakeServer::start(vec![Reply::ok("<html>hello</html>"), Reply::ok(r#"{"choices":[]}"#)]);
     let llm = HttpLlm::with_api_key(settings(&server.url, "openai"), None);
     let err = llm.complete(&request_for(&server.url)).unwrap_err();
     assert!(matches!(err, Error::LlmBody { .. }), "{err}");
@@ -294,17 +327,21 @@ fn record_mode_writes_answers_only_and_never_the_key() {
     let seen2 = seen.clone();
     let calls = Arc::new(AtomicU64::new(0));
     let calls2 = calls.clone();
-    let rec = Arc::new(
-        RecordedLlm::record(FixtureStore::new(dir.path()), live).with_progress(Arc::new(move |p| {
+    let rec = Arc::new(RecordedLlm::record(FixtureStore::new(dir.path()), live).with_progress(
+        Arc::new(move |p| {
             calls2.fetch_add(1, Ordering::SeqCst);
             seen2.lock().unwrap().push(*p);
-        })),
-    );
+        }),
+    ));
     let ex = LlmExtractor::new(rec.clone(), &s).unwrap();
     let ep = episode();
     let speakers: Vec<String> = SPEAKERS.iter().map(|s| s.to_string()).collect();
     assert!(ex.extract(&input(&ep, &speakers)).is_err());
-    assert_eq!(std::fs::read_dir(dir.path()).map(|d| d.count()).unwrap_or(0), 0, "errors are not recorded");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).map(|d| d.count()).unwrap_or(0),
+        0,
+        "errors are not recorded"
+    );
     let first = ex.extract(&input(&ep, &speakers)).unwrap();
     let again = ex.extract(&input(&ep, &speakers)).unwrap();
     assert_eq!(first, again);
@@ -312,7 +349,10 @@ fn record_mode_writes_answers_only_and_never_the_key() {
     let key = request_key(&ex.request(&input(&ep, &speakers)).unwrap().0).unwrap();
     let text = std::fs::read_to_string(dir.path().join(format!("{key}.json"))).unwrap();
     assert!(!text.contains("sekrit"));
-    assert!(text.contains("\"conversation\": \"conv-a\"") && text.contains("\"recorded_at\""), "{text}");
+    assert!(
+        text.contains("\"conversation\": \"conv-a\"") && text.contains("\"recorded_at\""),
+        "{text}"
+    );
     assert_eq!(rec.used_keys().into_iter().collect::<Vec<_>>(), vec![key]);
     let seen = seen.lock().unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 2);

@@ -13,9 +13,7 @@ use memform::config::Config;
 use memform::error::Error;
 use memform::extract::{ExtractInput, Extractor};
 use memform::judge::{Judge, JudgeContext, JudgePair, PairFact};
-use memform::llm::{
-    FixtureStore, HttpLlm, Llm, LlmExtractor, LlmJudge, LlmSettings, RecordedLlm,
-};
+use memform::llm::{FixtureStore, HttpLlm, Llm, LlmExtractor, LlmJudge, LlmSettings, RecordedLlm};
 use memform::types::{Episode, Turn};
 
 const MODEL: &str = "SmolLM2-135M-Instruct.Q4_1";
@@ -114,7 +112,11 @@ fn episodes() -> Vec<Episode> {
             id: "session_1".into(),
             timestamp: Some("2024-03-01T10:00:00".into()),
             turns: vec![
-                turn("1:1", "Maya", "Guess what, I started a new job at Northwind Bank as a data analyst."),
+                turn(
+                    "1:1",
+                    "Maya",
+                    "Guess what, I started a new job at Northwind Bank as a data analyst.",
+                ),
                 turn("1:2", "Tom", "Congrats! I just moved to Porto with my sister Ana."),
                 turn("1:3", "Maya", "Nice. I still play the cello every Sunday."),
             ],
@@ -159,12 +161,14 @@ fn record_against_llama_cpp_then_replay_without_it() {
     let tmp = tempfile::tempdir().unwrap();
     let fixtures = tmp.path().join("fixtures");
     let mut server = Server::start(tmp.path());
-    let mut cfg = Config::default();
-    cfg.llm_url = server.url.clone();
-    cfg.llm_model = MODEL.into();
     // SmolLM2-135M tends to repeat items until the token limit; a small limit
     // keeps each call short (and exercises the cut-off JSON repair).
-    cfg.llm_max_tokens = 256;
+    let cfg = Config {
+        llm_url: server.url.clone(),
+        llm_model: MODEL.into(),
+        llm_max_tokens: 256,
+        ..Config::default()
+    };
     let settings = LlmSettings::from_config(&cfg).unwrap();
     let speakers = vec!["Maya".to_string(), "Tom".to_string()];
     let eps = episodes();
@@ -187,7 +191,11 @@ fn record_against_llama_cpp_then_replay_without_it() {
     let recorded_verdicts = judge.judge(&ctx, &pairs()).unwrap();
     for raw in &recorded {
         assert_eq!(raw.usage.calls, 1);
-        assert!(raw.usage.prompt_tokens > 300 && raw.usage.completion_tokens > 0, "{:?}", raw.usage);
+        assert!(
+            raw.usage.prompt_tokens > 300 && raw.usage.completion_tokens > 0,
+            "{:?}",
+            raw.usage
+        );
         let kinds: Vec<&str> = raw.warnings.iter().map(|w| w.kind.as_str()).collect();
         assert!(
             !kinds.contains(&"llm_no_json") && !kinds.contains(&"llm_empty_answer"),

@@ -68,10 +68,8 @@ impl FakeServer {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
                 let n = next.fetch_add(1, Ordering::SeqCst);
-                let reply = script
-                    .get(n)
-                    .cloned()
-                    .unwrap_or(Reply::Status(599, "script exhausted".into()));
+                let reply =
+                    script.get(n).cloned().unwrap_or(Reply::Status(599, "script exhausted".into()));
                 let rec = rec.clone();
                 std::thread::spawn(move || serve(stream, reply, rec));
             }
