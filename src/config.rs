@@ -89,6 +89,33 @@ pub struct Config {
     pub embedder: String,
     /// Dimensions of the hashed n-gram embedder.
     pub hashed_dims: usize,
+
+    // ---- LLM mode (the API key is read from MEMFORM_LLM_API_KEY only, never from here) ----
+    /// `openai` (any OpenAI-compatible server, e.g. llama.cpp's) or `ollama`.
+    /// Env MEMFORM_LLM_PROVIDER overrides.
+    pub llm_provider: String,
+    /// Base URL of the server, without the `/v1/...` or `/api/...` path.
+    /// Env MEMFORM_LLM_URL overrides.
+    pub llm_url: String,
+    /// Model name sent to the server; part of every fixture key and of the
+    /// fixture directory's name. Env MEMFORM_LLM_MODEL overrides.
+    pub llm_model: String,
+    /// Sampling temperature (part of the fixture key).
+    pub llm_temperature: f64,
+    /// Sampling seed (part of the fixture key).
+    pub llm_seed: u64,
+    /// Most tokens a model may generate per call (part of the fixture key).
+    pub llm_max_tokens: u32,
+    /// How an OpenAI-compatible server is asked for JSON: `json_schema`
+    /// (OpenAI's `response_format.json_schema`), `json_object` (llama.cpp's
+    /// `{"type":"json_object","schema":…}`) or `none`. Ollama always gets `format`.
+    pub llm_response_format: String,
+    /// Seconds one HTTP call may take, answer included.
+    pub llm_timeout_secs: f64,
+    /// Extra attempts after a timeout or a 5xx answer.
+    pub llm_max_retries: u32,
+    /// Wait before the first retry; doubled for each further one.
+    pub llm_retry_backoff_ms: u64,
 }
 
 impl Default for Config {
@@ -160,6 +187,16 @@ impl Default for Config {
             autonomous_frozen: false,
             embedder: "hashed".to_string(),
             hashed_dims: 256,
+            llm_provider: "openai".to_string(),
+            llm_url: "http://127.0.0.1:8765".to_string(),
+            llm_model: "SmolLM2-135M-Instruct.Q4_1".to_string(),
+            llm_temperature: 0.0,
+            llm_seed: 42,
+            llm_max_tokens: 1024,
+            llm_response_format: "json_object".to_string(),
+            llm_timeout_secs: 300.0,
+            llm_max_retries: 2,
+            llm_retry_backoff_ms: 500,
         }
     }
 }

@@ -3,19 +3,20 @@
 
 pub mod config;
 pub mod dataset;
+pub mod dedupe;
 pub mod embed;
 pub mod error;
 pub mod extract;
 pub mod gate;
 pub mod judge;
+pub mod llm;
 pub mod metrics;
 pub mod normalize;
 pub mod pipeline;
-pub mod types;
-pub mod dedupe;
 pub mod resolve;
 pub mod run;
 pub mod state;
 pub mod store;
 pub mod sweep;
+pub mod types;
 pub mod write;

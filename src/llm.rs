@@ -1,0 +1,359 @@
+//! LLM mode's recorded boundary: the [`Llm`] trait every model call goes
+//! through, its live HTTP client ([`client`]), the fixture store that records
+//! and replays answers by request key ([`fixtures`]), the versioned prompt
+//! templates ([`prompts`]), lenient answer parsing ([`parse`]), and the two
+//! pipeline seams built on them: [`LlmExtractor`] and [`LlmJudge`].
+//!
+//! Invariants: only this module (and `embed`) knows HTTP; the API key comes
+//! from the environment alone and is never part of a request value, a
+//! fixture, a settings dump or an error message; a fixture is found by its
+//! key, never by call order.
+
+pub mod client;
+pub mod extractor;
+pub mod fixtures;
+pub mod judge;
+pub mod parse;
+pub mod prompts;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::types::LlmUsage;
+
+pub use client::HttpLlm;
+pub use extractor::LlmExtractor;
+pub use fixtures::{
+    FixtureFile, FixtureStore, FixturesCheck, RecordedLlm, default_fixtures_dir, fixtures_check,
+    model_slug, request_key,
+};
+pub use judge::LlmJudge;
+
+/// Environment variable holding the API key (sent as a bearer token).
+pub const API_KEY_ENV: &str = "MEMFORM_LLM_API_KEY";
+
+/// Which pipeline stage a call serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stage {
+    Extract,
+    Judge,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Extract => "extract",
+            Stage::Judge => "judge",
+        }
+    }
+}
+
+/// A chat message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// `system`, `user` or `assistant`.
+    pub role: String,
+    pub content: String,
+}
+
+/// A prompt template's identity; its version is bumped whenever its text changes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TemplateId {
+    pub name: String,
+    pub version: u32,
+}
+
+/// Sampling parameters (all part of the fixture key).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sampling {
+    pub temperature: f64,
+    pub seed: u64,
+    pub max_tokens: u32,
+}
+
+/// Where a call comes from; named in errors, not part of the key.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallContext {
+    pub conversation: String,
+    pub episode: String,
+}
+
+/// One model call as the pipeline asks it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlmRequest {
+    pub stage: Stage,
+    pub model: String,
+    pub template: TemplateId,
+    pub messages: Vec<Message>,
+    pub sampling: Sampling,
+    /// JSON schema the answer should follow, as JSON text: sent as written,
+    /// so its property order (which llama.cpp's grammar follows) is kept.
+    /// The key hashes its parsed, canonical form.
+    pub schema: Option<String>,
+    pub context: CallContext,
+}
+
+/// Where an answer came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AnswerSource {
+    Live,
+    Fixture,
+}
+
+/// A model's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlmResponse {
+    /// The answer text exactly as the model wrote it.
+    pub text: String,
+    /// One call and its token counts (as recorded, when replayed).
+    pub usage: LlmUsage,
+    /// The model name the server reported (may differ from the one asked for).
+    pub model: String,
+    pub source: AnswerSource,
+    /// Wall time of the live call (zero for a fixture).
+    #[serde(with = "duration_ms")]
+    pub wall: Duration,
+}
+
+/// A chat model behind the recorded boundary.
+pub trait Llm: Send + Sync {
+    fn complete(&self, req: &LlmRequest) -> Result<LlmResponse>;
+}
+
+/// `--llm replay|record|live`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LlmMode {
+    /// Answers come from fixtures only; a miss is an error.
+    #[default]
+    Replay,
+    /// Fixtures first; misses call the live server and are written.
+    Record,
+    /// Always the live server; nothing read or written.
+    Live,
+}
+
+impl LlmMode {
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "replay" => Ok(LlmMode::Replay),
+            "record" => Ok(LlmMode::Record),
+            "live" => Ok(LlmMode::Live),
+            other => Err(Error::Config(format!(
+                "unknown llm mode {other:?} (expected replay, record or live)"
+            ))),
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LlmMode::Replay => "replay",
+            LlmMode::Record => "record",
+            LlmMode::Live => "live",
+        }
+    }
+}
+
+/// Wire protocol of the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// `POST {url}/v1/chat/completions`.
+    OpenAi,
+    /// `POST {url}/api/chat`.
+    Ollama,
+}
+
+impl Provider {
+    pub fn parse(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "openai" => Ok(Provider::OpenAi),
+            "ollama" => Ok(Provider::Ollama),
+            other => Err(Error::Config(format!(
+                "unknown llm provider {other:?} (expected openai or ollama)"
+            ))),
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Ollama => "ollama",
+        }
+    }
+}
+
+/// How an OpenAI-compatible server is asked for schema-shaped JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseFormat {
+    /// `{"type":"json_schema","json_schema":{"name":…,"schema":…}}` (OpenAI).
+    JsonSchema,
+    /// `{"type":"json_object","schema":…}` (llama-cpp-python's server).
+    JsonObject,
+    /// No constraint; the prompt alone asks for JSON.
+    None,
+}
+
+impl ResponseFormat {
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "json_schema" => Ok(ResponseFormat::JsonSchema),
+            "json_object" => Ok(ResponseFormat::JsonObject),
+            "none" => Ok(ResponseFormat::None),
+            other => Err(Error::Config(format!(
+                "unknown llm_response_format {other:?} (expected json_schema, json_object or none)"
+            ))),
+        }
+    }
+}
+
+/// Everything needed to talk to a model, resolved from config and
+/// environment. Holds no API key: safe to serialise into a manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlmSettings {
+    pub provider: Provider,
+    pub url: String,
+    pub model: String,
+    pub sampling: Sampling,
+    pub response_format: ResponseFormat,
+    pub timeout_secs: f64,
+    pub max_retries: u32,
+    pub retry_backoff_ms: u64,
+    /// Longest transcript (characters) sent for extraction.
+    pub max_input_chars: usize,
+}
+
+impl LlmSettings {
+    /// Settings from the config alone.
+    pub fn from_config(cfg: &Config) -> Result<Self> {
+        if !(cfg.llm_timeout_secs > 0.0 && cfg.llm_timeout_secs.is_finite()) {
+            return Err(Error::Config(format!(
+                "llm_timeout_secs = {}: must be a positive number",
+                cfg.llm_timeout_secs
+            )));
+        }
+        if !(0.0..=2.0).contains(&cfg.llm_temperature) {
+            return Err(Error::Config(format!(
+                "llm_temperature = {}: must be within [0, 2]",
+                cfg.llm_temperature
+            )));
+        }
+        if cfg.llm_model.trim().is_empty() {
+            return Err(Error::Config("llm_model is empty".into()));
+        }
+        Ok(LlmSettings {
+            provider: Provider::parse(&cfg.llm_provider)?,
+            url: cfg.llm_url.trim_end_matches('/').to_string(),
+            model: cfg.llm_model.clone(),
+            sampling: Sampling {
+                temperature: cfg.llm_temperature,
+                seed: cfg.llm_seed,
+                max_tokens: cfg.llm_max_tokens,
+            },
+            response_format: ResponseFormat::parse(&cfg.llm_response_format)?,
+            timeout_secs: cfg.llm_timeout_secs,
+            max_retries: cfg.llm_max_retries,
+            retry_backoff_ms: cfg.llm_retry_backoff_ms,
+            max_input_chars: cfg.max_input_chars,
+        })
+    }
+
+    /// Settings from the config, then MEMFORM_LLM_PROVIDER, MEMFORM_LLM_URL
+    /// and MEMFORM_LLM_MODEL where set and non-empty.
+    pub fn from_config_and_env(cfg: &Config) -> Result<Self> {
+        Self::from_config_and_vars(cfg, |k| std::env::var(k).ok())
+    }
+
+    /// As [`LlmSettings::from_config_and_env`], reading variables through `var`.
+    pub fn from_config_and_vars(
+        cfg: &Config,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self> {
+        let mut s = Self::from_config(cfg)?;
+        let get = |k: &str| var(k).filter(|v| !v.trim().is_empty());
+        if let Some(p) = get("MEMFORM_LLM_PROVIDER") {
+            s.provider = Provider::parse(&p)?;
+        }
+        if let Some(u) = get("MEMFORM_LLM_URL") {
+            s.url = u.trim().trim_end_matches('/').to_string();
+        }
+        if let Some(m) = get("MEMFORM_LLM_MODEL") {
+            s.model = m.trim().to_string();
+        }
+        Ok(s)
+    }
+}
+
+/// One progress report, sent after every answered call (live or fixture).
+/// Counters are totals since the boundary was built.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct LlmProgress {
+    /// The stage of the call just answered.
+    pub stage: Option<Stage>,
+    pub source: Option<AnswerSource>,
+    pub live_calls: u64,
+    pub fixture_hits: u64,
+    /// Tokens of all answered calls (live and replayed).
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Wall time of the call just answered.
+    pub last_wall: Duration,
+    /// Wall time of all live calls.
+    pub live_wall: Duration,
+}
+
+/// Called after every answered call; the CLI turns it into a progress bar.
+pub type ProgressHook = Arc<dyn Fn(&LlmProgress) + Send + Sync>;
+
+mod duration_ms {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(d)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_overrides_config_and_blank_values_are_ignored() {
+        let cfg = Config::default();
+        let s = LlmSettings::from_config_and_vars(&cfg, |k| match k {
+            "MEMFORM_LLM_PROVIDER" => Some("Ollama".into()),
+            "MEMFORM_LLM_URL" => Some("http://h:1/".into()),
+            "MEMFORM_LLM_MODEL" => Some("  ".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(s.provider, Provider::Ollama);
+        assert_eq!(s.url, "http://h:1");
+        assert_eq!(s.model, cfg.llm_model);
+        let err = LlmSettings::from_config_and_vars(&cfg, |k| {
+            (k == "MEMFORM_LLM_PROVIDER").then(|| "gpt".to_string())
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("unknown llm provider"), "{err}");
+    }
+
+    #[test]
+    fn settings_reject_bad_values() {
+        let cfg = Config { llm_timeout_secs: 0.0, ..Config::default() };
+        assert!(LlmSettings::from_config(&cfg).is_err());
+        let cfg = Config { llm_response_format: "xml".into(), ..Config::default() };
+        let err = LlmSettings::from_config(&cfg).unwrap_err().to_string();
+        assert!(err.contains("llm_response_format"), "{err}");
+    }
+}

@@ -1,0 +1,264 @@
+//! The live [`Llm`]: one blocking HTTP call per request with ureq, to an
+//! OpenAI-compatible server (`POST /v1/chat/completions`) or to Ollama
+//! (`POST /api/chat`). Temperature, seed and token limit come from the
+//! request; a JSON schema, when given, constrains the answer (OpenAI
+//! `response_format`, Ollama `format`). Timeouts and 5xx answers are retried
+//! with doubling backoff, a bounded number of times; 4xx answers, refused
+//! connections and unparseable bodies fail at once.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::error::{Error, Result};
+use crate::llm::{
+    API_KEY_ENV, AnswerSource, Llm, LlmRequest, LlmResponse, LlmSettings, Provider, ResponseFormat,
+};
+use crate::types::LlmUsage;
+
+/// Most characters of an error body quoted in an error.
+const BODY_EXCERPT: usize = 300;
+
+/// The live HTTP client.
+pub struct HttpLlm {
+    settings: LlmSettings,
+    api_key: Option<String>,
+    agent: ureq::Agent,
+}
+
+impl std::fmt::Debug for HttpLlm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpLlm")
+            .field("settings", &self.settings)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .finish()
+    }
+}
+
+/// What one attempt came to.
+enum Attempt {
+    Done(LlmResponse),
+    /// Worth another try (timeout, 5xx).
+    Retry(Error),
+    Fail(Error),
+}
+
+impl HttpLlm {
+    /// A client for `settings`, with the API key from MEMFORM_LLM_API_KEY if set.
+    pub fn new(settings: LlmSettings) -> Self {
+        let key = std::env::var(API_KEY_ENV).ok().filter(|k| !k.trim().is_empty());
+        Self::with_api_key(settings, key)
+    }
+
+    /// A client with an explicit API key (tests, embedding applications).
+    pub fn with_api_key(settings: LlmSettings, api_key: Option<String>) -> Self {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs_f64(settings.timeout_secs)))
+            .build()
+            .into();
+        HttpLlm { settings, api_key, agent }
+    }
+
+    pub fn settings(&self) -> &LlmSettings {
+        &self.settings
+    }
+
+    fn endpoint(&self) -> String {
+        match self.settings.provider {
+            Provider::OpenAi => format!("{}/v1/chat/completions", self.settings.url),
+            Provider::Ollama => format!("{}/api/chat", self.settings.url),
+        }
+    }
+
+    /// The request body sent for `req` (no credentials in it). The schema
+    /// text is spliced in as written, keeping its property order.
+    pub fn body(&self, req: &LlmRequest) -> Result<String> {
+        let messages: Vec<Value> =
+            req.messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect();
+        let s = &req.sampling;
+        let base = match self.settings.provider {
+            Provider::OpenAi => json!({
+                "model": req.model,
+                "messages": messages,
+                "temperature": s.temperature,
+                "seed": s.seed,
+                "max_tokens": s.max_tokens,
+                "stream": false,
+            }),
+            Provider::Ollama => json!({
+                "model": req.model,
+                "messages": messages,
+                "stream": false,
+                "options": {"temperature": s.temperature, "seed": s.seed, "num_predict": s.max_tokens},
+            }),
+        };
+        let mut body = base.to_string();
+        let Some(schema) = &req.schema else { return Ok(body) };
+        serde_json::from_str::<Value>(schema).map_err(|e| {
+            Error::Other(format!(
+                "read the response schema of the {} template: {e}",
+                req.template.name
+            ))
+        })?;
+        let extra = match (self.settings.provider, self.settings.response_format) {
+            (Provider::Ollama, _) => format!(",\"format\":{schema}}}"),
+            (Provider::OpenAi, ResponseFormat::JsonObject) => {
+                format!(",\"response_format\":{{\"type\":\"json_object\",\"schema\":{schema}}}}}")
+            }
+            (Provider::OpenAi, ResponseFormat::JsonSchema) => format!(
+                ",\"response_format\":{{\"type\":\"json_schema\",\"json_schema\":{{\"name\":\"{}\",\"schema\":{schema}}}}}}}",
+                req.stage.as_str()
+            ),
+            (Provider::OpenAi, ResponseFormat::None) => return Ok(body),
+        };
+        body.pop();
+        body.push_str(&extra);
+        Ok(body)
+    }
+
+    fn attempt(&self, url: &str, payload: &str, attempts: u32) -> Attempt {
+        let started = Instant::now();
+        let mut call = self.agent.post(url).header("Content-Type", "application/json");
+        if let Some(key) = &self.api_key {
+            call = call.header("Authorization", format!("Bearer {key}"));
+        }
+        let mut response = match call.send(payload) {
+            Ok(r) => r,
+            Err(e) => return self.transport_error(url, e, attempts),
+        };
+        let status = response.status().as_u16();
+        let text = match response.body_mut().with_config().limit(64 << 20).read_to_string() {
+            Ok(t) => t,
+            Err(e) => return self.transport_error(url, e, attempts),
+        };
+        if status >= 500 {
+            return Attempt::Retry(Error::LlmStatus {
+                url: url.to_string(),
+                status,
+                attempts,
+                body: excerpt(&text),
+            });
+        }
+        if status >= 300 {
+            return Attempt::Fail(Error::LlmStatus {
+                url: url.to_string(),
+                status,
+                attempts,
+                body: excerpt(&text),
+            });
+        }
+        match self.read_answer(&text) {
+            Ok((answer, usage, model)) => Attempt::Done(LlmResponse {
+                text: answer,
+                usage,
+                model,
+                source: AnswerSource::Live,
+                wall: started.elapsed(),
+            }),
+            Err(message) => Attempt::Fail(Error::LlmBody {
+                url: url.to_string(),
+                message: format!("{message} in {:?}", excerpt(&text)),
+            }),
+        }
+    }
+
+    fn transport_error(&self, url: &str, e: ureq::Error, attempts: u32) -> Attempt {
+        let timeout = Error::LlmTimeout {
+            url: url.to_string(),
+            timeout_secs: self.settings.timeout_secs,
+            attempts,
+        };
+        match e {
+            ureq::Error::Timeout(_) => Attempt::Retry(timeout),
+            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
+                Attempt::Retry(timeout)
+            }
+            ureq::Error::Io(io)
+                if matches!(
+                    io.kind(),
+                    std::io::ErrorKind::ConnectionRefused
+                        | std::io::ErrorKind::ConnectionReset
+                        | std::io::ErrorKind::ConnectionAborted
+                        | std::io::ErrorKind::NotConnected
+                        | std::io::ErrorKind::AddrNotAvailable
+                        | std::io::ErrorKind::HostUnreachable
+                        | std::io::ErrorKind::NetworkUnreachable
+                ) =>
+            {
+                Attempt::Fail(Error::LlmConnect { url: url.to_string(), message: io.to_string() })
+            }
+            ureq::Error::HostNotFound | ureq::Error::ConnectionFailed | ureq::Error::BadUri(_) => {
+                Attempt::Fail(Error::LlmConnect { url: url.to_string(), message: e.to_string() })
+            }
+            other => {
+                Attempt::Fail(Error::LlmBody { url: url.to_string(), message: other.to_string() })
+            }
+        }
+    }
+
+    /// The answer text, usage and reported model of a 2xx body.
+    fn read_answer(&self, body: &str) -> std::result::Result<(String, LlmUsage, String), String> {
+        let v: Value = serde_json::from_str(body).map_err(|e| format!("body is not JSON ({e})"))?;
+        let count = |p: &str| v.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+        let model = v.get("model").and_then(Value::as_str).unwrap_or_default().to_string();
+        match self.settings.provider {
+            Provider::OpenAi => {
+                if let Some(err) = v.get("error") {
+                    return Err(format!("server error {err}"));
+                }
+                let text = match v.pointer("/choices/0/message/content") {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(Value::Null) => String::new(),
+                    _ => return Err("no choices[0].message.content".into()),
+                };
+                let usage = LlmUsage {
+                    calls: 1,
+                    prompt_tokens: count("/usage/prompt_tokens"),
+                    completion_tokens: count("/usage/completion_tokens"),
+                };
+                Ok((text, usage, model))
+            }
+            Provider::Ollama => {
+                if let Some(err) = v.get("error") {
+                    return Err(format!("server error {err}"));
+                }
+                let Some(text) = v.pointer("/message/content").and_then(Value::as_str) else {
+                    return Err("no message.content".into());
+                };
+                let usage = LlmUsage {
+                    calls: 1,
+                    prompt_tokens: count("/prompt_eval_count"),
+                    completion_tokens: count("/eval_count"),
+                };
+                Ok((text.to_string(), usage, model))
+            }
+        }
+    }
+}
+
+impl Llm for HttpLlm {
+    fn complete(&self, req: &LlmRequest) -> Result<LlmResponse> {
+        let url = self.endpoint();
+        let payload = self.body(req)?;
+        let mut backoff = Duration::from_millis(self.settings.retry_backoff_ms);
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            match self.attempt(&url, &payload, attempts) {
+                Attempt::Done(r) => return Ok(r),
+                Attempt::Fail(e) => return Err(e),
+                Attempt::Retry(e) if attempts > self.settings.max_retries => return Err(e),
+                Attempt::Retry(_) => {
+                    std::thread::sleep(backoff);
+                    backoff = backoff.saturating_mul(2);
+                }
+            }
+        }
+    }
+}
+
+fn excerpt(text: &str) -> String {
+    let t: String = text.chars().take(BODY_EXCERPT).collect();
+    if t.len() < text.len() { format!("{t}…") } else { t }
+}

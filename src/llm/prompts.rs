@@ -1,0 +1,254 @@
+//! Versioned prompt templates (`src/llm/prompts/*.txt`, compiled in) and
+//! their rendering into chat messages, plus the JSON schemas the answers
+//! are asked to follow.
+//!
+//! A template file opens with `name:` and `version:` header lines, then a
+//! `--- system` and a `--- user` section. `{{var}}` placeholders are filled
+//! in one pass, so text substituted from a transcript is never re-scanned.
+//! Any change to a template's text must bump its version: the version is
+//! part of every fixture key, and a test pins each version's SHA-256.
+
+use crate::error::{Error, Result};
+use crate::llm::{Message, TemplateId};
+
+/// The extraction template's source text.
+pub const EXTRACT_SOURCE: &str = include_str!("prompts/extract.txt");
+/// The batched contradiction judge template's source text.
+pub const JUDGE_SOURCE: &str = include_str!("prompts/judge.txt");
+
+/// Most known entity names shown to the model.
+pub const MAX_KNOWN_ENTITIES: usize = 200;
+/// Most recent live facts shown to the model.
+pub const MAX_KNOWN_FACTS: usize = 100;
+
+/// Entity types the extraction schema allows.
+pub const ENTITY_TYPES: [&str; 9] =
+    ["PERSON", "ORG", "PLACE", "PRODUCT", "FOOD", "ANIMAL", "EVENT", "CONCEPT", "THING"];
+/// Fact types the extraction schema allows.
+pub const FACT_TYPES: [&str; 5] = ["fact", "preference", "decision", "procedural", "semantic"];
+
+/// A parsed template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    pub id: TemplateId,
+    pub system: String,
+    pub user: String,
+    /// The whole source text (what the version pins).
+    pub source: &'static str,
+}
+
+impl Template {
+    /// Parses a template's source; `origin` names it in errors.
+    pub fn parse(origin: &str, source: &'static str) -> Result<Self> {
+        let bad = |m: String| Error::input(format!("src/llm/prompts/{origin}"), m);
+        let mut name = None;
+        let mut version = None;
+        let mut sections: Vec<(String, Vec<&str>)> = Vec::new();
+        for (i, line) in source.lines().enumerate() {
+            if let Some(section) = line.strip_prefix("--- ") {
+                sections.push((section.trim().to_string(), Vec::new()));
+            } else if let Some((_, body)) = sections.last_mut() {
+                body.push(line);
+            } else if let Some(v) = line.strip_prefix("name:") {
+                name = Some(v.trim().to_string());
+            } else if let Some(v) = line.strip_prefix("version:") {
+                version =
+                    Some(v.trim().parse::<u32>().map_err(|e| {
+                        bad(format!("line {}: version {:?}: {e}", i + 1, v.trim()))
+                    })?);
+            } else if !line.trim().is_empty() {
+                return Err(bad(format!("line {}: unexpected header line {line:?}", i + 1)));
+            }
+        }
+        let name = name.ok_or_else(|| bad("no `name:` header line".into()))?;
+        let version = version.ok_or_else(|| bad("no `version:` header line".into()))?;
+        let mut take = |want: &str| -> Result<String> {
+            let pos = sections
+                .iter()
+                .position(|(n, _)| n == want)
+                .ok_or_else(|| bad(format!("no `--- {want}` section")))?;
+            let (_, body) = sections.remove(pos);
+            Ok(body.join("\n").trim().to_string())
+        };
+        let system = take("system")?;
+        let user = take("user")?;
+        if let Some((n, _)) = sections.first() {
+            return Err(bad(format!("unknown section `--- {n}`")));
+        }
+        Ok(Template { id: TemplateId { name, version }, system, user, source })
+    }
+
+    /// The template's two messages with `vars` filled in.
+    pub fn render(&self, vars: &[(&str, &str)]) -> Result<Vec<Message>> {
+        Ok(vec![
+            Message { role: "system".into(), content: fill(&self.id, &self.system, vars)? },
+            Message { role: "user".into(), content: fill(&self.id, &self.user, vars)? },
+        ])
+    }
+}
+
+/// The extraction template.
+pub fn extract_template() -> Result<Template> {
+    Template::parse("extract.txt", EXTRACT_SOURCE)
+}
+
+/// The judge template.
+pub fn judge_template() -> Result<Template> {
+    Template::parse("judge.txt", JUDGE_SOURCE)
+}
+
+/// Every compiled-in template (for the version pin test and `memform` listings).
+pub fn all_templates() -> Result<Vec<Template>> {
+    Ok(vec![extract_template()?, judge_template()?])
+}
+
+fn fill(id: &TemplateId, text: &str, vars: &[(&str, &str)]) -> Result<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after.find("}}").ok_or_else(|| {
+            Error::Other(format!("render prompt {} v{}: unclosed `{{{{`", id.name, id.version))
+        })?;
+        let var = &after[..end];
+        let value = vars.iter().find(|(k, _)| *k == var).map(|(_, v)| *v).ok_or_else(|| {
+            Error::Other(format!(
+                "render prompt {} v{}: no value for {{{{{var}}}}}",
+                id.name, id.version
+            ))
+        })?;
+        out.push_str(value);
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Neutralises a closing fence tag inside untrusted text, so the data cannot
+/// end its own fence: `</transcript>` becomes `</ transcript>`.
+pub fn defuse(text: &str, tags: &[&str]) -> String {
+    let mut out = text.to_string();
+    for tag in tags {
+        let closing = format!("</{tag}");
+        let mut i = 0;
+        while let Some(pos) = find_ascii_ci(&out[i..], &closing) {
+            let at = i + pos + 2;
+            out.insert(at, ' ');
+            i = at + 1;
+        }
+    }
+    out
+}
+
+fn find_ascii_ci(hay: &str, needle: &str) -> Option<usize> {
+    let h = hay.as_bytes();
+    let n = needle.as_bytes();
+    if n.len() > h.len() {
+        return None;
+    }
+    (0..=h.len() - n.len()).find(|&i| h[i..i + n.len()].eq_ignore_ascii_case(n))
+}
+
+/// The fence tags the templates use for untrusted data.
+pub const FENCE_TAGS: [&str; 4] = ["transcript", "known_entities", "known_facts", "pairs"];
+
+/// The JSON schema of an extraction answer, as text: properties are listed
+/// in the order a model should write them (llama.cpp's grammar keeps it).
+pub const EXTRACT_SCHEMA: &str = include_str!("prompts/extract.schema.json");
+/// The JSON schema of a judge answer, as text.
+pub const JUDGE_SCHEMA: &str = include_str!("prompts/judge.schema.json");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::normalize::sha256_hex;
+
+    /// SHA-256 of each template's text, per version. Editing a template
+    /// without bumping its `version:` line fails here.
+    const PINNED: [(&str, u32, &str); 2] = [
+        ("extract", 1, "d3f87e25e4bd3d0588c8872789c41964f9a8cd0fb35cbb0a0cacc1e6220181ce"),
+        ("judge", 1, "dcda12d1cbcf50821aedba446062e32981edf0aed516e970e0b072d8b811922c"),
+    ];
+
+    #[test]
+    fn template_text_is_pinned_to_its_version() {
+        for t in all_templates().unwrap() {
+            let actual = sha256_hex(t.source.as_bytes());
+            let pin = PINNED.iter().find(|(n, _, _)| *n == t.id.name).unwrap_or_else(|| {
+                panic!("template {} has no pinned hash: add it to PINNED", t.id.name)
+            });
+            assert!(
+                pin.1 == t.id.version && pin.2 == actual,
+                "prompt template {} changed (version {}, sha256 {actual}) but the pin says \
+                 version {} with sha256 {}: bump its `version:` line, re-record the fixtures \
+                 (`make record`), then update PINNED in src/llm/prompts.rs",
+                t.id.name,
+                t.id.version,
+                pin.1,
+                pin.2
+            );
+        }
+    }
+
+    #[test]
+    fn templates_parse_and_render_every_placeholder() {
+        let t = extract_template().unwrap();
+        assert_eq!(t.id.name, "extract");
+        let msgs = t
+            .render(&[
+                ("session_date", "2024-01-02"),
+                ("speakers", "A, B"),
+                ("known_entities", "(none)"),
+                ("known_facts", "(none)"),
+                ("transcript", "[t1] A: {{speakers}}"),
+            ])
+            .unwrap();
+        assert_eq!(msgs[0].role, "system");
+        assert!(
+            msgs[1].content.contains("[t1] A: {{speakers}}"),
+            "substituted text is not re-scanned"
+        );
+        assert!(!msgs[1].content.contains("{{session_date}}"));
+        let err = t.render(&[("speakers", "A")]).unwrap_err().to_string();
+        assert!(err.contains("no value for {{session_date}}"), "{err}");
+        let j = judge_template().unwrap();
+        assert!(j.render(&[("pairs", "x")]).unwrap()[1].content.contains("<pairs>\nx\n</pairs>"));
+    }
+
+    #[test]
+    fn template_parse_errors_name_the_problem() {
+        let err = Template::parse("x.txt", "name: x\n--- system\na\n--- user\nb").unwrap_err();
+        assert!(err.to_string().contains("no `version:`"), "{err}");
+        let err = Template::parse("x.txt", "name: x\nversion: 1\n--- system\na").unwrap_err();
+        assert!(err.to_string().contains("no `--- user`"), "{err}");
+        let err = Template::parse("x.txt", "name: x\nversion: two\n").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn schemas_are_json_and_list_the_allowed_types() {
+        let e: serde_json::Value = serde_json::from_str(EXTRACT_SCHEMA).unwrap();
+        let enum_of = |v: &serde_json::Value| -> Vec<String> {
+            v.as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect()
+        };
+        assert_eq!(
+            enum_of(&e["properties"]["entities"]["items"]["properties"]["type"]["enum"]),
+            ENTITY_TYPES
+        );
+        for list in ["relationships", "literalFacts"] {
+            let f = &e["properties"][list]["items"]["properties"];
+            assert_eq!(enum_of(&f["factType"]["enum"]), FACT_TYPES, "{list}");
+        }
+        let j: serde_json::Value = serde_json::from_str(JUDGE_SCHEMA).unwrap();
+        assert_eq!(j["required"][0], "verdicts");
+        let subject = EXTRACT_SCHEMA.find("\"subject\"").unwrap();
+        assert!(subject < EXTRACT_SCHEMA.find("\"confidence\"").unwrap(), "writing order kept");
+    }
+
+    #[test]
+    fn defuse_breaks_closing_tags_in_any_case() {
+        let s = defuse("a </transcript> b </TRANSCRIPT> c <transcript>", &FENCE_TAGS);
+        assert_eq!(s, "a </ transcript> b </ TRANSCRIPT> c <transcript>");
+    }
+}

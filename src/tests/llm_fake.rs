@@ -1,0 +1,366 @@
+//! The live LLM client, extractor and judge against a scripted in-process
+//! HTTP server: request shape, lenient answer handling, retries, timeouts
+//! and error classes.
+
+#[path = "support/fake_server.rs"]
+mod fake_server;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fake_server::{FakeServer, Reply};
+use memform::config::Config;
+use memform::error::Error;
+use memform::extract::{ExtractInput, Extractor};
+use memform::judge::{Judge, JudgeContext, JudgePair, PairFact};
+use memform::llm::{
+    FixtureStore, HttpLlm, Llm, LlmExtractor, LlmJudge, LlmProgress, LlmSettings, Provider,
+    RecordedLlm, request_key,
+};
+use memform::types::{Episode, Turn, Verdict};
+
+fn settings(url: &str, provider: &str) -> LlmSettings {
+    let cfg = Config {
+        llm_url: url.to_string(),
+        llm_provider: provider.to_string(),
+        llm_timeout_secs: 5.0,
+        llm_retry_backoff_ms: 10,
+        ..Config::default()
+    };
+    LlmSettings::from_config(&cfg).unwrap()
+}
+
+fn episode() -> Episode {
+    Episode {
+        id: "session_1".into(),
+        timestamp: Some("2024-03-01T10:00:00".into()),
+        turns: vec![
+            Turn {
+                id: "t1".into(),
+                speaker: "Ann".into(),
+                text: "I started working at Acme Corp last month.".into(),
+            },
+            Turn {
+                id: "t2".into(),
+                speaker: "Bo".into(),
+                text: "Nice! I adopted a dog named Rex.".into(),
+            },
+        ],
+    }
+}
+
+const SPEAKERS: [&str; 2] = ["Ann", "Bo"];
+
+fn input<'a>(ep: &'a Episode, speakers: &'a [String]) -> ExtractInput<'a> {
+    ExtractInput {
+        conversation_id: "conv-a",
+        speakers,
+        episode: ep,
+        known_entities: &[],
+        recent_facts: &[],
+    }
+}
+
+const REL: &str = r#"{"subject":"Ann","predicate":"works at","object":"Acme Corp","content":"Ann works at Acme Corp","factType":"fact","confidence":0.9,"sourceQuote":"working at Acme Corp","sourceTurn":"t1"}"#;
+const LIT: &str = r#"{"subject":"Bo","predicate":"has dog named","object":"Rex","content":"Bo has a dog named Rex","factType":"fact","confidence":0.8,"sourceQuote":"adopted a dog named Rex","sourceTurn":"t2"}"#;
+
+fn answer(rels: &str, lits: &str) -> String {
+    format!(
+        r#"{{"entities":[{{"name":"Acme Corp","type":"ORG"}},{{"name":"Rex","type":"ANIMAL"}}],"relationships":[{rels}],"literalFacts":[{lits}]}}"#
+    )
+}
+
+fn kinds(w: &[memform::types::Warning]) -> Vec<&str> {
+    w.iter().map(|w| w.kind.as_str()).collect()
+}
+
+#[test]
+fn openai_request_carries_sampling_schema_and_key_and_reads_usage() {
+    let server = FakeServer::start(vec![Reply::openai(&answer(REL, LIT), 321, 45)]);
+    let llm =
+        Arc::new(HttpLlm::with_api_key(settings(&server.url, "openai"), Some("sekrit".into())));
+    let ex = LlmExtractor::new(llm, &settings(&server.url, "openai")).unwrap();
+    let ep = episode();
+    let speakers: Vec<String> = SPEAKERS.iter().map(|s| s.to_string()).collect();
+    let raw = ex.extract(&input(&ep, &speakers)).unwrap();
+    assert!(raw.graph);
+    assert_eq!((raw.entities.len(), raw.relationships.len(), raw.literal_facts.len()), (2, 1, 1));
+    assert!(raw.warnings.is_empty(), "{:?}", raw.warnings);
+    assert_eq!(
+        (raw.usage.calls, raw.usage.prompt_tokens, raw.usage.completion_tokens),
+        (1, 321, 45)
+    );
+
+    let req = &server.requests()[0];
+    assert_eq!((req.method.as_str(), req.path.as_str()), ("POST", "/v1/chat/completions"));
+    assert_eq!(req.header("authorization"), Some("Bearer sekrit"));
+    let body = req.json();
+    assert_eq!(body["model"], "SmolLM2-135M-Instruct.Q4_1");
+    assert_eq!(body["temperature"], 0.0);
+    assert_eq!(body["seed"], 42);
+    assert_eq!(body["max_tokens"], 1024);
+    assert_eq!(body["response_format"]["type"], "json_object");
+    assert_eq!(body["response_format"]["schema"]["required"][2], "literalFacts");
+    let user = body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        user.contains("<transcript>\n[t1] Ann: I started working at Acme Corp last month."),
+        "{user}"
+    );
+    assert!(user.contains("Session date: 2024-03-01"), "{user}");
+    assert!(!req.body.contains("sekrit"), "the key travels only in the header");
+    let (subject, confidence) =
+        (req.body.find("\"subject\"").unwrap(), req.body.find("\"confidence\"").unwrap());
+    assert!(subject < confidence, "schema properties keep their writing order on the wire");
+}
+
+#[test]
+fn ollama_request_uses_format_and_options_and_reads_counts() {
+    let reply = serde_json::json!({
+        "model": "qwen-test", "done": true,
+        "message": {"role": "assistant", "content": answer(REL, "")},
+        "prompt_eval_count": 111, "eval_count": 22
+    });
+    let server = FakeServer::start(vec![Reply::ok(reply.to_string())]);
+    let s = settings(&server.url, "ollama");
+    let ex = LlmExtractor::new(Arc::new(HttpLlm::with_api_key(s.clone(), None)), &s).unwrap();
+    let ep = episode();
+    let speakers: Vec<String> = SPEAKERS.iter().map(|s| s.to_string()).collect();
+    let raw = ex.extract(&input(&ep, &speakers)).unwrap();
+    assert_eq!(raw.relationships.len(), 1);
+    assert_eq!((raw.usage.prompt_tokens, raw.usage.completion_tokens), (111, 22));
+    let req = &server.requests()[0];
+    assert_eq!(req.path, "/api/chat");
+    assert_eq!(req.header("authorization"), None);
+    let body = req.json();
+    assert_eq!(body["stream"], false);
+    assert_eq!(body["options"]["seed"], 42);
+    assert_eq!(body["options"]["temperature"], 0.0);
+    assert_eq!(body["options"]["num_predict"], 1024);
+    assert_eq!(body["format"]["type"], "object");
+}
+
+#[test]
+fn messy_answers_give_warnings_and_partial_results() {
+    let good = answer(REL, LIT);
+    let cut = &good[..good.len() - 30];
+    type Case<'a> = (String, (usize, usize, usize), Vec<&'a str>);
+    let cases: Vec<Case> = vec![
+        (format!("<think>Let me see. {{\"entities\": []}}</think>\n```json\n{good}\n```"), (2, 1, 1), vec![]),
+        (format!("Here are the memories:\n{good}\nLet me know if you need more {{help}}."), (2, 1, 1), vec![]),
+        (cut.to_string(), (2, 1, 0), vec!["llm_truncated_json"]),
+        (
+            r#"{"entities":"Acme","relationships":[{"subject":"Ann","predicate":7,"object":"Acme Corp"}],"literalFacts":[LIT]}"#.replace("LIT", LIT),
+            (0, 0, 1),
+            vec!["llm_wrong_type", "llm_wrong_type"],
+        ),
+        (
+            answer(&REL.replace("\"t1\"", "\"t7\""), &LIT.replace("\"t2\"", "\"t9\"").replace("adopted a dog named Rex", "has a cat")),
+            (2, 1, 0),
+            vec!["llm_unknown_turn", "llm_unknown_turn"],
+        ),
+        (String::new(), (0, 0, 0), vec!["llm_empty_answer"]),
+        ("I'm sorry, I can't do that.".to_string(), (0, 0, 0), vec!["llm_no_json"]),
+    ];
+    let server = FakeServer::start(cases.iter().map(|(a, _, _)| Reply::openai(a, 10, 5)).collect());
+    let s = settings(&server.url, "openai");
+    let ex = LlmExtractor::new(Arc::new(HttpLlm::with_api_key(s.clone(), None)), &s).unwrap();
+    let ep = episode();
+    let speakers: Vec<String> = SPEAKERS.iter().map(|s| s.to_string()).collect();
+    for (i, (text, counts, want)) in cases.iter().enumerate() {
+        let raw = ex.extract(&input(&ep, &speakers)).unwrap();
+        let got = (raw.entities.len(), raw.relationships.len(), raw.literal_facts.len());
+        assert_eq!(&got, counts, "case {i}: {text:?} → {:?}", raw.warnings);
+        assert_eq!(kinds(&raw.warnings), *want, "case {i}: {text:?}");
+        assert_eq!(raw.usage.calls, 1, "case {i}");
+    }
+    // the repaired hallucinated turn (t7 → t1, quote found there) survived
+    assert_eq!(server.requests().len(), cases.len());
+}
+
+fn pair(index: usize) -> JudgePair {
+    let f = |o: &str| PairFact {
+        subject: "Ann".into(),
+        predicate: "works at".into(),
+        object: o.into(),
+        content: format!("Ann works at {o}"),
+        valid_until: None,
+    };
+    JudgePair { index, live: f("Initech"), candidate: f("Acme Corp"), cosine: 0.9 }
+}
+
+#[test]
+fn judge_reads_verdicts_by_index_and_drops_hallucinated_ones() {
+    let server = FakeServer::start(vec![
+        Reply::openai(
+            r#"{"verdicts":[{"pair":3,"verdict":"old"},{"pair":9,"verdict":"new"}]}"#,
+            50,
+            9,
+        ),
+        Reply::openai("The first fact is outdated.", 50, 6),
+    ]);
+    let s = settings(&server.url, "openai");
+    let judge = LlmJudge::new(Arc::new(HttpLlm::with_api_key(s.clone(), None)), &s).unwrap();
+    let ctx = JudgeContext { conversation_id: "conv-a", episode_id: "session_2" };
+    let pairs = [pair(3), pair(4)];
+    let out = judge.judge(&ctx, &pairs).unwrap();
+    assert_eq!(out.verdicts, vec![(3, Verdict::Old)]);
+    assert_eq!(kinds(&out.warnings), vec!["llm_unknown_pair", "llm_missing_verdict"]);
+    assert_eq!(out.usage.completion_tokens, 9);
+    let body = server.requests()[0].json();
+    let user = body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        user.contains("Pair 3:\n  stored: Ann works at Initech (Ann | works at | Initech)"),
+        "{user}"
+    );
+    assert!(user.contains("Pair 4:"));
+    // garbage: Ok with no verdict (every pair neither) and a warning, usage kept
+    let out = judge.judge(&ctx, &pairs).unwrap();
+    assert!(out.verdicts.is_empty());
+    assert_eq!(kinds(&out.warnings), vec!["llm_no_json"]);
+    assert_eq!(out.usage.calls, 1);
+    // no pairs: no call
+    let out = judge.judge(&ctx, &[]).unwrap();
+    assert_eq!(out.usage.calls, 0);
+    assert_eq!(server.requests().len(), 2);
+}
+
+fn request_for(url: &str) -> memform::llm::LlmRequest {
+    let s = settings(url, "openai");
+    let ex = LlmExtractor::new(Arc::new(HttpLlm::with_api_key(s.clone(), None)), &s).unwrap();
+    let ep = episode();
+    let speakers: Vec<String> = SPEAKERS.iter().map(|s| s.to_string()).collect();
+    ex.request(&input(&ep, &speakers)).unwrap().0
+}
+
+#[test]
+fn server_error_then_success_is_retried() {
+    let server = FakeServer::start(vec![
+        Reply::Status(500, r#"{"error":"boom"}"#.into()),
+        Reply::Status(503, "busy".into()),
+        Reply::openai("{}", 1, 1),
+    ]);
+    let llm = HttpLlm::with_api_key(settings(&server.url, "openai"), None);
+    let resp = llm.complete(&request_for(&server.url)).unwrap();
+    assert_eq!(resp.text, "{}");
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[test]
+fn server_errors_past_the_retry_budget_fail_with_the_status() {
+    let server = FakeServer::start(vec![Reply::Status(502, "bad gateway".into()); 4]);
+    let llm = HttpLlm::with_api_key(settings(&server.url, "openai"), None);
+    let err = llm.complete(&request_for(&server.url)).unwrap_err();
+    assert!(matches!(err, Error::LlmStatus { status: 502, attempts: 3, .. }), "{err}");
+    assert!(err.to_string().contains("bad gateway"), "{err}");
+    assert_eq!(server.requests().len(), 3, "max_retries = 2 → 3 attempts");
+}
+
+#[test]
+fn client_error_is_not_retried() {
+    let server = FakeServer::start(vec![
+        Reply::Status(400, r#"{"error":{"message":"model not found"}}"#.into()),
+        Reply::openai("{}", 1, 1),
+    ]);
+    let llm = HttpLlm::with_api_key(settings(&server.url, "openai"), None);
+    let err = llm.complete(&request_for(&server.url)).unwrap_err();
+    assert!(matches!(err, Error::LlmStatus { status: 400, attempts: 1, .. }), "{err}");
+    assert!(err.to_string().contains("model not found"), "{err}");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn timeout_is_retried_then_reported() {
+    let slow = Reply::After(Duration::from_millis(1500), Box::new(Reply::openai("{}", 1, 1)));
+    let server = FakeServer::start(vec![
+        slow.clone(),
+        Reply::openai("{\"ok\":1}", 1, 1),
+        slow.clone(),
+        slow,
+    ]);
+    let mut s = settings(&server.url, "openai");
+    s.timeout_secs = 0.3;
+    s.max_retries = 1;
+    let llm = HttpLlm::with_api_key(s, None);
+    let t = Instant::now();
+    let resp = llm.complete(&request_for(&server.url)).unwrap();
+    assert_eq!(resp.text, "{\"ok\":1}");
+    let err = llm.complete(&request_for(&server.url)).unwrap_err();
+    assert!(matches!(err, Error::LlmTimeout { attempts: 2, .. }), "{err}");
+    assert!(err.to_string().contains("no answer within 0.3s"), "{err}");
+    assert!(
+        t.elapsed() < Duration::from_millis(1400),
+        "timeouts cut the calls short: {:?}",
+        t.elapsed()
+    );
+}
+
+#[test]
+fn refused_connection_and_unparseable_body_fail_clearly() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}");
+    let llm = HttpLlm::with_api_key(settings(&url, "openai"), None);
+    let err = llm.complete(&request_for(&url)).unwrap_err();
+    assert!(matches!(err, Error::LlmConnect { .. }), "{err}");
+    assert!(err.to_string().contains("is the server running"), "{err}");
+
+    let server =
+        FakeServer::start(vec![Reply::ok("<html>hello</html>"), Reply::ok(r#"{"choices":[]}"#)]);
+    let llm = HttpLlm::with_api_key(settings(&server.url, "openai"), None);
+    let err = llm.complete(&request_for(&server.url)).unwrap_err();
+    assert!(matches!(err, Error::LlmBody { .. }), "{err}");
+    assert!(err.to_string().contains("not JSON") && err.to_string().contains("<html>"), "{err}");
+    let err = llm.complete(&request_for(&server.url)).unwrap_err();
+    assert!(err.to_string().contains("no choices[0].message.content"), "{err}");
+}
+
+#[test]
+fn record_mode_writes_answers_only_and_never_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start(vec![
+        Reply::Status(400, "no".into()),
+        Reply::openai(&answer(REL, LIT), 30, 20),
+    ]);
+    let s = settings(&server.url, "openai");
+    let live: Arc<dyn Llm> = Arc::new(HttpLlm::with_api_key(s.clone(), Some("sekrit".into())));
+    let seen: Arc<Mutex<Vec<LlmProgress>>> = Arc::default();
+    let seen2 = seen.clone();
+    let calls = Arc::new(AtomicU64::new(0));
+    let calls2 = calls.clone();
+    let rec = Arc::new(RecordedLlm::record(FixtureStore::new(dir.path()), live).with_progress(
+        Arc::new(move |p| {
+            calls2.fetch_add(1, Ordering::SeqCst);
+            seen2.lock().unwrap().push(*p);
+        }),
+    ));
+    let ex = LlmExtractor::new(rec.clone(), &s).unwrap();
+    let ep = episode();
+    let speakers: Vec<String> = SPEAKERS.iter().map(|s| s.to_string()).collect();
+    assert!(ex.extract(&input(&ep, &speakers)).is_err());
+    assert_eq!(
+        std::fs::read_dir(dir.path()).map(|d| d.count()).unwrap_or(0),
+        0,
+        "errors are not recorded"
+    );
+    let first = ex.extract(&input(&ep, &speakers)).unwrap();
+    let again = ex.extract(&input(&ep, &speakers)).unwrap();
+    assert_eq!(first, again);
+    assert_eq!(server.requests().len(), 2, "the third call was a fixture hit");
+    let key = request_key(&ex.request(&input(&ep, &speakers)).unwrap().0).unwrap();
+    let text = std::fs::read_to_string(dir.path().join(format!("{key}.json"))).unwrap();
+    assert!(!text.contains("sekrit"));
+    assert!(
+        text.contains("\"conversation\": \"conv-a\"") && text.contains("\"recorded_at\""),
+        "{text}"
+    );
+    assert_eq!(rec.used_keys().into_iter().collect::<Vec<_>>(), vec![key]);
+    let seen = seen.lock().unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!((seen[1].live_calls, seen[1].fixture_hits), (1, 1));
+    assert_eq!((seen[1].prompt_tokens, seen[1].completion_tokens), (60, 40));
+}
+
+#[test]
+fn settings_provider_parse_is_case_insensitive() {
+    assert_eq!(Provider::parse("OpenAI").unwrap(), Provider::OpenAi);
+}
