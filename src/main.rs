@@ -11,9 +11,13 @@ use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use memform::config::{Config, WriteMode};
-use memform::embed::hashed::HashedEmbedder;
-use memform::extract::RulesExtractor;
-use memform::judge::RulesJudge;
+use memform::embed::cache::EmbedMode;
+use memform::embed::{Embedder, EmbedderKind, EmbedderSpec, build_embedder};
+use memform::extract::{Extractor, RulesExtractor};
+use memform::judge::{Judge, RulesJudge};
+use memform::llm::fixtures::{RecordedLlm, default_fixtures_dir};
+use memform::llm::{LlmExtractor, LlmJudge, LlmMode, LlmSettings};
+use memform::types::{Dataset, DatasetFormat};
 use memform::pipeline::Stages;
 use memform::run::{Progress, RunOptions, Skipped, run};
 use memform::types::Warning;
@@ -68,6 +72,8 @@ struct SweepArgs {
     shard: Option<String>,
     #[arg(long)]
     threads: Option<usize>,
+    #[command(flatten)]
+    stage: StageArgs,
 }
 
 #[derive(Subcommand)]
@@ -132,6 +138,128 @@ struct RunArgs {
     /// Worker threads (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
+    #[command(flatten)]
+    stage: StageArgs,
+}
+
+/// How stages are built: embedder and LLM boundary.
+#[derive(clap::Args, Clone)]
+struct StageArgs {
+    /// hashed | minilm | ollama | openai (default: the config's `embedder`, hashed).
+    #[arg(long)]
+    embedder: Option<String>,
+    /// replay | record | live: recorded embedding vectors (replay needs no model).
+    #[arg(long, default_value = "replay")]
+    embed: String,
+    /// MiniLM model directory (`make models` fills models/all-MiniLM-L6-v2).
+    #[arg(long)]
+    model_dir: Option<PathBuf>,
+    /// Base URL of an HTTP embedder.
+    #[arg(long)]
+    embed_url: Option<String>,
+    /// Model name sent to an HTTP embedder.
+    #[arg(long)]
+    embed_model: Option<String>,
+    /// Dimensions of an HTTP embedder's vectors.
+    #[arg(long)]
+    embed_dims: Option<usize>,
+    /// Embedding cache directory (default: DATASET/embeddings; for LoCoMo, locomo-fixtures/<name>/embeddings).
+    #[arg(long)]
+    embed_cache: Option<PathBuf>,
+    /// replay | record | live: recorded LLM answers (llm mode).
+    #[arg(long, default_value = "replay")]
+    llm: String,
+    /// Fixture directory (default: DATASET/fixtures/<model>; for LoCoMo, locomo-fixtures/<name>/fixtures/<model>).
+    #[arg(long)]
+    fixtures: Option<PathBuf>,
+}
+
+/// The stages of a run, owned, with what the manifest says about them.
+struct Built {
+    extractor: Box<dyn Extractor>,
+    embedder: Box<dyn Embedder>,
+    judge: Box<dyn Judge>,
+    llm: Option<Arc<RecordedLlm>>,
+    manifest: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Built {
+    fn stages(&self) -> Stages<'_> {
+        Stages { extractor: self.extractor.as_ref(), embedder: self.embedder.as_ref(), judge: self.judge.as_ref() }
+    }
+}
+
+/// Where a dataset's recorded calls live: inside a native dataset, beside
+/// the clone (git-ignored) for LoCoMo, whose directory is never written.
+fn recorded_root(dataset_dir: &std::path::Path, dataset: &Dataset) -> PathBuf {
+    match dataset.format {
+        DatasetFormat::Native => dataset_dir.to_path_buf(),
+        DatasetFormat::Locomo => PathBuf::from("locomo-fixtures").join(&dataset.name),
+    }
+}
+
+fn build_stages(
+    mode: Mode,
+    args: &StageArgs,
+    cfg: &mut Config,
+    dataset_dir: &std::path::Path,
+    dataset: &Dataset,
+    llm_progress: Option<memform::llm::ProgressHook>,
+) -> Result<Built> {
+    if let Some(e) = &args.embedder {
+        cfg.embedder = e.clone();
+    }
+    let root = recorded_root(dataset_dir, dataset);
+    let mut spec = EmbedderSpec::new(cfg.embedder.parse::<EmbedderKind>()?);
+    spec.mode = args.embed.parse::<EmbedMode>()?;
+    if let Some(d) = &args.model_dir {
+        spec.model_dir = d.clone();
+    }
+    spec.url = args.embed_url.clone();
+    spec.model = args.embed_model.clone();
+    spec.dims = match spec.kind {
+        EmbedderKind::Hashed => Some(cfg.hashed_dims),
+        _ => args.embed_dims,
+    };
+    spec.cache_dir = Some(args.embed_cache.clone().unwrap_or_else(|| root.join("embeddings")));
+    let embedder = build_embedder(&spec)?;
+    let mut manifest = serde_json::Map::new();
+    manifest.insert("embedder".into(), embedder.id().into());
+    manifest.insert("embed_mode".into(), spec.mode.as_str().into());
+    let (extractor, judge, llm): (Box<dyn Extractor>, Box<dyn Judge>, _) = match mode {
+        Mode::Rules => (Box::new(RulesExtractor::new(cfg.max_input_chars)), Box::new(RulesJudge::new(cfg)), None),
+        Mode::Llm => {
+            let settings = LlmSettings::from_config_and_env(cfg)?;
+            let llm_mode = LlmMode::parse(&args.llm)?;
+            let dir = args.fixtures.clone().unwrap_or_else(|| default_fixtures_dir(&root, &settings.model));
+            let mut boundary = RecordedLlm::from_settings(&settings, llm_mode, Some(dir.clone()))?;
+            if let Some(hook) = llm_progress {
+                boundary = boundary.with_progress(hook);
+            }
+            let boundary = Arc::new(boundary);
+            manifest.insert("llm_mode".into(), llm_mode.as_str().into());
+            manifest.insert("llm".into(), serde_json::to_value(&settings).context("serialise llm settings")?);
+            manifest.insert("fixtures_dir".into(), dir.display().to_string().into());
+            let templates: Vec<String> = memform::llm::prompts::all_templates()?
+                .iter()
+                .map(|t| format!("{} v{}", t.id.name, t.id.version))
+                .collect();
+            manifest.insert("prompt_templates".into(), templates.into());
+            (
+                Box::new(LlmExtractor::new(boundary.clone(), &settings)?),
+                Box::new(LlmJudge::new(boundary.clone(), &settings)?),
+                Some(boundary),
+            )
+        }
+    };
+    Ok(Built { extractor, embedder, judge, llm, manifest })
+}
+
+fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Rules => "rules",
+        Mode::Llm => "llm",
+    }
 }
 
 fn main() -> ExitCode {
@@ -201,27 +329,25 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
             error: memform::error::chain(&b.error),
         })
         .collect();
-    let mode_name = match args.mode {
-        Mode::Rules => "rules",
-        Mode::Llm => "llm",
-    };
-    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-{mode_name}", dataset.name)));
-    let extractor = RulesExtractor::new(cfg.max_input_chars);
-    let embedder = HashedEmbedder::new(cfg.hashed_dims);
-    let judge = RulesJudge::new(&cfg);
-    if let Mode::Llm = args.mode {
-        bail!("llm mode is not available in this build");
-    }
-    let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
+    let mode = mode_name(args.mode);
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-{mode}", dataset.name)));
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{spinner} {prefix} [{bar:30}] {pos}/{len} episodes {elapsed} eta {eta} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    bar.set_prefix(format!("{} {mode_name}", dataset.name));
+    bar.set_prefix(format!("{} {mode}", dataset.name));
+    let llm_bar = bar.clone();
+    let llm_hook: memform::llm::ProgressHook = Arc::new(move |p: &memform::llm::LlmProgress| {
+        llm_bar.set_message(format!(
+            "llm: {} live, {} replayed, {} prompt + {} completion tokens",
+            p.live_calls, p.fixture_hits, p.prompt_tokens, p.completion_tokens
+        ));
+    });
+    let built = build_stages(args.mode, &args.stage, &mut cfg, &args.dataset, &dataset, Some(llm_hook))?;
     let pb = bar.clone();
-    let mut extra = serde_json::Map::new();
-    extra.insert("mode".into(), mode_name.into());
+    let mut extra = built.manifest.clone();
+    extra.insert("mode".into(), mode.into());
     extra.insert("dataset_path".into(), args.dataset.display().to_string().into());
     let opts = RunOptions {
         out_dir: out.clone(),
@@ -230,15 +356,35 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         skipped_inputs,
         progress: Some(Arc::new(move |p| match p {
             Progress::Start { episodes } => pb.set_length(episodes as u64),
-            Progress::Episode { conversation, episode } => {
-                pb.set_message(format!("{conversation}/{episode}"));
-                pb.inc(1);
-            }
+            Progress::Episode { .. } => pb.inc(1),
         })),
         manifest_extra: extra,
     };
-    let output = run(&dataset, &cfg, stages, &opts)?;
+    let output = run(&dataset, &cfg, built.stages(), &opts);
     bar.finish_and_clear();
+    built.embedder.flush()?;
+    let output = output?;
+    if let Some(llm) = &built.llm {
+        let t = llm.totals();
+        eprintln!(
+            "llm: {} live calls ({:.1} s), {} replayed; {} prompt + {} completion tokens",
+            t.live_calls,
+            t.live_wall.as_secs_f64(),
+            t.fixture_hits,
+            t.prompt_tokens,
+            t.completion_tokens
+        );
+    }
+    if let Some(stats) = built.embedder.cache_stats() {
+        eprintln!(
+            "embeddings ({}): {} cached, {} hits, {} recorded, in {}",
+            stats.mode.as_str(),
+            stats.entries,
+            stats.hits,
+            stats.recorded,
+            stats.dir.display()
+        );
+    }
     println!("{}", serde_json::to_string_pretty(&output.summary).context("serialise summary")?);
     eprintln!("wrote {}", output.out_dir.display());
     if !output.skipped.is_empty() {
@@ -344,18 +490,12 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         .iter()
         .map(|a| (a.key.clone(), cfg_value.get(&a.key).map(|v| v.to_string()).unwrap_or_default()))
         .collect();
-    let mode_name = match args.mode {
-        Mode::Rules => "rules",
-        Mode::Llm => "llm",
-    };
-    if let Mode::Llm = args.mode {
-        bail!("llm mode is not available in this build");
-    }
+    let mode_name = mode_name(args.mode);
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-sweep", dataset.name)));
-    let extractor = RulesExtractor::new(cfg.max_input_chars);
-    let embedder = HashedEmbedder::new(cfg.hashed_dims);
-    let judge = RulesJudge::new(&cfg);
-    let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
+    let mut cfg = cfg;
+    let built = build_stages(args.mode, &args.stage, &mut cfg, &dataset_dir, &dataset, None)?;
+    let cfg = cfg;
+    let stages = built.stages();
     let bar = ProgressBar::new(points.len() as u64);
     bar.set_style(
         ProgressStyle::with_template("{spinner} sweep [{bar:30}] {pos}/{len} points {elapsed} eta {eta}")

@@ -247,7 +247,13 @@ pub fn back(
         Ok(Default::default())
     } else {
         let judge_pairs: Vec<_> = pairs.iter().map(|p| p.pair.clone()).collect();
-        judge.judge(&JudgeContext { conversation_id: &conv.id, episode_id: &episode.id }, &judge_pairs).map_err(|e| crate::error::chain(&e))
+        match judge.judge(&JudgeContext { conversation_id: &conv.id, episode_id: &episode.id }, &judge_pairs) {
+            Ok(o) => Ok(o),
+            // A replay miss is a hole in the recording, not a judge failure:
+            // the run stops rather than silently judging `neither`.
+            Err(e @ crate::error::Error::FixtureMiss(_)) => return Err(e),
+            Err(e) => Err(crate::error::chain(&e)),
+        }
     };
     match &answer {
         Ok(o) => {

@@ -93,3 +93,23 @@ fn run_prints_summary_json_with_required_keys() {
     assert_eq!(manifest["config"]["near_dup_threshold"], 0.95);
     assert_eq!(manifest["dataset"]["digest"].as_str().map(str::len), Some(64));
 }
+
+#[test]
+fn minilm_replay_needs_no_model_and_a_miss_names_the_record_command() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let scenarios = scenarios_dir().display().to_string();
+    // The working directory is empty: models/all-MiniLM-L6-v2 is not there to load.
+    let args = ["run", "--dataset", &scenarios, "--embedder", "minilm", "--out", "o"];
+    let (code, _, stderr) = memform(&args, tmp.path());
+    assert!(!tmp.path().join("models").exists());
+    assert_eq!(code, Some(0), "recorded vectors replay without the model: {stderr}");
+    assert!(stderr.contains("0 recorded"), "{stderr}");
+    let manifest = std::fs::read_to_string(tmp.path().join("o/run.json")).expect("run.json");
+    assert!(manifest.contains("\"embedder\": \"minilm:"), "{manifest}");
+
+    native(&tmp.path().join("ds"), "ok.json", GOOD);
+    let (code, _, stderr) = memform(&["run", "--dataset", "ds", "--embedder", "minilm", "--out", "o2"], tmp.path());
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("no recorded vector") && stderr.contains("--embed record"), "{stderr}");
+    assert_eq!(stderr.lines().filter(|l| l.starts_with("error:")).count(), 1, "{stderr}");
+}

@@ -18,6 +18,14 @@ use memform::types::{Episode, Turn};
 
 const MODEL: &str = "SmolLM2-135M-Instruct.Q4_1";
 
+/// The llama.cpp virtualenv `make llm-server-deps` builds: `MEMFORM_LLM_VENV`
+/// (the Makefile sets it), else `$HOME/.cache/memform/venv-llm`.
+fn llm_venv() -> PathBuf {
+    std::env::var_os("MEMFORM_LLM_VENV").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/memform/venv-llm")
+    })
+}
+
 /// The server process; killed (by its own id) when dropped.
 struct Server {
     child: Child,
@@ -27,8 +35,7 @@ struct Server {
 
 impl Server {
     fn start(log_dir: &Path) -> Server {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let python = root.join(".venv-llm/bin/python");
+        let python = llm_venv().join("bin/python");
         assert!(
             python.exists(),
             "{} is missing: run `make llm-server-deps` first",
@@ -44,7 +51,7 @@ impl Server {
         let gguf = String::from_utf8_lossy(&out.stdout).trim().to_string();
         assert!(
             out.status.success() && Path::new(&gguf).exists(),
-            "no SmolLM2 GGUF in .venv-llm ({gguf:?}, {}): run `make llm-server-deps` first",
+            "no SmolLM2 GGUF in the llm venv ({gguf:?}, {}): run `make llm-server-deps` first",
             String::from_utf8_lossy(&out.stderr)
         );
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
