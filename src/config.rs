@@ -105,6 +105,9 @@ pub struct Config {
     /// Sampling seed (part of the fixture key).
     pub llm_seed: u64,
     /// Most tokens a model may generate per call (part of the fixture key).
+    /// 384 keeps recording with the bundled 135M model practical on two
+    /// cores (it tends to repeat list items until the limit); a truncated
+    /// answer still yields its complete items (warning `llm_truncated_json`).
     pub llm_max_tokens: u32,
     /// How an OpenAI-compatible server is asked for JSON: `json_schema`
     /// (OpenAI's `response_format.json_schema`), `json_object` (llama.cpp's
@@ -192,7 +195,7 @@ impl Default for Config {
             llm_model: "SmolLM2-135M-Instruct.Q4_1".to_string(),
             llm_temperature: 0.0,
             llm_seed: 42,
-            llm_max_tokens: 1024,
+            llm_max_tokens: 384,
             llm_response_format: "json_object".to_string(),
             llm_timeout_secs: 300.0,
             llm_max_retries: 2,

@@ -99,7 +99,7 @@ fn openai_request_carries_sampling_schema_and_key_and_reads_usage() {
     assert_eq!(body["model"], "SmolLM2-135M-Instruct.Q4_1");
     assert_eq!(body["temperature"], 0.0);
     assert_eq!(body["seed"], 42);
-    assert_eq!(body["max_tokens"], 1024);
+    assert_eq!(body["max_tokens"], 384);
     assert_eq!(body["response_format"]["type"], "json_object");
     assert_eq!(body["response_format"]["schema"]["required"][2], "literalFacts");
     let user = body["messages"][1]["content"].as_str().unwrap();
@@ -136,7 +136,7 @@ fn ollama_request_uses_format_and_options_and_reads_counts() {
     assert_eq!(body["stream"], false);
     assert_eq!(body["options"]["seed"], 42);
     assert_eq!(body["options"]["temperature"], 0.0);
-    assert_eq!(body["options"]["num_predict"], 1024);
+    assert_eq!(body["options"]["num_predict"], 384);
     assert_eq!(body["format"]["type"], "object");
 }
 
