@@ -39,6 +39,28 @@ enum Command {
     Gate(GateArgs),
     /// Sweep config keys over a grid, sharing extraction and embeddings across points.
     Sweep(SweepArgs),
+    /// Recorded LLM answers: `fixtures check` lists missing and unused fixtures.
+    Fixtures {
+        #[command(subcommand)]
+        command: FixturesCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum FixturesCommand {
+    /// Replay a dataset in LLM mode without failing on misses, then list the
+    /// fixtures it needed but lacks and those it did not need. Exit 1 when
+    /// anything is missing, unused or unreadable.
+    Check {
+        #[arg(long)]
+        dataset: PathBuf,
+        #[arg(long)]
+        config: Option<PathBuf>,
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        #[command(flatten)]
+        stage: StageArgs,
+    },
 }
 
 #[derive(clap::Args)]
@@ -282,6 +304,9 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Run(args) => cmd_run(args),
         Command::Gate(args) => cmd_gate(args),
         Command::Sweep(args) => cmd_sweep(args),
+        Command::Fixtures { command: FixturesCommand::Check { dataset, config, set, stage } } => {
+            cmd_fixtures_check(&dataset, config.as_ref(), &set, &stage)
+        }
         Command::Config => {
             print!("{}", toml::to_string_pretty(&Config::default()).context("serialise config")?);
             Ok(ExitCode::SUCCESS)
@@ -528,4 +553,46 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         out.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_fixtures_check(dataset_dir: &std::path::Path, config: Option<&PathBuf>, sets: &[String], stage: &StageArgs) -> Result<ExitCode> {
+    let mut cfg = load_config(config, sets)?;
+    cfg.validate()?;
+    let dataset = memform::dataset::load(dataset_dir)?;
+    let settings = LlmSettings::from_config_and_env(&cfg)?;
+    let dir = stage.fixtures.clone().unwrap_or_else(|| default_fixtures_dir(&recorded_root(dataset_dir, &dataset), &settings.model));
+    let boundary = Arc::new(RecordedLlm::replay(memform::llm::FixtureStore::new(&dir)).collecting_misses());
+    let mut built = build_stages(Mode::Rules, stage, &mut cfg, dataset_dir, &dataset, None)?;
+    built.extractor = Box::new(LlmExtractor::new(boundary.clone(), &settings)?);
+    built.judge = Box::new(LlmJudge::new(boundary.clone(), &settings)?);
+    let scratch = std::env::temp_dir().join(format!("memform-fixtures-check-{}", std::process::id()));
+    let opts = RunOptions { out_dir: scratch.clone(), ..RunOptions::default() };
+    let result = run(&dataset, &cfg, built.stages(), &opts);
+    let _ = std::fs::remove_dir_all(&scratch);
+    result?;
+    let needed: std::collections::BTreeSet<String> = boundary.used_keys().union(&boundary.missed_keys()).cloned().collect();
+    let check = memform::llm::fixtures::fixtures_check(&dir, &needed)?;
+    println!("fixtures: {} ({} needed)", dir.display(), needed.len());
+    for k in &check.missing {
+        println!("missing {k}");
+    }
+    for k in &check.unused {
+        println!("unused {k}");
+    }
+    for (p, why) in &check.invalid {
+        println!("invalid {}: {why}", p.display());
+    }
+    if check.is_clean() {
+        eprintln!("fixtures check: clean");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!(
+            "fixtures check: {} missing, {} unused, {} invalid (re-record missing ones with `memform run --dataset {} --mode llm --llm record`)",
+            check.missing.len(),
+            check.unused.len(),
+            check.invalid.len(),
+            dataset_dir.display()
+        );
+        Ok(ExitCode::from(1))
+    }
 }

@@ -1,7 +1,8 @@
 //! Against the real model: starts llama.cpp's OpenAI-compatible server with
-//! SmolLM2-135M-Instruct from `.venv-llm` (`make llm-server-deps`), records
-//! extraction and judge calls for two small hand-written episodes, stops the
-//! server, and replays: the replayed answers equal the recorded ones.
+//! SmolLM2-135M-Instruct from the venv `make llm-server-deps` builds, records
+//! extraction and judge calls for two small hand-written episodes and a
+//! whole pipeline run of two bundled scenarios, stops the server, and
+//! replays: the replayed answers, outputs and store equal the recorded ones.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -238,6 +239,29 @@ fn record_against_llama_cpp_then_replay_without_it() {
     }
     eprintln!("determinism re-call: {} ms", again.wall.as_millis());
 
+    // The whole pipeline through the CLI: record two bundled scenarios.
+    let ds = tmp.path().join("ds");
+    std::fs::create_dir_all(ds.join("conversations")).unwrap();
+    for name in PIPELINE_SCENARIOS {
+        let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/scenarios/conversations").join(format!("{name}.json"));
+        std::fs::copy(&from, ds.join("conversations").join(format!("{name}.json"))).unwrap();
+    }
+    let url_set = format!("llm_url={}", server.url);
+    let cli = |llm_mode: &str, out: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_memform"))
+            .args(["run", "--mode", "llm", "--llm", llm_mode, "--set", &url_set, "--set", "llm_max_tokens=256"])
+            .arg("--dataset")
+            .arg(&ds)
+            .arg("--fixtures")
+            .arg(tmp.path().join("pipeline-fixtures"))
+            .arg("--out")
+            .arg(tmp.path().join(out))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{llm_mode}: {}", String::from_utf8_lossy(&o.stderr));
+    };
+    cli("record", "recorded-run");
+
     server.stop();
     let refused = http.complete(&req).unwrap_err();
     assert!(matches!(refused, Error::LlmConnect { .. }), "server stopped: {refused}");
@@ -250,4 +274,28 @@ fn record_against_llama_cpp_then_replay_without_it() {
     assert_eq!(judge.judge(&ctx, &pairs()).unwrap(), recorded_verdicts);
     assert_eq!(replay.used_keys(), rec.used_keys());
     assert_eq!(replay.totals().live_calls, 0);
+
+    // Replay the pipeline run with the server gone: byte for byte the same
+    // outputs (the timings aside) and the same store.
+    cli("replay", "replayed-run");
+    let read = |run: &str, file: &str| std::fs::read_to_string(tmp.path().join(run).join(file)).unwrap();
+    assert_eq!(read("recorded-run", "facts.jsonl"), read("replayed-run", "facts.jsonl"));
+    let without_timings = |text: String| {
+        text.lines()
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v.as_object_mut().unwrap().remove("timings");
+                v.to_string()
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(without_timings(read("recorded-run", "episodes.jsonl")), without_timings(read("replayed-run", "episodes.jsonl")));
+    let metrics = |run: &str| serde_json::from_str::<serde_json::Value>(&read(run, "summary.json")).unwrap()["metrics"].clone();
+    assert_eq!(metrics("recorded-run"), metrics("replayed-run"));
+    assert!(metrics("recorded-run")["llm_calls"].as_u64().unwrap() >= 4, "one extraction per episode at least");
+    let dump = |run: &str| memform::store::Store::open(&tmp.path().join(run).join("store.sqlite")).unwrap().dump().unwrap();
+    assert_eq!(dump("recorded-run"), dump("replayed-run"));
 }
+
+/// Small bundled scenarios recorded end to end through the CLI.
+const PIPELINE_SCENARIOS: [&str; 2] = ["job-change", "low-confidence"];
