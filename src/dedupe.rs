@@ -59,15 +59,16 @@ pub fn dedupe(
     near_dup_threshold: f64,
 ) -> Vec<DedupeOutcome> {
     let current: Vec<_> = state.facts.iter().filter(|f| f.is_current(now)).collect();
+    let current_keys: Vec<String> = current.iter().map(|f| f.spo_key()).collect();
     let mut out: Vec<DedupeOutcome> = Vec::with_capacity(items.len());
     // Batch survivors' validUntil as closures of this batch set it.
     let mut batch_until: Vec<Option<String>> = items.iter().map(|i| i.valid_until.map(str::to_string)).collect();
     for (i, item) in items.iter().enumerate() {
         let key = spo_key(item.subject, item.predicate, item.object);
-        let live_exact = current.iter().find_map(|f| {
+        let live_exact = current.iter().zip(&current_keys).find_map(|(f, k)| {
             if f.hash == item.hash {
                 Some((f, MatchBy::Hash))
-            } else if f.spo_key() == key {
+            } else if *k == key {
                 Some((f, MatchBy::Spo))
             } else {
                 None

@@ -95,17 +95,24 @@ pub fn find_pairs(
     band_max: f64,
 ) -> Vec<FoundPair> {
     let mut out = Vec::new();
+    // (fact, lower-cased subject, lower-cased predicate, normalised object), once per call.
+    let current: Vec<_> = state
+        .facts
+        .iter()
+        .filter(|f| f.is_current(now))
+        .map(|f| (f, f.subject.to_lowercase(), f.predicate.to_lowercase(), normalize_content(&f.object)))
+        .collect();
     for (ci, c) in candidates.iter().enumerate() {
         let cs = c.fact.subject.to_lowercase();
         let cp = c.fact.predicate.to_lowercase();
         let co = normalize_content(&c.fact.object);
-        for live in state.facts.iter().filter(|f| f.is_current(now)) {
-            if live.subject.to_lowercase() != cs {
+        for (live, ls, lp, lo) in &current {
+            if *ls != cs {
                 continue;
             }
-            let same_object = normalize_content(&live.object) == co;
+            let same_object = *lo == co;
             let cos = cosine(c.embedding, &live.embedding);
-            let reason = if live.predicate.to_lowercase() == cp && !same_object {
+            let reason = if *lp == cp && !same_object {
                 PairReason::SamePredicate
             } else if same_object && c.fact.valid_until.is_some() {
                 PairReason::EndsRelationship

@@ -139,7 +139,7 @@ impl Store {
                 params![conversation_id, episode.id, seq as i64, episode.timestamp],
             )?;
             {
-                let mut st = tx.prepare(
+                let mut st = tx.prepare_cached(
                     "INSERT OR IGNORE INTO turns (conversation_id, episode_id, id, seq, speaker, text)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 )?;
@@ -157,11 +157,13 @@ impl Store {
         self.with(|c| {
             let tx = c.transaction()?;
             let result = apply_plan(&tx, plan, mode, min_confidence)?;
+            let mut st = tx.prepare_cached(
+                "INSERT INTO audit (conversation_id, episode_id, seq, candidate_id, action, outcome,
+                                    fact_id, target_fact_id, reason)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?;
             for (seq, a) in result.audit.iter().enumerate() {
-                tx.execute(
-                    "INSERT INTO audit (conversation_id, episode_id, seq, candidate_id, action, outcome,
-                                        fact_id, target_fact_id, reason)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                st.execute(
                     params![
                         plan.conversation_id,
                         plan.episode_id,
@@ -175,6 +177,7 @@ impl Store {
                     ],
                 )?;
             }
+            drop(st);
             tx.execute(
                 "INSERT OR REPLACE INTO episode_runs (conversation_id, episode_id, write_mode) VALUES (?1, ?2, ?3)",
                 params![plan.conversation_id, plan.episode_id, mode.as_str()],
@@ -389,12 +392,11 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
 }
 
 fn live_by_hash(tx: &rusqlite::Transaction<'_>, conv: &str, hash: &str) -> rusqlite::Result<Option<(String, Option<String>)>> {
-    tx.query_row(
+    tx.prepare_cached(
         "SELECT id, valid_until FROM facts WHERE conversation_id = ?1 AND content_hash = ?2
            AND invalid_at IS NULL AND superseded_by IS NULL",
-        params![conv, hash],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )
+    )?
+    .query_row(params![conv, hash], |r| Ok((r.get(0)?, r.get(1)?)))
     .optional()
 }
 
@@ -540,7 +542,7 @@ fn apply_plan(tx: &rusqlite::Transaction<'_>, plan: &WritePlan, mode: WriteMode,
                     cx.audit(&p.candidate_id, "insert", Outcome::Created, Some(&fact.id), None, "");
                     continue;
                 }
-                let n = tx.execute(
+                let n = tx.prepare_cached(
                     "INSERT INTO facts (id, conversation_id, subject, predicate, object, kind, fact_type, content,
                         normalized_content, content_hash, confidence, valid_from, valid_until, invalid_at,
                         superseded_by, source_episode, source_turns, source_quote, pinned, subject_entity,
@@ -548,7 +550,8 @@ fn apply_plan(tx: &rusqlite::Transaction<'_>, plan: &WritePlan, mode: WriteMode,
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, NULL, ?14, ?15, ?16,
                         ?17, ?18, ?19, ?20)
                      ON CONFLICT DO NOTHING",
-                    params![
+                )?
+                .execute(params![
                         fact.id,
                         conv,
                         fact.subject,
