@@ -399,8 +399,9 @@ pub fn render_md(rows: &[Row], rep: &SweepReport<'_>) -> String {
     };
     out.push_str(&format!("## Best for `{}`\n\n", rep.objective));
     out.push_str(&header);
-    if let Some(b) = best(rows, rep.objective, false) {
-        out.push_str(&line(&rows[b], " (best)"));
+    let by_index = |i: usize| rows.iter().find(|r| r.index == i);
+    if let Some(r) = best(rows, rep.objective, false).and_then(by_index) {
+        out.push_str(&line(r, " (best)"));
     }
     let default_row = rows.iter().find(|r| r.settings.iter().all(|(k, v)| rep.defaults.iter().any(|(dk, dv)| dk == k && values_equal(dv, v))));
     match default_row {
@@ -409,8 +410,8 @@ pub fn render_md(rows: &[Row], rep: &SweepReport<'_>) -> String {
     }
     out.push_str(&format!("\n## Pareto front: `{}` vs `{}`\n\n", rep.pareto_x, rep.pareto_y));
     out.push_str(&header);
-    for i in pareto(rows, rep.pareto_x, rep.pareto_y) {
-        out.push_str(&line(&rows[i], ""));
+    for r in pareto(rows, rep.pareto_x, rep.pareto_y).into_iter().filter_map(by_index) {
+        out.push_str(&line(r, ""));
     }
     out.push_str("\nEvery point, with every metric, is in `sweep.csv`.\n");
     out

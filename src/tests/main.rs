@@ -5,3 +5,4 @@ mod determinism;
 mod kill_rerun;
 mod scenarios;
 mod support;
+mod sweep;

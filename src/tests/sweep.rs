@@ -1,0 +1,100 @@
+//! Sweeps: extraction once per episode whatever the grid size, the same
+//! rows for any thread count, and shards merged into the same bytes as an
+//! unsharded sweep.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use memform::config::Config;
+use memform::embed::hashed::HashedEmbedder;
+use memform::error::Result;
+use memform::extract::{ExtractInput, Extractor, RawExtraction, RulesExtractor};
+use memform::judge::RulesJudge;
+use memform::pipeline::Stages;
+use memform::sweep::{parse_axis, points, run_sweep, to_csv};
+
+use crate::support::{bin, scenarios_dir};
+
+/// The rules extractor, counting its calls.
+struct Counting {
+    inner: RulesExtractor,
+    calls: AtomicUsize,
+}
+
+impl Extractor for Counting {
+    fn id(&self) -> String {
+        self.inner.id()
+    }
+    fn extract(&self, input: &ExtractInput<'_>) -> Result<RawExtraction> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.inner.extract(input)
+    }
+}
+
+fn sweep_csv(grid: &[&str], threads: usize) -> (String, usize, usize) {
+    let dataset = memform::dataset::load(&scenarios_dir()).expect("load");
+    let episodes: usize = dataset.conversations.iter().map(|c| c.episodes.len()).sum();
+    let cfg = Config::default();
+    let extractor = Counting { inner: RulesExtractor::new(cfg.max_input_chars), calls: AtomicUsize::new(0) };
+    let embedder = HashedEmbedder::new(cfg.hashed_dims);
+    let judge = RulesJudge::new(&cfg);
+    let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
+    let axes: Vec<_> = grid.iter().map(|g| parse_axis(g).expect("axis")).collect();
+    let pts = points(&axes);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+    let (rows, shared) = pool.install(|| run_sweep(&dataset, &cfg, stages, &pts, None)).expect("sweep");
+    assert_eq!(rows.len(), pts.len());
+    assert_eq!(shared.fronts_computed, episodes);
+    (to_csv(&rows), extractor.calls.load(Ordering::SeqCst), episodes)
+}
+
+#[test]
+fn extraction_runs_once_per_episode_whatever_the_grid() {
+    let (_, small, episodes) = sweep_csv(&["near_dup_threshold=0.90,0.95"], 2);
+    let (_, large, _) = sweep_csv(&["near_dup_threshold=0.80:0.99:0.01", "entity_merge_threshold=0.80,0.88,0.95"], 2);
+    assert_eq!(small, episodes);
+    assert_eq!(large, episodes, "60 grid points, still one extraction per episode");
+}
+
+#[test]
+fn same_grid_same_csv_for_any_thread_count() {
+    let grid = ["near_dup_threshold=0.60:0.95:0.05", "contradiction_band_min=0.40,0.60"];
+    let (one, _, _) = sweep_csv(&grid, 1);
+    let (two, _, _) = sweep_csv(&grid, 2);
+    let (three, _, _) = sweep_csv(&grid, 3);
+    assert_eq!(one, two);
+    assert_eq!(one, three);
+    assert!(one.lines().count() == 17, "a header and 16 points:\n{one}");
+    let col = one.lines().next().unwrap_or_default().split(',').position(|h| h == "dedup_rate").expect("dedup_rate column");
+    let values: std::collections::BTreeSet<&str> =
+        one.lines().skip(1).map(|l| l.split(',').nth(col).unwrap_or_default()).collect();
+    assert!(values.len() > 1, "the swept thresholds change a metric:\n{one}");
+}
+
+fn cli(args: &[&str], cwd: &Path) {
+    let out = Command::new(bin()).args(args).current_dir(cwd).output().expect("spawn");
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn sharded_and_merged_equals_unsharded() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let ds = scenarios_dir().display().to_string();
+    let base = ["sweep", "--dataset", &ds, "--grid", "near_dup_threshold=0.70:0.95:0.05", "--grid", "min_fact_confidence_for_write=0.6,0.8", "--set", "contradiction_band_min=0.5"];
+    cli(&[&base[..], &["--out", "whole"]].concat(), tmp.path());
+    for k in 0..3 {
+        let shard = format!("{k}/3");
+        let out = format!("shard{k}");
+        cli(&[&base[..], &["--shard", &shard, "--out", &out]].concat(), tmp.path());
+    }
+    cli(&["sweep", "merge", "shard0", "shard1", "shard2", "--out", "merged"], tmp.path());
+    for f in ["sweep.csv", "sweep.md", "rows.jsonl", "sweep.json"] {
+        let a = std::fs::read(tmp.path().join("whole").join(f)).expect("whole");
+        let b = std::fs::read(tmp.path().join("merged").join(f)).expect("merged");
+        assert!(a == b, "{f} differs between the unsharded and the merged sweep");
+    }
+    let out = Command::new(bin()).args(["sweep", "merge", "shard0", "shard1", "--out", "partial"]).current_dir(tmp.path()).output().expect("spawn");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing"), "{}", String::from_utf8_lossy(&out.stderr));
+}
