@@ -9,7 +9,8 @@ BIN := $(CARGO_TARGET_DIR)/release/memform
 LOCOMO ?= ../shared/datasets/locomo
 SCENARIOS := datasets/scenarios
 
-.PHONY: all build run test bench locomo locomo-llm record record-embeddings record-locomo \
+PHONY_EXTRA := locomo-embeddings
+.PHONY: all build run test bench locomo locomo-llm $(PHONY_EXTRA) record record-embeddings record-locomo \
         models llm-server-deps llm-server-start llm-server-stop gate update-baseline clean-reports
 
 all: build
@@ -48,6 +49,10 @@ locomo: build
 
 locomo-llm: build
 	$(BIN) run --dataset $(LOCOMO) --mode llm --out reports/locomo-llm > /dev/null
+
+## Record LoCoMo's MiniLM vectors into git-ignored locomo-fixtures/ (for the warm-cache bench and --embedder minilm).
+locomo-embeddings: build models
+	$(BIN) run --dataset $(LOCOMO) --mode rules --embedder minilm --embed record --out reports/locomo-rules-minilm > /dev/null
 
 ## Re-record the scenarios' LLM answers against the local llama.cpp server.
 record: build llm-server-start

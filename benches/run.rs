@@ -1,12 +1,21 @@
-//! Rules-mode run over a dataset directory, store writes included.
-//! MEMFORM_BENCH_DATASET picks the dataset (default: datasets/scenarios).
+//! Rules-mode runs over a dataset directory, store writes included: with the
+//! hashed embedder, with recorded MiniLM vectors (a warm cache, no model),
+//! and a 100-point sweep beside them.
+//!
+//! MEMFORM_BENCH_DATASET picks the dataset (default: datasets/scenarios);
+//! MEMFORM_BENCH_EMBED_CACHE its embeddings directory (default:
+//! DATASET/embeddings; `make locomo-embeddings` records LoCoMo's under
+//! locomo-fixtures/). The MiniLM bench is skipped, with a note on stderr,
+//! when that cache does not exist.
 
 use std::path::PathBuf;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 
 use memform::config::Config;
+use memform::embed::cache::EmbedMode;
 use memform::embed::hashed::HashedEmbedder;
+use memform::embed::{Embedder, EmbedderKind, EmbedderSpec, build_embedder};
 use memform::extract::RulesExtractor;
 use memform::judge::RulesJudge;
 use memform::pipeline::Stages;
@@ -16,21 +25,35 @@ fn bench_run(c: &mut Criterion) {
     let dir = std::env::var("MEMFORM_BENCH_DATASET")
         .map(PathBuf::from)
         .unwrap_or_else(|_| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/datasets/scenarios")));
+    let cache = std::env::var("MEMFORM_BENCH_EMBED_CACHE").map(PathBuf::from).unwrap_or_else(|_| dir.join("embeddings"));
     let cfg = Config::default();
     let out = tempfile::tempdir().expect("tempdir");
     let mut group = c.benchmark_group("run");
     group.sample_size(10);
-    group.bench_function("rules_run", |b| {
-        b.iter(|| {
-            let dataset = memform::dataset::load(&dir).expect("load dataset");
-            let extractor = RulesExtractor::new(cfg.max_input_chars);
-            let embedder = HashedEmbedder::new(cfg.hashed_dims);
-            let judge = RulesJudge::new(&cfg);
-            let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
-            let opts = RunOptions { out_dir: out.path().to_path_buf(), ..RunOptions::default() };
-            run(&dataset, &cfg, stages, &opts).expect("run")
-        })
-    });
+    let run_with = |embedder: &dyn Embedder| {
+        let dataset = memform::dataset::load(&dir).expect("load dataset");
+        let extractor = RulesExtractor::new(cfg.max_input_chars);
+        let judge = RulesJudge::new(&cfg);
+        let stages = Stages { extractor: &extractor, embedder, judge: &judge };
+        let opts = RunOptions { out_dir: out.path().to_path_buf(), ..RunOptions::default() };
+        run(&dataset, &cfg, stages, &opts).expect("run")
+    };
+    group.bench_function("rules_run_hashed", |b| b.iter(|| run_with(&HashedEmbedder::new(cfg.hashed_dims))));
+    if cache.is_dir() {
+        let mut spec = EmbedderSpec::new(EmbedderKind::MiniLm);
+        spec.mode = EmbedMode::Replay;
+        spec.cache_dir = Some(cache.clone());
+        group.bench_function("rules_run_minilm_warm_cache", |b| {
+            b.iter(|| {
+                // Opening the cache is part of a run: it is inside the timing.
+                let embedder = build_embedder(&spec).expect("open the recorded cache");
+                run_with(embedder.as_ref())
+            })
+        });
+    } else {
+        eprintln!("skipping rules_run_minilm_warm_cache: no embedding cache at {}", cache.display());
+    }
+
     // A 100-point 2-D sweep (10 × 10) over the same data, to compare with one run.
     let axes = vec![
         memform::sweep::parse_axis("near_dup_threshold=0.86:0.95:0.01").expect("axis"),
