@@ -3,6 +3,7 @@
 mod cli;
 mod determinism;
 mod kill_rerun;
+mod llm_replay;
 mod scenarios;
 mod support;
 mod sweep;
