@@ -10,6 +10,7 @@ pub mod judge;
 pub mod metrics;
 pub mod normalize;
 pub mod pipeline;
+pub mod report;
 pub mod types;
 pub mod dedupe;
 pub mod resolve;
