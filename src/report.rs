@@ -9,9 +9,10 @@ use std::path::Path;
 
 use plotters::coord::Shift;
 use plotters::prelude::{
-    BLACK, ChartBuilder, Color, DrawingArea, IntoDrawingArea, IntoFont, IntoSegmentedCoord, LineSeries, Palette, Palette99,
-    PathElement, RGBColor, Rectangle, SVGBackend, SegmentValue, Text, WHITE,
+    BLACK, ChartBuilder, Circle, Color, DrawingArea, IntoDrawingArea, IntoFont, IntoSegmentedCoord, IntoTextStyle, LineSeries, PathElement, RGBColor,
+    Rectangle, SVGBackend, SegmentValue, SeriesLabelPosition, Text, WHITE,
 };
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use polars::prelude::{
     AnyValue, CsvWriter, DataFrame, IntoLazy, ParquetReader, ParquetWriter, SerReader, SerWriter, SortMultipleOptions, col,
 };
@@ -147,6 +148,27 @@ fn s<'a>(v: &'a Value, path: &[&str]) -> &'a str {
 /// What each metric means, in a line (the full definitions are in docs/metrics.md).
 pub fn meaning(key: &str) -> &'static str {
     match key {
+        "episodes" => "episodes run",
+        "turns" => "turns in those episodes",
+        "candidates" => "facts extracted (after post-processing)",
+        "stored_facts" => "candidates written as new facts",
+        "live_facts" => "stored facts still live at the end",
+        "judged_new" => "candidates discarded by a `new` verdict",
+        "low_fact_confidence" => "candidates below the write confidence gate",
+        "alias_merges" => "extracted entities merged into an existing one",
+        "entities_created" => "new entities",
+        "contradictions_judged" => "(candidate, live fact) pairs judged",
+        "verdict_old" => "pairs where the candidate replaced the live fact",
+        "verdict_new" => "pairs where the candidate was judged wrong or redundant",
+        "verdict_neither" => "pairs where both stand",
+        "invalidations" => "live facts invalidated (cascades included)",
+        "closures" => "live facts given a validUntil",
+        "review_needed" => "verdicts flagged for human review",
+        "blocked" => "invalidations the write mode blocked",
+        "warnings" => "extraction and judge warnings",
+        "llm_calls" => "model calls",
+        "prompt_tokens" => "model prompt tokens",
+        "completion_tokens" => "model completion tokens",
         "fact_density" => "stored facts per episode",
         "facts_per_100_turns" => "stored facts per 100 turns",
         "dedup_rate" => "candidates dropped as exact or near duplicates",
@@ -270,7 +292,7 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
                 format!("**{}**", num(get(k))),
                 base_all.map_or("".to_string(), |b| num(get(b))),
                 base_none.map_or("".to_string(), |b| num(get(b))),
-                meaning(k).to_string(),
+                md(meaning(k)),
             ]
         };
         if l.gold_facts {
@@ -332,7 +354,7 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
                 Formula::Sum(_) => "count",
                 _ => "rate",
             };
-            vec![format!("`{}`", d.key), num(get(d.key)), kind.to_string(), meaning(d.key).to_string()]
+            vec![format!("`{}`", d.key), num(get(d.key)), kind.to_string(), md(meaning(d.key))]
         })
         .collect();
     table(&mut o, &["metric", "value", "kind", "meaning"], &rows);
@@ -370,9 +392,9 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
     if let Some(Value::Object(conf)) = get("judge_confusion") {
         let _ = writeln!(o, "Labelled pairs, gold verdict (rows) × pipeline outcome (columns):\n");
         let cols = ["old", "new", "neither", "not_judged"];
-        let rows: Vec<Vec<String>> = conf
+        let rows: Vec<Vec<String>> = ["old", "new", "neither"]
             .iter()
-            .map(|(g, r)| std::iter::once(format!("**{g}**")).chain(cols.iter().map(|c| num(r.get(*c)))).collect())
+            .map(|g| std::iter::once(format!("**{g}**")).chain(cols.iter().map(|c| num(conf.get(*g).and_then(|r| r.get(*c))))).collect())
             .collect();
         table(&mut o, &["gold \\ pipeline", "old", "new", "neither", "not judged"], &rows);
     }
@@ -420,7 +442,11 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
 
     let _ = writeln!(o, "## Timings\n");
     let _ = writeln!(o, "Wall-clock milliseconds (not deterministic; the only such section).\n");
-    let rows: Vec<Vec<String>> = a.summary.timings.iter().map(|(k, v)| vec![format!("`{k}`"), format!("{v:.1}")]).collect();
+    let rows: Vec<Vec<String>> = crate::metrics::TIMING_COLUMNS
+        .iter()
+        .chain(&["wall_ms"])
+        .filter_map(|k| a.summary.timings.get(*k).map(|v| vec![format!("`{k}`"), format!("{v:.1}")]))
+        .collect();
     table(&mut o, &["stage", "ms"], &rows);
     Ok(o)
 }
@@ -622,11 +648,32 @@ pub fn svg(w: u32, h: u32, draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>
     Ok(out)
 }
 
+/// Tableau 10: distinct colours that read on white.
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(0x4e, 0x79, 0xa7),
+    RGBColor(0xf2, 0x8e, 0x2b),
+    RGBColor(0xe1, 0x57, 0x59),
+    RGBColor(0x76, 0xb7, 0xb2),
+    RGBColor(0x59, 0xa1, 0x4f),
+    RGBColor(0xed, 0xc9, 0x48),
+    RGBColor(0xb0, 0x7a, 0xa1),
+    RGBColor(0xff, 0x9d, 0xa7),
+    RGBColor(0x9c, 0x75, 0x5f),
+    RGBColor(0xba, 0xb0, 0xac),
+];
+
+fn colour(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
 /// Horizontal bars, one per (label, value, colour index), top to bottom.
+/// Values that are all whole numbers are drawn as counts.
 pub fn bar_chart(title: &str, x_desc: &str, bars: &[(String, f64, usize)]) -> Result<String> {
     let n = bars.len().max(1);
     let max = bars.iter().map(|b| b.1).fold(0.0f64, f64::max);
-    let top = if max <= 0.0 { 1.0 } else { max * 1.15 };
+    let counts = bars.iter().all(|b| b.1.fract() == 0.0);
+    let top = if max <= 0.0 { 1.0 } else if counts { (max * 1.15).ceil().max(max + 1.0) } else { max * 1.15 };
+    let x_labels = if counts { (top as usize + 1).min(11) } else { 11 };
     let h = 90 + 28 * n as u32;
     let label_w = bars.iter().map(|b| b.0.chars().count()).max().unwrap_or(4).clamp(4, 40) as u32 * 7 + 10;
     svg(760, h, |root| {
@@ -645,20 +692,23 @@ pub fn bar_chart(title: &str, x_desc: &str, bars: &[(String, f64, usize)]) -> Re
                 SegmentValue::CenterOf(i) => names.get(*i as usize).cloned().unwrap_or_default(),
                 _ => String::new(),
             })
+            .x_labels(x_labels)
+            .x_label_formatter(&|x| if counts { format!("{x:.0}") } else { format!("{x:.1}") })
             .x_desc(x_desc)
             .draw()?;
         let rev: Vec<(usize, &(String, f64, usize))> = bars.iter().rev().enumerate().collect();
         chart.draw_series(rev.iter().map(|(i, b)| {
             let mut r = Rectangle::new(
                 [(0.0, SegmentValue::Exact(*i as u32)), (b.1, SegmentValue::Exact(*i as u32 + 1))],
-                Palette99::pick(b.2).mix(0.85).filled(),
+                colour(b.2).filled(),
             );
             r.set_margin(4, 4, 0, 0);
             r
         }))?;
         chart.draw_series(rev.iter().map(|(i, b)| {
-            let text = if b.1.fract() == 0.0 { format!("{}", b.1) } else { format!("{:.3}", b.1) };
-            Text::new(format!(" {text}"), (b.1, SegmentValue::CenterOf(*i as u32)), ("sans-serif", 12).into_font())
+            let text = if counts { format!("{:.0}", b.1) } else { format!("{:.3}", b.1) };
+            let style = ("sans-serif", 12).into_font().into_text_style(root).pos(Pos::new(HPos::Left, VPos::Center));
+            Text::new(format!(" {text}"), (b.1, SegmentValue::CenterOf(*i as u32)), style)
         }))?;
         Ok(())
     })
@@ -666,7 +716,7 @@ pub fn bar_chart(title: &str, x_desc: &str, bars: &[(String, f64, usize)]) -> Re
 
 /// One line per series of (x, y) points.
 pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[(String, Vec<(f64, f64)>)]) -> Result<String> {
-    let max_x = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(1.0f64, f64::max);
+    let max_x = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(2.0f64, f64::max);
     let max_y = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(1.0f64, f64::max) * 1.1;
     svg(760, 440, |root| {
         let mut chart = ChartBuilder::on(root)
@@ -674,13 +724,17 @@ pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[(String, Ve
             .margin(10)
             .x_label_area_size(35)
             .y_label_area_size(50)
-            .build_cartesian_2d(1f64..max_x.max(2.0), 0f64..max_y)?;
-        chart.configure_mesh().x_desc(x_desc).y_desc(y_desc).x_label_formatter(&|x| format!("{x:.0}")).draw()?;
+            .build_cartesian_2d(1f64..max_x, 0f64..max_y)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .x_labels((max_x as usize).min(12))
+            .x_label_formatter(&|x| if x.fract() == 0.0 { format!("{x:.0}") } else { String::new() })
+            .draw()?;
         for (i, (name, points)) in series.iter().enumerate() {
-            let color: RGBColor = {
-                let c = Palette99::pick(i).to_rgba();
-                RGBColor(c.0, c.1, c.2)
-            };
+            let color = colour(i);
+            chart.draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
             chart
                 .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))?
                 .label(name.clone())
@@ -688,6 +742,7 @@ pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[(String, Ve
         }
         chart
             .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .label_font(("sans-serif", 11).into_font())
@@ -734,10 +789,10 @@ pub fn plots(a: &Analysis) -> Result<Vec<(&'static str, String)>> {
     if !outcomes.is_empty() {
         out.push((PLOT_OUTCOMES, bar_chart("Candidate outcomes", "candidates", &outcomes)?));
     }
-    let verdicts: Vec<(String, f64, usize)> = [("old", 1), ("new", 3), ("neither", 2)]
+    let verdicts: Vec<(String, f64, usize)> = [("old", 2), ("new", 6), ("neither", 3)]
         .iter()
         .map(|(v, c)| (format!("verdict {v}"), m.get(&format!("verdict_{v}")).and_then(Value::as_f64).unwrap_or(0.0), *c))
-        .chain([("invalidations", 4), ("closures", 5), ("review_needed", 6), ("blocked", 7)].iter().map(|(k, c)| {
+        .chain([("invalidations", 1), ("closures", 8), ("review_needed", 7), ("blocked", 9)].iter().map(|(k, c)| {
             (k.to_string(), m.get(*k).and_then(Value::as_f64).unwrap_or(0.0), *c)
         }))
         .collect();
@@ -751,10 +806,10 @@ pub fn plots(a: &Analysis) -> Result<Vec<(&'static str, String)>> {
 
     let mut scores = Vec::new();
     let mut add = |label: &str, prefix: &str, suffix: &str| {
-        for (i, x) in ["precision", "recall", "f1"].iter().enumerate() {
+        for (x, c) in [("precision", 0), ("recall", 1), ("f1", 4)] {
             let key = format!("{prefix}{x}{suffix}");
             if let Some(v) = m.get(&key).and_then(Value::as_f64) {
-                scores.push((format!("{label} {x}"), v, i));
+                scores.push((format!("{label} {x}"), v, c));
             }
         }
     };
@@ -773,4 +828,80 @@ pub fn plots(a: &Analysis) -> Result<Vec<(&'static str, String)>> {
         out.push((PLOT_SCORES, bar_chart("Precision, recall and F1 against gold", "score", &scores)?));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use polars::prelude::DataType;
+    use serde_json::json;
+
+    use super::{PLOT_SCORES, PLOT_STORED, REPORT_FILES, bar_chart, cell, read_parquet, render_report, write_run_reports};
+    use crate::metrics::tests::analysis_with;
+
+    fn manifest() -> serde_json::Value {
+        let mut config = serde_json::to_value(crate::config::Config::default()).expect("config");
+        config["near_dup_threshold"] = json!(0.9);
+        json!({
+            "dataset": {"name": "tiny", "format": "native", "digest": "0123456789abcdef", "conversations": 2},
+            "mode": "rules", "extractor": "rules:v1", "judge": "rules:v1", "embedder": "hashed:char3+word:256",
+            "write_mode": "full", "config": config,
+        })
+    }
+
+    #[test]
+    fn writes_every_report_file_and_parquet_round_trips() {
+        let a = analysis_with(None);
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_run_reports(dir.path(), &manifest(), &a).expect("write reports");
+        for f in REPORT_FILES {
+            if *f == super::PLOT_WARNINGS || *f == super::PLOT_VERDICTS || *f == super::PLOT_OUTCOMES {
+                assert!(dir.path().join(f).exists(), "{f}: the fixture has warnings, verdicts and outcomes");
+            } else {
+                assert!(dir.path().join(f).exists(), "{f} not written");
+            }
+        }
+        let facts = read_parquet(&dir.path().join("facts.parquet")).expect("read facts.parquet");
+        assert_eq!(facts.height(), 9);
+        assert_eq!(facts.column("outcome").expect("outcome").dtype(), &DataType::String);
+        assert_eq!(cell(&facts, "gold_match", 0), "g1");
+        let episodes = read_parquet(&dir.path().join("episodes.parquet")).expect("read episodes.parquet");
+        assert_eq!(episodes.shape(), a.episodes.shape());
+        let csv = std::fs::read_to_string(dir.path().join("per_conversation.csv")).expect("csv");
+        assert!(csv.starts_with("conversation,"), "{csv}");
+        assert_eq!(csv.lines().count(), 3, "header and two conversations");
+    }
+
+    #[test]
+    fn report_explains_the_run() {
+        let a = analysis_with(None);
+        let md = render_report(&manifest(), &a, &[PLOT_STORED, PLOT_SCORES]).expect("render");
+        for needle in [
+            "# memform run: tiny, rules mode",
+            "`tiny` (native format, 2 conversations, digest `0123456789ab`)",
+            "defaults except `near_dup_threshold = 0.9`",
+            "9 candidate facts became **5 stored facts** (1.667 per episode, 62.500 per 100 turns)",
+            "| `turn_f1` | **0.727** | 0.857 | 0.000 |",
+            "| gold \\ pipeline | old | new | neither | not judged |",
+            "| **old** | 1 | 0 | 0 | 1 |",
+            "| `fact_too_short` | 1 | c1 / e1: fact \"ok\" is shorter than 10 characters |",
+            "| `c2` | 1 | 1 | 1 | 1 | 1 | 1.000 |",
+            "| 1 | 0.500 |",
+            "![stored facts over episodes](plot_stored_facts.svg)",
+            "| c1 / e1 / t1 | Ann works at Acme | fact | 0.900 | no | g1 |",
+        ] {
+            assert!(md.contains(needle), "report.md lacks {needle:?}:\n{md}");
+        }
+        assert!(!md.contains("plot_warnings.svg"), "only the plots written are linked");
+        let timings = md.find("## Timings").expect("timings section");
+        assert!(md[timings..].contains("`extract_ms` | 5.0"), "{}", &md[timings..]);
+    }
+
+    #[test]
+    fn bar_chart_draws_labelled_bars() {
+        let svg = bar_chart("Outcomes", "candidates", &[("created".into(), 5.0, 0), ("noise_rejected".into(), 1.0, 1)]).expect("svg");
+        assert!(svg.starts_with("<svg"), "{svg}");
+        assert!(svg.contains("created") && svg.contains("noise_rejected") && svg.contains("Outcomes"));
+        assert!(svg.matches("<rect").count() >= 3, "background and two bars");
+        assert_eq!(svg, bar_chart("Outcomes", "candidates", &[("created".into(), 5.0, 0), ("noise_rejected".into(), 1.0, 1)]).expect("svg"));
+    }
 }
