@@ -13,9 +13,9 @@ use plotters::prelude::{
     Rectangle, SVGBackend, SegmentValue, SeriesLabelPosition, Text, WHITE,
 };
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use polars::prelude::{
-    AnyValue, CsvWriter, DataFrame, IntoLazy, ParquetReader, ParquetWriter, SerReader, SerWriter, SortMultipleOptions, col,
-};
+use polars::prelude::{AnyValue, DataFrame, IntoLazy, SortMultipleOptions, col};
+use polars_io::prelude::{CsvWriter, ParquetReader, ParquetWriter};
+use polars_io::{SerReader, SerWriter};
 use serde_json::Value;
 
 use crate::config::Config;
