@@ -36,6 +36,28 @@ const EXAMPLES: usize = 12;
 /// constant: shown once as context, not compared.
 const NOT_COMPARED: &[&str] = &["episodes", "turns", "gold_facts", "gold_turns", "qa_evidence_turns", "judge_pairs_labelled"];
 
+/// Metrics in the headline table of `compare.md` (when compared).
+const HEADLINE: &[&str] = &[
+    "stored_facts",
+    "fact_density",
+    "dedup_rate",
+    "noise_rejection_rate",
+    "entity_coherence",
+    "turn_precision",
+    "turn_recall",
+    "turn_f1",
+    "content_precision",
+    "content_recall",
+    "content_f1",
+    "content_f1_cosine",
+    "qa_evidence_coverage",
+    "dedup_f1",
+    "judge_accuracy",
+    "contradiction_accuracy",
+    "llm_calls",
+    "prompt_tokens",
+];
+
 /// Metrics shown per conversation (when the run is scored on them).
 const PER_CONVERSATION: &[&str] = &["fact_density", "dedup_rate", "noise_rejection_rate", "turn_f1", "content_f1", "qa_evidence_coverage"];
 
@@ -557,25 +579,29 @@ pub fn render_markdown(c: &Comparison) -> String {
         let _ = writeln!(o, "Fixed by the dataset: {}.\n", ctx.join(", "));
     }
 
-    let _ = writeln!(o, "## Metrics\n");
-    let rows: Vec<Vec<String>> = c
-        .metrics
-        .iter()
-        .map(|r| {
+    let _ = writeln!(o, "## Headline\n");
+    let row = |r: &MetricRow| -> (bool, Vec<String>) {
+        let row = {
             let ci = match (r.ci_low, r.ci_high) {
                 (Some(lo), Some(hi)) => format!("[{}, {}]", signed(lo), signed(hi)),
                 _ => "–".into(),
             };
             let dir = match r.higher_is_better {
-                Some(true) => "↑",
-                Some(false) => "↓",
+                Some(true) => " ↑",
+                Some(false) => " ↓",
                 None => "",
             };
-            vec![format!("`{}` {dir}", r.metric), f3(r.a), f3(r.b), format!("**{}**", signed(r.uplift)), ci, reading(r).into()]
-        })
-        .collect();
-    table(&mut o, &["metric", "A", "B", "uplift B − A", "95% CI", "reading"], &rows);
-    let _ = writeln!(o, "↑: higher is better; ↓: lower is better; unmarked metrics describe formation and have no better direction.\n");
+            vec![format!("`{}`{dir}", r.metric), f3(r.a), f3(r.b), format!("**{}**", signed(r.uplift)), ci, reading(r).into()]
+        };
+        (HEADLINE.contains(&r.metric.as_str()), row)
+    };
+    let rows: Vec<(bool, Vec<String>)> = c.metrics.iter().map(row).collect();
+    let header = ["metric", "A", "B", "uplift B − A", "95% CI", "reading"];
+    let headline: Vec<Vec<String>> = HEADLINE.iter().filter_map(|k| c.metrics.iter().position(|r| r.metric == *k)).map(|i| rows[i].1.clone()).collect();
+    table(&mut o, &header, &headline);
+    let _ = writeln!(o, "↑: higher is better; ↓: lower is better; unmarked metrics describe formation and have no better direction. Every metric is defined in docs/metrics.md.\n");
+    let _ = writeln!(o, "## All metrics\n");
+    table(&mut o, &header, &rows.into_iter().map(|r| r.1).collect::<Vec<_>>());
 
     if !c.per_conversation.is_empty() {
         let _ = writeln!(o, "## Per conversation\n");

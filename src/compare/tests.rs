@@ -155,7 +155,9 @@ fn compare_md_reads_as_a_report() {
     for needle in [
         "# memform compare: tiny, rules vs rules+x",
         "| A | `rules` | `../runs/a` | rules |",
-        "| `candidates`  | 9 | 10 | **+1** |",
+        "| `candidates` | 9 | 10 | **+1** |",
+        "## Headline",
+        "| `stored_facts` | 5 | 5 | **0** |",
         "| `turn_recall` ↑ | 0.667 | 0.667 | **0** | [0, 0] | no clear difference |",
         "4 stored by both, 1 only by A, 1 only by B",
         "| c2 / e1 / u1 | Bo plays bass | – |",

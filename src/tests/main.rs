@@ -3,5 +3,6 @@
 mod cli;
 mod determinism;
 mod kill_rerun;
+mod reports;
 mod scenarios;
 mod support;
