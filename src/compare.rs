@@ -519,8 +519,24 @@ fn f3(x: f64) -> String {
     if x.fract() == 0.0 && x.abs() < 1e12 { format!("{x:.0}") } else { format!("{x:.3}") }
 }
 
+/// A metric value: counts as integers, rates with three decimals.
+fn value(x: f64, count: bool) -> String {
+    if count { f3(x) } else { format!("{x:.3}") }
+}
+
+/// A difference with its sign; differences too small for three decimals
+/// keep one significant digit rather than print as ±0.000.
 fn signed(x: f64) -> String {
-    if x > 0.0 { format!("+{}", f3(x)) } else { f3(x) }
+    let body = if x != 0.0 && x.abs() < 0.0005 { format!("{:.0e}", x.abs()) } else { f3(x.abs()) };
+    match x.partial_cmp(&0.0) {
+        Some(std::cmp::Ordering::Greater) => format!("+{body}"),
+        Some(std::cmp::Ordering::Less) => format!("−{body}"),
+        _ => body,
+    }
+}
+
+fn is_count(metric: &str) -> bool {
+    METRICS.iter().any(|d| d.key == metric && matches!(d.formula, Formula::Sum(_)))
 }
 
 /// What the interval says, in words.
@@ -591,7 +607,8 @@ pub fn render_markdown(c: &Comparison) -> String {
                 Some(false) => " ↓",
                 None => "",
             };
-            vec![format!("`{}`{dir}", r.metric), f3(r.a), f3(r.b), format!("**{}**", signed(r.uplift)), ci, reading(r).into()]
+            let count = is_count(&r.metric);
+            vec![format!("`{}`{dir}", r.metric), value(r.a, count), value(r.b, count), format!("**{}**", signed(r.uplift)), ci, reading(r).into()]
         };
         (HEADLINE.contains(&r.metric.as_str()), row)
     };
@@ -613,7 +630,7 @@ pub fn render_markdown(c: &Comparison) -> String {
             .iter()
             .map(|r| {
                 std::iter::once(format!("`{}`", md(&r.conversation)))
-                    .chain(r.metrics.iter().map(|(_, a, b, u)| format!("{} → {} ({})", f3(*a), f3(*b), signed(*u))))
+                    .chain(r.metrics.iter().map(|(_, a, b, u)| format!("{:.3} → {:.3} ({})", a, b, signed(*u))))
                     .collect()
             })
             .collect();

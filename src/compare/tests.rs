@@ -33,6 +33,14 @@ fn relative_paths_between_run_and_output_directories() {
 }
 
 #[test]
+fn differences_print_with_their_sign_and_never_as_zero() {
+    assert_eq!(super::signed(0.25), "+0.250");
+    assert_eq!(super::signed(-2.0), "−2");
+    assert_eq!(super::signed(0.0), "0");
+    assert_eq!(super::signed(-0.0003), "−3e-4");
+}
+
+#[test]
 fn reading_follows_the_interval_and_the_direction() {
     let row = |lo, hi, dir| MetricRow { metric: "m".into(), a: 0.0, b: 0.0, uplift: 0.0, ci_low: Some(lo), ci_high: Some(hi), higher_is_better: dir };
     assert_eq!(reading(&row(0.1, 0.3, Some(true))), "B better");
@@ -159,6 +167,7 @@ fn compare_md_reads_as_a_report() {
         "## Headline",
         "| `stored_facts` | 5 | 5 | **0** |",
         "| `turn_recall` ↑ | 0.667 | 0.667 | **0** | [0, 0] | no clear difference |",
+        "| `fact_density` | 1.667 | 1.667 | **0** |",
         "4 stored by both, 1 only by A, 1 only by B",
         "| c2 / e1 / u1 | Bo plays bass | – |",
         "## Timings",
