@@ -511,3 +511,14 @@ fn matching_is_one_to_one_and_maximal() {
     // Below the threshold nothing matches.
     assert_eq!(max_matching(1, 1, 0.95, |_, _| 0.9), [None]);
 }
+
+#[test]
+fn docs_define_every_summary_key() {
+    let docs = include_str!("../../docs/metrics.md");
+    let a = analysis_with(Some(&KeywordEmbedder));
+    let failing = analysis_with(Some(&FailingEmbedder));
+    let keys = a.summary.metrics.keys().chain(failing.summary.metrics.keys()).chain(a.summary.timings.keys());
+    for k in keys {
+        assert!(docs.contains(&format!("`{k}`")), "docs/metrics.md does not define `{k}`");
+    }
+}
