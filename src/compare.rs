@@ -596,29 +596,25 @@ pub fn render_markdown(c: &Comparison) -> String {
     }
 
     let _ = writeln!(o, "## Headline\n");
-    let row = |r: &MetricRow| -> (bool, Vec<String>) {
-        let row = {
-            let ci = match (r.ci_low, r.ci_high) {
-                (Some(lo), Some(hi)) => format!("[{}, {}]", signed(lo), signed(hi)),
-                _ => "–".into(),
-            };
-            let dir = match r.higher_is_better {
-                Some(true) => " ↑",
-                Some(false) => " ↓",
-                None => "",
-            };
-            let count = is_count(&r.metric);
-            vec![format!("`{}`{dir}", r.metric), value(r.a, count), value(r.b, count), format!("**{}**", signed(r.uplift)), ci, reading(r).into()]
+    let row = |r: &MetricRow| -> Vec<String> {
+        let ci = match (r.ci_low, r.ci_high) {
+            (Some(lo), Some(hi)) => format!("[{}, {}]", signed(lo), signed(hi)),
+            _ => "–".into(),
         };
-        (HEADLINE.contains(&r.metric.as_str()), row)
+        let dir = match r.higher_is_better {
+            Some(true) => " ↑",
+            Some(false) => " ↓",
+            None => "",
+        };
+        let count = is_count(&r.metric);
+        vec![format!("`{}`{dir}", r.metric), value(r.a, count), value(r.b, count), format!("**{}**", signed(r.uplift)), ci, reading(r).into()]
     };
-    let rows: Vec<(bool, Vec<String>)> = c.metrics.iter().map(row).collect();
     let header = ["metric", "A", "B", "uplift B − A", "95% CI", "reading"];
-    let headline: Vec<Vec<String>> = HEADLINE.iter().filter_map(|k| c.metrics.iter().position(|r| r.metric == *k)).map(|i| rows[i].1.clone()).collect();
+    let headline: Vec<Vec<String>> = HEADLINE.iter().filter_map(|k| c.metrics.iter().find(|r| r.metric == *k)).map(row).collect();
     table(&mut o, &header, &headline);
     let _ = writeln!(o, "↑: higher is better; ↓: lower is better; unmarked metrics describe formation and have no better direction. Every metric is defined in docs/metrics.md.\n");
     let _ = writeln!(o, "## All metrics\n");
-    table(&mut o, &header, &rows.into_iter().map(|r| r.1).collect::<Vec<_>>());
+    table(&mut o, &header, &c.metrics.iter().map(row).collect::<Vec<_>>());
 
     if !c.per_conversation.is_empty() {
         let _ = writeln!(o, "## Per conversation\n");
