@@ -853,12 +853,9 @@ mod tests {
         let a = analysis_with(None);
         let dir = tempfile::tempdir().expect("tempdir");
         write_run_reports(dir.path(), &manifest(), &a).expect("write reports");
+        // The fixture has outcomes, verdicts, warnings and gold, so every plot is drawn.
         for f in REPORT_FILES {
-            if *f == super::PLOT_WARNINGS || *f == super::PLOT_VERDICTS || *f == super::PLOT_OUTCOMES {
-                assert!(dir.path().join(f).exists(), "{f}: the fixture has warnings, verdicts and outcomes");
-            } else {
-                assert!(dir.path().join(f).exists(), "{f} not written");
-            }
+            assert!(dir.path().join(f).is_file(), "{f} not written");
         }
         let facts = read_parquet(&dir.path().join("facts.parquet")).expect("read facts.parquet");
         assert_eq!(facts.height(), 9);
