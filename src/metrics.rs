@@ -457,13 +457,13 @@ fn frame(rows: usize, cols: Vec<Column>) -> std::result::Result<DataFrame, Polar
 /// Reads row 0 of `name` as f64 (0 when null or absent rows).
 pub fn scalar_f64(df: &DataFrame, name: &str) -> std::result::Result<f64, PolarsError> {
     let c = df.column(name)?.cast(&DataType::Float64)?;
-    Ok(if c.len() == 0 { 0.0 } else { c.f64()?.get(0).unwrap_or(0.0) })
+    Ok(if c.is_empty() { 0.0 } else { c.f64()?.get(0).unwrap_or(0.0) })
 }
 
 /// Reads row 0 of `name` as i64 (0 when null or absent rows).
 pub fn scalar_i64(df: &DataFrame, name: &str) -> std::result::Result<i64, PolarsError> {
     let c = df.column(name)?.cast(&DataType::Int64)?;
-    Ok(if c.len() == 0 { 0 } else { c.i64()?.get(0).unwrap_or(0) })
+    Ok(if c.is_empty() { 0 } else { c.i64()?.get(0).unwrap_or(0) })
 }
 
 fn height(lf: LazyFrame) -> std::result::Result<usize, PolarsError> {
