@@ -362,6 +362,9 @@ fn content_level_cosine_when_an_embedder_is_given() {
     close(&a, "content_recall_cosine", 1.0);
     close(&a, "content_f1_cosine", 2.0 * 3.0 / (5.0 + 3.0));
     assert_eq!(metric(&a, "content_embedder"), json!("keyword:3"));
+    assert_eq!(metric(&a, "content_cosine_threshold"), json!(super::CONTENT_COSINE_THRESHOLD));
+    let matched: Vec<Option<&str>> = a.facts.column("gold_match_cosine").expect("column").str().expect("str").iter().collect();
+    assert_eq!(matched, [Some("g1"), None, Some("g2"), None, Some("g3"), None, None, None, None]);
     // The lexical figures do not change.
     close(&a, "content_precision", 2.0 / 5.0);
 }
