@@ -1,6 +1,7 @@
 //! memform: an offline evaluation harness for LLM-agent memory formation.
 //! See ARCHITECTURE.md for the bird's-eye view and the code map.
 
+pub mod compare;
 pub mod config;
 pub mod dataset;
 pub mod dedupe;
@@ -13,6 +14,7 @@ pub mod llm;
 pub mod metrics;
 pub mod normalize;
 pub mod pipeline;
+pub mod report;
 pub mod resolve;
 pub mod run;
 pub mod state;

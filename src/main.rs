@@ -44,6 +44,8 @@ enum Command {
         #[command(subcommand)]
         command: FixturesCommand,
     },
+    /// Run (or reuse) two configurations on one dataset and compare them: compare.json, compare.md.
+    Compare(CompareArgs),
 }
 
 #[derive(Subcommand)]
@@ -127,6 +129,51 @@ struct GateArgs {
     /// Write the run's metrics into the baseline (under its mode) instead of checking.
     #[arg(long)]
     update_baseline: bool,
+}
+
+#[derive(clap::Args)]
+struct CompareArgs {
+    /// Dataset directory (native format or LoCoMo JSON; detected).
+    #[arg(long)]
+    dataset: PathBuf,
+    /// The two modes, A then B; the uplift is B − A (`rules,rules` with --set-b compares two configs).
+    #[arg(long, default_value = "rules,llm")]
+    modes: String,
+    /// TOML file of config overrides, for both runs.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Override one config key for both runs (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Override one config key for run A only (repeatable).
+    #[arg(long = "set-a", value_name = "KEY=VALUE")]
+    set_a: Vec<String>,
+    /// Override one config key for run B only (repeatable).
+    #[arg(long = "set-b", value_name = "KEY=VALUE")]
+    set_b: Vec<String>,
+    /// shadow | controlled | full, for both runs.
+    #[arg(long, default_value = "full")]
+    write_mode: String,
+    /// Where compare.json and compare.md go (default: reports/<dataset>-compare).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Where the two runs go (default: reports/); a run whose run.json matches is reused.
+    #[arg(long)]
+    runs_dir: Option<PathBuf>,
+    /// Run both even when a matching run exists.
+    #[arg(long)]
+    rerun: bool,
+    /// Bootstrap resamples.
+    #[arg(long, default_value_t = memform::compare::DEFAULT_RESAMPLES)]
+    resamples: usize,
+    /// Bootstrap seed.
+    #[arg(long, default_value_t = memform::compare::DEFAULT_SEED)]
+    seed: u64,
+    /// Worker threads per run (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+    #[command(flatten)]
+    stage: StageArgs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -307,6 +354,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Fixtures { command: FixturesCommand::Check { dataset, config, set, stage } } => {
             cmd_fixtures_check(&dataset, config.as_ref(), &set, &stage)
         }
+        Command::Compare(args) => cmd_compare(args),
         Command::Config => {
             print!("{}", toml::to_string_pretty(&Config::default()).context("serialise config")?);
             Ok(ExitCode::SUCCESS)
@@ -595,4 +643,79 @@ fn cmd_fixtures_check(dataset_dir: &std::path::Path, config: Option<&PathBuf>, s
         );
         Ok(ExitCode::from(1))
     }
+}
+
+/// A label and a directory-safe slug for one side of a comparison.
+fn side_label(mode: Mode, sets: &[String], embedder: Option<&str>) -> (String, String) {
+    let mut label = mode_name(mode).to_string();
+    if let Some(e) = embedder {
+        label.push_str(&format!("+embedder={e}"));
+    }
+    for s in sets {
+        label.push('+');
+        label.push_str(s.trim());
+    }
+    let slug = label.chars().map(|c| if c.is_ascii_alphanumeric() || "._=+-".contains(c) { c } else { '_' }).collect();
+    (label, slug)
+}
+
+fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
+    let modes: Vec<Mode> = args
+        .modes
+        .split(',')
+        .map(|m| Mode::from_str(m.trim(), true).map_err(|_| anyhow::anyhow!("--modes: unknown mode {:?} (expected rules or llm)", m.trim())))
+        .collect::<Result<_>>()?;
+    let [mode_a, mode_b] = modes[..] else { bail!("--modes: expected two modes, A,B (got {:?})", args.modes) };
+    let dataset = memform::dataset::load(&args.dataset)?;
+    let runs_dir = args.runs_dir.clone().unwrap_or_else(|| PathBuf::from("reports"));
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-compare", dataset.name)));
+    let mut sides = Vec::new();
+    for (mode, sets) in [(mode_a, &args.set_a), (mode_b, &args.set_b)] {
+        let mut cfg = load_config(args.config.as_ref(), &args.set)?;
+        for s in sets {
+            cfg.set(s)?;
+        }
+        cfg.set_write_mode(WriteMode::parse(&args.write_mode)?);
+        cfg.validate()?;
+        let (label, slug) = side_label(mode, sets, args.stage.embedder.as_deref());
+        let built = build_stages(mode, &args.stage, &mut cfg, &args.dataset, &dataset, None)?;
+        sides.push((mode, cfg, label, runs_dir.join(format!("{}-{slug}", dataset.name)), built));
+    }
+    if sides[0].2 == sides[1].2 {
+        bail!("both sides are {:?}: give two modes, or --set-a/--set-b to vary the config", sides[0].2);
+    }
+    let mut compared = Vec::new();
+    for (mode, cfg, label, dir, built) in sides {
+        let stages = built.stages();
+        let mut expected = serde_json::Map::new();
+        expected.insert("dataset.digest".into(), dataset.digest.clone().into());
+        expected.insert("config".into(), serde_json::to_value(&cfg).context("serialise config")?);
+        expected.insert("mode".into(), mode_name(mode).into());
+        expected.insert("extractor".into(), stages.extractor.id().into());
+        expected.insert("embedder".into(), stages.embedder.id().into());
+        expected.insert("judge".into(), stages.judge.id().into());
+        expected.insert("memform_version".into(), env!("CARGO_PKG_VERSION").into());
+        for (k, v) in &built.manifest {
+            expected.insert(k.clone(), v.clone());
+        }
+        if !args.rerun && memform::compare::reusable(&dir, &expected) {
+            eprintln!("reusing {} ({label}: its run.json matches)", dir.display());
+        } else {
+            eprintln!("running {label} into {}", dir.display());
+            let mut extra = built.manifest.clone();
+            extra.insert("mode".into(), mode_name(mode).into());
+            extra.insert("dataset_path".into(), args.dataset.display().to_string().into());
+            let opts = RunOptions { out_dir: dir.clone(), threads: args.threads, manifest_extra: extra, ..RunOptions::default() };
+            let result = run(&dataset, &cfg, stages, &opts);
+            built.embedder.flush()?;
+            result.with_context(|| format!("run {label}"))?;
+        }
+        compared.push(memform::compare::Side { label, dir });
+    }
+    let opts = memform::compare::CompareOptions { resamples: args.resamples, seed: args.seed };
+    let comparison = memform::compare::compare_runs(&compared[0], &compared[1], &out, opts)?;
+    memform::compare::write_comparison(&out, &comparison)?;
+    println!("{}", serde_json::to_string_pretty(&comparison).context("serialise comparison")?);
+    eprintln!("wrote {} and {}", out.join("compare.json").display(), out.join("compare.md").display());
+    Ok(ExitCode::SUCCESS)
 }

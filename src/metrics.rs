@@ -1,14 +1,43 @@
-//! The run's summary metrics, computed from the per-episode and per-candidate
-//! records and the dataset's gold labels. Each key is defined where it is
-//! computed; `summary.json` is `{"metrics": {...}, "timings": {...}}`.
+//! The run's metrics, computed with polars. The per-candidate and per-episode
+//! records (and the dataset's gold labels) become frames; every aggregate —
+//! per episode, per conversation, per run — is a group-by or a filter on them.
+//!
+//! Each metric is defined once, in [`METRICS`], as a sum of a per-episode
+//! component, a ratio of two summed components, or the F1 of two such
+//! ratios. The same definitions produce the per-episode columns of
+//! `episodes.parquet`, the rows of `per_conversation.csv`, the run's
+//! `summary.json` and (in `compare`) the bootstrap replicates, so the four
+//! can never disagree. `docs/metrics.md` gives the formula of every key.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use polars::prelude::{
+    Column, DataFrame, DataType, Expr, IntoLazy, JoinArgs, JoinType, LazyFrame, PolarsError, SortMultipleOptions,
+    UniqueKeepStrategy, col, len, lit, when,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::pipeline::{EpisodeRecord, Timings};
-use crate::types::{Dataset, FactKind, Verdict};
+use crate::embed::{Embedder, cosine};
+use crate::error::{Error, Result};
+use crate::pipeline::EpisodeRecord;
+use crate::resolve::EntityDecision;
+use crate::types::{Dataset, FactKind, ValueTier};
+
+/// Lexical similarity (token Dice, [`lexical_similarity`]) at or above which
+/// a stored fact may match a gold fact of its episode.
+pub const CONTENT_LEXICAL_THRESHOLD: f64 = 0.5;
+/// Cosine (of the run's embedder) at or above which a stored fact may match a
+/// gold fact of its episode. Calibrated for the hashed embedder on the LoCoMo
+/// development conversations: gold facts that a stored fact matches lexically
+/// have a best cosine of 0.54 at the 10th percentile, those with no lexical
+/// counterpart (Dice < 0.3) 0.38 at the 90th. Other embedders need their own.
+pub const CONTENT_COSINE_THRESHOLD: f64 = 0.5;
+
+/// Candidate outcomes that count as duplicates dropped by exact match
+/// (content hash or s|p|o; `deduped` is the write stage's race re-check).
+pub const EXACT_DUP_OUTCOMES: &[&str] = &["exact_duplicate", "deduped"];
+pub const NEAR_DUP_OUTCOMES: &[&str] = &["near_duplicate"];
 
 /// `summary.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -16,6 +45,364 @@ pub struct Summary {
     pub metrics: BTreeMap<String, Value>,
     /// Milliseconds per stage, summed over episodes, and the run's wall time.
     pub timings: BTreeMap<String, f64>,
+}
+
+/// Which gold labels a metric needs. A dataset that has a kind of label for
+/// any conversation that ran is scored on every conversation that ran (a
+/// conversation without such labels is taken to expect none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Needs {
+    Nothing,
+    GoldFacts,
+    /// Gold facts and an embedder that embedded them.
+    Cosine,
+    Qa,
+    DuplicateGroups,
+    Contradictions,
+}
+
+/// How a metric is computed from the per-episode components.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Formula {
+    /// Σ component.
+    Sum(&'static str),
+    /// scale · Σ numerator / Σ denominator; 0 when the denominator is 0.
+    Ratio(&'static str, &'static str, f64),
+    /// 2·p·r / (p + r) of two earlier metrics; 0 when p + r = 0.
+    F1(&'static str, &'static str),
+    /// A constant (the no-turns baseline).
+    Const(f64),
+}
+
+/// One metric: its `summary.json` key, formula, the labels it needs, and
+/// whether a higher value is better (`None`: neither, it describes).
+#[derive(Debug, Clone, Copy)]
+pub struct MetricDef {
+    pub key: &'static str,
+    pub formula: Formula,
+    pub needs: Needs,
+    pub higher_is_better: Option<bool>,
+}
+
+const fn m(key: &'static str, formula: Formula, needs: Needs, higher_is_better: Option<bool>) -> MetricDef {
+    MetricDef { key, formula, needs, higher_is_better }
+}
+
+use Formula::{Const, F1, Ratio, Sum};
+use Needs::{Contradictions, Cosine, DuplicateGroups, GoldFacts, Nothing, Qa};
+
+/// Every metric computed from per-episode components, in report order.
+pub const METRICS: &[MetricDef] = &[
+    m("episodes", Sum("episodes"), Nothing, None),
+    m("turns", Sum("turns"), Nothing, None),
+    m("candidates", Sum("candidates"), Nothing, None),
+    m("stored_facts", Sum("stored"), Nothing, None),
+    m("live_facts", Sum("live"), Nothing, None),
+    m("fact_density", Ratio("stored", "episodes", 1.0), Nothing, None),
+    m("facts_per_100_turns", Ratio("stored", "turns", 100.0), Nothing, None),
+    m("dedup_rate", Ratio("dup", "candidates", 1.0), Nothing, None),
+    m("exact_dup_rate", Ratio("exact_dup", "candidates", 1.0), Nothing, None),
+    m("near_dup_rate", Ratio("near_dup", "candidates", 1.0), Nothing, None),
+    m("duplicate_reduction", Ratio("not_stored", "candidates", 1.0), Nothing, None),
+    m("noise_rejection_rate", Ratio("noise", "candidates", 1.0), Nothing, None),
+    m("judged_new", Sum("judged_new"), Nothing, None),
+    m("low_fact_confidence", Sum("low_confidence"), Nothing, None),
+    m("entity_coherence", Ratio("coherent", "stored", 1.0), Nothing, Some(true)),
+    m("alias_merges", Sum("alias_merges"), Nothing, None),
+    m("entities_created", Sum("entities_created"), Nothing, None),
+    m("contradictions_judged", Sum("pairs_judged"), Nothing, None),
+    m("verdict_old", Sum("verdict_old"), Nothing, None),
+    m("verdict_new", Sum("verdict_new"), Nothing, None),
+    m("verdict_neither", Sum("verdict_neither"), Nothing, None),
+    m("invalidations", Sum("invalidations"), Nothing, None),
+    m("closures", Sum("closures"), Nothing, None),
+    m("review_needed", Sum("review_needed"), Nothing, None),
+    m("blocked", Sum("blocked"), Nothing, None),
+    m("warnings", Sum("warnings"), Nothing, Some(false)),
+    m("llm_calls", Sum("llm_calls"), Nothing, None),
+    m("prompt_tokens", Sum("prompt_tokens"), Nothing, None),
+    m("completion_tokens", Sum("completion_tokens"), Nothing, None),
+    // Against gold facts: turn level.
+    m("gold_facts", Sum("gold_facts"), GoldFacts, None),
+    m("gold_turns", Sum("gold_turns"), GoldFacts, None),
+    m("turn_precision", Ratio("turn_hits", "pred_turns", 1.0), GoldFacts, Some(true)),
+    m("turn_recall", Ratio("turn_hits", "gold_turns", 1.0), GoldFacts, Some(true)),
+    m("turn_f1", F1("turn_precision", "turn_recall"), GoldFacts, Some(true)),
+    m("baseline_all_turns_precision", Ratio("gold_turns", "turns", 1.0), GoldFacts, None),
+    m("baseline_all_turns_recall", Ratio("gold_turns", "gold_turns", 1.0), GoldFacts, None),
+    m("baseline_all_turns_f1", F1("baseline_all_turns_precision", "baseline_all_turns_recall"), GoldFacts, None),
+    m("baseline_no_turns_precision", Const(0.0), GoldFacts, None),
+    m("baseline_no_turns_recall", Const(0.0), GoldFacts, None),
+    m("baseline_no_turns_f1", Const(0.0), GoldFacts, None),
+    // Against gold facts: content level.
+    m("content_precision", Ratio("content_matched", "stored", 1.0), GoldFacts, Some(true)),
+    m("content_recall", Ratio("content_matched", "gold_facts", 1.0), GoldFacts, Some(true)),
+    m("content_f1", F1("content_precision", "content_recall"), GoldFacts, Some(true)),
+    m("content_precision_cosine", Ratio("content_matched_cosine", "stored", 1.0), Cosine, Some(true)),
+    m("content_recall_cosine", Ratio("content_matched_cosine", "gold_facts", 1.0), Cosine, Some(true)),
+    m("content_f1_cosine", F1("content_precision_cosine", "content_recall_cosine"), Cosine, Some(true)),
+    // Against QA evidence.
+    m("qa_evidence_turns", Sum("qa_turns"), Qa, None),
+    m("qa_evidence_coverage", Ratio("qa_covered", "qa_turns", 1.0), Qa, Some(true)),
+    // Against duplicate groups.
+    m("dedup_links", Sum("dedup_links"), DuplicateGroups, None),
+    m("dedup_expected", Sum("dedup_expected"), DuplicateGroups, None),
+    m("dedup_precision", Ratio("dedup_correct", "dedup_links", 1.0), DuplicateGroups, Some(true)),
+    m("dedup_recall", Ratio("dedup_found", "dedup_expected", 1.0), DuplicateGroups, Some(true)),
+    m("dedup_f1", F1("dedup_precision", "dedup_recall"), DuplicateGroups, Some(true)),
+    // Against labelled contradiction pairs.
+    m("judge_pairs_labelled", Sum("judge_items"), Contradictions, None),
+    m("judge_pairs_judged", Sum("judge_judged"), Contradictions, None),
+    m("judge_coverage", Ratio("judge_judged", "judge_items", 1.0), Contradictions, Some(true)),
+    m("judge_accuracy", Ratio("judge_correct", "judge_judged", 1.0), Contradictions, Some(true)),
+    m("judge_accuracy_raw", Ratio("judge_correct_raw", "judge_judged", 1.0), Contradictions, Some(true)),
+    m("contradiction_accuracy", Ratio("contradiction_correct", "judge_items", 1.0), Contradictions, Some(true)),
+];
+
+/// The per-episode components every metric is built from (Int64 columns of
+/// the episodes frame). Sums of them over any set of episodes are meaningful.
+pub const COMPONENTS: &[&str] = &[
+    "episodes",
+    "turns",
+    "candidates",
+    "stored",
+    "live",
+    "exact_dup",
+    "near_dup",
+    "dup",
+    "not_stored",
+    "noise",
+    "judged_new",
+    "low_confidence",
+    "coherent",
+    "alias_merges",
+    "entities_created",
+    "pairs_judged",
+    "verdict_old",
+    "verdict_new",
+    "verdict_neither",
+    "invalidations",
+    "closures",
+    "review_needed",
+    "blocked",
+    "warnings",
+    "llm_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "pred_turns",
+    "gold_turns",
+    "turn_hits",
+    "gold_facts",
+    "content_matched",
+    "content_matched_cosine",
+    "qa_turns",
+    "qa_covered",
+    "dedup_links",
+    "dedup_correct",
+    "dedup_expected",
+    "dedup_found",
+    "judge_items",
+    "judge_judged",
+    "judge_correct",
+    "judge_correct_raw",
+    "contradiction_correct",
+];
+
+/// Stage timings (milliseconds) per episode, summed into `summary.timings`.
+pub const TIMING_COLUMNS: &[&str] = &["extract_ms", "embed_ms", "resolve_ms", "dedupe_ms", "judge_ms", "write_ms"];
+
+/// Which labels the run can be scored on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Labels {
+    pub gold_facts: bool,
+    pub cosine: bool,
+    pub qa: bool,
+    pub duplicate_groups: bool,
+    pub contradictions: bool,
+}
+
+impl Labels {
+    pub fn has(&self, needs: Needs) -> bool {
+        match needs {
+            Needs::Nothing => true,
+            Needs::GoldFacts => self.gold_facts,
+            Needs::Cosine => self.gold_facts && self.cosine,
+            Needs::Qa => self.qa,
+            Needs::DuplicateGroups => self.duplicate_groups,
+            Needs::Contradictions => self.contradictions,
+        }
+    }
+
+    /// The metrics this run is scored on, in [`METRICS`] order.
+    pub fn metrics(&self) -> impl Iterator<Item = &'static MetricDef> + '_ {
+        METRICS.iter().filter(|d| self.has(d.needs))
+    }
+}
+
+/// What [`analyze`] needs of a run.
+#[derive(Clone, Copy)]
+pub struct RunData<'a> {
+    pub dataset: &'a Dataset,
+    pub episodes: &'a [EpisodeRecord],
+    /// Ids of the facts live in the store at the end of the run.
+    pub live_ids: &'a BTreeSet<String>,
+    /// Conversations `--keep-going` skipped.
+    pub skipped_conversations: usize,
+    pub wall_ms: f64,
+    /// When given, content is also matched by cosine of this embedder.
+    pub embedder: Option<&'a dyn Embedder>,
+}
+
+/// Everything computed from one run.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    pub summary: Summary,
+    pub labels: Labels,
+    /// One row per candidate fact with its stage outcomes (`facts.parquet`).
+    pub facts: DataFrame,
+    /// One row per episode: counts, components, per-episode metrics, timings
+    /// (`episodes.parquet`).
+    pub episodes: DataFrame,
+    /// One row per conversation: every metric the run is scored on.
+    pub per_conversation: DataFrame,
+    /// One row per judged (candidate, live fact) pair, with its final verdict.
+    pub verdicts: DataFrame,
+    /// One row per warning: conversation, episode, kind, message.
+    pub warnings: DataFrame,
+}
+
+/// Computes `summary.json`'s metrics (see [`analyze`]).
+pub fn summarize(
+    dataset: &Dataset,
+    episodes: &[EpisodeRecord],
+    live_ids: &BTreeSet<String>,
+    skipped_conversations: usize,
+    wall_ms: f64,
+    embedder: Option<&dyn Embedder>,
+) -> Result<Summary> {
+    let data = RunData { dataset, episodes, live_ids, skipped_conversations, wall_ms, embedder };
+    Ok(analyze(&data)?.summary)
+}
+
+/// Builds the frames of a run and computes every metric from them.
+pub fn analyze(data: &RunData<'_>) -> Result<Analysis> {
+    let ran: BTreeSet<&str> = data.episodes.iter().map(|e| e.conversation.as_str()).collect();
+    let convs: Vec<_> = data.dataset.conversations.iter().filter(|c| ran.contains(c.id.as_str())).collect();
+    let mut labels = Labels {
+        gold_facts: convs.iter().any(|c| !c.gold.facts.is_empty()),
+        cosine: false,
+        qa: convs.iter().any(|c| c.gold.qa.iter().any(|q| !q.evidence.is_empty())),
+        duplicate_groups: convs.iter().any(|c| !c.gold.duplicate_groups.is_empty()),
+        contradictions: convs.iter().any(|c| !c.gold.contradictions.is_empty()),
+    };
+    let gold = GoldFrames::new(&convs).ctx("build gold frames")?;
+    let mut matches = match_content(data.episodes, &convs, None)?;
+    let mut cosine_error = None;
+    if let (Some(embedder), true) = (data.embedder, labels.gold_facts) {
+        match match_content(data.episodes, &convs, Some(embedder)) {
+            Ok(c) => {
+                matches.cosine = c.cosine;
+                labels.cosine = true;
+            }
+            Err(e) => cosine_error = Some(e.to_string()),
+        }
+    }
+    let facts = facts_frame(data.episodes, data.live_ids, &matches).ctx("build the facts frame")?;
+    let verdicts = verdicts_frame(data.episodes).ctx("build the verdicts frame")?;
+    let episodes = episodes_frame(data.episodes, data.dataset, &facts, &verdicts, &gold, &labels).ctx("compute per-episode components")?;
+    let per_conversation = aggregate(episodes.clone().lazy(), Some("conversation"), &labels)
+        .sort(["conversation"], SortMultipleOptions::default())
+        .collect()
+        .ctx("compute per-conversation metrics")?;
+    let run = aggregate(episodes.clone().lazy(), None, &labels).collect().ctx("compute run metrics")?;
+
+    let mut metrics = BTreeMap::new();
+    for d in labels.metrics() {
+        let v = match d.formula {
+            Formula::Sum(_) => json!(scalar_i64(&run, d.key).ctx(d.key)?),
+            _ => round(scalar_f64(&run, d.key).ctx(d.key)?),
+        };
+        metrics.insert(d.key.to_string(), v);
+    }
+    metrics.insert("skipped_conversations".into(), json!(data.skipped_conversations));
+    let warnings = warnings_frame(data.episodes).ctx("build the warnings frame")?;
+    metrics.insert("warnings_by_kind".into(), counts_by(warnings.clone(), "kind")?);
+    metrics.insert("outcomes".into(), counts_by(facts.clone(), "outcome")?);
+    if labels.gold_facts {
+        metrics.insert("content_lexical_threshold".into(), json!(CONTENT_LEXICAL_THRESHOLD));
+        if let Some(e) = data.embedder {
+            metrics.insert("content_embedder".into(), json!(e.id()));
+            metrics.insert("content_cosine_threshold".into(), json!(CONTENT_COSINE_THRESHOLD));
+        }
+        if let Some(err) = cosine_error {
+            metrics.insert("content_cosine_error".into(), json!(err));
+        }
+    }
+    if labels.qa {
+        qa_extras(&facts, &gold, &mut metrics).ctx("compute QA coverage")?;
+    }
+    if labels.duplicate_groups {
+        let n = gold.dup_groups.clone().lazy().select([col("conversation"), col("group")]).unique(None, UniqueKeepStrategy::Any);
+        metrics.insert("duplicate_groups".into(), json!(height(n).ctx("count duplicate groups")?));
+    }
+    if labels.contradictions {
+        metrics.insert("judge_confusion".into(), judge_confusion(&facts, &verdicts, &gold)?);
+    }
+
+    let sums: Vec<Expr> = TIMING_COLUMNS.iter().map(|c| col(*c).sum()).collect();
+    let t = episodes.clone().lazy().select(sums).collect().ctx("sum timings")?;
+    let mut timings = BTreeMap::new();
+    for c in TIMING_COLUMNS {
+        timings.insert(c.to_string(), scalar_f64(&t, c).ctx(c)?);
+    }
+    timings.insert("wall_ms".to_string(), data.wall_ms);
+    Ok(Analysis { summary: Summary { metrics, timings }, labels, facts, episodes, per_conversation, verdicts, warnings })
+}
+
+/// Sums the components of `episodes` (per `by` column, or over all rows) and
+/// computes every metric `labels` allows from the sums. The result has `by`
+/// (when given), every component and every metric key.
+pub fn aggregate(episodes: LazyFrame, by: Option<&str>, labels: &Labels) -> LazyFrame {
+    let sums: Vec<Expr> = COMPONENTS.iter().map(|c| col(*c).sum().alias(*c)).collect();
+    let summed = match by {
+        Some(k) => episodes.group_by([col(k)]).agg(sums),
+        None => episodes.select(sums),
+    };
+    with_metrics(summed, labels)
+}
+
+/// Adds a column per metric `labels` allows to a frame of (summed) components.
+pub fn with_metrics(lf: LazyFrame, labels: &Labels) -> LazyFrame {
+    let defs: Vec<&MetricDef> = labels.metrics().collect();
+    let first: Vec<Expr> = defs
+        .iter()
+        .filter_map(|d| match d.formula {
+            Formula::Sum(c) => Some(col(c).cast(DataType::Int64).alias(d.key)),
+            Formula::Ratio(n, den, scale) => Some(ratio(col(n), col(den), scale).alias(d.key)),
+            Formula::Const(x) => Some(lit(x).alias(d.key)),
+            Formula::F1(..) => None,
+        })
+        .collect();
+    let second: Vec<Expr> = defs
+        .iter()
+        .filter_map(|d| match d.formula {
+            Formula::F1(p, r) => Some(f1(col(p), col(r)).alias(d.key)),
+            _ => None,
+        })
+        .collect();
+    let lf = lf.with_columns(first);
+    if second.is_empty() { lf } else { lf.with_columns(second) }
+}
+
+fn ratio(num: Expr, den: Expr, scale: f64) -> Expr {
+    let den = den.cast(DataType::Float64);
+    when(den.clone().eq(lit(0.0))).then(lit(0.0)).otherwise(num.cast(DataType::Float64) * lit(scale) / den)
+}
+
+fn f1(p: Expr, r: Expr) -> Expr {
+    let s = p.clone() + r.clone();
+    when(s.clone().eq(lit(0.0))).then(lit(0.0)).otherwise(lit(2.0) * p * r / s)
 }
 
 /// Precision, recall and F1 of a predicted set against a gold set.
@@ -26,131 +413,713 @@ pub fn prf(predicted: usize, gold: usize, hits: usize) -> (f64, f64, f64) {
     (p, r, f)
 }
 
-fn ratio(n: usize, d: usize) -> f64 {
-    if d == 0 { 0.0 } else { n as f64 / d as f64 }
-}
-
-fn round(x: f64) -> Value {
+/// Rounds to six decimals (what `summary.json` carries).
+pub fn round(x: f64) -> Value {
     json!((x * 1e6).round() / 1e6)
 }
 
-/// Computes every metric. `live_facts` is read from the store at the end;
-/// `skipped_conversations` counts conversations `--keep-going` skipped.
-pub fn summarize(
-    dataset: &Dataset,
+// ---------------------------------------------------------------------------
+// Errors and small frame helpers.
+
+trait Ctx<T> {
+    fn ctx(self, what: &str) -> Result<T>;
+}
+
+impl<T> Ctx<T> for std::result::Result<T, PolarsError> {
+    fn ctx(self, what: &str) -> Result<T> {
+        self.map_err(|e| Error::Other(format!("compute metrics: {what}: {e}")))
+    }
+}
+
+fn scol(name: &str, v: Vec<String>) -> Column {
+    Column::new(name.into(), v)
+}
+fn ocol(name: &str, v: Vec<Option<String>>) -> Column {
+    Column::new(name.into(), v)
+}
+fn icol(name: &str, v: Vec<i64>) -> Column {
+    Column::new(name.into(), v)
+}
+fn fcol(name: &str, v: Vec<f64>) -> Column {
+    Column::new(name.into(), v)
+}
+fn ofcol(name: &str, v: Vec<Option<f64>>) -> Column {
+    Column::new(name.into(), v)
+}
+fn bcol(name: &str, v: Vec<bool>) -> Column {
+    Column::new(name.into(), v)
+}
+
+fn frame(rows: usize, cols: Vec<Column>) -> std::result::Result<DataFrame, PolarsError> {
+    DataFrame::new(rows, cols)
+}
+
+/// Reads row 0 of `name` as f64 (0 when null or absent rows).
+pub fn scalar_f64(df: &DataFrame, name: &str) -> std::result::Result<f64, PolarsError> {
+    let c = df.column(name)?.cast(&DataType::Float64)?;
+    Ok(if c.is_empty() { 0.0 } else { c.f64()?.get(0).unwrap_or(0.0) })
+}
+
+/// Reads row 0 of `name` as i64 (0 when null or absent rows).
+pub fn scalar_i64(df: &DataFrame, name: &str) -> std::result::Result<i64, PolarsError> {
+    let c = df.column(name)?.cast(&DataType::Int64)?;
+    Ok(if c.is_empty() { 0 } else { c.i64()?.get(0).unwrap_or(0) })
+}
+
+fn height(lf: LazyFrame) -> std::result::Result<usize, PolarsError> {
+    Ok(lf.collect()?.height())
+}
+
+fn count(name: &str) -> Expr {
+    len().cast(DataType::Int64).alias(name)
+}
+
+fn count_if(cond: Expr, name: &str) -> Expr {
+    cond.cast(DataType::Int64).sum().alias(name)
+}
+
+fn one_of(column: &str, values: &[&str]) -> Expr {
+    values.iter().fold(lit(false), |acc, v| acc.or(col(column).eq(lit(*v))))
+}
+
+fn keys(names: &[&str]) -> Vec<Expr> {
+    names.iter().map(|n| col(*n)).collect()
+}
+
+fn distinct(lf: LazyFrame, names: &[&str]) -> LazyFrame {
+    lf.select(keys(names)).unique(None, UniqueKeepStrategy::Any)
+}
+
+fn join(left: LazyFrame, right: LazyFrame, on: &[&str], how: JoinType) -> LazyFrame {
+    left.join(right, keys(on), keys(on), JoinArgs::new(how))
+}
+
+const EP: &[&str] = &["conversation", "episode"];
+
+/// `{value: count}` of a string column, keys sorted.
+fn counts_by(df: DataFrame, column: &str) -> Result<Value> {
+    let pairs = (|| -> std::result::Result<Vec<(String, i64)>, PolarsError> {
+        let out = df.lazy().group_by([col(column)]).agg([count("n")]).sort([column], SortMultipleOptions::default()).collect()?;
+        string_counts(&out, column, "n")
+    })()
+    .ctx(column)?;
+    Ok(Value::Object(pairs.into_iter().map(|(k, n)| (k, json!(n))).collect()))
+}
+
+/// The (string, count) pairs of two columns of `df`, in row order.
+pub fn string_counts(df: &DataFrame, names: &str, counts: &str) -> std::result::Result<Vec<(String, i64)>, PolarsError> {
+    let k = df.column(names)?.str()?;
+    let n = df.column(counts)?.cast(&DataType::Int64)?;
+    let n = n.i64()?;
+    Ok(k.iter().zip(n.iter()).map(|(k, n)| (k.unwrap_or("").to_string(), n.unwrap_or(0))).collect())
+}
+
+// ---------------------------------------------------------------------------
+// Frames built from the records (construction only; no counting here).
+
+fn facts_frame(
     episodes: &[EpisodeRecord],
-    live_facts: usize,
-    skipped_conversations: usize,
-    wall_ms: f64,
-) -> Summary {
-    let mut m = BTreeMap::new();
+    live_ids: &BTreeSet<String>,
+    matches: &ContentMatches,
+) -> std::result::Result<DataFrame, PolarsError> {
     let facts: Vec<_> = episodes.iter().flat_map(|e| &e.facts).collect();
-    let n_eps = episodes.len();
-    let turns: usize = episodes.iter().map(|e| e.turns).sum();
-    let candidates = facts.len();
-    let stored: Vec<_> = facts.iter().filter(|f| f.stored).collect();
-    let count = |o: &str| facts.iter().filter(|f| f.outcome == o).count();
-    let exact = count("exact_duplicate");
-    let near = count("near_duplicate");
-    let race = count("deduped");
-    let noise = count("noise_rejected");
+    let n = facts.len();
+    let s = |f: &dyn Fn(&crate::pipeline::CandidateRecord) -> String| facts.iter().map(|r| f(r)).collect::<Vec<_>>();
+    let lex = |i: usize| matches.lexical.get(&facts[i].id);
+    let cos = |i: usize| matches.cosine.get(&facts[i].id);
+    let df = frame(
+        n,
+        vec![
+            icol("ord", (0..n as i64).collect()),
+            scol("conversation", s(&|r| r.conversation.clone())),
+            scol("episode", s(&|r| r.episode.clone())),
+            scol("id", s(&|r| r.id.clone())),
+            scol("turn", s(&|r| r.turn.clone())),
+            scol("subject", s(&|r| r.subject.clone())),
+            scol("predicate", s(&|r| r.predicate.clone())),
+            scol("object", s(&|r| r.object.clone())),
+            scol("kind", s(&|r| if r.kind == FactKind::Literal { "literal".into() } else { "relationship".into() })),
+            scol("fact_type", s(&|r| r.fact_type.as_str().to_string())),
+            scol("content", s(&|r| r.content.clone())),
+            fcol("confidence", facts.iter().map(|r| r.confidence).collect()),
+            fcol("value_score", facts.iter().map(|r| r.value_score).collect()),
+            scol("tier", s(&|r| tier_str(r.tier).to_string())),
+            scol("content_hash", s(&|r| r.content_hash.clone())),
+            scol("outcome", s(&|r| r.outcome.clone())),
+            scol("reason", s(&|r| r.reason.clone())),
+            ocol("related", facts.iter().map(|r| r.related.clone()).collect()),
+            ocol("subject_entity", facts.iter().map(|r| r.subject_entity.clone()).collect()),
+            ocol("object_entity", facts.iter().map(|r| r.object_entity.clone()).collect()),
+            bcol("stored", facts.iter().map(|r| r.stored).collect()),
+            bcol("live", facts.iter().map(|r| r.stored && live_ids.contains(&r.id)).collect()),
+            icol("pairs", facts.iter().map(|r| r.verdicts.len() as i64).collect()),
+            scol("ended", s(&|r| r.ended.join(" "))),
+            ocol("gold_match", (0..n).map(|i| lex(i).map(|m| m.0.clone())).collect()),
+            ofcol("gold_similarity", (0..n).map(|i| lex(i).map(|m| m.1)).collect()),
+            ocol("gold_match_cosine", (0..n).map(|i| cos(i).map(|m| m.0.clone())).collect()),
+            ofcol("gold_cosine", (0..n).map(|i| cos(i).map(|m| m.1)).collect()),
+        ],
+    )?;
+    let linked = col("subject_entity")
+        .is_not_null()
+        .and(col("kind").eq(lit("literal")).or(col("object_entity").is_not_null()));
+    df.lazy().with_column(col("stored").and(linked).alias("coherent")).collect()
+}
 
-    m.insert("episodes".into(), json!(n_eps));
-    m.insert("turns".into(), json!(turns));
-    m.insert("candidates".into(), json!(candidates));
-    m.insert("stored_facts".into(), json!(stored.len()));
-    m.insert("live_facts".into(), json!(live_facts));
-    m.insert("fact_density".into(), round(ratio(stored.len(), n_eps)));
-    m.insert("facts_per_100_turns".into(), round(100.0 * ratio(stored.len(), turns)));
-    m.insert("dedup_rate".into(), round(ratio(exact + near + race, candidates)));
-    m.insert("exact_dup_rate".into(), round(ratio(exact + race, candidates)));
-    m.insert("near_dup_rate".into(), round(ratio(near, candidates)));
-    m.insert("duplicate_reduction".into(), round(if candidates == 0 { 0.0 } else { 1.0 - ratio(stored.len(), candidates) }));
-    m.insert("closures".into(), json!(episodes.iter().map(|e| e.closures).sum::<usize>()));
-    m.insert("noise_rejection_rate".into(), round(ratio(noise, candidates)));
-    m.insert("judged_new".into(), json!(count("judged_new")));
-    m.insert("low_fact_confidence".into(), json!(count("low_fact_confidence")));
-    let coherent = stored
+fn tier_str(t: ValueTier) -> &'static str {
+    match t {
+        ValueTier::Core => "core",
+        ValueTier::Contextual => "contextual",
+        ValueTier::Ephemeral => "ephemeral",
+    }
+}
+
+fn verdicts_frame(episodes: &[EpisodeRecord]) -> std::result::Result<DataFrame, PolarsError> {
+    let rows: Vec<_> = episodes.iter().flat_map(|e| &e.facts).flat_map(|f| f.verdicts.iter().map(move |v| (f, v))).collect();
+    let s = |f: &dyn Fn(&(&crate::pipeline::CandidateRecord, &crate::judge::FinalVerdict)) -> String| {
+        rows.iter().map(f).collect::<Vec<_>>()
+    };
+    frame(
+        rows.len(),
+        vec![
+            scol("conversation", s(&|(f, _)| f.conversation.clone())),
+            scol("episode", s(&|(f, _)| f.episode.clone())),
+            scol("candidate", s(&|(f, _)| f.id.clone())),
+            scol("candidate_turn", s(&|(f, _)| f.turn.clone())),
+            scol("candidate_content", s(&|(f, _)| f.content.clone())),
+            scol("live_id", s(&|(_, v)| v.live_id.clone())),
+            scol("reason", s(&|(_, v)| serde_json::to_value(v.reason).ok().and_then(|x| x.as_str().map(str::to_string)).unwrap_or_default())),
+            scol("verdict", s(&|(_, v)| v.verdict.as_str().to_string())),
+            scol("judged", s(&|(_, v)| v.judged.as_str().to_string())),
+            bcol("review_needed", rows.iter().map(|(_, v)| v.review_needed).collect()),
+            ocol("guard", rows.iter().map(|(_, v)| v.guard.clone()).collect()),
+        ],
+    )
+}
+
+fn warnings_frame(episodes: &[EpisodeRecord]) -> std::result::Result<DataFrame, PolarsError> {
+    let rows: Vec<_> = episodes.iter().flat_map(|e| e.warnings.iter().map(move |w| (e, w))).collect();
+    frame(
+        rows.len(),
+        vec![
+            scol("conversation", rows.iter().map(|(e, _)| e.conversation.clone()).collect()),
+            scol("episode", rows.iter().map(|(e, _)| e.episode.clone()).collect()),
+            scol("kind", rows.iter().map(|(_, w)| w.kind.clone()).collect()),
+            scol("message", rows.iter().map(|(_, w)| w.message.clone()).collect()),
+        ],
+    )
+}
+
+fn decisions_frame(episodes: &[EpisodeRecord]) -> std::result::Result<DataFrame, PolarsError> {
+    let rows: Vec<_> = episodes.iter().flat_map(|e| e.entity_decisions.iter().map(move |d| (e, d))).collect();
+    let kind = |d: &EntityDecision| match d {
+        EntityDecision::Reuse { .. } => "reuse",
+        EntityDecision::Merge { .. } => "merge",
+        EntityDecision::Insert { .. } => "insert",
+    };
+    frame(
+        rows.len(),
+        vec![
+            scol("conversation", rows.iter().map(|(e, _)| e.conversation.clone()).collect()),
+            scol("episode", rows.iter().map(|(e, _)| e.episode.clone()).collect()),
+            scol("decision", rows.iter().map(|(_, d)| kind(d).to_string()).collect()),
+        ],
+    )
+}
+
+/// The dataset's turns and gold labels as frames, for conversations that ran.
+struct GoldFrames {
+    /// conversation, episode, turn, turn_index (position in the conversation).
+    turns: DataFrame,
+    /// conversation, turn: gold facts' evidence turns (may repeat).
+    fact_turns: DataFrame,
+    /// conversation, episode, id: gold facts.
+    facts: DataFrame,
+    /// conversation, qa, category, turn: QA evidence.
+    qa: DataFrame,
+    /// conversation, group, turn.
+    dup_groups: DataFrame,
+    /// conversation, old_turn, new_turn, gold.
+    contradictions: DataFrame,
+}
+
+impl GoldFrames {
+    fn new(convs: &[&crate::types::Conversation]) -> std::result::Result<Self, PolarsError> {
+        let mut t: (Vec<String>, Vec<String>, Vec<String>, Vec<i64>) = Default::default();
+        let mut ft: (Vec<String>, Vec<String>) = Default::default();
+        let mut gf: (Vec<String>, Vec<String>, Vec<String>) = Default::default();
+        let mut qa: (Vec<String>, Vec<i64>, Vec<String>, Vec<String>) = Default::default();
+        let mut dg: (Vec<String>, Vec<i64>, Vec<String>) = Default::default();
+        let mut ct: (Vec<String>, Vec<String>, Vec<String>, Vec<String>) = Default::default();
+        for c in convs {
+            let mut i = 0i64;
+            for e in &c.episodes {
+                for turn in &e.turns {
+                    t.0.push(c.id.clone());
+                    t.1.push(e.id.clone());
+                    t.2.push(turn.id.clone());
+                    t.3.push(i);
+                    i += 1;
+                }
+            }
+            for g in &c.gold.facts {
+                gf.0.push(c.id.clone());
+                gf.1.push(g.episode.clone());
+                gf.2.push(g.id.clone());
+                for turn in &g.evidence {
+                    ft.0.push(c.id.clone());
+                    ft.1.push(turn.clone());
+                }
+            }
+            for (k, q) in c.gold.qa.iter().enumerate() {
+                let cat = q.category.map_or_else(|| "none".to_string(), |x| x.to_string());
+                for turn in &q.evidence {
+                    qa.0.push(c.id.clone());
+                    qa.1.push(k as i64);
+                    qa.2.push(cat.clone());
+                    qa.3.push(turn.clone());
+                }
+            }
+            for (k, g) in c.gold.duplicate_groups.iter().enumerate() {
+                for turn in g {
+                    dg.0.push(c.id.clone());
+                    dg.1.push(k as i64);
+                    dg.2.push(turn.clone());
+                }
+            }
+            for x in &c.gold.contradictions {
+                ct.0.push(c.id.clone());
+                ct.1.push(x.old_turn.clone());
+                ct.2.push(x.new_turn.clone());
+                ct.3.push(x.verdict.as_str().to_string());
+            }
+        }
+        Ok(GoldFrames {
+            turns: frame(t.0.len(), vec![scol("conversation", t.0), scol("episode", t.1), scol("turn", t.2), icol("turn_index", t.3)])?,
+            fact_turns: frame(ft.0.len(), vec![scol("conversation", ft.0), scol("turn", ft.1)])?,
+            facts: frame(gf.0.len(), vec![scol("conversation", gf.0), scol("episode", gf.1), scol("id", gf.2)])?,
+            qa: frame(qa.0.len(), vec![scol("conversation", qa.0), icol("qa", qa.1), scol("category", qa.2), scol("turn", qa.3)])?,
+            dup_groups: frame(dg.0.len(), vec![scol("conversation", dg.0), icol("group", dg.1), scol("turn", dg.2)])?,
+            contradictions: frame(
+                ct.0.len(),
+                vec![scol("conversation", ct.0), scol("old_turn", ct.1), scol("new_turn", ct.2), scol("gold", ct.3)],
+            )?,
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Per-episode components: one group-by per source, left-joined onto the
+// episodes.
+
+fn episodes_frame(
+    records: &[EpisodeRecord],
+    dataset: &Dataset,
+    facts: &DataFrame,
+    verdicts: &DataFrame,
+    gold: &GoldFrames,
+    labels: &Labels,
+) -> std::result::Result<DataFrame, PolarsError> {
+    let index: HashMap<(&str, &str), i64> = dataset
+        .conversations
         .iter()
-        .filter(|f| f.subject_entity.is_some() && (f.kind == FactKind::Literal || f.object_entity.is_some()))
-        .count();
-    m.insert("entity_coherence".into(), round(ratio(coherent, stored.len())));
-    let decisions: Vec<_> = episodes.iter().flat_map(|e| &e.entity_decisions).collect();
-    let merges = decisions.iter().filter(|d| matches!(d, crate::resolve::EntityDecision::Merge { .. })).count();
-    let inserts = decisions.iter().filter(|d| matches!(d, crate::resolve::EntityDecision::Insert { .. })).count();
-    m.insert("alias_merges".into(), json!(merges));
-    m.insert("entities_created".into(), json!(inserts));
-    let verdicts: Vec<_> = facts.iter().flat_map(|f| &f.verdicts).collect();
-    m.insert("contradictions_judged".into(), json!(verdicts.len()));
-    for v in [Verdict::Old, Verdict::New, Verdict::Neither] {
-        m.insert(format!("verdict_{}", v.as_str()), json!(verdicts.iter().filter(|x| x.verdict == v).count()));
-    }
-    m.insert("invalidations".into(), json!(episodes.iter().map(|e| e.invalidations).sum::<usize>()));
-    m.insert("review_needed".into(), json!(episodes.iter().map(|e| e.review_needed).sum::<usize>()));
-    m.insert("blocked".into(), json!(episodes.iter().map(|e| e.blocked).sum::<usize>()));
-    let mut by_kind: BTreeMap<String, usize> = BTreeMap::new();
-    for w in episodes.iter().flat_map(|e| &e.warnings) {
-        *by_kind.entry(w.kind.clone()).or_default() += 1;
-    }
-    m.insert("warnings".into(), json!(by_kind.values().sum::<usize>()));
-    m.insert("warnings_by_kind".into(), json!(by_kind));
-    m.insert("llm_calls".into(), json!(episodes.iter().map(|e| e.usage.calls).sum::<u64>()));
-    m.insert("prompt_tokens".into(), json!(episodes.iter().map(|e| e.usage.prompt_tokens).sum::<u64>()));
-    m.insert("completion_tokens".into(), json!(episodes.iter().map(|e| e.usage.completion_tokens).sum::<u64>()));
-    m.insert("skipped_conversations".into(), json!(skipped_conversations));
+        .flat_map(|c| c.episodes.iter().enumerate().map(move |(i, e)| ((c.id.as_str(), e.id.as_str()), i as i64)))
+        .collect();
+    let n = records.len();
+    let u = |f: &dyn Fn(&EpisodeRecord) -> u64| records.iter().map(|r| f(r) as i64).collect::<Vec<_>>();
+    let ms = |f: &dyn Fn(&EpisodeRecord) -> f64| records.iter().map(f).collect::<Vec<_>>();
+    let base = frame(
+        n,
+        vec![
+            icol("ord", (0..n as i64).collect()),
+            scol("conversation", records.iter().map(|r| r.conversation.clone()).collect()),
+            scol("episode", records.iter().map(|r| r.episode.clone()).collect()),
+            icol(
+                "episode_index",
+                records.iter().map(|r| index.get(&(r.conversation.as_str(), r.episode.as_str())).copied().unwrap_or(-1)).collect(),
+            ),
+            ocol("timestamp", records.iter().map(|r| r.timestamp.clone()).collect()),
+            icol("episodes", vec![1; n]),
+            icol("turns", u(&|r| r.turns as u64)),
+            icol("invalidations", u(&|r| r.invalidations as u64)),
+            icol("closures", u(&|r| r.closures as u64)),
+            icol("review_needed", u(&|r| r.review_needed as u64)),
+            icol("blocked", u(&|r| r.blocked as u64)),
+            icol("llm_calls", u(&|r| r.usage.calls)),
+            icol("prompt_tokens", u(&|r| r.usage.prompt_tokens)),
+            icol("completion_tokens", u(&|r| r.usage.completion_tokens)),
+            fcol("extract_ms", ms(&|r| r.timings.extract_ms)),
+            fcol("embed_ms", ms(&|r| r.timings.embed_ms)),
+            fcol("resolve_ms", ms(&|r| r.timings.resolve_ms)),
+            fcol("dedupe_ms", ms(&|r| r.timings.dedupe_ms)),
+            fcol("judge_ms", ms(&|r| r.timings.judge_ms)),
+            fcol("write_ms", ms(&|r| r.timings.write_ms)),
+        ],
+    )?;
+    let f = facts.clone().lazy();
+    let by_ep = |lf: LazyFrame, aggs: Vec<Expr>| lf.group_by(keys(EP)).agg(aggs);
 
-    // Turn level against gold: a stored fact's source turn vs the gold facts'
-    // evidence turns, pooled over conversations that ran.
-    let ran: BTreeSet<&str> = episodes.iter().map(|e| e.conversation.as_str()).collect();
-    let convs: Vec<_> = dataset.conversations.iter().filter(|c| ran.contains(c.id.as_str())).collect();
-    if convs.iter().any(|c| !c.gold.facts.is_empty()) {
-        let gold: BTreeSet<(String, String)> = convs
-            .iter()
-            .flat_map(|c| c.gold.facts.iter().flat_map(move |g| g.evidence.iter().map(move |t| (c.id.clone(), t.clone()))))
-            .collect();
-        let predicted: BTreeSet<(String, String)> = stored.iter().map(|f| (f.conversation.clone(), f.turn.clone())).collect();
-        let hits = predicted.intersection(&gold).count();
-        let (p, r, f) = prf(predicted.len(), gold.len(), hits);
-        m.insert("turn_precision".into(), round(p));
-        m.insert("turn_recall".into(), round(r));
-        m.insert("turn_f1".into(), round(f));
-        let all: BTreeSet<(String, String)> = convs
-            .iter()
-            .flat_map(|c| c.episodes.iter().flat_map(move |e| e.turns.iter().map(move |t| (c.id.clone(), t.id.clone()))))
-            .collect();
-        let all_hits = all.intersection(&gold).count();
-        let (p, r, f) = prf(all.len(), gold.len(), all_hits);
-        m.insert("baseline_all_turns_precision".into(), round(p));
-        m.insert("baseline_all_turns_recall".into(), round(r));
-        m.insert("baseline_all_turns_f1".into(), round(f));
-        m.insert("gold_facts".into(), json!(convs.iter().map(|c| c.gold.facts.len()).sum::<usize>()));
-        m.insert("gold_turns".into(), json!(gold.len()));
-    }
+    let fact_counts = by_ep(
+        f.clone(),
+        vec![
+            count("candidates"),
+            count_if(col("stored"), "stored"),
+            count_if(col("live"), "live"),
+            count_if(one_of("outcome", EXACT_DUP_OUTCOMES), "exact_dup"),
+            count_if(one_of("outcome", NEAR_DUP_OUTCOMES), "near_dup"),
+            count_if(col("outcome").eq(lit("noise_rejected")), "noise"),
+            count_if(col("outcome").eq(lit("judged_new")), "judged_new"),
+            count_if(col("outcome").eq(lit("low_fact_confidence")), "low_confidence"),
+            count_if(col("coherent"), "coherent"),
+            count_if(col("gold_match").is_not_null(), "content_matched"),
+            count_if(col("gold_match_cosine").is_not_null(), "content_matched_cosine"),
+        ],
+    );
+    let verdict_counts = by_ep(
+        verdicts.clone().lazy(),
+        vec![
+            count("pairs_judged"),
+            count_if(col("verdict").eq(lit("old")), "verdict_old"),
+            count_if(col("verdict").eq(lit("new")), "verdict_new"),
+            count_if(col("verdict").eq(lit("neither")), "verdict_neither"),
+        ],
+    );
+    let warning_counts = by_ep(warnings_frame(records)?.lazy(), vec![count("warnings")]);
+    let decision_counts = by_ep(
+        decisions_frame(records)?.lazy(),
+        vec![
+            count_if(col("decision").eq(lit("merge")), "alias_merges"),
+            count_if(col("decision").eq(lit("insert")), "entities_created"),
+        ],
+    );
 
-    let mut t = Timings::default();
+    // Turn level: distinct source turns of stored facts vs gold evidence turns.
+    let turns = gold.turns.clone().lazy();
+    let pred = distinct(f.clone().filter(col("stored")), &["conversation", "episode", "turn"]);
+    let gold_turns = join(distinct(gold.fact_turns.clone().lazy(), &["conversation", "turn"]), turns.clone(), &["conversation", "turn"], JoinType::Inner);
+    let pred_counts = by_ep(pred.clone(), vec![count("pred_turns")]);
+    let gold_counts = by_ep(gold_turns.clone(), vec![count("gold_turns")]);
+    let hits = join(pred, distinct(gold_turns, &["conversation", "turn"]), &["conversation", "turn"], JoinType::Inner);
+    let hit_counts = by_ep(hits, vec![count("turn_hits")]);
+    let gold_fact_counts = by_ep(gold.facts.clone().lazy(), vec![count("gold_facts")]);
+
+    // QA evidence turns that yielded a live stored fact.
+    let live_turns = distinct(f.clone().filter(col("live")), &["conversation", "turn"]).with_column(lit(true).alias("covered"));
+    let qa_turns = join(distinct(gold.qa.clone().lazy(), &["conversation", "turn"]), turns.clone(), &["conversation", "turn"], JoinType::Inner);
+    let qa_counts = by_ep(
+        join(qa_turns, live_turns, &["conversation", "turn"], JoinType::Left),
+        vec![count("qa_turns"), count_if(col("covered").fill_null(lit(false)), "qa_covered")],
+    );
+
+    let [links, correct, expected] = dedup_components(&f, gold);
+    let judge_counts = by_ep(
+        judge_items(&f, &verdicts.clone().lazy(), gold)?,
+        vec![
+            count("judge_items"),
+            count_if(col("judged"), "judge_judged"),
+            count_if(col("judged").and(col("predicted").eq(col("gold"))), "judge_correct"),
+            count_if(col("judged").and(col("predicted_raw").eq(col("gold"))), "judge_correct_raw"),
+            count_if(
+                col("predicted").eq(col("gold")).or(col("gold").eq(lit("neither")).and(col("judged").not())),
+                "contradiction_correct",
+            ),
+        ],
+    );
+
+    let mut lf = base.lazy();
+    for part in [
+        fact_counts,
+        verdict_counts,
+        warning_counts,
+        decision_counts,
+        pred_counts,
+        gold_counts,
+        hit_counts,
+        gold_fact_counts,
+        qa_counts,
+        links,
+        correct,
+        expected,
+        judge_counts,
+    ] {
+        lf = join(lf, part, EP, JoinType::Left);
+    }
+    let derived = ["dup", "not_stored"];
+    let fill: Vec<Expr> = COMPONENTS
+        .iter()
+        .filter(|c| !derived.contains(c))
+        .map(|c| col(*c).cast(DataType::Int64).fill_null(lit(0i64)).alias(*c))
+        .collect();
+    let lf = lf
+        .with_columns(fill)
+        .with_columns([
+            (col("exact_dup") + col("near_dup")).alias("dup"),
+            (col("candidates") - col("stored")).alias("not_stored"),
+        ])
+        .sort(["ord"], SortMultipleOptions::default());
+    with_metrics(lf, labels)
+        .with_columns([
+            col("stored").cum_sum(false).over([col("conversation")])?.alias("stored_cumulative"),
+            (col("stored") - col("invalidations")).cum_sum(false).over([col("conversation")])?.alias("live_after"),
+        ])
+        .collect()
+}
+
+/// Per-episode dedup components on conversations' duplicate groups.
+///
+/// A *link* is a candidate dropped as a duplicate (exact, near or race) from
+/// turn `turn_c`, pointing at a fact or candidate from another turn `turn_r`;
+/// it is correct when one gold group holds both turns. A group's *expected*
+/// duplicates are its turns that yielded a non-noise candidate, except the
+/// earliest such turn; one is *found* when it has a correct link in that group.
+fn dedup_components(f: &LazyFrame, gold: &GoldFrames) -> [LazyFrame; 3] {
+    let dup_outcomes: Vec<&str> = EXACT_DUP_OUTCOMES.iter().chain(NEAR_DUP_OUTCOMES).copied().collect();
+    let targets = f.clone().select([col("id").alias("related"), col("turn").alias("turn_r")]);
+    let links = f
+        .clone()
+        .filter(one_of("outcome", &dup_outcomes).and(col("related").is_not_null()))
+        .select([col("conversation"), col("episode"), col("turn").alias("turn_c"), col("related")]);
+    let links = join(links, targets, &["related"], JoinType::Inner).filter(col("turn_c").neq(col("turn_r")));
+    let links = distinct(links, &["conversation", "episode", "turn_c", "turn_r"]);
+    let groups = gold.dup_groups.clone().lazy();
+    let gc = groups.clone().select([col("conversation"), col("group"), col("turn").alias("turn_c")]);
+    let gr = groups.clone().select([col("conversation"), col("group"), col("turn").alias("turn_r")]);
+    let correct = join(join(links.clone(), gc, &["conversation", "turn_c"], JoinType::Inner), gr, &["conversation", "group", "turn_r"], JoinType::Inner);
+    let link_counts = links.group_by(keys(EP)).agg([count("dedup_links")]);
+    let correct_counts =
+        distinct(correct.clone(), &["conversation", "episode", "turn_c", "turn_r"]).group_by(keys(EP)).agg([count("dedup_correct")]);
+
+    let cand_turns = distinct(f.clone().filter(col("outcome").neq(lit("noise_rejected"))), &["conversation", "turn"]);
+    let eligible = join(
+        join(groups, cand_turns, &["conversation", "turn"], JoinType::Inner),
+        gold.turns.clone().lazy(),
+        &["conversation", "turn"],
+        JoinType::Inner,
+    );
+    let firsts = eligible.clone().group_by([col("conversation"), col("group")]).agg([col("turn_index").min().alias("first")]);
+    let expected = join(eligible, firsts, &["conversation", "group"], JoinType::Inner).filter(col("turn_index").gt(col("first")));
+    let found = distinct(correct.select([col("conversation"), col("group"), col("turn_c").alias("turn")]), &["conversation", "group", "turn"])
+        .with_column(lit(true).alias("found"));
+    let expected_counts = join(expected, found, &["conversation", "group", "turn"], JoinType::Left)
+        .group_by(keys(EP))
+        .agg([count("dedup_expected"), count_if(col("found").fill_null(lit(false)), "dedup_found")]);
+    [link_counts, correct_counts, expected_counts]
+}
+
+/// One row per labelled contradiction pair (conversation, old_turn,
+/// new_turn, gold) with the episode of its new turn and the pipeline's
+/// verdict on it: over every judged pair between a fact from `old_turn` and a
+/// candidate from `new_turn`, `old` if any is old, else `new` if any is new,
+/// else `neither`; `not_judged` when none was judged. `predicted_raw` is the
+/// same over the judge's own answers (before the guards).
+fn judge_items(f: &LazyFrame, verdicts: &LazyFrame, gold: &GoldFrames) -> std::result::Result<LazyFrame, PolarsError> {
+    let rank = |c: &str| when(col(c).eq(lit("old"))).then(lit(3i64)).when(col(c).eq(lit("new"))).then(lit(2i64)).otherwise(lit(1i64));
+    let unrank = |c: &str| {
+        when(col(c).eq(lit(3i64)))
+            .then(lit("old"))
+            .when(col(c).eq(lit(2i64)))
+            .then(lit("new"))
+            .when(col(c).eq(lit(1i64)))
+            .then(lit("neither"))
+            .otherwise(lit("not_judged"))
+    };
+    let live_turns = f.clone().select([col("id").alias("live_id"), col("turn").alias("old_turn")]);
+    let judged = join(verdicts.clone(), live_turns, &["live_id"], JoinType::Inner)
+        .select([
+            col("conversation"),
+            col("old_turn"),
+            col("candidate_turn").alias("new_turn"),
+            rank("verdict").alias("rank"),
+            rank("judged").alias("rank_raw"),
+        ])
+        .group_by([col("conversation"), col("old_turn"), col("new_turn")])
+        .agg([col("rank").max(), col("rank_raw").max()]);
+    let items = distinct(gold.contradictions.clone().lazy(), &["conversation", "old_turn", "new_turn", "gold"]);
+    let turns = gold.turns.clone().lazy().select([col("conversation"), col("episode"), col("turn").alias("new_turn")]);
+    let items = join(items, turns, &["conversation", "new_turn"], JoinType::Inner);
+    Ok(join(items, judged, &["conversation", "old_turn", "new_turn"], JoinType::Left).with_columns([
+        col("rank").is_not_null().alias("judged"),
+        unrank("rank").alias("predicted"),
+        unrank("rank_raw").alias("predicted_raw"),
+    ]))
+}
+
+fn judge_confusion(facts: &DataFrame, verdicts: &DataFrame, gold: &GoldFrames) -> Result<Value> {
+    let items = judge_items(&facts.clone().lazy(), &verdicts.clone().lazy(), gold).ctx("judge items")?;
+    let out = items
+        .group_by([col("gold"), col("predicted")])
+        .agg([count("n")])
+        .collect()
+        .ctx("judge confusion")?;
+    let g = string_counts(&out, "gold", "n").ctx("gold")?;
+    let p = string_counts(&out, "predicted", "n").ctx("predicted")?;
+    let cells = ["old", "new", "neither", "not_judged"];
+    let mut matrix = serde_json::Map::new();
+    for row in &cells[..3] {
+        let mut r = serde_json::Map::new();
+        for c in cells {
+            r.insert(c.to_string(), json!(0));
+        }
+        matrix.insert(row.to_string(), Value::Object(r));
+    }
+    for ((g, n), (p, _)) in g.into_iter().zip(p) {
+        if let Some(Value::Object(r)) = matrix.get_mut(&g) {
+            r.insert(p, json!(n));
+        }
+    }
+    Ok(Value::Object(matrix))
+}
+
+fn qa_extras(facts: &DataFrame, gold: &GoldFrames, metrics: &mut BTreeMap<String, Value>) -> std::result::Result<(), PolarsError> {
+    let live_turns =
+        distinct(facts.clone().lazy().filter(col("live")), &["conversation", "turn"]).with_column(lit(true).alias("covered"));
+    let known = distinct(gold.turns.clone().lazy(), &["conversation", "turn"]);
+    let qa = join(gold.qa.clone().lazy(), known, &["conversation", "turn"], JoinType::Inner);
+    let covered = join(qa, live_turns, &["conversation", "turn"], JoinType::Left).with_column(col("covered").fill_null(lit(false)));
+    let by_cat = distinct(covered.clone(), &["conversation", "category", "turn", "covered"])
+        .group_by([col("category")])
+        .agg([count("n"), count_if(col("covered"), "covered")])
+        .with_column(ratio(col("covered"), col("n"), 1.0).alias("coverage"))
+        .sort(["category"], SortMultipleOptions::default())
+        .collect()?;
+    let cats = by_cat.column("category")?.str()?;
+    let cov = by_cat.column("coverage")?.f64()?;
+    let mut map = serde_json::Map::new();
+    for (c, v) in cats.iter().zip(cov.iter()) {
+        map.insert(c.unwrap_or("none").to_string(), round(v.unwrap_or(0.0)));
+    }
+    metrics.insert("qa_evidence_coverage_by_category".into(), Value::Object(map));
+    let items = covered
+        .group_by([col("conversation"), col("qa")])
+        .agg([col("covered").cast(DataType::Int64).min().alias("all_covered")])
+        .select([count("qa_items"), col("all_covered").sum().alias("answerable")])
+        .collect()?;
+    let n = scalar_i64(&items, "qa_items")?;
+    metrics.insert("qa_items".into(), json!(n));
+    let answerable = scalar_i64(&items, "answerable")?;
+    metrics.insert("qa_item_coverage".into(), round(if n == 0 { 0.0 } else { answerable as f64 / n as f64 }));
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Content-level matching of stored facts to gold facts.
+
+/// Word tokens of `s`: lower-cased runs of letters and digits.
+pub fn tokens(s: &str) -> BTreeSet<String> {
+    s.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).map(str::to_string).collect()
+}
+
+/// Dice coefficient of the two texts' token sets: 2·|A ∩ B| / (|A| + |B|),
+/// in [0, 1]; 0 when both are empty.
+pub fn lexical_similarity(a: &str, b: &str) -> f64 {
+    let (a, b) = (tokens(a), tokens(b));
+    let total = a.len() + b.len();
+    if total == 0 { 0.0 } else { 2.0 * a.intersection(&b).count() as f64 / total as f64 }
+}
+
+/// A maximum one-to-one matching of left items to right items over the pairs
+/// with `sim(l, r) >= threshold`: as many pairs as possible (augmenting
+/// paths), each left item trying its candidates from most to least similar.
+/// Returns, per left item, the matched right item and the similarity.
+pub fn max_matching(n_left: usize, n_right: usize, threshold: f64, sim: impl Fn(usize, usize) -> f64) -> Vec<Option<(usize, f64)>> {
+    let mut adj: Vec<Vec<(usize, f64)>> = (0..n_left)
+        .map(|l| (0..n_right).map(|r| (r, sim(l, r))).filter(|(_, s)| *s >= threshold).collect())
+        .collect();
+    for a in &mut adj {
+        a.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+    }
+    let mut right_of: Vec<Option<usize>> = vec![None; n_right];
+    for l in 0..n_left {
+        let mut seen = vec![false; n_right];
+        augment(l, &adj, &mut seen, &mut right_of);
+    }
+    let mut out = vec![None; n_left];
+    for (r, l) in right_of.iter().enumerate() {
+        if let Some(l) = l {
+            let s = adj[*l].iter().find(|(x, _)| *x == r).map_or(0.0, |(_, s)| *s);
+            out[*l] = Some((r, s));
+        }
+    }
+    out
+}
+
+fn augment(l: usize, adj: &[Vec<(usize, f64)>], seen: &mut [bool], right_of: &mut [Option<usize>]) -> bool {
+    for &(r, _) in &adj[l] {
+        if seen[r] {
+            continue;
+        }
+        seen[r] = true;
+        let free = match right_of[r] {
+            None => true,
+            Some(other) => augment(other, adj, seen, right_of),
+        };
+        if free {
+            right_of[r] = Some(l);
+            return true;
+        }
+    }
+    false
+}
+
+/// Stored fact id → (matched gold fact id, similarity).
+#[derive(Debug, Default)]
+struct ContentMatches {
+    lexical: HashMap<String, (String, f64)>,
+    cosine: HashMap<String, (String, f64)>,
+}
+
+/// Matches, per episode, the stored facts to the gold facts of that episode:
+/// lexically, or by cosine of `embedder` when given.
+fn match_content(
+    episodes: &[EpisodeRecord],
+    convs: &[&crate::types::Conversation],
+    embedder: Option<&dyn Embedder>,
+) -> Result<ContentMatches> {
+    let gold: HashMap<&str, &crate::types::Conversation> = convs.iter().map(|c| (c.id.as_str(), *c)).collect();
+    let mut work = Vec::new();
     for e in episodes {
-        t.add(&e.timings);
+        let Some(c) = gold.get(e.conversation.as_str()) else { continue };
+        let g: Vec<_> = c.gold.facts.iter().filter(|g| g.episode == e.episode).collect();
+        let s: Vec<_> = e.facts.iter().filter(|f| f.stored).collect();
+        if !g.is_empty() && !s.is_empty() {
+            work.push((s, g));
+        }
     }
-    let timings = BTreeMap::from([
-        ("extract_ms".to_string(), t.extract_ms),
-        ("embed_ms".to_string(), t.embed_ms),
-        ("resolve_ms".to_string(), t.resolve_ms),
-        ("dedupe_ms".to_string(), t.dedupe_ms),
-        ("judge_ms".to_string(), t.judge_ms),
-        ("write_ms".to_string(), t.write_ms),
-        ("wall_ms".to_string(), wall_ms),
-    ]);
-    Summary { metrics: m, timings }
+    let mut out = ContentMatches::default();
+    match embedder {
+        None => {
+            for (s, g) in &work {
+                let m = max_matching(s.len(), g.len(), CONTENT_LEXICAL_THRESHOLD, |i, j| lexical_similarity(&s[i].content, &g[j].text));
+                for (i, x) in m.into_iter().enumerate() {
+                    if let Some((j, sim)) = x {
+                        out.lexical.insert(s[i].id.clone(), (g[j].id.clone(), sim));
+                    }
+                }
+            }
+        }
+        Some(embedder) => {
+            let texts: Vec<&str> =
+                work.iter().flat_map(|(s, g)| s.iter().map(|f| f.content.as_str()).chain(g.iter().map(|g| g.text.as_str()))).collect();
+            let vectors = if texts.is_empty() { Vec::new() } else { embedder.embed(&texts, "metrics: content matching")? };
+            if vectors.len() != texts.len() {
+                return Err(Error::Embed(format!("content matching: {} vectors for {} texts", vectors.len(), texts.len())));
+            }
+            let mut at = 0;
+            for (s, g) in &work {
+                let sv = &vectors[at..at + s.len()];
+                let gv = &vectors[at + s.len()..at + s.len() + g.len()];
+                at += s.len() + g.len();
+                let m = max_matching(s.len(), g.len(), CONTENT_COSINE_THRESHOLD, |i, j| cosine(&sv[i], &gv[j]));
+                for (i, x) in m.into_iter().enumerate() {
+                    if let Some((j, sim)) = x {
+                        out.cosine.insert(s[i].id.clone(), (g[j].id.clone(), sim));
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn prf_hand_computed() {
-        assert_eq!(prf(4, 5, 2), (0.5, 0.4, 2.0 * 0.5 * 0.4 / 0.9));
-        assert_eq!(prf(0, 5, 0), (0.0, 0.0, 0.0));
-        assert_eq!(prf(3, 0, 0), (0.0, 0.0, 0.0));
-    }
-}
+pub(crate) mod tests;

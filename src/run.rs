@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::metrics::{Summary, summarize};
+use crate::metrics::{Analysis, RunData, Summary, analyze};
 use crate::pipeline::{EpisodeRecord, Stages, back, front, speaker_entities};
 use crate::state::ConvState;
 use crate::store::Store;
@@ -75,7 +75,7 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     cfg.validate()?;
     let started = Instant::now();
     prepare_out_dir(&opts.out_dir)?;
-    write_manifest(dataset, cfg, stages, opts)?;
+    let manifest = write_manifest(dataset, cfg, stages, opts)?;
     let store = Store::open(&opts.out_dir.join("store.sqlite"))?;
     let total: usize = dataset.conversations.iter().map(|c| c.episodes.len()).sum();
     if let Some(p) = &opts.progress {
@@ -109,10 +109,24 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
             Err(e) => return Err(Error::Other(format!("conversation {id}: {}", crate::error::chain(&e)))),
         }
     }
-    let live = store.facts()?.iter().filter(|f| f.invalid_at.is_none() && f.superseded_by.is_none()).count();
-    let summary = summarize(dataset, &episodes, live, skipped.len(), started.elapsed().as_secs_f64() * 1000.0);
-    write_outputs(&opts.out_dir, &summary, &episodes)?;
+    let live = live_fact_ids(&store)?;
+    let analysis = analyze(&RunData {
+        dataset,
+        episodes: &episodes,
+        live_ids: &live,
+        skipped_conversations: skipped.len(),
+        wall_ms: started.elapsed().as_secs_f64() * 1000.0,
+        embedder: Some(stages.embedder),
+    })?;
+    write_outputs(&opts.out_dir, &analysis.summary, &episodes)?;
+    crate::report::write_run_reports(&opts.out_dir, &manifest, &analysis)?;
+    let Analysis { summary, .. } = analysis;
     Ok(RunOutput { summary, episodes, skipped, out_dir: opts.out_dir.clone() })
+}
+
+/// Ids of the facts live in `store` (neither invalidated nor superseded).
+pub fn live_fact_ids(store: &Store) -> Result<std::collections::BTreeSet<String>> {
+    Ok(store.facts()?.into_iter().filter(|f| f.invalid_at.is_none() && f.superseded_by.is_none()).map(|f| f.id).collect())
 }
 
 fn run_conversation(
@@ -149,7 +163,7 @@ fn run_conversation(
 
 fn prepare_out_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
-    for f in RUN_FILES {
+    for f in RUN_FILES.iter().chain(crate::report::REPORT_FILES) {
         let p = dir.join(f);
         if p.exists() {
             std::fs::remove_file(&p).map_err(|e| Error::write(&p, e))?;
@@ -158,7 +172,7 @@ fn prepare_out_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn write_manifest(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOptions) -> Result<()> {
+fn write_manifest(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOptions) -> Result<serde_json::Value> {
     let mut m = serde_json::Map::new();
     m.insert("memform_version".into(), env!("CARGO_PKG_VERSION").into());
     m.insert(
@@ -178,7 +192,9 @@ fn write_manifest(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &Ru
     for (k, v) in &opts.manifest_extra {
         m.insert(k.clone(), v.clone());
     }
-    write_json(&opts.out_dir.join("run.json"), &serde_json::Value::Object(m))
+    let manifest = serde_json::Value::Object(m);
+    write_json(&opts.out_dir.join("run.json"), &manifest)?;
+    Ok(manifest)
 }
 
 /// Writes `value` as pretty JSON with a trailing newline.

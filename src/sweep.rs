@@ -217,8 +217,8 @@ fn run_point(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, fronts: &[Vec<
             records.push(back(f, conv, episode, &mut state, cfg, judge, &store)?);
         }
     }
-    let live = store.facts()?.iter().filter(|f| f.invalid_at.is_none() && f.superseded_by.is_none()).count();
-    let summary = summarize(dataset, &records, live, 0, 0.0);
+    let live = crate::run::live_fact_ids(&store)?;
+    let summary = summarize(dataset, &records, &live, 0, 0.0, None)?;
     let metrics = summary.metrics.into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))).collect();
     Ok(Row { index: point.index, settings: point.settings.clone(), metrics })
 }

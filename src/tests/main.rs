@@ -4,6 +4,7 @@ mod cli;
 mod determinism;
 mod kill_rerun;
 mod llm_replay;
+mod reports;
 mod scenarios;
 mod support;
 mod sweep;

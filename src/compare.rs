@@ -1,0 +1,684 @@
+//! Two runs of one dataset side by side (`memform compare`): each metric for
+//! both, the uplift B − A with a paired bootstrap 95% confidence interval over
+//! episodes, the uplift per conversation, and facts one run stored and the
+//! other did not. Works from run directories only (their `run.json`,
+//! `summary.json`, `episodes.parquet` and `facts.parquet`), so finished runs
+//! are reused rather than re-run.
+//!
+//! The bootstrap draws episodes with replacement (the same draws for both
+//! runs: the pairing), recomputes every metric from the summed per-episode
+//! components of each run (the definitions of [`crate::metrics::METRICS`]),
+//! and takes the 2.5th and 97.5th percentiles of B − A. Its random numbers
+//! come from a seeded SplitMix64, so the report is deterministic.
+
+use std::fmt::Write as _;
+use std::path::{Component, Path, PathBuf};
+
+use polars::prelude::{
+    Column, DataFrame, DataType, Expr, IntoLazy, JoinArgs, JoinType, LazyFrame, PolarsError, QuantileMethod, SortMultipleOptions, col,
+    lit,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::metrics::{COMPONENTS, Formula, Labels, METRICS, aggregate, scalar_f64};
+use crate::report::{config_changes, md, read_parquet, table, write_text};
+use crate::run::write_json;
+
+/// Bootstrap resamples and seed unless told otherwise.
+pub const DEFAULT_RESAMPLES: usize = 1000;
+pub const DEFAULT_SEED: u64 = 42;
+/// Most examples listed per side in `compare.md`.
+const EXAMPLES: usize = 12;
+
+/// Metrics that do not depend on the run (the dataset fixes them) or are
+/// constant: shown once as context, not compared.
+const NOT_COMPARED: &[&str] = &["episodes", "turns", "gold_facts", "gold_turns", "qa_evidence_turns", "judge_pairs_labelled"];
+
+/// Metrics in the headline table of `compare.md` (when compared).
+const HEADLINE: &[&str] = &[
+    "stored_facts",
+    "fact_density",
+    "dedup_rate",
+    "noise_rejection_rate",
+    "entity_coherence",
+    "turn_precision",
+    "turn_recall",
+    "turn_f1",
+    "content_precision",
+    "content_recall",
+    "content_f1",
+    "content_f1_cosine",
+    "qa_evidence_coverage",
+    "dedup_f1",
+    "judge_accuracy",
+    "contradiction_accuracy",
+    "llm_calls",
+    "prompt_tokens",
+];
+
+/// Metrics shown per conversation (when the run is scored on them).
+const PER_CONVERSATION: &[&str] = &["fact_density", "dedup_rate", "noise_rejection_rate", "turn_f1", "content_f1", "qa_evidence_coverage"];
+
+/// A small, fast, seedable PRNG (Steele, Lea & Flood's SplitMix64).
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (Lemire's multiply-shift; `n` > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+}
+
+/// One side of a comparison: a finished run directory and its label.
+#[derive(Debug, Clone)]
+pub struct Side {
+    pub label: String,
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct CompareOptions {
+    pub resamples: usize,
+    pub seed: u64,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions { resamples: DEFAULT_RESAMPLES, seed: DEFAULT_SEED }
+    }
+}
+
+/// `compare.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub format: String,
+    pub dataset: DatasetInfo,
+    pub a: RunInfo,
+    pub b: RunInfo,
+    pub bootstrap: BootstrapInfo,
+    /// Values fixed by the dataset (episodes, turns, gold sizes, baselines).
+    pub context: Vec<(String, Value)>,
+    pub metrics: Vec<MetricRow>,
+    pub per_conversation: Vec<ConversationRow>,
+    pub facts: FactDiff,
+    /// Wall-clock figures of both runs (not deterministic).
+    pub timings: Timings,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DatasetInfo {
+    pub name: String,
+    pub digest: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub label: String,
+    /// The run directory, relative to the comparison's output directory.
+    pub dir: String,
+    pub mode: String,
+    pub extractor: String,
+    pub embedder: String,
+    pub judge: String,
+    pub write_mode: String,
+    /// Config keys that differ from the defaults, `key = value`.
+    pub config_changes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BootstrapInfo {
+    pub unit: String,
+    pub resamples: usize,
+    pub seed: u64,
+    pub confidence: f64,
+    pub paired_episodes: usize,
+    /// Episodes present in only one of the runs (not resampled).
+    pub unpaired_episodes: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricRow {
+    pub metric: String,
+    pub a: f64,
+    pub b: f64,
+    pub uplift: f64,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    /// `Some(true)`: higher is better; `None`: the metric describes.
+    pub higher_is_better: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConversationRow {
+    pub conversation: String,
+    /// (metric, a, b, uplift).
+    pub metrics: Vec<(String, f64, f64, f64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactDiff {
+    /// Stored facts with the same (conversation, content hash) in both runs.
+    pub both: usize,
+    pub only_a: usize,
+    pub only_b: usize,
+    pub examples_only_a: Vec<FactExample>,
+    pub examples_only_b: Vec<FactExample>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactExample {
+    pub conversation: String,
+    pub episode: String,
+    pub turn: String,
+    pub content: String,
+    /// The gold fact it matched (lexical), if any.
+    pub gold_match: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timings {
+    pub a: std::collections::BTreeMap<String, f64>,
+    pub b: std::collections::BTreeMap<String, f64>,
+}
+
+/// What a finished run directory holds.
+struct Loaded {
+    manifest: Value,
+    summary: Value,
+    episodes: DataFrame,
+    facts: DataFrame,
+}
+
+fn read_json(path: &Path) -> Result<Value> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    serde_json::from_str(&text).map_err(|e| Error::input(path, e.to_string()))
+}
+
+fn load(dir: &Path) -> Result<Loaded> {
+    let episodes = read_parquet(&dir.join("episodes.parquet"))?;
+    for c in COMPONENTS.iter().chain(&["conversation", "episode"]) {
+        if episodes.column(c).is_err() {
+            return Err(Error::input(dir.join("episodes.parquet"), format!("column {c}: missing (written by an older memform? re-run it)")));
+        }
+    }
+    Ok(Loaded {
+        manifest: read_json(&dir.join("run.json"))?,
+        summary: read_json(&dir.join("summary.json"))?,
+        episodes,
+        facts: read_parquet(&dir.join("facts.parquet"))?,
+    })
+}
+
+/// True when `dir` holds a finished run whose manifest matches `expected`
+/// on every key `expected` has (compared as JSON), with the files a
+/// comparison reads.
+pub fn reusable(dir: &Path, expected: &serde_json::Map<String, Value>) -> bool {
+    let Ok(manifest) = read_json(&dir.join("run.json")) else { return false };
+    let fits = expected.iter().all(|(k, v)| match k.split_once('.') {
+        Some((a, b)) => manifest.get(a).and_then(|x| x.get(b)) == Some(v),
+        None => manifest.get(k) == Some(v),
+    });
+    fits && ["summary.json", "facts.parquet"].iter().all(|f| dir.join(f).is_file()) && load(dir).is_ok()
+}
+
+fn perr(what: &str) -> impl Fn(PolarsError) -> Error + '_ {
+    move |e| Error::Other(format!("compare: {what}: {e}"))
+}
+
+/// The labels both runs are scored on, read from their summaries.
+fn labels_of(summary: &Value) -> Labels {
+    let has = |k: &str| summary["metrics"].get(k).is_some();
+    Labels {
+        gold_facts: has("turn_precision"),
+        cosine: has("content_precision_cosine"),
+        qa: has("qa_evidence_coverage"),
+        duplicate_groups: has("dedup_precision"),
+        contradictions: has("judge_accuracy"),
+    }
+}
+
+fn both(a: Labels, b: Labels) -> Labels {
+    Labels {
+        gold_facts: a.gold_facts && b.gold_facts,
+        cosine: a.cosine && b.cosine,
+        qa: a.qa && b.qa,
+        duplicate_groups: a.duplicate_groups && b.duplicate_groups,
+        contradictions: a.contradictions && b.contradictions,
+    }
+}
+
+/// Compares two finished runs of the same dataset. `out` is where the
+/// comparison will be written (run directories are shown relative to it).
+pub fn compare_runs(a: &Side, b: &Side, out: &Path, opts: CompareOptions) -> Result<Comparison> {
+    let la = load(&a.dir)?;
+    let lb = load(&b.dir)?;
+    let digest = |l: &Loaded| l.manifest["dataset"]["digest"].as_str().unwrap_or("").to_string();
+    if digest(&la) != digest(&lb) {
+        return Err(Error::Other(format!(
+            "compare: {} and {} ran on different datasets (digest {} vs {})",
+            a.dir.display(),
+            b.dir.display(),
+            digest(&la),
+            digest(&lb)
+        )));
+    }
+    let labels = both(labels_of(&la.summary), labels_of(&lb.summary));
+    let (paired_a, paired_b, unpaired) = pair_episodes(&la.episodes, &lb.episodes)?;
+    let n = paired_a.height();
+    let ci = bootstrap(&paired_a, &paired_b, &labels, opts)?;
+
+    let value = |l: &Loaded, k: &str| l.summary["metrics"][k].as_f64().unwrap_or(0.0);
+    let mut metrics = Vec::new();
+    let mut context = Vec::new();
+    for d in labels.metrics() {
+        if NOT_COMPARED.contains(&d.key) || d.key.starts_with("baseline_") {
+            context.push((d.key.to_string(), la.summary["metrics"][d.key].clone()));
+            continue;
+        }
+        let (va, vb) = (value(&la, d.key), value(&lb, d.key));
+        let (lo, hi) = ci.iter().find(|c| c.0 == d.key).map_or((None, None), |c| (Some(c.1), Some(c.2)));
+        metrics.push(MetricRow { metric: d.key.to_string(), a: va, b: vb, uplift: round6(vb - va), ci_low: lo, ci_high: hi, higher_is_better: d.higher_is_better });
+    }
+    let per_conversation = per_conversation(&la.episodes, &lb.episodes, &labels)?;
+    let facts = fact_diff(&la.facts, &lb.facts)?;
+    let timings = |l: &Loaded| -> std::collections::BTreeMap<String, f64> {
+        serde_json::from_value(l.summary["timings"].clone()).unwrap_or_default()
+    };
+    Ok(Comparison {
+        format: "memform-compare/1".into(),
+        dataset: DatasetInfo { name: la.manifest["dataset"]["name"].as_str().unwrap_or("?").into(), digest: digest(&la) },
+        a: run_info(a, &la.manifest, out),
+        b: run_info(b, &lb.manifest, out),
+        bootstrap: BootstrapInfo {
+            unit: "episode".into(),
+            resamples: opts.resamples,
+            seed: opts.seed,
+            confidence: 0.95,
+            paired_episodes: n,
+            unpaired_episodes: unpaired,
+        },
+        context,
+        metrics,
+        per_conversation,
+        facts,
+        timings: Timings { a: timings(&la), b: timings(&lb) },
+    })
+}
+
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+fn run_info(side: &Side, m: &Value, out: &Path) -> RunInfo {
+    let s = |k: &str| m[k].as_str().unwrap_or("?").to_string();
+    RunInfo {
+        label: side.label.clone(),
+        dir: relative(&side.dir, out),
+        mode: s("mode"),
+        extractor: s("extractor"),
+        embedder: s("embedder"),
+        judge: s("judge"),
+        write_mode: s("write_mode"),
+        config_changes: config_changes(&m["config"]).into_iter().map(|c| c.trim_matches('`').to_string()).collect(),
+    }
+}
+
+/// `path` relative to `from` when both are relative or both absolute, else `path` as given.
+fn relative(path: &Path, from: &Path) -> String {
+    let norm = |p: &Path| -> Vec<String> {
+        p.components().filter(|c| !matches!(c, Component::CurDir)).map(|c| c.as_os_str().to_string_lossy().into_owned()).collect()
+    };
+    if path.is_absolute() != from.is_absolute() {
+        return path.display().to_string();
+    }
+    let (p, f) = (norm(path), norm(from));
+    let common = p.iter().zip(&f).take_while(|(x, y)| x == y).count();
+    let mut parts: Vec<String> = vec!["..".to_string(); f.len() - common];
+    parts.extend(p[common..].iter().cloned());
+    if parts.is_empty() { ".".to_string() } else { parts.join("/") }
+}
+
+/// The two runs' component rows for the episodes both ran, in the same
+/// (conversation, episode) order, with a `row` index; and how many episodes
+/// only one of them ran.
+fn pair_episodes(a: &DataFrame, b: &DataFrame) -> Result<(DataFrame, DataFrame, usize)> {
+    let keys = [col("conversation"), col("episode")];
+    let comps: Vec<Expr> = keys.iter().cloned().chain(COMPONENTS.iter().map(|c| col(*c))).collect();
+    let ka = a.clone().lazy().select(keys.clone());
+    let kb = b.clone().lazy().select(keys.clone());
+    let paired = ka
+        .join(kb, keys.clone(), keys.clone(), JoinArgs::new(JoinType::Inner))
+        .sort(["conversation", "episode"], SortMultipleOptions::default())
+        .with_row_index("row", None);
+    let side = |df: &DataFrame| -> std::result::Result<DataFrame, PolarsError> {
+        paired
+            .clone()
+            .join(df.clone().lazy().select(comps.clone()), keys.clone(), keys.clone(), JoinArgs::new(JoinType::Inner))
+            .with_column(col("row").cast(DataType::Int64))
+            .sort(["row"], SortMultipleOptions::default())
+            .collect()
+    };
+    let pa = side(a).map_err(perr("pair episodes"))?;
+    let pb = side(b).map_err(perr("pair episodes"))?;
+    let unpaired = a.height() + b.height() - 2 * pa.height();
+    Ok((pa, pb, unpaired))
+}
+
+/// (metric, 2.5th percentile, 97.5th percentile) of the bootstrap uplift
+/// B − A, for every compared metric.
+fn bootstrap(a: &DataFrame, b: &DataFrame, labels: &Labels, opts: CompareOptions) -> Result<Vec<(String, f64, f64)>> {
+    let n = a.height();
+    if n == 0 || opts.resamples == 0 {
+        return Ok(Vec::new());
+    }
+    let mut rng = SplitMix64::new(opts.seed);
+    let total = n * opts.resamples;
+    let mut replicate = Vec::with_capacity(total);
+    let mut row = Vec::with_capacity(total);
+    for r in 0..opts.resamples {
+        for _ in 0..n {
+            replicate.push(r as i64);
+            row.push(rng.below(n as u64) as i64);
+        }
+    }
+    let draws = DataFrame::new(total, vec![Column::new("replicate".into(), replicate), Column::new("row".into(), row)])
+        .map_err(perr("bootstrap draws"))?
+        .lazy();
+    let keys: Vec<&MetricKey> = METRIC_KEYS.iter().filter(|k| labels.has(k.1)).collect();
+    let replicate_metrics = |df: &DataFrame| -> LazyFrame {
+        let joined = draws.clone().join(df.clone().lazy(), [col("row")], [col("row")], JoinArgs::new(JoinType::Inner));
+        let summed = aggregate(joined, Some("replicate"), labels);
+        summed.select(std::iter::once(col("replicate")).chain(keys.iter().map(|k| col(k.0))).collect::<Vec<_>>())
+    };
+    let ra = replicate_metrics(a);
+    let rb = replicate_metrics(b).select(
+        std::iter::once(col("replicate")).chain(keys.iter().map(|k| col(k.0).alias(format!("{}__b", k.0)))).collect::<Vec<_>>(),
+    );
+    let uplift = ra
+        .join(rb, [col("replicate")], [col("replicate")], JoinArgs::new(JoinType::Inner))
+        .select(keys.iter().map(|k| (col(format!("{}__b", k.0)) - col(k.0)).cast(DataType::Float64).alias(k.0)).collect::<Vec<_>>());
+    let q = |p: f64, suffix: &str| -> Vec<Expr> {
+        keys.iter().map(|k| col(k.0).quantile(lit(p), QuantileMethod::Linear).alias(format!("{}{suffix}", k.0))).collect()
+    };
+    let ci = uplift
+        .select(q(0.025, "__lo").into_iter().chain(q(0.975, "__hi")).collect::<Vec<_>>())
+        .collect()
+        .map_err(perr("bootstrap percentiles"))?;
+    keys.iter()
+        .map(|k| {
+            let lo = scalar_f64(&ci, &format!("{}__lo", k.0)).map_err(perr("bootstrap"))?;
+            let hi = scalar_f64(&ci, &format!("{}__hi", k.0)).map_err(perr("bootstrap"))?;
+            Ok((k.0.to_string(), round6(lo), round6(hi)))
+        })
+        .collect()
+}
+
+/// (metric key, labels it needs) of every metric the bootstrap resamples.
+struct MetricKey(&'static str, crate::metrics::Needs);
+
+static METRIC_KEYS: std::sync::LazyLock<Vec<MetricKey>> = std::sync::LazyLock::new(|| {
+    METRICS
+        .iter()
+        .filter(|d| !matches!(d.formula, Formula::Const(_)) && !NOT_COMPARED.contains(&d.key) && !d.key.starts_with("baseline_"))
+        .map(|d| MetricKey(d.key, d.needs))
+        .collect()
+});
+
+fn per_conversation(a: &DataFrame, b: &DataFrame, labels: &Labels) -> Result<Vec<ConversationRow>> {
+    let keys: Vec<&str> = PER_CONVERSATION.iter().copied().filter(|k| labels.metrics().any(|d| d.key == *k)).collect();
+    let side = |df: &DataFrame, suffix: &str| {
+        aggregate(df.clone().lazy(), Some("conversation"), labels)
+            .select(std::iter::once(col("conversation")).chain(keys.iter().map(|k| col(*k).alias(format!("{k}{suffix}")))).collect::<Vec<_>>())
+    };
+    let joined = side(a, "__a")
+        .join(side(b, "__b"), [col("conversation")], [col("conversation")], JoinArgs::new(JoinType::Inner))
+        .sort(["conversation"], SortMultipleOptions::default());
+    let joined = joined.collect().map_err(perr("per-conversation uplift"))?;
+    let convs = joined.column("conversation").and_then(|c| c.str().cloned()).map_err(perr("conversation"))?;
+    let mut rows = Vec::new();
+    for (i, c) in convs.iter().enumerate() {
+        let mut metrics = Vec::new();
+        for k in &keys {
+            let get = |suffix: &str| -> Result<f64> {
+                let c = joined.column(&format!("{k}{suffix}")).and_then(|c| c.cast(&DataType::Float64)).map_err(perr("per-conversation"))?;
+                Ok(c.f64().map_err(perr("per-conversation"))?.get(i).unwrap_or(0.0))
+            };
+            let (va, vb) = (round6(get("__a")?), round6(get("__b")?));
+            metrics.push((k.to_string(), va, vb, round6(vb - va)));
+        }
+        rows.push(ConversationRow { conversation: c.unwrap_or("").to_string(), metrics });
+    }
+    Ok(rows)
+}
+
+fn fact_diff(a: &DataFrame, b: &DataFrame) -> Result<FactDiff> {
+    let stored = |df: &DataFrame| df.clone().lazy().filter(col("stored"));
+    let key = [col("conversation"), col("content_hash")];
+    let marker = |df: &DataFrame| stored(df).select(key.clone()).unique(None, polars::prelude::UniqueKeepStrategy::Any).with_column(lit(true).alias("other"));
+    let only = |x: &DataFrame, y: &DataFrame| -> std::result::Result<DataFrame, PolarsError> {
+        stored(x)
+            .join(marker(y), key.clone(), key.clone(), JoinArgs::new(JoinType::Left))
+            .filter(col("other").is_null())
+            .sort(["ord"], SortMultipleOptions::default())
+            .collect()
+    };
+    let oa = only(a, b).map_err(perr("facts only in A"))?;
+    let ob = only(b, a).map_err(perr("facts only in B"))?;
+    let stored_a = stored(a).collect().map_err(perr("stored facts"))?.height();
+    let examples = |df: &DataFrame| -> Result<Vec<FactExample>> {
+        let ex = df
+            .clone()
+            .lazy()
+            .group_by_stable([col("conversation")])
+            .head(Some(3))
+            .sort(["ord"], SortMultipleOptions::default())
+            .limit(EXAMPLES as u32)
+            .collect()
+            .map_err(perr("fact examples"))?;
+        Ok((0..ex.height())
+            .map(|i| {
+                let raw = |c: &str| ex.column(c).ok().and_then(|c| c.get(i).ok()).and_then(|v| v.get_str().map(str::to_string));
+                FactExample {
+                    conversation: raw("conversation").unwrap_or_default(),
+                    episode: raw("episode").unwrap_or_default(),
+                    turn: raw("turn").unwrap_or_default(),
+                    content: raw("content").unwrap_or_default(),
+                    gold_match: raw("gold_match"),
+                }
+            })
+            .collect())
+    };
+    Ok(FactDiff {
+        both: stored_a - oa.height(),
+        only_a: oa.height(),
+        only_b: ob.height(),
+        examples_only_a: examples(&oa)?,
+        examples_only_b: examples(&ob)?,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// compare.md
+
+fn f3(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e12 { format!("{x:.0}") } else { format!("{x:.3}") }
+}
+
+/// A metric value: counts as integers, rates with three decimals.
+fn value(x: f64, count: bool) -> String {
+    if count { f3(x) } else { format!("{x:.3}") }
+}
+
+/// A difference with its sign; differences too small for three decimals
+/// keep one significant digit rather than print as ±0.000.
+fn signed(x: f64) -> String {
+    let body = if x != 0.0 && x.abs() < 0.0005 { format!("{:.0e}", x.abs()) } else { f3(x.abs()) };
+    match x.partial_cmp(&0.0) {
+        Some(std::cmp::Ordering::Greater) => format!("+{body}"),
+        Some(std::cmp::Ordering::Less) => format!("−{body}"),
+        _ => body,
+    }
+}
+
+fn is_count(metric: &str) -> bool {
+    METRICS.iter().any(|d| d.key == metric && matches!(d.formula, Formula::Sum(_)))
+}
+
+/// What the interval says, in words.
+fn reading(r: &MetricRow) -> &'static str {
+    let (Some(lo), Some(hi)) = (r.ci_low, r.ci_high) else { return "" };
+    let up = lo > 0.0;
+    let down = hi < 0.0;
+    match (up || down, r.higher_is_better) {
+        (false, _) => "no clear difference",
+        (true, Some(true)) if up => "B better",
+        (true, Some(true)) => "A better",
+        (true, Some(false)) if up => "A better",
+        (true, Some(false)) => "B better",
+        (true, None) if up => "B higher",
+        (true, None) => "A higher",
+    }
+}
+
+/// Renders `compare.md`.
+pub fn render_markdown(c: &Comparison) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "# memform compare: {}, {} vs {}\n", c.dataset.name, c.a.label, c.b.label);
+    let _ = writeln!(o, "## What was compared\n");
+    let side = |r: &RunInfo| -> Vec<String> {
+        vec![
+            format!("`{}`", md(&r.label)),
+            format!("`{}`", md(&r.dir)),
+            r.mode.clone(),
+            format!("`{}` / `{}` / `{}`", r.extractor, r.judge, r.embedder),
+            r.write_mode.clone(),
+            if r.config_changes.is_empty() { "defaults".into() } else { md(&r.config_changes.join(", ")) },
+        ]
+    };
+    let mut rows = vec![side(&c.a), side(&c.b)];
+    rows[0].insert(0, "A".into());
+    rows[1].insert(0, "B".into());
+    table(&mut o, &["", "label", "run directory", "mode", "extractor / judge / embedder", "write mode", "config"], &rows);
+    let digest: String = c.dataset.digest.chars().take(12).collect();
+    let _ = writeln!(
+        o,
+        "Dataset `{}` (digest `{digest}`). Uplift is **B − A**. The 95% interval is a paired bootstrap over {} episodes \
+         ({} resamples, seed {}): episodes are drawn with replacement, the same draws for both runs, and each metric is \
+         recomputed from the drawn episodes' summed components.{}\n",
+        c.dataset.name,
+        c.bootstrap.paired_episodes,
+        c.bootstrap.resamples,
+        c.bootstrap.seed,
+        if c.bootstrap.unpaired_episodes > 0 {
+            format!(" **{} episodes ran in only one of the runs** and are left out of the intervals.", c.bootstrap.unpaired_episodes)
+        } else {
+            String::new()
+        }
+    );
+    if !c.context.is_empty() {
+        let ctx: Vec<String> = c.context.iter().map(|(k, v)| format!("{k} {}", crate::report::num(Some(v)))).collect();
+        let _ = writeln!(o, "Fixed by the dataset: {}.\n", ctx.join(", "));
+    }
+
+    let _ = writeln!(o, "## Headline\n");
+    let row = |r: &MetricRow| -> Vec<String> {
+        let ci = match (r.ci_low, r.ci_high) {
+            (Some(lo), Some(hi)) => format!("[{}, {}]", signed(lo), signed(hi)),
+            _ => "–".into(),
+        };
+        let dir = match r.higher_is_better {
+            Some(true) => " ↑",
+            Some(false) => " ↓",
+            None => "",
+        };
+        let count = is_count(&r.metric);
+        vec![format!("`{}`{dir}", r.metric), value(r.a, count), value(r.b, count), format!("**{}**", signed(r.uplift)), ci, reading(r).into()]
+    };
+    let header = ["metric", "A", "B", "uplift B − A", "95% CI", "reading"];
+    let headline: Vec<Vec<String>> = HEADLINE.iter().filter_map(|k| c.metrics.iter().find(|r| r.metric == *k)).map(row).collect();
+    table(&mut o, &header, &headline);
+    let _ = writeln!(o, "↑: higher is better; ↓: lower is better; unmarked metrics describe formation and have no better direction. Every metric is defined in docs/metrics.md.\n");
+    let _ = writeln!(o, "## All metrics\n");
+    table(&mut o, &header, &c.metrics.iter().map(row).collect::<Vec<_>>());
+
+    if !c.per_conversation.is_empty() {
+        let _ = writeln!(o, "## Per conversation\n");
+        let _ = writeln!(o, "Each cell is A → B (uplift).\n");
+        let keys: Vec<String> = c.per_conversation[0].metrics.iter().map(|m| m.0.clone()).collect();
+        let header: Vec<&str> = std::iter::once("conversation").chain(keys.iter().map(String::as_str)).collect();
+        let rows: Vec<Vec<String>> = c
+            .per_conversation
+            .iter()
+            .map(|r| {
+                std::iter::once(format!("`{}`", md(&r.conversation)))
+                    .chain(r.metrics.iter().map(|(_, a, b, u)| format!("{:.3} → {:.3} ({})", a, b, signed(*u))))
+                    .collect()
+            })
+            .collect();
+        table(&mut o, &header, &rows);
+    }
+
+    let _ = writeln!(o, "## Facts one run stored and the other did not\n");
+    let _ = writeln!(
+        o,
+        "Matched by conversation and content hash: {} stored by both, {} only by A, {} only by B. \
+         `gold` names the gold fact a stored fact matched (lexical), if any.\n",
+        c.facts.both, c.facts.only_a, c.facts.only_b
+    );
+    for (title, ex) in [("Only in A", &c.facts.examples_only_a), ("Only in B", &c.facts.examples_only_b)] {
+        let _ = writeln!(o, "### {title}\n");
+        if ex.is_empty() {
+            let _ = writeln!(o, "None.\n");
+            continue;
+        }
+        let rows: Vec<Vec<String>> = ex
+            .iter()
+            .map(|e| {
+                vec![
+                    format!("{} / {} / {}", md(&e.conversation), md(&e.episode), md(&e.turn)),
+                    md(&e.content),
+                    e.gold_match.as_deref().map_or("–".into(), md),
+                ]
+            })
+            .collect();
+        table(&mut o, &["conversation / episode / turn", "fact", "gold"], &rows);
+    }
+
+    let _ = writeln!(o, "## Timings\n");
+    let _ = writeln!(o, "Wall-clock milliseconds (not deterministic; the only such section).\n");
+    let rows: Vec<Vec<String>> = crate::metrics::TIMING_COLUMNS
+        .iter()
+        .chain(&["wall_ms"])
+        .map(|k| {
+            let g = |t: &std::collections::BTreeMap<String, f64>| t.get(*k).map_or("–".into(), |v| format!("{v:.1}"));
+            vec![format!("`{k}`"), g(&c.timings.a), g(&c.timings.b)]
+        })
+        .collect();
+    table(&mut o, &["stage", "A", "B"], &rows);
+    o
+}
+
+/// Writes `compare.json` and `compare.md` into `out`.
+pub fn write_comparison(out: &Path, c: &Comparison) -> Result<()> {
+    std::fs::create_dir_all(out).map_err(|e| Error::write(out, e))?;
+    write_json(&out.join("compare.json"), c)?;
+    write_text(&out.join("compare.md"), &render_markdown(c))
+}
+
+#[cfg(test)]
+mod tests;

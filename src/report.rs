@@ -1,0 +1,904 @@
+//! A run's reports: the frames as Parquet and CSV, `per_conversation.csv`,
+//! and `report.md` with SVG plots drawn by plotters. Everything here is a
+//! function of the run's [`Analysis`] and manifest, so the same run gives
+//! byte-identical reports; only the "Timings" section of `report.md` carries
+//! wall-clock figures.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use plotters::coord::Shift;
+use plotters::prelude::{
+    BLACK, ChartBuilder, Circle, Color, DrawingArea, IntoDrawingArea, IntoFont, IntoSegmentedCoord, IntoTextStyle, LineSeries, PathElement, RGBColor,
+    Rectangle, SVGBackend, SegmentValue, SeriesLabelPosition, Text, WHITE,
+};
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use polars::prelude::{AnyValue, DataFrame, IntoLazy, SortMultipleOptions, col};
+use polars_io::prelude::{CsvWriter, ParquetReader, ParquetWriter};
+use polars_io::{SerReader, SerWriter};
+use serde_json::Value;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::metrics::{Analysis, Formula, METRICS, Needs};
+
+/// Files the reports add to a run directory (removed before a re-run).
+pub const REPORT_FILES: &[&str] = &[
+    "facts.parquet",
+    "facts.csv",
+    "episodes.parquet",
+    "episodes.csv",
+    "per_conversation.csv",
+    "report.md",
+    PLOT_STORED,
+    PLOT_OUTCOMES,
+    PLOT_VERDICTS,
+    PLOT_WARNINGS,
+    PLOT_SCORES,
+];
+
+pub const PLOT_STORED: &str = "plot_stored_facts.svg";
+pub const PLOT_OUTCOMES: &str = "plot_outcomes.svg";
+pub const PLOT_VERDICTS: &str = "plot_verdicts.svg";
+pub const PLOT_WARNINGS: &str = "plot_warnings.svg";
+pub const PLOT_SCORES: &str = "plot_precision_recall.svg";
+
+/// Most stored facts shown as examples in `report.md` (three per conversation).
+const EXAMPLES: usize = 24;
+
+/// Writes every report file of a run into `dir`. `manifest` is the run's
+/// `run.json`.
+pub fn write_run_reports(dir: &Path, manifest: &Value, analysis: &Analysis) -> Result<()> {
+    write_parquet(&dir.join("facts.parquet"), &analysis.facts)?;
+    write_csv(&dir.join("facts.csv"), &analysis.facts)?;
+    write_parquet(&dir.join("episodes.parquet"), &analysis.episodes)?;
+    write_csv(&dir.join("episodes.csv"), &analysis.episodes)?;
+    write_csv(&dir.join("per_conversation.csv"), &analysis.per_conversation)?;
+    let plots = plots(analysis)?;
+    for (name, svg) in &plots {
+        write_text(&dir.join(name), svg)?;
+    }
+    let names: Vec<&str> = plots.iter().map(|(n, _)| *n).collect();
+    write_text(&dir.join("report.md"), &render_report(manifest, analysis, &names)?)
+}
+
+pub fn write_text(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(|e| Error::write(path, e))
+}
+
+fn frame_err(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Other(format!("write {}: {e}", path.display()))
+}
+
+pub fn write_parquet(path: &Path, df: &DataFrame) -> Result<()> {
+    let file = std::fs::File::create(path).map_err(|e| Error::write(path, e))?;
+    let mut df = df.clone();
+    ParquetWriter::new(file).finish(&mut df).map_err(|e| frame_err(path, e))?;
+    Ok(())
+}
+
+pub fn write_csv(path: &Path, df: &DataFrame) -> Result<()> {
+    let mut file = std::fs::File::create(path).map_err(|e| Error::write(path, e))?;
+    let mut df = df.clone();
+    CsvWriter::new(&mut file).finish(&mut df).map_err(|e| frame_err(path, e))
+}
+
+pub fn read_parquet(path: &Path) -> Result<DataFrame> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    ParquetReader::new(file).finish().map_err(|e| Error::input(path, e.to_string()))
+}
+
+// ---------------------------------------------------------------------------
+// Cells.
+
+/// A frame cell as report text: floats to three decimals, null as "–".
+pub fn cell(df: &DataFrame, column: &str, row: usize) -> String {
+    match df.column(column).and_then(|c| c.get(row)) {
+        Ok(AnyValue::Float64(x)) => format!("{x:.3}"),
+        Ok(AnyValue::Float32(x)) => format!("{x:.3}"),
+        Ok(AnyValue::Int64(x)) => x.to_string(),
+        Ok(AnyValue::Int32(x)) => x.to_string(),
+        Ok(AnyValue::UInt32(x)) => x.to_string(),
+        Ok(AnyValue::UInt64(x)) => x.to_string(),
+        Ok(AnyValue::Boolean(b)) => if b { "yes" } else { "no" }.to_string(),
+        Ok(AnyValue::String(s)) => md(s),
+        Ok(AnyValue::StringOwned(s)) => md(s.as_str()),
+        Ok(AnyValue::Null) | Err(_) => "–".to_string(),
+        Ok(other) => md(&other.to_string()),
+    }
+}
+
+/// Text safe inside a Markdown table cell.
+pub fn md(s: &str) -> String {
+    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// A metric value of `summary.json` as report text.
+pub fn num(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => n.to_string(),
+        Some(Value::Number(n)) => format!("{:.3}", n.as_f64().unwrap_or(0.0)),
+        Some(Value::String(s)) => md(s),
+        Some(other) => md(&other.to_string()),
+        None => "–".to_string(),
+    }
+}
+
+/// A Markdown table.
+pub fn table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
+    for r in rows {
+        let _ = writeln!(out, "| {} |", r.join(" | "));
+    }
+    out.push('\n');
+}
+
+fn s<'a>(v: &'a Value, path: &[&str]) -> &'a str {
+    let mut v = v;
+    for p in path {
+        v = &v[*p];
+    }
+    v.as_str().unwrap_or("?")
+}
+
+// ---------------------------------------------------------------------------
+// report.md
+
+/// What each metric means, in a line (the full definitions are in docs/metrics.md).
+pub fn meaning(key: &str) -> &'static str {
+    match key {
+        "episodes" => "episodes run",
+        "turns" => "turns in those episodes",
+        "candidates" => "facts extracted (after post-processing)",
+        "stored_facts" => "candidates written as new facts",
+        "live_facts" => "stored facts still live at the end",
+        "judged_new" => "candidates discarded by a `new` verdict",
+        "low_fact_confidence" => "candidates below the write confidence gate",
+        "alias_merges" => "extracted entities merged into an existing one",
+        "entities_created" => "new entities",
+        "contradictions_judged" => "(candidate, live fact) pairs judged",
+        "verdict_old" => "pairs where the candidate replaced the live fact",
+        "verdict_new" => "pairs where the candidate was judged wrong or redundant",
+        "verdict_neither" => "pairs where both stand",
+        "invalidations" => "live facts invalidated (cascades included)",
+        "closures" => "live facts given a validUntil",
+        "review_needed" => "verdicts flagged for human review",
+        "blocked" => "invalidations the write mode blocked",
+        "warnings" => "extraction and judge warnings",
+        "llm_calls" => "model calls",
+        "prompt_tokens" => "model prompt tokens",
+        "completion_tokens" => "model completion tokens",
+        "fact_density" => "stored facts per episode",
+        "facts_per_100_turns" => "stored facts per 100 turns",
+        "dedup_rate" => "candidates dropped as exact or near duplicates",
+        "exact_dup_rate" => "candidates dropped by content hash or s|p|o",
+        "near_dup_rate" => "candidates dropped by embedding similarity",
+        "duplicate_reduction" => "1 − stored / candidates",
+        "noise_rejection_rate" => "candidates below the value-score floor",
+        "entity_coherence" => "stored facts whose entities resolved",
+        "turn_precision" => "stored facts' source turns that are gold evidence",
+        "turn_recall" => "gold evidence turns that yielded a stored fact",
+        "turn_f1" => "harmonic mean of turn precision and recall",
+        "content_precision" => "stored facts matching a gold fact (lexical)",
+        "content_recall" => "gold facts matched by a stored fact (lexical)",
+        "content_f1" => "harmonic mean (lexical)",
+        "content_precision_cosine" => "stored facts matching a gold fact (cosine)",
+        "content_recall_cosine" => "gold facts matched by a stored fact (cosine)",
+        "content_f1_cosine" => "harmonic mean (cosine)",
+        "qa_evidence_coverage" => "QA evidence turns that yielded a live fact",
+        "dedup_precision" => "duplicate links inside one gold group",
+        "dedup_recall" => "expected duplicates caught",
+        "dedup_f1" => "harmonic mean of dedup precision and recall",
+        "judge_accuracy" => "labelled pairs judged right (of those judged)",
+        "judge_accuracy_raw" => "the same, before the guards",
+        "judge_coverage" => "labelled pairs the pipeline judged",
+        "contradiction_accuracy" => "labelled pairs ending right (unjudged = both stand)",
+        _ => "",
+    }
+}
+
+/// Renders `report.md`. `plots` names the SVG files written beside it.
+pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<String> {
+    let m = &a.summary.metrics;
+    let get = |k: &str| m.get(k);
+    let mut o = String::new();
+    let dataset = s(manifest, &["dataset", "name"]);
+    let mode = manifest["mode"].as_str().unwrap_or("?");
+    let _ = writeln!(o, "# memform run: {dataset}, {mode} mode\n");
+
+    let _ = writeln!(o, "## What was run\n");
+    let digest = s(manifest, &["dataset", "digest"]);
+    let mut rows = vec![
+        vec![
+            "dataset".into(),
+            format!(
+                "`{dataset}` ({} format, {} conversations, digest `{}`)",
+                s(manifest, &["dataset", "format"]),
+                manifest["dataset"]["conversations"],
+                digest.chars().take(12).collect::<String>()
+            ),
+        ],
+        vec!["mode".into(), format!("{mode}: extractor `{}`, judge `{}`, embedder `{}`", s(manifest, &["extractor"]), s(manifest, &["judge"]), s(manifest, &["embedder"]))],
+        vec!["write mode".into(), s(manifest, &["write_mode"]).to_string()],
+        vec!["run size".into(), format!("{} episodes, {} turns, {} candidate facts", num(get("episodes")), num(get("turns")), num(get("candidates")))],
+    ];
+    let changed = config_changes(&manifest["config"]);
+    rows.push(vec!["config".into(), if changed.is_empty() { "defaults (`memform config` prints them)".into() } else { format!("defaults except {}", changed.join(", ")) }]);
+    let cfg = &manifest["config"];
+    rows.push(vec![
+        "key thresholds".into(),
+        [
+            "value_contextual_min",
+            "value_core_min",
+            "entity_merge_threshold",
+            "near_dup_threshold",
+            "contradiction_band_min",
+            "min_fact_confidence_for_write",
+        ]
+        .iter()
+        .map(|k| format!("{k} {}", cfg[*k]))
+        .collect::<Vec<_>>()
+        .join(", "),
+    ]);
+    let l = &a.labels;
+    let mut gold = Vec::new();
+    if l.gold_facts {
+        gold.push(format!("{} facts ({} evidence turns)", num(get("gold_facts")), num(get("gold_turns"))));
+    }
+    if l.qa {
+        gold.push(format!("{} QA items", num(get("qa_items"))));
+    }
+    if l.duplicate_groups {
+        gold.push(format!("{} duplicate groups", num(get("duplicate_groups"))));
+    }
+    if l.contradictions {
+        gold.push(format!("{} labelled contradiction pairs", num(get("judge_pairs_labelled"))));
+    }
+    rows.push(vec!["gold labels".into(), if gold.is_empty() { "none: formation metrics only".into() } else { gold.join(", ") }]);
+    if let Some(n) = get("skipped_conversations").and_then(Value::as_u64).filter(|n| *n > 0) {
+        rows.push(vec!["skipped".into(), format!("**{n} conversation(s) skipped** (see stderr of the run)")]);
+    }
+    table(&mut o, &["", ""], &rows);
+
+    let _ = writeln!(o, "## Headline\n");
+    let _ = writeln!(
+        o,
+        "{} candidate facts became **{} stored facts** ({} per episode, {} per 100 turns); {} are live at the end. \
+         Dedup dropped {} of candidates, the noise filter {}.",
+        num(get("candidates")),
+        num(get("stored_facts")),
+        num(get("fact_density")),
+        num(get("facts_per_100_turns")),
+        num(get("live_facts")),
+        pct(get("dedup_rate")),
+        pct(get("noise_rejection_rate")),
+    );
+    if l.gold_facts {
+        let _ = writeln!(
+            o,
+            "Against gold, turn-level F1 is **{}** (the every-turn baseline scores {}), content-level F1 **{}**.",
+            num(get("turn_f1")),
+            num(get("baseline_all_turns_f1")),
+            num(get("content_f1")),
+        );
+    }
+    o.push('\n');
+    if l.gold_facts || l.qa || l.duplicate_groups || l.contradictions {
+        let mut rows = Vec::new();
+        let row = |k: &str, base_all: Option<&str>, base_none: Option<&str>| {
+            vec![
+                format!("`{k}`"),
+                format!("**{}**", num(get(k))),
+                base_all.map_or("".to_string(), |b| num(get(b))),
+                base_none.map_or("".to_string(), |b| num(get(b))),
+                md(meaning(k)),
+            ]
+        };
+        if l.gold_facts {
+            for x in ["precision", "recall", "f1"] {
+                let k = format!("turn_{x}");
+                let all = format!("baseline_all_turns_{x}");
+                let none = format!("baseline_no_turns_{x}");
+                rows.push(row(&k, Some(&all), Some(&none)));
+            }
+            for k in ["content_precision", "content_recall", "content_f1"] {
+                rows.push(row(k, None, None));
+            }
+            if l.cosine {
+                for k in ["content_precision_cosine", "content_recall_cosine", "content_f1_cosine"] {
+                    rows.push(row(k, None, None));
+                }
+            }
+        }
+        if l.qa {
+            rows.push(row("qa_evidence_coverage", None, None));
+        }
+        if l.duplicate_groups {
+            for k in ["dedup_precision", "dedup_recall", "dedup_f1"] {
+                rows.push(row(k, None, None));
+            }
+        }
+        if l.contradictions {
+            for k in ["judge_accuracy", "judge_accuracy_raw", "judge_coverage", "contradiction_accuracy"] {
+                rows.push(row(k, None, None));
+            }
+        }
+        table(&mut o, &["metric", "this run", "baseline: every turn", "baseline: no turn", "meaning"], &rows);
+        if l.gold_facts {
+            let _ = writeln!(
+                o,
+                "Content matching pairs each stored fact with at most one gold fact of its episode (maximum one-to-one \
+                 matching) when their token Dice similarity is ≥ {}{}. Definitions: [docs/metrics.md](../../docs/metrics.md).\n",
+                num(get("content_lexical_threshold")),
+                match (get("content_cosine_threshold"), get("content_embedder")) {
+                    (Some(t), Some(e)) if l.cosine => format!(", or, for the cosine variant, their cosine under `{}` is ≥ {}", num(Some(e)), num(Some(t))),
+                    _ => String::new(),
+                }
+            );
+            if let Some(e) = get("content_cosine_error") {
+                let _ = writeln!(o, "Cosine content matching was not computed: {}\n", num(Some(e)));
+            }
+        }
+        if plots.contains(&PLOT_SCORES) {
+            let _ = writeln!(o, "![precision and recall]({PLOT_SCORES})\n");
+        }
+    }
+
+    let _ = writeln!(o, "## Formation\n");
+    let rows: Vec<Vec<String>> = METRICS
+        .iter()
+        .filter(|d| d.needs == Needs::Nothing)
+        .map(|d| {
+            let kind = match d.formula {
+                Formula::Sum(_) => "count",
+                _ => "rate",
+            };
+            vec![format!("`{}`", d.key), num(get(d.key)), kind.to_string(), md(meaning(d.key))]
+        })
+        .collect();
+    table(&mut o, &["metric", "value", "kind", "meaning"], &rows);
+
+    let _ = writeln!(o, "### What happened to each candidate\n");
+    let outcomes: Vec<Vec<String>> = match get("outcomes") {
+        Some(Value::Object(map)) => map.iter().map(|(k, v)| vec![format!("`{k}`"), num(Some(v))]).collect(),
+        _ => Vec::new(),
+    };
+    if outcomes.is_empty() {
+        let _ = writeln!(o, "No candidate facts were extracted.\n");
+    } else {
+        table(&mut o, &["outcome", "candidates"], &outcomes);
+        outcome_examples(&mut o, a)?;
+    }
+    if plots.contains(&PLOT_OUTCOMES) {
+        let _ = writeln!(o, "![candidate outcomes]({PLOT_OUTCOMES})\n");
+    }
+
+    let _ = writeln!(o, "### Contradictions\n");
+    let _ = writeln!(
+        o,
+        "{} (candidate, live fact) pairs were judged: {} `old` (the live fact was replaced), {} `new` (the candidate was \
+         dropped), {} `neither` (both stand); {} invalidations, {} closures, {} flagged for review, {} blocked by the write mode.\n",
+        num(get("contradictions_judged")),
+        num(get("verdict_old")),
+        num(get("verdict_new")),
+        num(get("verdict_neither")),
+        num(get("invalidations")),
+        num(get("closures")),
+        num(get("review_needed")),
+        num(get("blocked")),
+    );
+    verdict_examples(&mut o, a)?;
+    if let Some(Value::Object(conf)) = get("judge_confusion") {
+        let _ = writeln!(o, "Labelled pairs, gold verdict (rows) × pipeline outcome (columns):\n");
+        let cols = ["old", "new", "neither", "not_judged"];
+        let rows: Vec<Vec<String>> = ["old", "new", "neither"]
+            .iter()
+            .map(|g| std::iter::once(format!("**{g}**")).chain(cols.iter().map(|c| num(conf.get(*g).and_then(|r| r.get(*c))))).collect())
+            .collect();
+        table(&mut o, &["gold \\ pipeline", "old", "new", "neither", "not judged"], &rows);
+    }
+    if plots.contains(&PLOT_VERDICTS) {
+        let _ = writeln!(o, "![verdicts]({PLOT_VERDICTS})\n");
+    }
+
+    let _ = writeln!(o, "### Warnings\n");
+    warning_table(&mut o, a)?;
+    if plots.contains(&PLOT_WARNINGS) {
+        let _ = writeln!(o, "![warnings]({PLOT_WARNINGS})\n");
+    }
+
+    if l.qa {
+        let _ = writeln!(o, "## QA evidence coverage\n");
+        let _ = writeln!(
+            o,
+            "{} of the QA evidence turns yielded a live fact; {} of {} QA items have every evidence turn covered.\n",
+            pct(get("qa_evidence_coverage")),
+            pct(get("qa_item_coverage")),
+            num(get("qa_items")),
+        );
+        if let Some(Value::Object(map)) = get("qa_evidence_coverage_by_category") {
+            let rows: Vec<Vec<String>> = map.iter().map(|(k, v)| vec![k.clone(), num(Some(v))]).collect();
+            table(&mut o, &["QA category", "evidence coverage"], &rows);
+        }
+    }
+
+    let _ = writeln!(o, "## Per conversation\n");
+    per_conversation_table(&mut o, a);
+    if plots.contains(&PLOT_STORED) {
+        let _ = writeln!(o, "![stored facts over episodes]({PLOT_STORED})\n");
+    }
+
+    let _ = writeln!(o, "## Example stored facts\n");
+    stored_examples(&mut o, a)?;
+
+    let _ = writeln!(o, "## Files\n");
+    let _ = writeln!(
+        o,
+        "`summary.json` (every metric), `facts.parquet`/`facts.csv` (one row per candidate, with its outcome and gold match), \
+         `episodes.parquet`/`episodes.csv` (one row per episode: counts, metric components, per-episode metrics, timings), \
+         `per_conversation.csv`, `facts.jsonl`/`episodes.jsonl` (the raw records), `store.sqlite` (the memory store), `run.json` (the manifest).\n"
+    );
+
+    let _ = writeln!(o, "## Timings\n");
+    let _ = writeln!(o, "Wall-clock milliseconds (not deterministic; the only such section).\n");
+    let rows: Vec<Vec<String>> = crate::metrics::TIMING_COLUMNS
+        .iter()
+        .chain(&["wall_ms"])
+        .filter_map(|k| a.summary.timings.get(*k).map(|v| vec![format!("`{k}`"), format!("{v:.1}")]))
+        .collect();
+    table(&mut o, &["stage", "ms"], &rows);
+    Ok(o)
+}
+
+fn pct(v: Option<&Value>) -> String {
+    match v.and_then(Value::as_f64) {
+        Some(x) => format!("{:.1}%", 100.0 * x),
+        None => "–".to_string(),
+    }
+}
+
+/// Config keys whose value differs from the default, as `key = value`.
+pub fn config_changes(config: &Value) -> Vec<String> {
+    let defaults = serde_json::to_value(Config::default()).unwrap_or(Value::Null);
+    match config {
+        Value::Object(map) => map
+            .iter()
+            .filter(|(k, v)| defaults.get(k.as_str()) != Some(v))
+            .map(|(k, v)| format!("`{k} = {v}`"))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn polars_err(what: &str) -> impl Fn(polars::prelude::PolarsError) -> Error + '_ {
+    move |e| Error::Other(format!("render report: {what}: {e}"))
+}
+
+fn outcome_examples(o: &mut String, a: &Analysis) -> Result<()> {
+    let ex = a
+        .facts
+        .clone()
+        .lazy()
+        .sort(["ord"], SortMultipleOptions::default())
+        .group_by_stable([col("outcome")])
+        .agg([col("conversation").first(), col("turn").first(), col("content").first(), col("reason").first()])
+        .sort(["outcome"], SortMultipleOptions::default())
+        .collect()
+        .map_err(polars_err("outcome examples"))?;
+    let rows: Vec<Vec<String>> = (0..ex.height())
+        .map(|i| {
+            vec![
+                format!("`{}`", cell(&ex, "outcome", i)),
+                format!("{} / {}", cell(&ex, "conversation", i), cell(&ex, "turn", i)),
+                cell(&ex, "content", i),
+                cell(&ex, "reason", i),
+            ]
+        })
+        .collect();
+    let _ = writeln!(o, "One example of each outcome (the first in run order):\n");
+    table(o, &["outcome", "conversation / turn", "candidate", "reason"], &rows);
+    Ok(())
+}
+
+fn verdict_examples(o: &mut String, a: &Analysis) -> Result<()> {
+    if a.verdicts.height() == 0 {
+        return Ok(());
+    }
+    let live = a.facts.clone().lazy().select([col("id").alias("live_id"), col("content").alias("live_content")]);
+    let ex = a
+        .verdicts
+        .clone()
+        .lazy()
+        .join(live, [col("live_id")], [col("live_id")], polars::prelude::JoinArgs::new(polars::prelude::JoinType::Left))
+        .group_by_stable([col("verdict"), col("reason")])
+        .agg([
+            polars::prelude::len().alias("n"),
+            col("candidate_content").first(),
+            col("live_content").first(),
+            col("conversation").first(),
+            col("candidate_turn").first(),
+        ])
+        .sort(["verdict", "reason"], SortMultipleOptions::default())
+        .collect()
+        .map_err(polars_err("verdict examples"))?;
+    let rows: Vec<Vec<String>> = (0..ex.height())
+        .map(|i| {
+            vec![
+                format!("`{}`", cell(&ex, "verdict", i)),
+                cell(&ex, "reason", i),
+                cell(&ex, "n", i),
+                format!("{} / {}: «{}» vs live «{}»", cell(&ex, "conversation", i), cell(&ex, "candidate_turn", i), cell(&ex, "candidate_content", i), cell(&ex, "live_content", i)),
+            ]
+        })
+        .collect();
+    table(o, &["verdict", "paired because", "pairs", "example"], &rows);
+    Ok(())
+}
+
+fn warning_table(o: &mut String, a: &Analysis) -> Result<()> {
+    if a.warnings.height() == 0 {
+        let _ = writeln!(o, "No warnings.\n");
+        return Ok(());
+    }
+    let ex = a
+        .warnings
+        .clone()
+        .lazy()
+        .group_by_stable([col("kind")])
+        .agg([polars::prelude::len().alias("n"), col("conversation").first(), col("episode").first(), col("message").first()])
+        .sort(["kind"], SortMultipleOptions::default())
+        .collect()
+        .map_err(polars_err("warnings"))?;
+    let rows: Vec<Vec<String>> = (0..ex.height())
+        .map(|i| {
+            vec![
+                format!("`{}`", cell(&ex, "kind", i)),
+                cell(&ex, "n", i),
+                format!("{} / {}: {}", cell(&ex, "conversation", i), cell(&ex, "episode", i), cell(&ex, "message", i)),
+            ]
+        })
+        .collect();
+    table(o, &["kind", "count", "first example"], &rows);
+    Ok(())
+}
+
+/// The per-conversation columns shown in `report.md` (all are in the CSV).
+fn per_conversation_columns(a: &Analysis) -> Vec<&'static str> {
+    let mut cols = vec![
+        "episodes",
+        "turns",
+        "candidates",
+        "stored_facts",
+        "live_facts",
+        "fact_density",
+        "dedup_rate",
+        "noise_rejection_rate",
+        "verdict_old",
+        "invalidations",
+        "warnings",
+    ];
+    if a.labels.gold_facts {
+        cols.extend(["turn_precision", "turn_recall", "turn_f1", "content_f1"]);
+    }
+    if a.labels.qa {
+        cols.push("qa_evidence_coverage");
+    }
+    cols
+}
+
+fn per_conversation_table(o: &mut String, a: &Analysis) {
+    let cols = per_conversation_columns(a);
+    let df = &a.per_conversation;
+    let rows: Vec<Vec<String>> = (0..df.height())
+        .map(|i| std::iter::once(format!("`{}`", cell(df, "conversation", i))).chain(cols.iter().map(|c| cell(df, c, i))).collect())
+        .collect();
+    let header: Vec<&str> = std::iter::once("conversation").chain(cols.iter().copied()).collect();
+    table(o, &header, &rows);
+}
+
+fn stored_examples(o: &mut String, a: &Analysis) -> Result<()> {
+    let ex = a
+        .facts
+        .clone()
+        .lazy()
+        .filter(col("stored"))
+        .sort(["ord"], SortMultipleOptions::default())
+        .group_by_stable([col("conversation")])
+        .head(Some(3))
+        .sort(["ord"], SortMultipleOptions::default())
+        .limit(EXAMPLES as u32)
+        .collect()
+        .map_err(polars_err("stored examples"))?;
+    if ex.height() == 0 {
+        let _ = writeln!(o, "No facts were stored.\n");
+        return Ok(());
+    }
+    let _ = writeln!(o, "The first three stored facts of each conversation (at most {EXAMPLES}); `gold` is the gold fact it matched (lexical).\n");
+    let rows: Vec<Vec<String>> = (0..ex.height())
+        .map(|i| {
+            vec![
+                format!("{} / {} / {}", cell(&ex, "conversation", i), cell(&ex, "episode", i), cell(&ex, "turn", i)),
+                cell(&ex, "content", i),
+                cell(&ex, "fact_type", i),
+                cell(&ex, "confidence", i),
+                cell(&ex, "live", i),
+                cell(&ex, "gold_match", i),
+            ]
+        })
+        .collect();
+    table(o, &["conversation / episode / turn", "fact", "type", "confidence", "live", "gold"], &rows);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Plots.
+
+type DrawResult = std::result::Result<(), Box<dyn std::error::Error>>;
+
+/// Draws into an SVG string of `w`×`h` pixels.
+pub fn svg(w: u32, h: u32, draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> DrawResult) -> Result<String> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (w, h)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| Error::Other(format!("draw plot: {e}")))?;
+        draw(&root).map_err(|e| Error::Other(format!("draw plot: {e}")))?;
+        root.present().map_err(|e| Error::Other(format!("draw plot: {e}")))?;
+    }
+    Ok(out)
+}
+
+/// Tableau 10: distinct colours that read on white.
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(0x4e, 0x79, 0xa7),
+    RGBColor(0xf2, 0x8e, 0x2b),
+    RGBColor(0xe1, 0x57, 0x59),
+    RGBColor(0x76, 0xb7, 0xb2),
+    RGBColor(0x59, 0xa1, 0x4f),
+    RGBColor(0xed, 0xc9, 0x48),
+    RGBColor(0xb0, 0x7a, 0xa1),
+    RGBColor(0xff, 0x9d, 0xa7),
+    RGBColor(0x9c, 0x75, 0x5f),
+    RGBColor(0xba, 0xb0, 0xac),
+];
+
+fn colour(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// Horizontal bars, one per (label, value, colour index), top to bottom.
+/// Values that are all whole numbers are drawn as counts.
+pub fn bar_chart(title: &str, x_desc: &str, bars: &[(String, f64, usize)]) -> Result<String> {
+    let n = bars.len().max(1);
+    let max = bars.iter().map(|b| b.1).fold(0.0f64, f64::max);
+    let counts = bars.iter().all(|b| b.1.fract() == 0.0);
+    let top = if max <= 0.0 { 1.0 } else if counts { (max * 1.15).ceil().max(max + 1.0) } else { max * 1.15 };
+    let x_labels = if counts { (top as usize + 1).min(11) } else { 11 };
+    let h = 90 + 28 * n as u32;
+    let label_w = bars.iter().map(|b| b.0.chars().count()).max().unwrap_or(4).clamp(4, 40) as u32 * 7 + 10;
+    svg(760, h, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 18).into_font())
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(label_w)
+            .build_cartesian_2d(0f64..top, (0u32..n as u32).into_segmented())?;
+        let names: Vec<String> = bars.iter().rev().map(|b| b.0.clone()).collect();
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n)
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => names.get(*i as usize).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .x_labels(x_labels)
+            .x_label_formatter(&|x| if counts { format!("{x:.0}") } else { format!("{x:.1}") })
+            .x_desc(x_desc)
+            .draw()?;
+        let rev: Vec<(usize, &(String, f64, usize))> = bars.iter().rev().enumerate().collect();
+        chart.draw_series(rev.iter().map(|(i, b)| {
+            let mut r = Rectangle::new(
+                [(0.0, SegmentValue::Exact(*i as u32)), (b.1, SegmentValue::Exact(*i as u32 + 1))],
+                colour(b.2).filled(),
+            );
+            r.set_margin(4, 4, 0, 0);
+            r
+        }))?;
+        chart.draw_series(rev.iter().map(|(i, b)| {
+            let text = if counts { format!("{:.0}", b.1) } else { format!("{:.3}", b.1) };
+            let style = ("sans-serif", 12).into_font().into_text_style(root).pos(Pos::new(HPos::Left, VPos::Center));
+            Text::new(format!(" {text}"), (b.1, SegmentValue::CenterOf(*i as u32)), style)
+        }))?;
+        Ok(())
+    })
+}
+
+/// One line per series of (x, y) points.
+pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[(String, Vec<(f64, f64)>)]) -> Result<String> {
+    let max_x = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(2.0f64, f64::max);
+    let max_y = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(1.0f64, f64::max) * 1.1;
+    svg(760, 440, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 18).into_font())
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(50)
+            .build_cartesian_2d(1f64..max_x, 0f64..max_y)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .x_labels((max_x as usize).min(12))
+            .x_label_formatter(&|x| if x.fract() == 0.0 { format!("{x:.0}") } else { String::new() })
+            .draw()?;
+        for (i, (name, points)) in series.iter().enumerate() {
+            let color = colour(i);
+            chart.draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
+            chart
+                .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))?
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 11).into_font())
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// Every plot of a run that has something to show: (file name, SVG).
+pub fn plots(a: &Analysis) -> Result<Vec<(&'static str, String)>> {
+    let m = &a.summary.metrics;
+    let mut out = Vec::new();
+
+    let eps = a
+        .episodes
+        .clone()
+        .lazy()
+        .sort(["ord"], SortMultipleOptions::default())
+        .select([col("conversation"), col("episode_index"), col("stored_cumulative")])
+        .collect()
+        .map_err(polars_err("stored facts plot"))?;
+    let conv = eps.column("conversation").and_then(|c| c.str().cloned()).map_err(polars_err("conversation"))?;
+    let idx = eps.column("episode_index").and_then(|c| c.i64().cloned()).map_err(polars_err("episode_index"))?;
+    let cum = eps.column("stored_cumulative").and_then(|c| c.i64().cloned()).map_err(polars_err("stored_cumulative"))?;
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for ((c, i), y) in conv.iter().zip(idx.iter()).zip(cum.iter()) {
+        let (Some(c), Some(i), Some(y)) = (c, i, y) else { continue };
+        match series.last_mut() {
+            Some((name, pts)) if name == c => pts.push((i as f64 + 1.0, y as f64)),
+            _ => series.push((c.to_string(), vec![(i as f64 + 1.0, y as f64)])),
+        }
+    }
+    if !series.is_empty() {
+        out.push((PLOT_STORED, line_chart("Stored facts over episodes", "episode", "stored facts (cumulative)", &series)?));
+    }
+
+    let counts = |key: &str| -> Vec<(String, f64, usize)> {
+        match m.get(key) {
+            Some(Value::Object(map)) => map.iter().map(|(k, v)| (k.clone(), v.as_f64().unwrap_or(0.0), 0)).collect(),
+            _ => Vec::new(),
+        }
+    };
+    let outcomes = counts("outcomes");
+    if !outcomes.is_empty() {
+        out.push((PLOT_OUTCOMES, bar_chart("Candidate outcomes", "candidates", &outcomes)?));
+    }
+    let verdicts: Vec<(String, f64, usize)> = [("old", 2), ("new", 6), ("neither", 3)]
+        .iter()
+        .map(|(v, c)| (format!("verdict {v}"), m.get(&format!("verdict_{v}")).and_then(Value::as_f64).unwrap_or(0.0), *c))
+        .chain([("invalidations", 1), ("closures", 8), ("review_needed", 7), ("blocked", 9)].iter().map(|(k, c)| {
+            (k.to_string(), m.get(*k).and_then(Value::as_f64).unwrap_or(0.0), *c)
+        }))
+        .collect();
+    if verdicts.iter().any(|v| v.1 > 0.0) {
+        out.push((PLOT_VERDICTS, bar_chart("Judge verdicts and write effects", "count", &verdicts)?));
+    }
+    let warnings = counts("warnings_by_kind");
+    if !warnings.is_empty() {
+        out.push((PLOT_WARNINGS, bar_chart("Warnings by kind", "warnings", &warnings)?));
+    }
+
+    let mut scores = Vec::new();
+    let mut add = |label: &str, prefix: &str, suffix: &str| {
+        for (x, c) in [("precision", 0), ("recall", 1), ("f1", 4)] {
+            let key = format!("{prefix}{x}{suffix}");
+            if let Some(v) = m.get(&key).and_then(Value::as_f64) {
+                scores.push((format!("{label} {x}"), v, c));
+            }
+        }
+    };
+    if a.labels.gold_facts {
+        add("turn", "turn_", "");
+        add("every-turn baseline", "baseline_all_turns_", "");
+        add("content (lexical)", "content_", "");
+        if a.labels.cosine {
+            add("content (cosine)", "content_", "_cosine");
+        }
+    }
+    if a.labels.duplicate_groups {
+        add("dedup", "dedup_", "");
+    }
+    if !scores.is_empty() {
+        out.push((PLOT_SCORES, bar_chart("Precision, recall and F1 against gold", "score", &scores)?));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use polars::prelude::DataType;
+    use serde_json::json;
+
+    use super::{PLOT_SCORES, PLOT_STORED, REPORT_FILES, bar_chart, cell, read_parquet, render_report, write_run_reports};
+    use crate::metrics::tests::analysis_with;
+
+    fn manifest() -> serde_json::Value {
+        let mut config = serde_json::to_value(crate::config::Config::default()).expect("config");
+        config["near_dup_threshold"] = json!(0.9);
+        json!({
+            "dataset": {"name": "tiny", "format": "native", "digest": "0123456789abcdef", "conversations": 2},
+            "mode": "rules", "extractor": "rules:v1", "judge": "rules:v1", "embedder": "hashed:char3+word:256",
+            "write_mode": "full", "config": config,
+        })
+    }
+
+    #[test]
+    fn writes_every_report_file_and_parquet_round_trips() {
+        let a = analysis_with(None);
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_run_reports(dir.path(), &manifest(), &a).expect("write reports");
+        // The fixture has outcomes, verdicts, warnings and gold, so every plot is drawn.
+        for f in REPORT_FILES {
+            assert!(dir.path().join(f).is_file(), "{f} not written");
+        }
+        let facts = read_parquet(&dir.path().join("facts.parquet")).expect("read facts.parquet");
+        assert_eq!(facts.height(), 9);
+        assert_eq!(facts.column("outcome").expect("outcome").dtype(), &DataType::String);
+        assert_eq!(cell(&facts, "gold_match", 0), "g1");
+        let episodes = read_parquet(&dir.path().join("episodes.parquet")).expect("read episodes.parquet");
+        assert_eq!(episodes.shape(), a.episodes.shape());
+        let csv = std::fs::read_to_string(dir.path().join("per_conversation.csv")).expect("csv");
+        assert!(csv.starts_with("conversation,"), "{csv}");
+        assert_eq!(csv.lines().count(), 3, "header and two conversations");
+    }
+
+    #[test]
+    fn report_explains_the_run() {
+        let a = analysis_with(None);
+        let md = render_report(&manifest(), &a, &[PLOT_STORED, PLOT_SCORES]).expect("render");
+        for needle in [
+            "# memform run: tiny, rules mode",
+            "`tiny` (native format, 2 conversations, digest `0123456789ab`)",
+            "defaults except `near_dup_threshold = 0.9`",
+            "9 candidate facts became **5 stored facts** (1.667 per episode, 62.500 per 100 turns)",
+            "| `turn_f1` | **0.727** | 0.857 | 0.000 |",
+            "| gold \\ pipeline | old | new | neither | not judged |",
+            "| **old** | 1 | 0 | 0 | 1 |",
+            "| `fact_too_short` | 1 | c1 / e1: fact \"ok\" is shorter than 10 characters |",
+            "| `c2` | 1 | 1 | 1 | 1 | 1 | 1.000 |",
+            "| 1 | 0.500 |",
+            "![stored facts over episodes](plot_stored_facts.svg)",
+            "| c1 / e1 / t1 | Ann works at Acme | fact | 0.900 | no | g1 |",
+        ] {
+            assert!(md.contains(needle), "report.md lacks {needle:?}:\n{md}");
+        }
+        assert!(!md.contains("plot_warnings.svg"), "only the plots written are linked");
+        let timings = md.find("## Timings").expect("timings section");
+        assert!(md[timings..].contains("`extract_ms` | 5.0"), "{}", &md[timings..]);
+    }
+
+    #[test]
+    fn bar_chart_draws_labelled_bars() {
+        let svg = bar_chart("Outcomes", "candidates", &[("created".into(), 5.0, 0), ("noise_rejected".into(), 1.0, 1)]).expect("svg");
+        assert!(svg.starts_with("<svg"), "{svg}");
+        assert!(svg.contains("created") && svg.contains("noise_rejected") && svg.contains("Outcomes"));
+        assert!(svg.matches("<rect").count() >= 3, "background and two bars");
+        assert_eq!(svg, bar_chart("Outcomes", "candidates", &[("created".into(), 5.0, 0), ("noise_rejected".into(), 1.0, 1)]).expect("svg"));
+    }
+}

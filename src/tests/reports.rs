@@ -1,0 +1,148 @@
+//! Snapshots of a run's `summary.json` and of `compare.md` over
+//! `datasets/scenarios/` (wall-clock timings removed), the report files a
+//! run writes, and the `compare` command's run-or-reuse behaviour.
+
+use std::path::Path;
+use std::process::Command;
+
+use memform::compare::{CompareOptions, Side, compare_runs, render_markdown};
+use memform::config::Config;
+use memform::embed::hashed::HashedEmbedder;
+use memform::extract::RulesExtractor;
+use memform::judge::RulesJudge;
+use memform::pipeline::Stages;
+use memform::run::{RunOptions, run};
+
+use crate::support::{bin, scenarios_dir, snapshots_dir, without_timings};
+
+/// Runs the scenarios in rules mode under `cfg` into `out`, with the
+/// manifest's `mode` set as the CLI sets it.
+fn run_scenarios(out: &Path, cfg: &Config) {
+    let dataset = memform::dataset::load(&scenarios_dir()).expect("load scenarios");
+    let extractor = RulesExtractor::new(cfg.max_input_chars);
+    let embedder = HashedEmbedder::new(cfg.hashed_dims);
+    let judge = RulesJudge::new(cfg);
+    let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
+    let mut extra = serde_json::Map::new();
+    extra.insert("mode".into(), "rules".into());
+    let opts = RunOptions { out_dir: out.to_path_buf(), manifest_extra: extra, ..RunOptions::default() };
+    run(&dataset, cfg, stages, &opts).expect("run");
+}
+
+fn snapshot_settings() -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(snapshots_dir());
+    settings.set_prepend_module_to_snapshot(false);
+    settings
+}
+
+/// `compare.md` without its wall-clock section (the last one).
+fn without_timings_section(md: &str) -> &str {
+    md.find("## Timings").map_or(md, |i| &md[..i])
+}
+
+#[test]
+fn scenarios_summary_matches_its_snapshot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    run_scenarios(dir.path(), &Config::default());
+    let text = std::fs::read_to_string(dir.path().join("summary.json")).expect("summary.json");
+    let summary = without_timings(serde_json::from_str(&text).expect("summary json"));
+    snapshot_settings().bind(|| insta::assert_json_snapshot!("summary__scenarios_rules", summary));
+}
+
+#[test]
+fn scenarios_compare_md_matches_its_snapshot() {
+    let root = tempfile::tempdir().expect("tempdir");
+    run_scenarios(&root.path().join("runs/a"), &Config::default());
+    let mut no_dedup = Config::default();
+    no_dedup.set("dedup_enabled=false").expect("set");
+    run_scenarios(&root.path().join("runs/b"), &no_dedup);
+    let a = Side { label: "rules".into(), dir: root.path().join("runs/a") };
+    let b = Side { label: "rules+dedup_enabled=false".into(), dir: root.path().join("runs/b") };
+    let c = compare_runs(&a, &b, &root.path().join("out"), CompareOptions::default()).expect("compare");
+    let md = render_markdown(&c);
+    assert!(md.contains("## Timings"), "the wall-clock section is last and is what the snapshot drops");
+    snapshot_settings().bind(|| insta::assert_snapshot!("compare__scenarios_rules_vs_no_dedup", without_timings_section(&md)));
+}
+
+#[test]
+fn a_run_writes_its_reports_and_a_rerun_replaces_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path()).expect("mkdir");
+    std::fs::write(dir.path().join("report.md"), "stale").expect("write");
+    run_scenarios(dir.path(), &Config::default());
+    for f in ["report.md", "facts.parquet", "facts.csv", "episodes.parquet", "episodes.csv", "per_conversation.csv", "plot_stored_facts.svg"] {
+        assert!(dir.path().join(f).is_file(), "{f} not written");
+    }
+    let md = std::fs::read_to_string(dir.path().join("report.md")).expect("report.md");
+    assert!(md.starts_with("# memform run: scenarios, rules mode"), "{md}");
+    let csv = std::fs::read_to_string(dir.path().join("per_conversation.csv")).expect("csv");
+    let dataset = memform::dataset::load(&scenarios_dir()).expect("load");
+    assert_eq!(csv.lines().count(), dataset.conversations.len() + 1, "one row per conversation");
+}
+
+fn memform(args: &[&str], cwd: &Path) -> (Option<i32>, String, String) {
+    let out = Command::new(bin()).args(args).current_dir(cwd).output().expect("spawn memform");
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn compare_runs_both_sides_then_reuses_them() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let ds = scenarios_dir();
+    let ds = ds.to_str().expect("utf-8 path");
+    let args = ["compare", "--dataset", ds, "--modes", "rules,rules", "--set-b", "dedup_enabled=false", "--runs-dir", "runs", "--out", "cmp"];
+    let (code, stdout, stderr) = memform(&args, tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stderr.matches("running ").count(), 2, "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).expect("compare.json on stdout");
+    assert_eq!(json["b"]["label"], "rules+dedup_enabled=false");
+    assert_eq!(json["b"]["config_changes"][0], "dedup_enabled = false");
+    assert!(tmp.path().join("cmp/compare.md").is_file());
+    assert!(tmp.path().join("runs/scenarios-rules/report.md").is_file());
+    let first = std::fs::read_to_string(tmp.path().join("cmp/compare.md")).expect("compare.md");
+
+    let (code, _, stderr) = memform(&args, tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stderr.matches("reusing ").count(), 2, "{stderr}");
+    let second = std::fs::read_to_string(tmp.path().join("cmp/compare.md")).expect("compare.md");
+    assert_eq!(without_timings_section(&first), without_timings_section(&second));
+
+    let mut changed = args.to_vec();
+    changed.extend(["--set", "near_dup_threshold=0.9"]);
+    let (code, _, stderr) = memform(&changed, tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stderr.matches("running ").count(), 2, "a config change re-runs both: {stderr}");
+}
+
+#[test]
+fn compare_refuses_what_it_cannot_run_before_running_anything() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let ds = scenarios_dir();
+    let ds = ds.to_str().expect("utf-8 path");
+    for (modes, message) in [
+        ("rules,rules", "error: both sides are \"rules\": give two modes, or --set-a/--set-b to vary the config"),
+        ("rules", "error: --modes: expected two modes, A,B (got \"rules\")"),
+        ("rules,magic", "error: --modes: unknown mode \"magic\" (expected rules or llm)"),
+    ] {
+        let (code, stdout, stderr) = memform(&["compare", "--dataset", ds, "--modes", modes, "--runs-dir", "runs"], tmp.path());
+        assert_eq!(code, Some(2), "{modes}: {stderr}");
+        assert!(stdout.is_empty(), "{modes}: {stdout}");
+        assert_eq!(stderr.trim(), message, "{modes}");
+    }
+    assert!(!tmp.path().join("runs").exists(), "nothing ran");
+}
+
+#[test]
+fn compare_rules_with_llm_on_the_recorded_scenarios() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let ds = scenarios_dir();
+    let ds = ds.to_str().expect("utf-8 path");
+    let (code, stdout, stderr) =
+        memform(&["compare", "--dataset", ds, "--modes", "rules,llm", "--embedder", "minilm", "--runs-dir", "runs", "--out", "cmp"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    let comparison: serde_json::Value = serde_json::from_str(&stdout).expect("compare json on stdout");
+    assert!(comparison.is_object());
+    let md = std::fs::read_to_string(tmp.path().join("cmp/compare.md")).expect("compare.md");
+    assert!(md.contains("llm") && md.contains("rules") && md.contains("95%"), "{md}");
+}
