@@ -19,10 +19,12 @@ build:
 	$(CARGO) build --release --locked
 
 ## Run the bundled scenarios in rules and LLM mode (recorded answers and
-## recorded MiniLM vectors: no model, no server) into reports/scenarios-{rules,llm}/.
+## recorded MiniLM vectors: no model, no server) into reports/scenarios-{rules,llm}/
+## (report.md with plots in each) and compare them in reports/scenarios-compare/.
 run: build
 	$(BIN) run --dataset $(SCENARIOS) --mode rules --embedder minilm --out reports/scenarios-rules > /dev/null
 	$(BIN) run --dataset $(SCENARIOS) --mode llm --embedder minilm --out reports/scenarios-llm > /dev/null
+	$(BIN) compare --dataset $(SCENARIOS) --modes rules,llm --embedder minilm --out reports/scenarios-compare > /dev/null
 
 ## Every test: unit, snapshots, CLI errors, determinism, kill-and-rerun, the
 ## MiniLM reference and the live llama.cpp record/replay test.

@@ -2,6 +2,7 @@
 
 mod cli;
 mod determinism;
+mod gate;
 mod kill_rerun;
 mod llm_replay;
 mod reports;
