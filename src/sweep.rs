@@ -390,9 +390,12 @@ pub fn render_md(rows: &[Row], rep: &SweepReport<'_>) -> String {
         rows.len(),
         rows.first().map(|r| r.settings.iter().map(|(k, _)| format!("`{k}`")).collect::<Vec<_>>().join(" × ")).unwrap_or_default()
     );
-    let cols = [rep.objective, rep.pareto_x, rep.pareto_y, "turn_precision", "turn_recall", "stored_facts", "dedup_rate"];
-    let mut cols: Vec<&str> = cols.into_iter().collect();
-    cols.dedup();
+    let mut cols: Vec<&str> = Vec::new();
+    for c in [rep.objective, rep.pareto_x, rep.pareto_y, "turn_precision", "turn_recall", "stored_facts", "dedup_rate"] {
+        if !cols.contains(&c) {
+            cols.push(c);
+        }
+    }
     let header = format!("| point | settings | {} |\n|---|---|{}\n", cols.join(" | "), "---:|".repeat(cols.len()));
     let line = |r: &Row, label: &str| {
         format!("| {}{label} | {} | {} |\n", r.index, settings_text(&r.settings), cols.iter().map(|c| metric(r, c)).collect::<Vec<_>>().join(" | "))
@@ -407,6 +410,18 @@ pub fn render_md(rows: &[Row], rep: &SweepReport<'_>) -> String {
     match default_row {
         Some(r) => out.push_str(&line(r, " (seed defaults)")),
         None => out.push_str(&format!("\nThe seed defaults ({}) are not a grid point.\n", settings_text(&rep.defaults))),
+    }
+    let best_value = best(rows, rep.objective, false).and_then(by_index).and_then(|r| r.metrics.get(rep.objective).copied());
+    if let Some(v) = best_value {
+        let ties = rows.iter().filter(|r| r.metrics.get(rep.objective) == Some(&v)).count();
+        if ties > 1 {
+            let with_default = default_row.is_some_and(|r| r.metrics.get(rep.objective) == Some(&v));
+            out.push_str(&format!(
+                "\n{ties} points tie for the best `{}` ({v}){}; the lowest-numbered is shown.\n",
+                rep.objective,
+                if with_default { ", the seed defaults among them" } else { "" }
+            ));
+        }
     }
     out.push_str(&format!("\n## Pareto front: `{}` vs `{}`\n\n", rep.pareto_x, rep.pareto_y));
     out.push_str(&header);
