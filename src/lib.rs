@@ -9,6 +9,7 @@ pub mod embed;
 pub mod error;
 pub mod extract;
 pub mod gate;
+mod http;
 pub mod judge;
 pub mod llm;
 pub mod metrics;

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use super::{Embedder, l2_normalize};
 use crate::error::{Error, Result};
+use crate::http::{Exchange, excerpt, post_json};
 
 /// Environment variable holding the API key of the embeddings server.
 pub const API_KEY_ENV: &str = "MEMFORM_EMBED_API_KEY";
@@ -167,56 +168,21 @@ impl HttpEmbedder {
     }
 
     fn attempt(&self, url: &str, payload: &str, expected: usize) -> Attempt {
-        let mut call = self.agent.post(url).header("Content-Type", "application/json");
-        if let Some(key) = &self.settings.api_key {
-            call = call.header("Authorization", format!("Bearer {key}"));
-        }
-        let mut response = match call.send(payload) {
-            Ok(r) => r,
-            Err(e) => return self.transport_error(e),
-        };
-        let status = response.status().as_u16();
-        let text = match response.body_mut().with_config().limit(BODY_LIMIT).read_to_string() {
-            Ok(t) => t,
-            Err(e) => return self.transport_error(e),
+        let (status, text) = match post_json(&self.agent, url, payload, self.settings.api_key.as_deref(), BODY_LIMIT) {
+            Exchange::Answered { status, body } => (status, body),
+            Exchange::TimedOut => return Attempt::Retry(format!("no answer within {}s", self.settings.timeout_secs)),
+            Exchange::Unreachable(m) => return Attempt::Fail(format!("cannot connect ({m}); is the server running?")),
+            Exchange::Failed(m) => return Attempt::Fail(m),
         };
         if status >= 500 {
-            return Attempt::Retry(format!("http status {status}: {}", excerpt(&text)));
+            return Attempt::Retry(format!("http status {status}: {}", excerpt(&text, BODY_EXCERPT)));
         }
         if status >= 300 {
-            return Attempt::Fail(format!("http status {status}: {}", excerpt(&text)));
+            return Attempt::Fail(format!("http status {status}: {}", excerpt(&text, BODY_EXCERPT)));
         }
         match self.read_vectors(&text, expected) {
             Ok(v) => Attempt::Done(v),
-            Err(m) => Attempt::Fail(format!("{m} in {:?}", excerpt(&text))),
-        }
-    }
-
-    fn transport_error(&self, e: ureq::Error) -> Attempt {
-        let timeout = format!("no answer within {}s", self.settings.timeout_secs);
-        match e {
-            ureq::Error::Timeout(_) => Attempt::Retry(timeout),
-            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
-                Attempt::Retry(timeout)
-            }
-            ureq::Error::Io(io)
-                if matches!(
-                    io.kind(),
-                    std::io::ErrorKind::ConnectionRefused
-                        | std::io::ErrorKind::ConnectionReset
-                        | std::io::ErrorKind::ConnectionAborted
-                        | std::io::ErrorKind::NotConnected
-                        | std::io::ErrorKind::AddrNotAvailable
-                        | std::io::ErrorKind::HostUnreachable
-                        | std::io::ErrorKind::NetworkUnreachable
-                ) =>
-            {
-                Attempt::Fail(format!("cannot connect ({io}); is the server running?"))
-            }
-            ureq::Error::HostNotFound | ureq::Error::ConnectionFailed | ureq::Error::BadUri(_) => {
-                Attempt::Fail(format!("cannot connect ({e}); is the server running?"))
-            }
-            other => Attempt::Fail(other.to_string()),
+            Err(m) => Attempt::Fail(format!("{m} in {:?}", excerpt(&text, BODY_EXCERPT))),
         }
     }
 
@@ -307,10 +273,6 @@ impl Embedder for HttpEmbedder {
     }
 }
 
-fn excerpt(text: &str) -> String {
-    let t: String = text.chars().take(BODY_EXCERPT).collect();
-    if t.len() < text.len() { format!("{t}…") } else { t }
-}
 
 #[cfg(test)]
 mod tests {

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
+use crate::http::{Exchange, excerpt, post_json};
 use crate::llm::{
     API_KEY_ENV, AnswerSource, Llm, LlmRequest, LlmResponse, LlmSettings, Provider, ResponseFormat,
 };
@@ -18,6 +19,8 @@ use crate::types::LlmUsage;
 
 /// Most characters of an error body quoted in an error.
 const BODY_EXCERPT: usize = 300;
+/// Most bytes of an answer read.
+const BODY_LIMIT: u64 = 64 << 20;
 
 /// The live HTTP client.
 pub struct HttpLlm {
@@ -119,34 +122,21 @@ impl HttpLlm {
 
     fn attempt(&self, url: &str, payload: &str, attempts: u32) -> Attempt {
         let started = Instant::now();
-        let mut call = self.agent.post(url).header("Content-Type", "application/json");
-        if let Some(key) = &self.api_key {
-            call = call.header("Authorization", format!("Bearer {key}"));
-        }
-        let mut response = match call.send(payload) {
-            Ok(r) => r,
-            Err(e) => return self.transport_error(url, e, attempts),
+        let (status, text) = match post_json(&self.agent, url, payload, self.api_key.as_deref(), BODY_LIMIT) {
+            Exchange::Answered { status, body } => (status, body),
+            Exchange::TimedOut => {
+                return Attempt::Retry(Error::LlmTimeout {
+                    url: url.to_string(),
+                    timeout_secs: self.settings.timeout_secs,
+                    attempts,
+                });
+            }
+            Exchange::Unreachable(message) => return Attempt::Fail(Error::LlmConnect { url: url.to_string(), message }),
+            Exchange::Failed(message) => return Attempt::Fail(Error::LlmBody { url: url.to_string(), message }),
         };
-        let status = response.status().as_u16();
-        let text = match response.body_mut().with_config().limit(64 << 20).read_to_string() {
-            Ok(t) => t,
-            Err(e) => return self.transport_error(url, e, attempts),
-        };
-        if status >= 500 {
-            return Attempt::Retry(Error::LlmStatus {
-                url: url.to_string(),
-                status,
-                attempts,
-                body: excerpt(&text),
-            });
-        }
         if status >= 300 {
-            return Attempt::Fail(Error::LlmStatus {
-                url: url.to_string(),
-                status,
-                attempts,
-                body: excerpt(&text),
-            });
+            let error = Error::LlmStatus { url: url.to_string(), status, attempts, body: excerpt(&text, BODY_EXCERPT) };
+            return if status >= 500 { Attempt::Retry(error) } else { Attempt::Fail(error) };
         }
         match self.read_answer(&text) {
             Ok((answer, usage, model)) => Attempt::Done(LlmResponse {
@@ -158,42 +148,8 @@ impl HttpLlm {
             }),
             Err(message) => Attempt::Fail(Error::LlmBody {
                 url: url.to_string(),
-                message: format!("{message} in {:?}", excerpt(&text)),
+                message: format!("{message} in {:?}", excerpt(&text, BODY_EXCERPT)),
             }),
-        }
-    }
-
-    fn transport_error(&self, url: &str, e: ureq::Error, attempts: u32) -> Attempt {
-        let timeout = Error::LlmTimeout {
-            url: url.to_string(),
-            timeout_secs: self.settings.timeout_secs,
-            attempts,
-        };
-        match e {
-            ureq::Error::Timeout(_) => Attempt::Retry(timeout),
-            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
-                Attempt::Retry(timeout)
-            }
-            ureq::Error::Io(io)
-                if matches!(
-                    io.kind(),
-                    std::io::ErrorKind::ConnectionRefused
-                        | std::io::ErrorKind::ConnectionReset
-                        | std::io::ErrorKind::ConnectionAborted
-                        | std::io::ErrorKind::NotConnected
-                        | std::io::ErrorKind::AddrNotAvailable
-                        | std::io::ErrorKind::HostUnreachable
-                        | std::io::ErrorKind::NetworkUnreachable
-                ) =>
-            {
-                Attempt::Fail(Error::LlmConnect { url: url.to_string(), message: io.to_string() })
-            }
-            ureq::Error::HostNotFound | ureq::Error::ConnectionFailed | ureq::Error::BadUri(_) => {
-                Attempt::Fail(Error::LlmConnect { url: url.to_string(), message: e.to_string() })
-            }
-            other => {
-                Attempt::Fail(Error::LlmBody { url: url.to_string(), message: other.to_string() })
-            }
         }
     }
 
@@ -258,7 +214,3 @@ impl Llm for HttpLlm {
     }
 }
 
-fn excerpt(text: &str) -> String {
-    let t: String = text.chars().take(BODY_EXCERPT).collect();
-    if t.len() < text.len() { format!("{t}…") } else { t }
-}
