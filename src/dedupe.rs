@@ -159,32 +159,10 @@ pub fn closure_cascade(state: &ConvState, ending: &[&str], now: Option<&str>) ->
 mod tests {
     use super::*;
     use crate::state::FactRec;
-    use crate::types::{FactKind, FactType};
+    use crate::types::FactKind;
 
     fn live(id: &str, s: &str, p: &str, o: &str, hash: &str, emb: Vec<f32>) -> FactRec {
-        FactRec {
-            id: id.into(),
-            subject: s.into(),
-            predicate: p.into(),
-            object: o.into(),
-            kind: FactKind::Relationship,
-            fact_type: FactType::Fact,
-            content: format!("{s} {p} {o}"),
-            normalized: String::new(),
-            hash: hash.into(),
-            confidence: 0.9,
-            valid_from: None,
-            valid_until: None,
-            invalid_at: None,
-            superseded_by: None,
-            source_episode: "e1".into(),
-            source_turn: "t1".into(),
-            source_quote: String::new(),
-            pinned: false,
-            subject_entity: None,
-            object_entity: None,
-            embedding: emb,
-        }
+        FactRec { kind: FactKind::Relationship, hash: hash.into(), embedding: emb, ..FactRec::for_test(id, s, p, o) }
     }
 
     fn item<'a>(hash: &'a str, s: &'a str, p: &'a str, o: &'a str, until: Option<&'a str>, emb: &'a [f32]) -> DedupeItem<'a> {

@@ -297,7 +297,6 @@ pub fn apply_guards(
 mod tests {
     use super::*;
     use crate::state::FactRec;
-    use crate::types::{FactKind, FactType};
 
     fn pf(s: &str, p: &str, o: &str, content: &str, until: Option<&str>) -> PairFact {
         PairFact {
@@ -314,29 +313,7 @@ mod tests {
     }
 
     fn live_rec(id: &str, s: &str, p: &str, o: &str, emb: Vec<f32>) -> FactRec {
-        FactRec {
-            id: id.into(),
-            subject: s.into(),
-            predicate: p.into(),
-            object: o.into(),
-            kind: FactKind::Literal,
-            fact_type: FactType::Fact,
-            content: format!("{s} {p} {o}"),
-            normalized: String::new(),
-            hash: id.into(),
-            confidence: 0.9,
-            valid_from: None,
-            valid_until: None,
-            invalid_at: None,
-            superseded_by: None,
-            source_episode: "e1".into(),
-            source_turn: "t1".into(),
-            source_quote: String::new(),
-            pinned: false,
-            subject_entity: None,
-            object_entity: None,
-            embedding: emb,
-        }
+        FactRec { embedding: emb, ..FactRec::for_test(id, s, p, o) }
     }
 
     #[test]

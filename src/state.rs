@@ -115,3 +115,34 @@ impl ConvState {
         })
     }
 }
+
+#[cfg(test)]
+impl FactRec {
+    /// A live literal fact `s p o` from episode `e1`, turn `t1`, with
+    /// confidence 0.9 and no vector: tests override what they need.
+    pub(crate) fn for_test(id: &str, s: &str, p: &str, o: &str) -> FactRec {
+        FactRec {
+            id: id.into(),
+            subject: s.into(),
+            predicate: p.into(),
+            object: o.into(),
+            kind: FactKind::Literal,
+            fact_type: FactType::Fact,
+            content: format!("{s} {p} {o}"),
+            normalized: String::new(),
+            hash: id.into(),
+            confidence: 0.9,
+            valid_from: None,
+            valid_until: None,
+            invalid_at: None,
+            superseded_by: None,
+            source_episode: "e1".into(),
+            source_turn: "t1".into(),
+            source_quote: String::new(),
+            pinned: false,
+            subject_entity: None,
+            object_entity: None,
+            embedding: Vec::new(),
+        }
+    }
+}

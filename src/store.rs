@@ -603,33 +603,17 @@ fn kind_str(k: FactKind) -> &'static str {
 mod tests {
     use super::*;
     use crate::normalize::normalize_and_hash_content;
-    use crate::types::{FactType, Turn};
+    use crate::types::Turn;
     use crate::write::Proposal;
 
     fn fact(id: &str, content: &str, confidence: f64) -> FactRec {
         let n = normalize_and_hash_content(content);
         FactRec {
-            id: id.into(),
-            subject: "Alice".into(),
-            predicate: "p".into(),
-            object: id.into(),
-            kind: FactKind::Literal,
-            fact_type: FactType::Fact,
             content: n.storage,
             normalized: n.normalized,
             hash: n.hash,
             confidence,
-            valid_from: None,
-            valid_until: None,
-            invalid_at: None,
-            superseded_by: None,
-            source_episode: "e1".into(),
-            source_turn: "t1".into(),
-            source_quote: String::new(),
-            pinned: false,
-            subject_entity: None,
-            object_entity: None,
-            embedding: vec![],
+            ..FactRec::for_test(id, "Alice", "p", id)
         }
     }
 
