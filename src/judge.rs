@@ -155,6 +155,8 @@ pub struct RulesJudge {
 }
 
 impl RulesJudge {
+    pub const ID: &'static str = "rules:v1";
+
     pub fn new(cfg: &Config) -> Self {
         RulesJudge {
             single_valued: cfg.single_valued_predicates.iter().map(|p| p.to_lowercase()).collect(),
@@ -220,7 +222,7 @@ fn tokens(s: &str) -> Vec<String> {
 
 impl Judge for RulesJudge {
     fn id(&self) -> String {
-        "rules:v1".to_string()
+        RulesJudge::ID.to_string()
     }
     fn judge(&self, _ctx: &JudgeContext<'_>, pairs: &[JudgePair]) -> Result<JudgeOutput> {
         let mut out = JudgeOutput::default();

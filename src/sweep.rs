@@ -15,7 +15,8 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::metrics::summarize;
 use crate::pipeline::{EpisodeFront, EpisodeRecord, Stages, back, front, speaker_entities};
-use crate::state::ConvState;
+use crate::judge::{Judge, RulesJudge};
+use crate::state::{ConvState, EntityRec};
 use crate::store::Store;
 use crate::types::Dataset;
 
@@ -152,14 +153,14 @@ pub fn run_sweep(
         cfgs.push(c);
     }
     // Fronts, once per distinct front configuration.
-    let mut front_sets: BTreeMap<String, Vec<Vec<EpisodeFront>>> = BTreeMap::new();
+    let mut front_sets: BTreeMap<String, Vec<ConversationFronts>> = BTreeMap::new();
     let mut shared = SharedWork::default();
     for c in &cfgs {
         let key = front_key(c);
         if !front_sets.contains_key(&key) {
             let fronts = compute_fronts(dataset, c, stages)?;
             shared.front_sets += 1;
-            shared.fronts_computed += fronts.iter().map(Vec::len).sum::<usize>();
+            shared.fronts_computed += fronts.iter().map(|c| c.episodes.len()).sum::<usize>();
             front_sets.insert(key, fronts);
         }
     }
@@ -185,35 +186,48 @@ fn front_key(c: &Config) -> String {
     FRONT_KEYS.iter().map(|k| format!("{k}={}", v.get(*k).cloned().unwrap_or_default())).collect::<Vec<_>>().join(";")
 }
 
+/// A conversation's threshold-independent work: its speakers' entities
+/// (with their vectors) and each episode's front.
+struct ConversationFronts {
+    speakers: Vec<EntityRec>,
+    episodes: Vec<EpisodeFront>,
+}
+
 /// Fronts for every episode, produced as in a run with `cfg`: episodes in
 /// order against the conversation's evolving state, so an extractor that
 /// reads the store's context (LLM mode) sees what it saw in that run.
-fn compute_fronts(dataset: &Dataset, cfg: &Config, stages: Stages<'_>) -> Result<Vec<Vec<EpisodeFront>>> {
+fn compute_fronts(dataset: &Dataset, cfg: &Config, stages: Stages<'_>) -> Result<Vec<ConversationFronts>> {
     dataset
         .conversations
         .par_iter()
         .map(|conv| {
             let store = Store::in_memory()?;
-            let mut state = ConvState { entities: speaker_entities(conv, stages.embedder)?, ..ConvState::default() };
-            let mut fronts = Vec::with_capacity(conv.episodes.len());
+            let speakers = speaker_entities(conv, stages.embedder)?;
+            let mut state = ConvState { entities: speakers.clone(), ..ConvState::default() };
+            let mut episodes = Vec::with_capacity(conv.episodes.len());
             for episode in &conv.episodes {
                 let f = front(stages, conv, episode, &state, cfg)?;
                 back(&f, conv, episode, &mut state, cfg, stages.judge, &store)?;
-                fronts.push(f);
+                episodes.push(f);
             }
-            Ok(fronts)
+            Ok(ConversationFronts { speakers, episodes })
         })
         .collect()
 }
 
-fn run_point(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, fronts: &[Vec<EpisodeFront>], point: &Point) -> Result<Row> {
+fn run_point(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, fronts: &[ConversationFronts], point: &Point) -> Result<Row> {
     let store = Store::in_memory()?;
     let mut records: Vec<EpisodeRecord> = Vec::new();
-    let judge = crate::judge::RulesJudge::new(cfg);
-    let judge: &dyn crate::judge::Judge = if stages.judge.id() == judge_id() { &judge } else { stages.judge };
+    // The rules judge is built from config keys a grid may sweep (antonyms,
+    // single-valued predicates, shared tokens), so each point builds its own.
+    let rules_judge = (stages.judge.id() == RulesJudge::ID).then(|| RulesJudge::new(cfg));
+    let judge: &dyn Judge = match &rules_judge {
+        Some(j) => j,
+        None => stages.judge,
+    };
     for (conv, conv_fronts) in dataset.conversations.iter().zip(fronts) {
-        let mut state = ConvState { entities: speaker_entities(conv, stages.embedder)?, ..ConvState::default() };
-        for (episode, f) in conv.episodes.iter().zip(conv_fronts) {
+        let mut state = ConvState { entities: conv_fronts.speakers.clone(), ..ConvState::default() };
+        for (episode, f) in conv.episodes.iter().zip(&conv_fronts.episodes) {
             records.push(back(f, conv, episode, &mut state, cfg, judge, &store)?);
         }
     }
@@ -221,11 +235,6 @@ fn run_point(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, fronts: &[Vec<
     let summary = summarize(dataset, &records, &live, 0, 0.0, None)?;
     let metrics = summary.metrics.into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))).collect();
     Ok(Row { index: point.index, settings: point.settings.clone(), metrics })
-}
-
-fn judge_id() -> String {
-    use crate::judge::Judge;
-    crate::judge::RulesJudge::new(&Config::default()).id()
 }
 
 /// The rows as CSV: index, each swept key, then every metric (sorted).
