@@ -261,27 +261,25 @@ pub fn build_embedder(spec: &EmbedderSpec) -> Result<Box<dyn Embedder>> {
 /// Cosine of two vectors; 0 when either is zero. Vectors from an `Embedder`
 /// are unit length, so this is their dot product.
 pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    // Eight independent lanes so the loop vectorises; f32 is ample for unit
-    // vectors of a few hundred dimensions (error ~1e-6).
-    let mut dot = [0f32; 8];
-    let mut na = [0f32; 8];
-    let mut nb = [0f32; 8];
-    let n = a.len().min(b.len());
-    let (ca, cb) = (a[..n].chunks_exact(8), b[..n].chunks_exact(8));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for i in 0..8 {
-            dot[i] += x[i] * y[i];
-            na[i] += x[i] * x[i];
-            nb[i] += y[i] * y[i];
+    // Eight independent f32 lanes per sum, so each loop vectorises; f32 is
+    // ample for unit vectors of a few hundred dimensions (error ~1e-6).
+    // Each sum is its own pass: the lanes add in the same order either way.
+    fn lanes(x: &[[f32; 8]], y: &[[f32; 8]], xr: &[f32], yr: &[f32]) -> f64 {
+        let mut acc = [0f32; 8];
+        for (x, y) in x.iter().zip(y) {
+            for i in 0..8 {
+                acc[i] += x[i] * y[i];
+            }
         }
+        for (x, y) in xr.iter().zip(yr) {
+            acc[0] += x * y;
+        }
+        acc.iter().sum::<f32>() as f64
     }
-    for (x, y) in ra.iter().zip(rb) {
-        dot[0] += x * y;
-        na[0] += x * x;
-        nb[0] += y * y;
-    }
-    let (dot, na, nb) = (dot.iter().sum::<f32>() as f64, na.iter().sum::<f32>() as f64, nb.iter().sum::<f32>() as f64);
+    let n = a.len().min(b.len());
+    let (ca, ra) = a[..n].as_chunks::<8>();
+    let (cb, rb) = b[..n].as_chunks::<8>();
+    let (dot, na, nb) = (lanes(ca, cb, ra, rb), lanes(ca, ca, ra, ra), lanes(cb, cb, rb, rb));
     if na == 0.0 || nb == 0.0 { 0.0 } else { (dot / (na.sqrt() * nb.sqrt())).clamp(-1.0, 1.0) }
 }
 

@@ -29,16 +29,27 @@ pub fn normalize_and_hash_content(raw: &str) -> NormalizedContent {
 /// The normalised form alone (see [`NormalizedContent::normalized`]).
 pub fn normalize_content(storage: &str) -> String {
     let lower = storage.to_lowercase();
-    let collapsed = lower.split_whitespace().collect::<Vec<_>>().join(" ");
-    let stripped = collapsed.trim_end_matches(['.', ',', '!', '?', ';', ':']);
-    stripped.trim().to_string()
+    // Words joined by single spaces (so no leading whitespace), then the
+    // trailing punctuation and any whitespace it leaves behind removed.
+    let mut out = String::with_capacity(lower.len());
+    for word in lower.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    let keep = out.trim_end_matches(['.', ',', '!', '?', ';', ':']).trim_end().len();
+    out.truncate(keep);
+    out
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(bytes);
     let mut out = String::with_capacity(64);
     for b in digest.iter() {
-        out.push_str(&format!("{b:02x}"));
+        out.push(HEX[(b >> 4) as usize] as char);
+        out.push(HEX[(b & 0x0f) as usize] as char);
     }
     out
 }
@@ -46,6 +57,21 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn normalised_form_and_hash_match_their_definitions() {
+        // The definitions, written plainly: collapse, strip, trim; hex of the digest.
+        let reference = |s: &str| {
+            let collapsed = s.to_lowercase().split_whitespace().collect::<Vec<_>>().join(" ");
+            collapsed.trim_end_matches(['.', ',', '!', '?', ';', ':']).trim().to_string()
+        };
+        for s in ["", " . ", "a ...", "A  b\tC!?", "Zoë , ; ", "x. y.", "  lead", "ends with space ! "] {
+            assert_eq!(normalize_content(s), reference(s), "{s:?}");
+        }
+        let hex: String = Sha256::digest(b"abc").iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(sha256_hex(b"abc"), hex);
+        assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    }
 
     #[test]
     fn variants_of_one_fact_share_a_hash() {

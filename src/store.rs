@@ -178,10 +178,10 @@ impl Store {
                 )?;
             }
             drop(st);
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT OR REPLACE INTO episode_runs (conversation_id, episode_id, write_mode) VALUES (?1, ?2, ?3)",
-                params![plan.conversation_id, plan.episode_id, mode.as_str()],
-            )?;
+            )?
+            .execute(params![plan.conversation_id, plan.episode_id, mode.as_str()])?;
             tx.commit()?;
             Ok(result)
         })
@@ -401,12 +401,9 @@ fn live_by_hash(tx: &rusqlite::Transaction<'_>, conv: &str, hash: &str) -> rusql
 }
 
 fn is_pinned(tx: &rusqlite::Transaction<'_>, id: &str) -> rusqlite::Result<Option<bool>> {
-    tx.query_row(
-        "SELECT pinned FROM facts WHERE id = ?1 AND invalid_at IS NULL AND superseded_by IS NULL",
-        [id],
-        |r| r.get::<_, i64>(0).map(|p| p != 0),
-    )
-    .optional()
+    tx.prepare_cached("SELECT pinned FROM facts WHERE id = ?1 AND invalid_at IS NULL AND superseded_by IS NULL")?
+        .query_row([id], |r| r.get::<_, i64>(0).map(|p| p != 0))
+        .optional()
 }
 
 struct Ctx {
@@ -443,17 +440,11 @@ fn apply_plan(tx: &rusqlite::Transaction<'_>, plan: &WritePlan, mode: WriteMode,
 
     if writes {
         for e in &plan.new_entities {
-            tx.execute(
-                "INSERT OR IGNORE INTO entities (id, conversation_id, name, entity_type, created_episode)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![e.id, conv, e.name, e.entity_type.as_str(), plan.episode_id],
-            )?;
+            tx.prepare_cached("INSERT OR IGNORE INTO entities (id, conversation_id, name, entity_type, created_episode)
+                 VALUES (?1, ?2, ?3, ?4, ?5)")?.execute(params![e.id, conv, e.name, e.entity_type.as_str(), plan.episode_id])?;
         }
         for (id, alias) in &plan.new_aliases {
-            tx.execute(
-                "INSERT OR IGNORE INTO entity_aliases (entity_id, alias, episode_id) VALUES (?1, ?2, ?3)",
-                params![id, alias, plan.episode_id],
-            )?;
+            tx.prepare_cached("INSERT OR IGNORE INTO entity_aliases (entity_id, alias, episode_id) VALUES (?1, ?2, ?3)")?.execute(params![id, alias, plan.episode_id])?;
         }
         cx.out.entities_written = true;
     }
@@ -480,7 +471,7 @@ fn apply_plan(tx: &rusqlite::Transaction<'_>, plan: &WritePlan, mode: WriteMode,
         if let Some((old, until)) = live_by_hash(tx, conv, &fact.hash)?.filter(|(_, until)| is_past(until.as_deref(), now)) {
             let reason = format!("renewal: expired {}", until.unwrap_or_default());
             if mutates {
-                tx.execute("UPDATE facts SET invalid_at = ?2 WHERE id = ?1", params![old, now_date])?;
+                tx.prepare_cached("UPDATE facts SET invalid_at = ?2 WHERE id = ?1")?.execute(params![old, now_date])?;
                 cx.out.effects.push(Effect::Invalidated { id: old.clone(), at: now_date.clone(), superseded_by: None });
                 cx.audit(&fact.id, "renew", Outcome::Invalidated, Some(&fact.id), Some(&old), reason);
             } else {
@@ -499,7 +490,7 @@ fn apply_plan(tx: &rusqlite::Transaction<'_>, plan: &WritePlan, mode: WriteMode,
                         (_, None) => cx.audit(&p.candidate_id, action, Outcome::Skipped, None, Some(id), "target no longer live"),
                         (true, Some(true)) => cx.audit(&p.candidate_id, action, Outcome::Skipped, None, Some(id), "pinned"),
                         (true, Some(false)) => {
-                            tx.execute("UPDATE facts SET valid_until = ?2 WHERE id = ?1", params![id, valid_until])?;
+                            tx.prepare_cached("UPDATE facts SET valid_until = ?2 WHERE id = ?1")?.execute(params![id, valid_until])?;
                             cx.out.effects.push(Effect::ValidUntilSet { id: id.clone(), valid_until: valid_until.clone() });
                             cx.audit(&p.candidate_id, action, Outcome::Closed, None, Some(id), format!("valid_until {valid_until}"));
                         }
@@ -519,10 +510,7 @@ fn apply_plan(tx: &rusqlite::Transaction<'_>, plan: &WritePlan, mode: WriteMode,
                         (true, Some(true)) => cx.audit(&p.candidate_id, action, Outcome::Skipped, None, Some(id), "pinned"),
                         (true, Some(false)) => {
                             let sup = if i == 0 { Some(by.clone()) } else { None };
-                            tx.execute(
-                                "UPDATE facts SET invalid_at = ?2, superseded_by = ?3 WHERE id = ?1",
-                                params![id, now_date, sup],
-                            )?;
+                            tx.prepare_cached("UPDATE facts SET invalid_at = ?2, superseded_by = ?3 WHERE id = ?1")?.execute(params![id, now_date, sup])?;
                             cx.out.effects.push(Effect::Invalidated { id: id.clone(), at: now_date.clone(), superseded_by: sup });
                             cx.audit(&p.candidate_id, action, Outcome::Invalidated, Some(by), Some(id), "");
                         }
