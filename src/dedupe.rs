@@ -7,8 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::embed::cosine;
-use crate::state::{ConvState, spo_key};
+use crate::state::{ConvState, Vector};
 
 /// What a candidate is compared with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,7 +47,9 @@ pub struct DedupeItem<'a> {
     pub object: &'a str,
     pub valid_until: Option<&'a str>,
     pub object_entity: Option<&'a str>,
-    pub embedding: &'a [f32],
+    pub embedding: Vector<'a>,
+    /// [`spo_key`](crate::state::spo_key) of subject, predicate and object.
+    pub spo: &'a str,
 }
 
 /// Decides every candidate of a batch, in order. `now` is the episode date.
@@ -59,16 +60,15 @@ pub fn dedupe(
     near_dup_threshold: f64,
 ) -> Vec<DedupeOutcome> {
     let current: Vec<_> = state.facts.iter().filter(|f| f.is_current(now)).collect();
-    let current_keys: Vec<String> = current.iter().map(|f| f.spo_key()).collect();
     let mut out: Vec<DedupeOutcome> = Vec::with_capacity(items.len());
     // Batch survivors' validUntil as closures of this batch set it.
     let mut batch_until: Vec<Option<String>> = items.iter().map(|i| i.valid_until.map(str::to_string)).collect();
     for (i, item) in items.iter().enumerate() {
-        let key = spo_key(item.subject, item.predicate, item.object);
-        let live_exact = current.iter().zip(&current_keys).find_map(|(f, k)| {
+        let key = item.spo;
+        let live_exact = current.iter().find_map(|f| {
             if f.hash == item.hash {
                 Some((f, MatchBy::Hash))
-            } else if *k == key {
+            } else if f.spo_key() == key {
                 Some((f, MatchBy::Spo))
             } else {
                 None
@@ -90,7 +90,7 @@ pub fn dedupe(
             let o = &items[j];
             if o.hash == item.hash {
                 Some((j, MatchBy::Hash))
-            } else if spo_key(o.subject, o.predicate, o.object) == key {
+            } else if o.spo == key {
                 Some((j, MatchBy::Spo))
             } else {
                 None
@@ -106,17 +106,24 @@ pub fn dedupe(
             });
             continue;
         }
+        // Live facts first, then batch survivors; the first of equal best wins.
+        enum Near {
+            Live(usize),
+            Batch(usize),
+        }
         let near = current
             .iter()
-            .map(|f| (cosine(item.embedding, &f.embedding), Target::Live(f.id.clone())))
-            .chain(survivors.map(|j| (cosine(item.embedding, items[j].embedding), Target::Batch(j))))
+            .enumerate()
+            .map(|(k, f)| (state.cosine(item.embedding, f.vector()), Near::Live(k)))
+            .chain(survivors.map(|j| (state.cosine(item.embedding, items[j].embedding), Near::Batch(j))))
             .filter(|(c, _)| *c >= near_dup_threshold)
-            .fold(None::<(f64, Target)>, |best, (c, t)| match best {
+            .fold(None::<(f64, Near)>, |best, (c, t)| match best {
                 Some((bc, _)) if bc >= c => best,
                 _ => Some((c, t)),
             });
         out.push(match near {
-            Some((c, of)) => DedupeOutcome::NearDuplicate { of, cosine: c },
+            Some((c, Near::Live(k))) => DedupeOutcome::NearDuplicate { of: Target::Live(current[k].id.clone()), cosine: c },
+            Some((c, Near::Batch(j))) => DedupeOutcome::NearDuplicate { of: Target::Batch(j), cosine: c },
             None => DedupeOutcome::Survivor,
         });
     }
@@ -158,6 +165,7 @@ pub fn closure_cascade(state: &ConvState, ending: &[&str], now: Option<&str>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::embed::cosine;
     use crate::state::FactRec;
     use crate::types::FactKind;
 
@@ -166,7 +174,9 @@ mod tests {
     }
 
     fn item<'a>(hash: &'a str, s: &'a str, p: &'a str, o: &'a str, until: Option<&'a str>, emb: &'a [f32]) -> DedupeItem<'a> {
-        DedupeItem { hash, subject: s, predicate: p, object: o, valid_until: until, object_entity: None, embedding: emb }
+        // Tests hold items for a whole call: leak the small key rather than thread a buffer.
+        let spo: &'a str = Box::leak(crate::state::spo_key(s, p, o).into_boxed_str());
+        DedupeItem { hash, subject: s, predicate: p, object: o, valid_until: until, object_entity: None, embedding: Vector { slot: None, values: emb }, spo }
     }
 
     #[test]

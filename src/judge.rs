@@ -5,10 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
-use crate::embed::cosine;
 use crate::error::Result;
 use crate::normalize::normalize_content;
-use crate::state::ConvState;
+use crate::state::{ConvState, FactKeys, Vector};
 use crate::types::{LlmUsage, Verdict, Warning};
 
 /// One side of a pair, as a judge sees it.
@@ -73,7 +72,9 @@ pub enum PairReason {
 #[derive(Debug, Clone)]
 pub struct PairInput<'a> {
     pub fact: PairFact,
-    pub embedding: &'a [f32],
+    pub embedding: Vector<'a>,
+    /// The fact's lower-cased and normalised parts.
+    pub keys: &'a FactKeys,
 }
 
 /// A pair found by [`find_pairs`]: candidate index (into the inputs), live
@@ -95,24 +96,17 @@ pub fn find_pairs(
     band_max: f64,
 ) -> Vec<FoundPair> {
     let mut out = Vec::new();
-    // (fact, lower-cased subject, lower-cased predicate, normalised object), once per call.
-    let current: Vec<_> = state
-        .facts
-        .iter()
-        .filter(|f| f.is_current(now))
-        .map(|f| (f, f.subject.to_lowercase(), f.predicate.to_lowercase(), normalize_content(&f.object)))
-        .collect();
+    let current: Vec<_> = state.facts.iter().filter(|f| f.is_current(now)).collect();
     for (ci, c) in candidates.iter().enumerate() {
-        let cs = c.fact.subject.to_lowercase();
-        let cp = c.fact.predicate.to_lowercase();
-        let co = normalize_content(&c.fact.object);
-        for (live, ls, lp, lo) in &current {
-            if *ls != cs {
+        let (cs, cp, co) = (&c.keys.subject, &c.keys.predicate, &c.keys.object);
+        for live in &current {
+            let k = live.keys();
+            if k.subject != *cs {
                 continue;
             }
-            let same_object = *lo == co;
-            let cos = cosine(c.embedding, &live.embedding);
-            let reason = if *lp == cp && !same_object {
+            let same_object = k.object == *co;
+            let cos = state.cosine(c.embedding, live.vector());
+            let reason = if k.predicate == *cp && !same_object {
                 PairReason::SamePredicate
             } else if same_object && c.fact.valid_until.is_some() {
                 PairReason::EndsRelationship
@@ -174,11 +168,10 @@ impl RulesJudge {
         if same_subject && same_object && cand.valid_until.is_some() {
             return (Verdict::Old, false);
         }
-        if same_subject
-            && same_predicate
-            && !same_object
-            && self.single_valued.iter().any(|p| p == &cand.predicate.to_lowercase())
-        {
+        if same_subject && same_predicate && !same_object && {
+            let p = cand.predicate.to_lowercase();
+            self.single_valued.contains(&p)
+        } {
             return (Verdict::Old, false);
         }
         if same_subject && self.polarity_conflict(&live.content, &cand.content) {
@@ -190,19 +183,23 @@ impl RulesJudge {
     /// Negation polarity differs, or an antonym pair splits the two texts,
     /// and they share at least `min_shared_tokens` tokens.
     pub fn polarity_conflict(&self, a: &str, b: &str) -> bool {
-        let ta = tokens(a);
-        let tb = tokens(b);
-        let shared = ta.iter().filter(|t| tb.contains(t)).collect::<std::collections::BTreeSet<_>>().len();
+        let (la, lb) = (a.to_lowercase(), b.to_lowercase());
+        let (ta, tb) = (words(&la), words(&lb));
+        let mut distinct_a = ta.clone();
+        distinct_a.sort_unstable();
+        distinct_a.dedup();
+        let shared = distinct_a.iter().filter(|t| tb.contains(t)).count();
         if shared < self.min_shared_tokens {
             return false;
         }
-        let negated = |t: &[String]| t.iter().any(|w| NEGATIONS.contains(&w.as_str()));
+        let negated = |t: &[&str]| t.iter().any(|w| NEGATIONS.contains(w));
         if negated(&ta) != negated(&tb) {
             return true;
         }
+        let has = |t: &[&str], w: &str| t.contains(&w);
         self.antonyms.iter().any(|[x, y]| {
-            (ta.contains(x) && tb.contains(y) && !ta.contains(y) && !tb.contains(x))
-                || (ta.contains(y) && tb.contains(x) && !ta.contains(x) && !tb.contains(y))
+            (has(&ta, x) && has(&tb, y) && !has(&ta, y) && !has(&tb, x))
+                || (has(&ta, y) && has(&tb, x) && !has(&ta, x) && !has(&tb, y))
         })
     }
 }
@@ -212,12 +209,9 @@ const NEGATIONS: &[&str] = &[
     "cannot", "dont", "doesnt", "isnt", "longer",
 ];
 
-fn tokens(s: &str) -> Vec<String> {
-    s.to_lowercase()
-        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
-        .filter(|w| !w.is_empty())
-        .map(str::to_string)
-        .collect()
+/// The words of an already lower-cased text: runs of letters, digits and `'`.
+fn words(lower: &str) -> Vec<&str> {
+    lower.split(|c: char| !(c.is_alphanumeric() || c == '\'')).filter(|w| !w.is_empty()).collect()
 }
 
 impl Judge for RulesJudge {
@@ -300,6 +294,12 @@ mod tests {
     use super::*;
     use crate::state::FactRec;
 
+    /// A candidate for pairing; its keys are leaked (tests only).
+    fn pin(fact: PairFact, embedding: Vector<'_>) -> PairInput<'_> {
+        let keys: &'static FactKeys = Box::leak(Box::new(FactKeys::of(&fact.subject, &fact.predicate, &fact.object)));
+        PairInput { fact, embedding, keys }
+    }
+
     fn pf(s: &str, p: &str, o: &str, content: &str, until: Option<&str>) -> PairFact {
         PairFact {
             subject: s.into(),
@@ -373,10 +373,10 @@ mod tests {
         let band = [0.85f32, (1.0f32 - 0.85 * 0.85).sqrt()];
         let e0 = [0.0f32, 0.0];
         let cands = [
-            PairInput { fact: pf("Alice", "works at", "Anthropic", "", None), embedding: &e0 },
-            PairInput { fact: pf("Alice", "quit", "Google", "", Some("2024-01-01")), embedding: &e0 },
-            PairInput { fact: pf("Alice", "is employed by", "Meta", "", None), embedding: &band },
-            PairInput { fact: pf("Alice", "likes", "tea", "", None), embedding: &e0 },
+            pin(pf("Alice", "works at", "Anthropic", "", None), Vector { slot: None, values: &e0 }),
+            pin(pf("Alice", "quit", "Google", "", Some("2024-01-01")), Vector { slot: None, values: &e0 }),
+            pin(pf("Alice", "is employed by", "Meta", "", None), Vector { slot: None, values: &band }),
+            pin(pf("Alice", "likes", "tea", "", None), Vector { slot: None, values: &e0 }),
         ];
         let found = find_pairs(&cands, &st, None, 0.80, 0.95);
         let got: Vec<_> = found.iter().map(|p| (p.candidate, p.live_id.as_str(), p.reason)).collect();

@@ -82,7 +82,7 @@ struct SweepArgs {
     #[arg(long, default_value = "turn_f1")]
     objective: String,
     /// The two metrics of the Pareto front (both higher-is-better).
-    #[arg(long, default_value = "turn_precision,turn_recall")]
+    #[arg(long, default_value = "content_precision,content_recall")]
     pareto: String,
     #[arg(long)]
     config: Option<PathBuf>,

@@ -12,8 +12,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use polars::prelude::{
-    Column, DataFrame, DataType, Expr, IntoLazy, JoinArgs, JoinType, LazyFrame, PolarsError, SortMultipleOptions,
-    UniqueKeepStrategy, col, len, lit, when,
+    Column, DataFrame, DataType, Expr, IntoColumn, IntoLazy, JoinArgs, JoinType, LazyFrame, NewChunkedArray, PolarsError,
+    SortMultipleOptions, StringChunked, UniqueKeepStrategy, col, len, lit, when,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -289,6 +289,49 @@ pub fn summarize(
 pub fn analyze(data: &RunData<'_>) -> Result<Analysis> {
     let ran: BTreeSet<&str> = data.episodes.iter().map(|e| e.conversation.as_str()).collect();
     let convs: Vec<_> = data.dataset.conversations.iter().filter(|c| ran.contains(c.id.as_str())).collect();
+    let gold = GoldFrames::new(&convs).ctx("build gold frames")?;
+    analyze_with(data, &convs, &gold, Scope::Full)
+}
+
+/// A dataset's gold labels as frames, built once and shared by every grid
+/// point of a sweep (each point runs every conversation that has episodes).
+pub struct GoldIndex<'a> {
+    convs: Vec<&'a crate::types::Conversation>,
+    frames: GoldFrames,
+}
+
+impl<'a> GoldIndex<'a> {
+    pub fn new(dataset: &'a Dataset) -> Result<Self> {
+        let convs: Vec<_> = dataset.conversations.iter().filter(|c| !c.episodes.is_empty()).collect();
+        let frames = GoldFrames::new(&convs).ctx("build gold frames")?;
+        Ok(GoldIndex { convs, frames })
+    }
+}
+
+/// Every numeric metric of `summary.json` for one grid point's records,
+/// computed as [`analyze`] computes them (lexical content matching; no
+/// per-conversation table, no breakdown objects, no timings).
+pub fn point_metrics(dataset: &Dataset, gold: &GoldIndex<'_>, episodes: &[EpisodeRecord], live_ids: &BTreeSet<String>) -> Result<BTreeMap<String, f64>> {
+    let ran: BTreeSet<&str> = episodes.iter().map(|e| e.conversation.as_str()).collect();
+    if gold.convs.iter().any(|c| !ran.contains(c.id.as_str())) {
+        return Err(Error::Other("point metrics: a conversation with episodes has no records".into()));
+    }
+    let data = RunData { dataset, episodes, live_ids, skipped_conversations: 0, wall_ms: 0.0, embedder: None };
+    let a = analyze_with(&data, &gold.convs, &gold.frames, Scope::Metrics)?;
+    Ok(a.summary.metrics.into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))).collect())
+}
+
+/// How much of the analysis to compute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Everything a run's reports need.
+    Full,
+    /// The scalar metrics only (sweep points).
+    Metrics,
+}
+
+fn analyze_with(data: &RunData<'_>, convs: &[&crate::types::Conversation], gold: &GoldFrames, scope: Scope) -> Result<Analysis> {
+    let full = scope == Scope::Full;
     let mut labels = Labels {
         gold_facts: convs.iter().any(|c| !c.gold.facts.is_empty()),
         cosine: false,
@@ -296,11 +339,10 @@ pub fn analyze(data: &RunData<'_>) -> Result<Analysis> {
         duplicate_groups: convs.iter().any(|c| !c.gold.duplicate_groups.is_empty()),
         contradictions: convs.iter().any(|c| !c.gold.contradictions.is_empty()),
     };
-    let gold = GoldFrames::new(&convs).ctx("build gold frames")?;
-    let mut matches = match_content(data.episodes, &convs, None)?;
+    let mut matches = match_content(data.episodes, convs, None)?;
     let mut cosine_error = None;
     if let (Some(embedder), true) = (data.embedder, labels.gold_facts) {
-        match match_content(data.episodes, &convs, Some(embedder)) {
+        match match_content(data.episodes, convs, Some(embedder)) {
             Ok(c) => {
                 matches.cosine = c.cosine;
                 labels.cosine = true;
@@ -308,13 +350,17 @@ pub fn analyze(data: &RunData<'_>) -> Result<Analysis> {
             Err(e) => cosine_error = Some(e.to_string()),
         }
     }
-    let facts = facts_frame(data.episodes, data.live_ids, &matches).ctx("build the facts frame")?;
+    let facts = facts_frame(data.episodes, data.live_ids, &matches, scope).ctx("build the facts frame")?;
     let verdicts = verdicts_frame(data.episodes).ctx("build the verdicts frame")?;
-    let episodes = episodes_frame(data.episodes, data.dataset, &facts, &verdicts, &gold, &labels).ctx("compute per-episode components")?;
-    let per_conversation = aggregate(episodes.clone().lazy(), Some("conversation"), &labels)
-        .sort(["conversation"], SortMultipleOptions::default())
-        .collect()
-        .ctx("compute per-conversation metrics")?;
+    let episodes = episodes_frame(data.episodes, data.dataset, &facts, &verdicts, gold, &labels, scope).ctx("compute per-episode components")?;
+    let per_conversation = if full {
+        aggregate(episodes.clone().lazy(), Some("conversation"), &labels)
+            .sort(["conversation"], SortMultipleOptions::default())
+            .collect()
+            .ctx("compute per-conversation metrics")?
+    } else {
+        DataFrame::empty()
+    };
     let run = aggregate(episodes.clone().lazy(), None, &labels).collect().ctx("compute run metrics")?;
 
     let mut metrics = BTreeMap::new();
@@ -326,9 +372,11 @@ pub fn analyze(data: &RunData<'_>) -> Result<Analysis> {
         metrics.insert(d.key.to_string(), v);
     }
     metrics.insert("skipped_conversations".into(), json!(data.skipped_conversations));
-    let warnings = warnings_frame(data.episodes).ctx("build the warnings frame")?;
-    metrics.insert("warnings_by_kind".into(), counts_by(warnings.clone(), "kind")?);
-    metrics.insert("outcomes".into(), counts_by(facts.clone(), "outcome")?);
+    let warnings = if full { warnings_frame(data.episodes).ctx("build the warnings frame")? } else { DataFrame::empty() };
+    if full {
+        metrics.insert("warnings_by_kind".into(), counts_by(warnings.clone(), "kind")?);
+        metrics.insert("outcomes".into(), counts_by(facts.clone(), "outcome")?);
+    }
     if labels.gold_facts {
         metrics.insert("content_lexical_threshold".into(), json!(CONTENT_LEXICAL_THRESHOLD));
         if let Some(e) = data.embedder {
@@ -340,23 +388,25 @@ pub fn analyze(data: &RunData<'_>) -> Result<Analysis> {
         }
     }
     if labels.qa {
-        qa_extras(&facts, &gold, &mut metrics).ctx("compute QA coverage")?;
+        qa_extras(&facts, gold, &mut metrics).ctx("compute QA coverage")?;
     }
     if labels.duplicate_groups {
         let n = gold.dup_groups.clone().lazy().select([col("conversation"), col("group")]).unique(None, UniqueKeepStrategy::Any);
         metrics.insert("duplicate_groups".into(), json!(height(n).ctx("count duplicate groups")?));
     }
-    if labels.contradictions {
-        metrics.insert("judge_confusion".into(), judge_confusion(&facts, &verdicts, &gold)?);
+    if labels.contradictions && full {
+        metrics.insert("judge_confusion".into(), judge_confusion(&facts, &verdicts, gold)?);
     }
 
-    let sums: Vec<Expr> = TIMING_COLUMNS.iter().map(|c| col(*c).sum()).collect();
-    let t = episodes.clone().lazy().select(sums).collect().ctx("sum timings")?;
     let mut timings = BTreeMap::new();
-    for c in TIMING_COLUMNS {
-        timings.insert(c.to_string(), scalar_f64(&t, c).ctx(c)?);
+    if full {
+        let sums: Vec<Expr> = TIMING_COLUMNS.iter().map(|c| col(*c).sum()).collect();
+        let t = episodes.clone().lazy().select(sums).collect().ctx("sum timings")?;
+        for c in TIMING_COLUMNS {
+            timings.insert(c.to_string(), scalar_f64(&t, c).ctx(c)?);
+        }
+        timings.insert("wall_ms".to_string(), data.wall_ms);
     }
-    timings.insert("wall_ms".to_string(), data.wall_ms);
     Ok(Analysis { summary: Summary { metrics, timings }, labels, facts, episodes, per_conversation, verdicts, warnings })
 }
 
@@ -433,6 +483,13 @@ impl<T> Ctx<T> for std::result::Result<T, PolarsError> {
 
 fn scol(name: &str, v: Vec<String>) -> Column {
     Column::new(name.into(), v)
+}
+/// A string column from borrowed values (no copy per cell before polars').
+fn sref<'s>(name: &str, v: impl Iterator<Item = &'s str>) -> Column {
+    StringChunked::from_iter_values(name.into(), v).into_column()
+}
+fn oref<'s>(name: &str, v: impl Iterator<Item = Option<&'s str>>) -> Column {
+    StringChunked::from_iter_options(name.into(), v).into_column()
 }
 fn ocol(name: &str, v: Vec<Option<String>>) -> Column {
     Column::new(name.into(), v)
@@ -521,50 +578,88 @@ fn facts_frame(
     episodes: &[EpisodeRecord],
     live_ids: &BTreeSet<String>,
     matches: &ContentMatches,
+    scope: Scope,
 ) -> std::result::Result<DataFrame, PolarsError> {
     let facts: Vec<_> = episodes.iter().flat_map(|e| &e.facts).collect();
     let n = facts.len();
-    let s = |f: &dyn Fn(&crate::pipeline::CandidateRecord) -> String| facts.iter().map(|r| f(r)).collect::<Vec<_>>();
     let lex = |i: usize| matches.lexical.get(&facts[i].id);
     let cos = |i: usize| matches.cosine.get(&facts[i].id);
-    let df = frame(
-        n,
-        vec![
-            icol("ord", (0..n as i64).collect()),
-            scol("conversation", s(&|r| r.conversation.clone())),
-            scol("episode", s(&|r| r.episode.clone())),
-            scol("id", s(&|r| r.id.clone())),
-            scol("turn", s(&|r| r.turn.clone())),
-            scol("subject", s(&|r| r.subject.clone())),
-            scol("predicate", s(&|r| r.predicate.clone())),
-            scol("object", s(&|r| r.object.clone())),
-            scol("kind", s(&|r| if r.kind == FactKind::Literal { "literal".into() } else { "relationship".into() })),
-            scol("fact_type", s(&|r| r.fact_type.as_str().to_string())),
-            scol("content", s(&|r| r.content.clone())),
-            fcol("confidence", facts.iter().map(|r| r.confidence).collect()),
-            fcol("value_score", facts.iter().map(|r| r.value_score).collect()),
-            scol("tier", s(&|r| tier_str(r.tier).to_string())),
-            scol("content_hash", s(&|r| r.content_hash.clone())),
-            scol("outcome", s(&|r| r.outcome.clone())),
-            scol("reason", s(&|r| r.reason.clone())),
-            ocol("related", facts.iter().map(|r| r.related.clone()).collect()),
-            ocol("subject_entity", facts.iter().map(|r| r.subject_entity.clone()).collect()),
-            ocol("object_entity", facts.iter().map(|r| r.object_entity.clone()).collect()),
-            bcol("stored", facts.iter().map(|r| r.stored).collect()),
-            bcol("live", facts.iter().map(|r| r.stored && live_ids.contains(&r.id)).collect()),
-            icol("pairs", facts.iter().map(|r| r.verdicts.len() as i64).collect()),
-            scol("ended", s(&|r| r.ended.join(" "))),
-            ocol("gold_match", (0..n).map(|i| lex(i).map(|m| m.0.clone())).collect()),
+    let it = || facts.iter();
+    let mut cols = vec![
+        icol("ord", (0..n as i64).collect()),
+        sref("conversation", it().map(|r| r.conversation.as_str())),
+        sref("episode", it().map(|r| r.episode.as_str())),
+        sref("id", it().map(|r| r.id.as_str())),
+        sref("turn", it().map(|r| r.turn.as_str())),
+        sref("kind", it().map(|r| if r.kind == FactKind::Literal { "literal" } else { "relationship" })),
+        sref("outcome", it().map(|r| r.outcome.as_str())),
+        oref("related", it().map(|r| r.related.as_deref())),
+        oref("subject_entity", it().map(|r| r.subject_entity.as_deref())),
+        oref("object_entity", it().map(|r| r.object_entity.as_deref())),
+        bcol("stored", it().map(|r| r.stored).collect()),
+        bcol("live", it().map(|r| r.stored && live_ids.contains(&r.id)).collect()),
+        oref("gold_match", (0..n).map(|i| lex(i).map(|m| m.0.as_str()))),
+        oref("gold_match_cosine", (0..n).map(|i| cos(i).map(|m| m.0.as_str()))),
+    ];
+    if scope == Scope::Full {
+        // What `facts.parquet` carries beyond what the metrics read.
+        cols.extend([
+            sref("subject", it().map(|r| r.subject.as_str())),
+            sref("predicate", it().map(|r| r.predicate.as_str())),
+            sref("object", it().map(|r| r.object.as_str())),
+            sref("fact_type", it().map(|r| r.fact_type.as_str())),
+            sref("content", it().map(|r| r.content.as_str())),
+            fcol("confidence", it().map(|r| r.confidence).collect()),
+            fcol("value_score", it().map(|r| r.value_score).collect()),
+            sref("tier", it().map(|r| tier_str(r.tier))),
+            sref("content_hash", it().map(|r| r.content_hash.as_str())),
+            sref("reason", it().map(|r| r.reason.as_str())),
+            icol("pairs", it().map(|r| r.verdicts.len() as i64).collect()),
+            scol("ended", it().map(|r| r.ended.join(" ")).collect()),
             ofcol("gold_similarity", (0..n).map(|i| lex(i).map(|m| m.1)).collect()),
-            ocol("gold_match_cosine", (0..n).map(|i| cos(i).map(|m| m.0.clone())).collect()),
             ofcol("gold_cosine", (0..n).map(|i| cos(i).map(|m| m.1)).collect()),
-        ],
-    )?;
+        ]);
+    }
+    let df = frame(n, cols)?;
     let linked = col("subject_entity")
         .is_not_null()
         .and(col("kind").eq(lit("literal")).or(col("object_entity").is_not_null()));
-    df.lazy().with_column(col("stored").and(linked).alias("coherent")).collect()
+    let df = df.lazy().with_column(col("stored").and(linked).alias("coherent"));
+    if scope == Scope::Full { df.select(FACT_COLUMNS.iter().map(|c| col(*c)).collect::<Vec<_>>()).collect() } else { df.collect() }
 }
+
+/// `facts.parquet`'s columns, in order.
+const FACT_COLUMNS: &[&str] = &[
+    "ord",
+    "conversation",
+    "episode",
+    "id",
+    "turn",
+    "subject",
+    "predicate",
+    "object",
+    "kind",
+    "fact_type",
+    "content",
+    "confidence",
+    "value_score",
+    "tier",
+    "content_hash",
+    "outcome",
+    "reason",
+    "related",
+    "subject_entity",
+    "object_entity",
+    "stored",
+    "live",
+    "pairs",
+    "ended",
+    "gold_match",
+    "gold_similarity",
+    "gold_match_cosine",
+    "gold_cosine",
+    "coherent",
+];
 
 fn tier_str(t: ValueTier) -> &'static str {
     match t {
@@ -576,25 +671,29 @@ fn tier_str(t: ValueTier) -> &'static str {
 
 fn verdicts_frame(episodes: &[EpisodeRecord]) -> std::result::Result<DataFrame, PolarsError> {
     let rows: Vec<_> = episodes.iter().flat_map(|e| &e.facts).flat_map(|f| f.verdicts.iter().map(move |v| (f, v))).collect();
-    let s = |f: &dyn Fn(&(&crate::pipeline::CandidateRecord, &crate::judge::FinalVerdict)) -> String| {
-        rows.iter().map(f).collect::<Vec<_>>()
-    };
+    let it = || rows.iter();
     frame(
         rows.len(),
         vec![
-            scol("conversation", s(&|(f, _)| f.conversation.clone())),
-            scol("episode", s(&|(f, _)| f.episode.clone())),
-            scol("candidate", s(&|(f, _)| f.id.clone())),
-            scol("candidate_turn", s(&|(f, _)| f.turn.clone())),
-            scol("candidate_content", s(&|(f, _)| f.content.clone())),
-            scol("live_id", s(&|(_, v)| v.live_id.clone())),
-            scol("reason", s(&|(_, v)| serde_json::to_value(v.reason).ok().and_then(|x| x.as_str().map(str::to_string)).unwrap_or_default())),
-            scol("verdict", s(&|(_, v)| v.verdict.as_str().to_string())),
-            scol("judged", s(&|(_, v)| v.judged.as_str().to_string())),
-            bcol("review_needed", rows.iter().map(|(_, v)| v.review_needed).collect()),
-            ocol("guard", rows.iter().map(|(_, v)| v.guard.clone()).collect()),
+            sref("conversation", it().map(|(f, _)| f.conversation.as_str())),
+            sref("episode", it().map(|(f, _)| f.episode.as_str())),
+            sref("candidate", it().map(|(f, _)| f.id.as_str())),
+            sref("candidate_turn", it().map(|(f, _)| f.turn.as_str())),
+            sref("candidate_content", it().map(|(f, _)| f.content.as_str())),
+            sref("live_id", it().map(|(_, v)| v.live_id.as_str())),
+            scol("reason", s_reason(&rows)),
+            sref("verdict", it().map(|(_, v)| v.verdict.as_str())),
+            sref("judged", it().map(|(_, v)| v.judged.as_str())),
+            bcol("review_needed", it().map(|(_, v)| v.review_needed).collect()),
+            oref("guard", it().map(|(_, v)| v.guard.as_deref())),
         ],
     )
+}
+
+fn s_reason(rows: &[(&crate::pipeline::CandidateRecord, &crate::judge::FinalVerdict)]) -> Vec<String> {
+    rows.iter()
+        .map(|(_, v)| serde_json::to_value(v.reason).ok().and_then(|x| x.as_str().map(str::to_string)).unwrap_or_default())
+        .collect()
 }
 
 fn warnings_frame(episodes: &[EpisodeRecord]) -> std::result::Result<DataFrame, PolarsError> {
@@ -631,16 +730,21 @@ fn decisions_frame(episodes: &[EpisodeRecord]) -> std::result::Result<DataFrame,
 struct GoldFrames {
     /// conversation, episode, turn, turn_index (position in the conversation).
     turns: DataFrame,
-    /// conversation, turn: gold facts' evidence turns (may repeat).
-    fact_turns: DataFrame,
-    /// conversation, episode, id: gold facts.
-    facts: DataFrame,
     /// conversation, qa, category, turn: QA evidence.
     qa: DataFrame,
     /// conversation, group, turn.
     dup_groups: DataFrame,
-    /// conversation, old_turn, new_turn, gold.
-    contradictions: DataFrame,
+    /// The rest is derived once here, as it depends on no run.
+    /// conversation, turn: distinct gold-fact evidence turns that are turns of the dataset.
+    evidence_turn_keys: DataFrame,
+    /// conversation, episode, gold_turns.
+    gold_turn_counts: DataFrame,
+    /// conversation, episode, gold_facts.
+    gold_fact_counts: DataFrame,
+    /// Distinct QA evidence turns that are turns of the dataset (conversation, turn, episode, turn_index).
+    qa_turns: DataFrame,
+    /// Distinct contradiction items placed in the new turn's episode.
+    contradiction_items: DataFrame,
 }
 
 impl GoldFrames {
@@ -694,16 +798,33 @@ impl GoldFrames {
                 ct.3.push(x.verdict.as_str().to_string());
             }
         }
+        let turns = frame(t.0.len(), vec![scol("conversation", t.0), scol("episode", t.1), scol("turn", t.2), icol("turn_index", t.3)])?;
+        let fact_turns = frame(ft.0.len(), vec![scol("conversation", ft.0), scol("turn", ft.1)])?;
+        let facts = frame(gf.0.len(), vec![scol("conversation", gf.0), scol("episode", gf.1), scol("id", gf.2)])?;
+        let qa = frame(qa.0.len(), vec![scol("conversation", qa.0), icol("qa", qa.1), scol("category", qa.2), scol("turn", qa.3)])?;
+        let contradictions =
+            frame(ct.0.len(), vec![scol("conversation", ct.0), scol("old_turn", ct.1), scol("new_turn", ct.2), scol("gold", ct.3)])?;
+        let by_ep = |lf: LazyFrame, aggs: Vec<Expr>| lf.group_by(keys(EP)).agg(aggs);
+        let evidence_turns =
+            join(distinct(fact_turns.clone().lazy(), &["conversation", "turn"]), turns.clone().lazy(), &["conversation", "turn"], JoinType::Inner)
+                .collect()?;
+        let evidence_turn_keys = distinct(evidence_turns.clone().lazy(), &["conversation", "turn"]).collect()?;
+        let gold_turn_counts = by_ep(evidence_turns.clone().lazy(), vec![count("gold_turns")]).collect()?;
+        let gold_fact_counts = by_ep(facts.clone().lazy(), vec![count("gold_facts")]).collect()?;
+        let qa_turns = join(distinct(qa.clone().lazy(), &["conversation", "turn"]), turns.clone().lazy(), &["conversation", "turn"], JoinType::Inner)
+            .collect()?;
+        let items = distinct(contradictions.clone().lazy(), &["conversation", "old_turn", "new_turn", "gold"]);
+        let new_turns = turns.clone().lazy().select([col("conversation"), col("episode"), col("turn").alias("new_turn")]);
+        let contradiction_items = join(items, new_turns, &["conversation", "new_turn"], JoinType::Inner).collect()?;
         Ok(GoldFrames {
-            turns: frame(t.0.len(), vec![scol("conversation", t.0), scol("episode", t.1), scol("turn", t.2), icol("turn_index", t.3)])?,
-            fact_turns: frame(ft.0.len(), vec![scol("conversation", ft.0), scol("turn", ft.1)])?,
-            facts: frame(gf.0.len(), vec![scol("conversation", gf.0), scol("episode", gf.1), scol("id", gf.2)])?,
-            qa: frame(qa.0.len(), vec![scol("conversation", qa.0), icol("qa", qa.1), scol("category", qa.2), scol("turn", qa.3)])?,
+            turns,
+            qa,
             dup_groups: frame(dg.0.len(), vec![scol("conversation", dg.0), icol("group", dg.1), scol("turn", dg.2)])?,
-            contradictions: frame(
-                ct.0.len(),
-                vec![scol("conversation", ct.0), scol("old_turn", ct.1), scol("new_turn", ct.2), scol("gold", ct.3)],
-            )?,
+            evidence_turn_keys,
+            gold_turn_counts,
+            gold_fact_counts,
+            qa_turns,
+            contradiction_items,
         })
     }
 }
@@ -719,6 +840,7 @@ fn episodes_frame(
     verdicts: &DataFrame,
     gold: &GoldFrames,
     labels: &Labels,
+    scope: Scope,
 ) -> std::result::Result<DataFrame, PolarsError> {
     let index: HashMap<(&str, &str), i64> = dataset
         .conversations
@@ -794,18 +916,16 @@ fn episodes_frame(
     );
 
     // Turn level: distinct source turns of stored facts vs gold evidence turns.
-    let turns = gold.turns.clone().lazy();
     let pred = distinct(f.clone().filter(col("stored")), &["conversation", "episode", "turn"]);
-    let gold_turns = join(distinct(gold.fact_turns.clone().lazy(), &["conversation", "turn"]), turns.clone(), &["conversation", "turn"], JoinType::Inner);
     let pred_counts = by_ep(pred.clone(), vec![count("pred_turns")]);
-    let gold_counts = by_ep(gold_turns.clone(), vec![count("gold_turns")]);
-    let hits = join(pred, distinct(gold_turns, &["conversation", "turn"]), &["conversation", "turn"], JoinType::Inner);
+    let gold_counts = gold.gold_turn_counts.clone().lazy();
+    let hits = join(pred, gold.evidence_turn_keys.clone().lazy(), &["conversation", "turn"], JoinType::Inner);
     let hit_counts = by_ep(hits, vec![count("turn_hits")]);
-    let gold_fact_counts = by_ep(gold.facts.clone().lazy(), vec![count("gold_facts")]);
+    let gold_fact_counts = gold.gold_fact_counts.clone().lazy();
 
     // QA evidence turns that yielded a live stored fact.
     let live_turns = distinct(f.clone().filter(col("live")), &["conversation", "turn"]).with_column(lit(true).alias("covered"));
-    let qa_turns = join(distinct(gold.qa.clone().lazy(), &["conversation", "turn"]), turns.clone(), &["conversation", "turn"], JoinType::Inner);
+    let qa_turns = gold.qa_turns.clone().lazy();
     let qa_counts = by_ep(
         join(qa_turns, live_turns, &["conversation", "turn"], JoinType::Left),
         vec![count("qa_turns"), count_if(col("covered").fill_null(lit(false)), "qa_covered")],
@@ -857,6 +977,10 @@ fn episodes_frame(
             (col("candidates") - col("stored")).alias("not_stored"),
         ])
         .sort(["ord"], SortMultipleOptions::default());
+    if scope == Scope::Metrics {
+        // The components are all the run's aggregate needs.
+        return lf.collect();
+    }
     with_metrics(lf, labels)
         .with_columns([
             col("stored").cum_sum(false).over([col("conversation")])?.alias("stored_cumulative"),
@@ -934,9 +1058,7 @@ fn judge_items(f: &LazyFrame, verdicts: &LazyFrame, gold: &GoldFrames) -> std::r
         ])
         .group_by([col("conversation"), col("old_turn"), col("new_turn")])
         .agg([col("rank").max(), col("rank_raw").max()]);
-    let items = distinct(gold.contradictions.clone().lazy(), &["conversation", "old_turn", "new_turn", "gold"]);
-    let turns = gold.turns.clone().lazy().select([col("conversation"), col("episode"), col("turn").alias("new_turn")]);
-    let items = join(items, turns, &["conversation", "new_turn"], JoinType::Inner);
+    let items = gold.contradiction_items.clone().lazy();
     Ok(join(items, judged, &["conversation", "old_turn", "new_turn"], JoinType::Left).with_columns([
         col("rank").is_not_null().alias("judged"),
         unrank("rank").alias("predicted"),
@@ -1009,12 +1131,74 @@ pub fn tokens(s: &str) -> BTreeSet<String> {
     s.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).map(str::to_string).collect()
 }
 
+/// The distinct word tokens of a text (as [`tokens`]), sorted: one
+/// lower-cased copy of the text and the tokens' byte ranges in it.
+pub(crate) struct TokenSet {
+    text: String,
+    spans: Vec<(usize, usize)>,
+}
+
+impl TokenSet {
+    pub(crate) fn new(s: &str) -> TokenSet {
+        let text = s.to_lowercase();
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        let mut start = None;
+        for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+            match (c.is_alphanumeric(), start) {
+                (true, None) => start = Some(i),
+                (false, Some(b)) => {
+                    spans.push((b, i));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        spans.sort_unstable_by(|x, y| text[x.0..x.1].cmp(&text[y.0..y.1]));
+        spans.dedup_by(|x, y| text[x.0..x.1] == text[y.0..y.1]);
+        TokenSet { text, spans }
+    }
+
+    fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
+        self.spans.iter().map(|(b, e)| &self.text[*b..*e])
+    }
+
+    /// How many tokens the two sets share (a merge of two sorted lists).
+    fn shared(&self, other: &TokenSet) -> usize {
+        let (mut a, mut b) = (self.iter().peekable(), other.iter().peekable());
+        let mut n = 0;
+        while let (Some(x), Some(y)) = (a.peek(), b.peek()) {
+            match x.cmp(y) {
+                std::cmp::Ordering::Less => {
+                    a.next();
+                }
+                std::cmp::Ordering::Greater => {
+                    b.next();
+                }
+                std::cmp::Ordering::Equal => {
+                    n += 1;
+                    a.next();
+                    b.next();
+                }
+            }
+        }
+        n
+    }
+}
+
 /// Dice coefficient of the two texts' token sets: 2·|A ∩ B| / (|A| + |B|),
 /// in [0, 1]; 0 when both are empty.
 pub fn lexical_similarity(a: &str, b: &str) -> f64 {
-    let (a, b) = (tokens(a), tokens(b));
+    dice(&TokenSet::new(a), &TokenSet::new(b))
+}
+
+/// Dice coefficient of two token sets (see [`lexical_similarity`]).
+fn dice(a: &TokenSet, b: &TokenSet) -> f64 {
     let total = a.len() + b.len();
-    if total == 0 { 0.0 } else { 2.0 * a.intersection(&b).count() as f64 / total as f64 }
+    if total == 0 { 0.0 } else { 2.0 * a.shared(b) as f64 / total as f64 }
 }
 
 /// A maximum one-to-one matching of left items to right items over the pairs
@@ -1089,7 +1273,10 @@ fn match_content(
     match embedder {
         None => {
             for (s, g) in &work {
-                let m = max_matching(s.len(), g.len(), CONTENT_LEXICAL_THRESHOLD, |i, j| lexical_similarity(&s[i].content, &g[j].text));
+                // Each text tokenised once, not once per pair.
+                let st: Vec<_> = s.iter().map(|f| TokenSet::new(&f.content)).collect();
+                let gt: Vec<_> = g.iter().map(|g| TokenSet::new(&g.text)).collect();
+                let m = max_matching(s.len(), g.len(), CONTENT_LEXICAL_THRESHOLD, |i, j| dice(&st[i], &gt[j]));
                 for (i, x) in m.into_iter().enumerate() {
                     if let Some((j, sim)) = x {
                         out.lexical.insert(s[i].id.clone(), (g[j].id.clone(), sim));

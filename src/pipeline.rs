@@ -15,9 +15,9 @@ use crate::extract::{ExtractInput, Extraction, Extractor, postprocess, tier_of};
 use crate::judge::{FinalVerdict, GuardInput, Judge, JudgeContext, PairInput, PairFact, apply_guards, find_pairs};
 use crate::normalize::normalize_and_hash_content;
 use crate::resolve::{EntityDecision, apply_map, resolve_entities};
-use crate::state::{ConvState, EntityRec, FactRec};
+use crate::state::{ConvState, EntityRec, FactKeys, FactRec, KeyCache, Vector};
 use crate::store::Store;
-use crate::types::{CandidateFact, Conversation, EntityType, Episode, FactKind, FactType, LlmUsage, ValueTier, Verdict, Warning};
+use crate::types::{Conversation, EntityType, Episode, FactKind, FactType, LlmUsage, ValueTier, Verdict, Warning};
 use crate::write::{Action, Effect, EntityRow, Outcome, Proposal, WritePlan};
 
 /// Most known entity names and recent live facts shown to an extractor.
@@ -41,6 +41,11 @@ pub struct EpisodeFront {
     pub usage: LlmUsage,
     pub extract_ms: f64,
     pub embed_ms: f64,
+    /// Slot of the first fact vector in the conversation's [`SimTable`]
+    /// (set by a sweep, which precomputes the cosines; `None` in a run).
+    ///
+    /// [`SimTable`]: crate::state::SimTable
+    pub slot_base: Option<u32>,
 }
 
 /// Milliseconds spent per stage (not deterministic; kept out of comparisons).
@@ -147,7 +152,7 @@ pub fn front(stages: Stages<'_>, conv: &Conversation, episode: &Episode, state: 
     let fact_embeddings = if texts.is_empty() { Vec::new() } else { stages.embedder.embed(&texts, &source)? };
     let names: Vec<&str> = extraction.entities.iter().map(|e| e.name.as_str()).collect();
     let entity_embeddings = if names.is_empty() { Vec::new() } else { stages.embedder.embed(&names, &source)? };
-    Ok(EpisodeFront { extraction, fact_embeddings, entity_embeddings, usage, extract_ms, embed_ms: ms(t1) })
+    Ok(EpisodeFront { extraction, fact_embeddings, entity_embeddings, usage, extract_ms, embed_ms: ms(t1), slot_base: None })
 }
 
 fn ms(t: Instant) -> f64 {
@@ -194,16 +199,18 @@ pub fn back(
     let scored = &front.extraction.facts;
     let tiers: Vec<ValueTier> = scored.iter().map(|f| tier_of(f, cfg.value_core_min, cfg.value_contextual_min)).collect();
     let resolution = resolve_entities(&conv.id, &front.extraction.entities, &front.entity_embeddings, state, cfg.entity_merge_threshold);
-    let facts: Vec<CandidateFact> = scored.iter().map(|f| f.fact.clone()).collect();
-    let resolved = apply_map(&facts, &front.extraction.entities, &resolution, state);
+    let resolved = apply_map(scored.iter().map(|f| &f.fact), &front.extraction.entities, &resolution, state);
     timings.resolve_ms = ms(t);
 
     // Stage 3 over the non-noise candidates.
     let t = Instant::now();
     let kept: Vec<usize> = (0..scored.len()).filter(|i| tiers[*i] != ValueTier::Ephemeral).collect();
     let hashes: Vec<_> = resolved.iter().map(|r| normalize_and_hash_content(&r.fact.content)).collect();
+    let mut fact_keys: Vec<FactKeys> = resolved.iter().map(|r| FactKeys::of(&r.fact.subject, &r.fact.predicate, &r.fact.object)).collect();
     let empty: Vec<f32> = Vec::new();
     let emb = |i: usize| front.fact_embeddings.get(i).unwrap_or(&empty).as_slice();
+    let slot = |i: usize| front.slot_base.filter(|_| i < front.fact_embeddings.len()).map(|b| b + i as u32);
+    let vector = |i: usize| Vector { slot: slot(i), values: emb(i) };
     let items: Vec<DedupeItem<'_>> = kept
         .iter()
         .map(|&i| DedupeItem {
@@ -213,7 +220,8 @@ pub fn back(
             object: &resolved[i].fact.object,
             valid_until: resolved[i].fact.valid_until.as_deref(),
             object_entity: resolved[i].object_entity.as_deref(),
-            embedding: emb(i),
+            embedding: vector(i),
+            spo: &fact_keys[i].spo,
         })
         .collect();
     let dd = if cfg.dedup_enabled {
@@ -238,7 +246,8 @@ pub fn back(
                     content: f.content.clone(),
                     valid_until: f.valid_until.clone(),
                 },
-                embedding: emb(i),
+                embedding: vector(i),
+                keys: &fact_keys[i],
             }
         })
         .collect();
@@ -396,6 +405,8 @@ pub fn back(
             subject_entity: r.subject_entity.clone(),
             object_entity: r.object_entity.clone(),
             embedding: emb(*i).to_vec(),
+            slot: slot(*i),
+            keys: KeyCache::with(std::mem::take(&mut fact_keys[*i])),
         };
         for old in olds {
             let cascade = closure_cascade(state, &[old.as_str()], now);
@@ -436,10 +447,10 @@ pub fn back(
             }
         }
     }
-    let inserts: Vec<&FactRec> = plan
+    let mut inserts: Vec<FactRec> = plan
         .proposals
-        .iter()
-        .filter_map(|p| match &p.action {
+        .into_iter()
+        .filter_map(|p| match p.action {
             Action::Insert { fact } => Some(fact),
             _ => None,
         })
@@ -447,8 +458,8 @@ pub fn back(
     for eff in &result.effects {
         match eff {
             Effect::Inserted { id } => {
-                if let Some(f) = inserts.iter().find(|f| &f.id == id) {
-                    state.facts.push((*f).clone());
+                if let Some(k) = inserts.iter().position(|f| &f.id == id) {
+                    state.facts.push(inserts.swap_remove(k));
                 }
             }
             Effect::ValidUntilSet { id, valid_until } => {
@@ -529,7 +540,7 @@ mod tests {
     use crate::error::Error;
     use crate::extract::ScoredFact;
     use crate::judge::{JudgeOutput, JudgePair};
-    use crate::types::{Gold, Turn};
+    use crate::types::{CandidateFact, Gold, Turn};
 
     /// A judge scripted to answer one way (or to fail): fault injection for the guards.
     struct Scripted(Option<Verdict>);
@@ -583,6 +594,7 @@ mod tests {
             usage: LlmUsage::default(),
             extract_ms: 0.0,
             embed_ms: 0.0,
+            slot_base: None,
         }
     }
 

@@ -108,8 +108,8 @@ fn names_match(e: &EntityRec, key: &str) -> bool {
 /// each fact to the entities it is anchored on. A name's type comes from the
 /// episode's extracted `entities` (an exact-case match first), so "Apple"
 /// the ORG and "apple" the FOOD map to different entities.
-pub fn apply_map(
-    facts: &[CandidateFact],
+pub fn apply_map<'f>(
+    facts: impl IntoIterator<Item = &'f CandidateFact>,
     entities: &[CandidateEntity],
     res: &Resolution,
     state: &ConvState,
@@ -123,7 +123,7 @@ pub fn apply_map(
             .map(|e| e.entity_type)
     };
     facts
-        .iter()
+        .into_iter()
         .map(|f| {
             let mut fact = f.clone();
             let subject_entity = lookup(&fact.subject, res, state, type_of(&f.subject)).map(|(name, id)| {

@@ -7,16 +7,17 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use rayon::prelude::{IntoParallelRefIterator, ParallelIterator};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::metrics::summarize;
+use crate::metrics::{GoldIndex, point_metrics};
 use crate::pipeline::{EpisodeFront, EpisodeRecord, Stages, back, front, speaker_entities};
 use crate::judge::{Judge, RulesJudge};
-use crate::state::{ConvState, EntityRec};
+use crate::state::{ConvState, EntityRec, SimTable};
 use crate::store::Store;
 use crate::types::Dataset;
 
@@ -164,18 +165,24 @@ pub fn run_sweep(
             front_sets.insert(key, fronts);
         }
     }
+    let gold = GoldIndex::new(dataset)?;
     let idx: Vec<usize> = (0..points.len()).collect();
-    let rows: Vec<Result<Row>> = idx
-        .par_iter()
-        .map(|&i| {
-            let fronts = &front_sets[&front_key(&cfgs[i])];
-            let row = run_point(dataset, &cfgs[i], stages, fronts, &points[i]);
-            if let Some(d) = done {
-                d(points[i].index);
-            }
-            row
-        })
-        .collect();
+    let run_points = || -> Vec<Result<Row>> {
+        idx.par_iter()
+            .map(|&i| {
+                let fronts = &front_sets[&front_key(&cfgs[i])];
+                let row = run_point(dataset, &cfgs[i], stages, fronts, &gold, &points[i]);
+                if let Some(d) = done {
+                    d(points[i].index);
+                }
+                row
+            })
+            .collect()
+    };
+    // Points run on polars' own pool (one thread per core), so each point's
+    // metric queries stay on the thread that runs it instead of waiting on
+    // another pool; a caller that installed its own pool (`--threads`) keeps it.
+    let rows = if rayon::current_thread_index().is_some() { run_points() } else { polars_core::runtime::THREAD_POOL.install(run_points) };
     let mut out = rows.into_iter().collect::<Result<Vec<_>>>()?;
     out.sort_by_key(|r| r.index);
     Ok((out, shared))
@@ -187,10 +194,13 @@ fn front_key(c: &Config) -> String {
 }
 
 /// A conversation's threshold-independent work: its speakers' entities
-/// (with their vectors) and each episode's front.
+/// (with their vectors), each episode's front, and the cosine of every pair
+/// of its candidates' vectors (which every grid point would otherwise
+/// recompute in dedupe and pairing).
 struct ConversationFronts {
     speakers: Vec<EntityRec>,
     episodes: Vec<EpisodeFront>,
+    sims: Arc<SimTable>,
 }
 
 /// Fronts for every episode, produced as in a run with `cfg`: episodes in
@@ -205,17 +215,29 @@ fn compute_fronts(dataset: &Dataset, cfg: &Config, stages: Stages<'_>) -> Result
             let speakers = speaker_entities(conv, stages.embedder)?;
             let mut state = ConvState { entities: speakers.clone(), ..ConvState::default() };
             let mut episodes = Vec::with_capacity(conv.episodes.len());
+            let mut slots = 0u32;
             for episode in &conv.episodes {
-                let f = front(stages, conv, episode, &state, cfg)?;
+                let mut f = front(stages, conv, episode, &state, cfg)?;
                 back(&f, conv, episode, &mut state, cfg, stages.judge, &store)?;
+                f.slot_base = Some(slots);
+                slots += f.fact_embeddings.len() as u32;
                 episodes.push(f);
             }
-            Ok(ConversationFronts { speakers, episodes })
+            let vectors: Vec<Vec<f32>> = episodes.iter().flat_map(|f| f.fact_embeddings.iter().cloned()).collect();
+            let sims = Arc::new(SimTable::new(vectors));
+            Ok(ConversationFronts { speakers, episodes, sims })
         })
         .collect()
 }
 
-fn run_point(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, fronts: &[ConversationFronts], point: &Point) -> Result<Row> {
+fn run_point(
+    dataset: &Dataset,
+    cfg: &Config,
+    stages: Stages<'_>,
+    fronts: &[ConversationFronts],
+    gold: &GoldIndex<'_>,
+    point: &Point,
+) -> Result<Row> {
     let store = Store::in_memory()?;
     let mut records: Vec<EpisodeRecord> = Vec::new();
     // The rules judge is built from config keys a grid may sweep (antonyms,
@@ -225,15 +247,20 @@ fn run_point(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, fronts: &[Conv
         Some(j) => j,
         None => stages.judge,
     };
+    let mut live = std::collections::BTreeSet::new();
     for (conv, conv_fronts) in dataset.conversations.iter().zip(fronts) {
-        let mut state = ConvState { entities: conv_fronts.speakers.clone(), ..ConvState::default() };
+        let mut state = ConvState {
+            entities: conv_fronts.speakers.clone(),
+            sims: Some(Arc::clone(&conv_fronts.sims)),
+            ..ConvState::default()
+        };
         for (episode, f) in conv.episodes.iter().zip(&conv_fronts.episodes) {
             records.push(back(f, conv, episode, &mut state, cfg, judge, &store)?);
         }
+        // The state mirrors what the store applied, so its live facts are the store's.
+        live.extend(state.facts.iter().filter(|f| f.is_live()).map(|f| f.id.clone()));
     }
-    let live = crate::run::live_fact_ids(&store)?;
-    let summary = summarize(dataset, &records, &live, 0, 0.0, None)?;
-    let metrics = summary.metrics.into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))).collect();
+    let metrics = point_metrics(dataset, gold, &records, &live)?;
     Ok(Row { index: point.index, settings: point.settings.clone(), metrics })
 }
 

@@ -494,6 +494,16 @@ fn every_metric_definition_reaches_the_summary() {
 }
 
 #[test]
+fn token_sets_hold_the_same_tokens_as_tokens() {
+    for text in ["Ann works at Acme", "ann, ANN and Ann!", "", "  ", "Zürich's café-bar; ÉCOLE 42b", "x1 x1 x2 a a"] {
+        let set = super::TokenSet::new(text);
+        let fast: Vec<&str> = set.iter().collect();
+        let reference: Vec<String> = super::tokens(text).into_iter().collect();
+        assert_eq!(fast, reference, "{text:?}");
+    }
+}
+
+#[test]
 fn lexical_similarity_is_token_dice() {
     assert_eq!(lexical_similarity("Ann works at Acme", "ann WORKS at acme."), 1.0);
     assert!((lexical_similarity("Ann is employed by Beta Corp", "Ann works at Beta") - 0.4).abs() < 1e-12);

@@ -72,6 +72,51 @@ fn same_grid_same_csv_for_any_thread_count() {
     assert!(values.len() > 1, "the swept thresholds change a metric:\n{one}");
 }
 
+/// Every grid point's metrics are those of a plain run with that config:
+/// the shared fronts and the precomputed cosines change no result.
+#[test]
+fn each_point_equals_a_run_with_its_config() {
+    let dataset = memform::dataset::load(&scenarios_dir()).expect("load");
+    let base = Config::default();
+    let extractor = RulesExtractor::new(base.max_input_chars);
+    let embedder = HashedEmbedder::new(base.hashed_dims);
+    let judge = RulesJudge::new(&base);
+    let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
+    let axes = [
+        parse_axis("near_dup_threshold=0.75,0.92").expect("axis"),
+        parse_axis("contradiction_band_min=0.30,0.70").expect("axis"),
+        parse_axis("antonym_min_shared_tokens=1,2").expect("axis"),
+    ];
+    let pts = points(&axes);
+    let (rows, _) = run_sweep(&dataset, &base, stages, &pts, None).expect("sweep");
+    let mut differ = 0;
+    for (p, row) in pts.iter().zip(&rows) {
+        let mut cfg = base.clone();
+        for (k, v) in &p.settings {
+            cfg.set(&format!("{k}={v}")).expect("set");
+        }
+        let point_judge = RulesJudge::new(&cfg);
+        let out = tempfile::tempdir().expect("tempdir");
+        let opts = memform::run::RunOptions { out_dir: out.path().to_path_buf(), ..Default::default() };
+        let ran = memform::run::run(&dataset, &cfg, Stages { judge: &point_judge, ..stages }, &opts).expect("run");
+        for (metric, value) in &row.metrics {
+            let in_run = ran.summary.metrics.get(metric).and_then(|v| v.as_f64());
+            assert_eq!(in_run, Some(*value), "point {} ({:?}): {metric}", p.index, p.settings);
+        }
+        // Every numeric metric of the run is in the row (cosine matching needs an embedder a sweep does not pass).
+        let missing: Vec<&String> = ran
+            .summary
+            .metrics
+            .iter()
+            .filter(|(k, v)| v.as_f64().is_some() && !row.metrics.contains_key(*k) && !k.contains("cosine"))
+            .map(|(k, _)| k)
+            .collect();
+        assert!(missing.is_empty(), "point {}: the sweep row lacks {missing:?}", p.index);
+        differ += usize::from(rows[0].metrics != row.metrics);
+    }
+    assert!(differ > 0, "the grid changes some metric, so the comparison means something");
+}
+
 fn cli(args: &[&str], cwd: &Path) {
     let out = Command::new(bin()).args(args).current_dir(cwd).output().expect("spawn");
     assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
