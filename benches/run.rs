@@ -57,7 +57,7 @@ fn bench_run(c: &mut Criterion) {
     // A 100-point 2-D sweep (10 × 10) over the same data, to compare with one run.
     let axes = vec![
         memform::sweep::parse_axis("near_dup_threshold=0.86:0.95:0.01").expect("axis"),
-        memform::sweep::parse_axis("contradiction_band_min=0.70:0.79:0.01").expect("axis"),
+        memform::sweep::parse_axis("contradiction_band_min=0.71:0.80:0.01").expect("axis"),
     ];
     let points = memform::sweep::points(&axes);
     assert_eq!(points.len(), 100);

@@ -902,3 +902,139 @@ mod tests {
         assert_eq!(svg, bar_chart("Outcomes", "candidates", &[("created".into(), 5.0, 0), ("noise_rejected".into(), 1.0, 1)]).expect("svg"));
     }
 }
+
+/// A metric against a swept threshold: one line per (name, points), and a
+/// dashed vertical line at `marker` (the seed default) when it is given.
+pub fn threshold_chart(title: &str, x_desc: &str, series: &[(String, Vec<(f64, f64)>)], marker: Option<(f64, &str)>) -> Result<String> {
+    let xs = || series.iter().flat_map(|s| s.1.iter().map(|p| p.0));
+    let ys = || series.iter().flat_map(|s| s.1.iter().map(|p| p.1));
+    let (mut lo, mut hi) = (xs().fold(f64::INFINITY, f64::min), xs().fold(f64::NEG_INFINITY, f64::max));
+    if let Some((m, _)) = marker {
+        lo = lo.min(m);
+        hi = hi.max(m);
+    }
+    if !lo.is_finite() || !hi.is_finite() {
+        (lo, hi) = (0.0, 1.0);
+    }
+    let pad = if hi > lo { (hi - lo) * 0.05 } else { 0.5 };
+    let (x0, x1) = (lo - pad, hi + pad);
+    let y_max = ys().fold(0.0f64, f64::max);
+    let y1 = if y_max <= 0.0 { 1.0 } else { (y_max * 1.1).max(y_max + 0.01) };
+    svg(760, 440, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 18).into_font())
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(55)
+            .build_cartesian_2d(x0..x1, 0f64..y1)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .x_labels(10)
+            .x_label_formatter(&|x| format!("{x:.3}"))
+            .y_label_formatter(&|y| format!("{y:.3}"))
+            .draw()?;
+        if let Some((m, label)) = marker {
+            let grey = RGBColor(0x55, 0x55, 0x55);
+            let dashes: Vec<(f64, f64)> = (0..40).map(|i| (m, y1 * i as f64 / 40.0)).collect();
+            chart
+                .draw_series(dashes.chunks(2).map(|seg| PathElement::new(seg.to_vec(), grey.stroke_width(1))))?
+                .label(label.to_string())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], grey.stroke_width(1)));
+        }
+        for (i, (name, points)) in series.iter().enumerate() {
+            let color = colour(i);
+            chart.draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
+            chart
+                .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))?
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 11).into_font())
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// A heat map of one metric over a 2-D grid: `values[row][col]` for the
+/// y value `ys[row]` and the x value `xs[col]`; each cell shows its value,
+/// and the cell at `marked` (the seed defaults) is outlined.
+pub fn heat_map(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    xs: &[String],
+    ys: &[String],
+    values: &[Vec<Option<f64>>],
+    marked: Option<(usize, usize)>,
+) -> Result<String> {
+    let all: Vec<f64> = values.iter().flatten().flatten().copied().collect();
+    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    // White (lowest) to the palette's blue (highest).
+    let shade = |v: f64| {
+        let t = if hi > lo { (v - lo) / (hi - lo) } else { 1.0 };
+        let mix = |c: u8| (255.0 - t * (255.0 - c as f64)).round() as u8;
+        RGBColor(mix(0x4e), mix(0x79), mix(0xa7))
+    };
+    let (nx, ny) = (xs.len().max(1) as u32, ys.len().max(1) as u32);
+    let w = (120 + 62 * nx).max(420);
+    let h = (110 + 30 * ny).max(240);
+    let title = if lo.is_finite() { format!("{title} (white {lo:.4} → blue {hi:.4})") } else { title.to_string() };
+    svg(w, h, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 16).into_font())
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            // 0..=n-1: one segment per value, none left over.
+            .build_cartesian_2d((0u32..nx - 1).into_segmented(), (0u32..ny - 1).into_segmented())?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .x_labels(nx as usize)
+            .y_labels(ny as usize)
+            .x_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => xs.get(*i as usize).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => ys.get(*i as usize).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .draw()?;
+        let cells: Vec<(u32, u32, Option<f64>)> = values
+            .iter()
+            .enumerate()
+            .flat_map(|(r, row)| row.iter().enumerate().map(move |(c, v)| (c as u32, r as u32, *v)))
+            .collect();
+        chart.draw_series(cells.iter().map(|(c, r, v)| {
+            let fill = v.map_or(RGBColor(0xee, 0xee, 0xee), shade);
+            Rectangle::new([(SegmentValue::Exact(*c), SegmentValue::Exact(*r)), (SegmentValue::Exact(c + 1), SegmentValue::Exact(r + 1))], fill.filled())
+        }))?;
+        chart.draw_series(cells.iter().map(|(c, r, v)| {
+            let text = v.map_or("–".to_string(), |x| format!("{x:.4}"));
+            let dark = v.is_some_and(|x| hi > lo && (x - lo) / (hi - lo) > 0.6);
+            let style = ("sans-serif", 10)
+                .into_font()
+                .color(if dark { &WHITE } else { &BLACK })
+                .pos(Pos::new(HPos::Center, VPos::Center));
+            Text::new(text, (SegmentValue::CenterOf(*c), SegmentValue::CenterOf(*r)), style)
+        }))?;
+        if let Some((c, r)) = marked {
+            let (c, r) = (c as u32, r as u32);
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(SegmentValue::Exact(c), SegmentValue::Exact(r)), (SegmentValue::Exact(c + 1), SegmentValue::Exact(r + 1))],
+                BLACK.stroke_width(3),
+            )))?;
+        }
+        Ok(())
+    })
+}

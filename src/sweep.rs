@@ -379,6 +379,38 @@ mod tests {
     }
 
     #[test]
+    fn plots_for_one_and_two_axes_only_with_the_default_marked() {
+        let rep = SweepReport {
+            dataset: "d",
+            mode: "rules",
+            objective: "p",
+            pareto_x: "p",
+            pareto_y: "r",
+            defaults: vec![("a".into(), "0.2".into()), ("b".into(), "x".into())],
+        };
+        let one: Vec<Row> = ["0.1", "0.2", "0.3"]
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Row { settings: vec![("a".into(), v.to_string())], ..row(i, 0.1 * i as f64, 0.5) })
+            .collect();
+        let p1 = plots(&one, &rep).unwrap();
+        assert_eq!(p1.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(), ["sweep-a.svg"]);
+        assert!(p1[0].1.contains("seed default 0.2"));
+        let two: Vec<Row> = points(&[
+            Axis { key: "a".into(), values: vec!["0.1".into(), "0.2".into()] },
+            Axis { key: "b".into(), values: vec!["x".into(), "y".into()] },
+        ])
+        .into_iter()
+        .map(|p| Row { settings: p.settings, ..row(p.index, 0.5, 0.5) })
+        .collect();
+        let p2 = plots(&two, &rep).unwrap();
+        assert_eq!(p2.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(), ["sweep-p.svg", "sweep-r.svg"]);
+        let three: Vec<Row> = vec![Row { settings: vec![("a".into(), "1".into()), ("b".into(), "2".into()), ("c".into(), "3".into())], ..row(0, 0.5, 0.5) }];
+        assert!(plots(&three, &rep).unwrap().is_empty());
+        assert!(render_md(&three, &rep, &[]).contains("No plots"));
+    }
+
+    #[test]
     fn best_and_pareto() {
         let rows = vec![row(0, 0.5, 0.5), row(1, 0.6, 0.4), row(2, 0.4, 0.4), row(3, 0.6, 0.4), row(4, 0.3, 0.9)];
         assert_eq!(best(&rows, "p", false), Some(1));
@@ -399,14 +431,125 @@ pub struct SweepReport<'a> {
     pub defaults: Vec<(String, String)>,
 }
 
-/// Writes `sweep.csv`, `rows.jsonl` and `sweep.md` into `dir`: the same bytes
-/// for the same rows, whether they come from one machine or merged shards.
+/// Writes `sweep.csv`, `sweep.parquet`, `rows.jsonl`, the plots and
+/// `sweep.md` into `dir`: the same bytes for the same rows, whether they
+/// come from one machine or merged shards.
 pub fn write_outputs(dir: &Path, rows: &[Row], report: &SweepReport<'_>) -> Result<()> {
     write_rows(dir, rows)?;
     let csv = dir.join("sweep.csv");
     std::fs::write(&csv, to_csv(rows)).map_err(|e| Error::write(&csv, e))?;
+    let parquet = dir.join("sweep.parquet");
+    crate::report::write_parquet(&parquet, &to_frame(rows).map_err(|e| Error::Other(format!("{}: {e}", parquet.display())))?)?;
+    let plots = plots(rows, report)?;
+    for (name, svg) in &plots {
+        crate::report::write_text(&dir.join(name), svg)?;
+    }
+    let names: Vec<&str> = plots.iter().map(|(n, _)| n.as_str()).collect();
     let md = dir.join("sweep.md");
-    std::fs::write(&md, render_md(rows, report)).map_err(|e| Error::write(&md, e))
+    std::fs::write(&md, render_md(rows, report, &names)).map_err(|e| Error::write(&md, e))
+}
+
+/// The rows as a frame: `point`, each swept key (a number when every value
+/// of it is one, else its TOML text), then every metric.
+pub fn to_frame(rows: &[Row]) -> std::result::Result<polars::prelude::DataFrame, polars::prelude::PolarsError> {
+    use polars::prelude::{Column, DataFrame};
+    let keys: Vec<String> = rows.first().map(|r| r.settings.iter().map(|(k, _)| k.clone()).collect()).unwrap_or_default();
+    let metrics: Vec<String> = rows.first().map(|r| r.metrics.keys().cloned().collect()).unwrap_or_default();
+    let mut cols = vec![Column::new("point".into(), rows.iter().map(|r| r.index as i64).collect::<Vec<_>>())];
+    for (k, key) in keys.iter().enumerate() {
+        let text: Vec<String> = rows.iter().map(|r| r.settings.get(k).map(|s| s.1.clone()).unwrap_or_default()).collect();
+        let numbers: Option<Vec<f64>> = text.iter().map(|t| t.parse::<f64>().ok()).collect();
+        cols.push(match numbers {
+            Some(v) => Column::new(key.as_str().into(), v),
+            None => Column::new(key.as_str().into(), text),
+        });
+    }
+    for m in &metrics {
+        cols.push(Column::new(m.as_str().into(), rows.iter().map(|r| r.metrics.get(m).copied()).collect::<Vec<Option<f64>>>()));
+    }
+    DataFrame::new(rows.len(), cols)
+}
+
+/// An axis's values in grid order, as text and (when all numeric) numbers.
+fn axis_values(rows: &[Row], k: usize) -> (Vec<String>, Option<Vec<f64>>) {
+    let mut vals: Vec<String> = Vec::new();
+    for r in rows {
+        if let Some((_, v)) = r.settings.get(k) {
+            if !vals.contains(v) {
+                vals.push(v.clone());
+            }
+        }
+    }
+    let nums = vals.iter().map(|v| v.parse::<f64>().ok()).collect();
+    (vals, nums)
+}
+
+/// The metrics `sweep.md` plots: the objective and the two Pareto metrics.
+fn plotted(rep: &SweepReport<'_>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for m in [rep.objective, rep.pareto_x, rep.pareto_y] {
+        if !out.iter().any(|o| o == m) {
+            out.push(m.to_string());
+        }
+    }
+    out
+}
+
+/// SVG plots of the sweep: for a 1-D grid over a numeric key, the plotted
+/// metrics against it; for a 2-D grid, a heat map per plotted metric. The
+/// seed default is marked on each. Larger grids get no plot (`sweep.csv`
+/// has every point).
+pub fn plots(rows: &[Row], rep: &SweepReport<'_>) -> Result<Vec<(String, String)>> {
+    let Some(first) = rows.first() else { return Ok(Vec::new()) };
+    let keys: Vec<&str> = first.settings.iter().map(|(k, _)| k.as_str()).collect();
+    let default_of = |k: &str| rep.defaults.iter().find(|(dk, _)| dk == k).map(|(_, v)| v.clone());
+    let mut out = Vec::new();
+    match keys.as_slice() {
+        [key] => {
+            let (_, nums) = axis_values(rows, 0);
+            if nums.is_none() {
+                return Ok(out);
+            }
+            let series: Vec<(String, Vec<(f64, f64)>)> = plotted(rep)
+                .into_iter()
+                .map(|m| {
+                    let pts = rows
+                        .iter()
+                        .filter_map(|r| Some((r.settings[0].1.parse::<f64>().ok()?, *r.metrics.get(&m)?)))
+                        .collect();
+                    (m, pts)
+                })
+                .collect();
+            let marker = default_of(key).and_then(|d| d.parse::<f64>().ok());
+            let label = marker.map(|m| format!("seed default {m}"));
+            let svg = crate::report::threshold_chart(
+                &format!("Sweep over {key}"),
+                key,
+                &series,
+                marker.zip(label.as_deref()),
+            )?;
+            out.push((format!("sweep-{key}.svg"), svg));
+        }
+        [ky, kx] => {
+            let (ys, _) = axis_values(rows, 0);
+            let (xs, _) = axis_values(rows, 1);
+            let pos = |vals: &[String], d: Option<String>| d.and_then(|d| vals.iter().position(|v| values_equal(v, &d)));
+            let marked = pos(&xs, default_of(kx)).zip(pos(&ys, default_of(ky)));
+            for m in plotted(rep) {
+                let mut grid = vec![vec![None; xs.len()]; ys.len()];
+                for r in rows {
+                    let (Some(yi), Some(xi)) = (ys.iter().position(|v| *v == r.settings[0].1), xs.iter().position(|v| *v == r.settings[1].1)) else {
+                        continue;
+                    };
+                    grid[yi][xi] = r.metrics.get(&m).copied();
+                }
+                let svg = crate::report::heat_map(&format!("{m} over the grid"), kx, ky, &xs, &ys, &grid, marked)?;
+                out.push((format!("sweep-{m}.svg"), svg));
+            }
+        }
+        _ => {}
+    }
+    Ok(out)
 }
 
 fn settings_text(s: &[(String, String)]) -> String {
@@ -417,8 +560,9 @@ fn metric(r: &Row, m: &str) -> String {
     r.metrics.get(m).map_or("–".to_string(), |v| format!("{:.4}", v))
 }
 
-/// `sweep.md`: the best point, the seed-default point, the Pareto front.
-pub fn render_md(rows: &[Row], rep: &SweepReport<'_>) -> String {
+/// `sweep.md`: the best point, the seed-default point, the Pareto front,
+/// and the plots named in `plots`.
+pub fn render_md(rows: &[Row], rep: &SweepReport<'_>, plots: &[&str]) -> String {
     let mut out = format!(
         "# Sweep: {} ({} mode)\n\n{} grid points over {}.\n\n",
         rep.dataset,
@@ -464,7 +608,15 @@ pub fn render_md(rows: &[Row], rep: &SweepReport<'_>) -> String {
     for r in pareto(rows, rep.pareto_x, rep.pareto_y).into_iter().filter_map(by_index) {
         out.push_str(&line(r, ""));
     }
-    out.push_str("\nEvery point, with every metric, is in `sweep.csv`.\n");
+    if !plots.is_empty() {
+        out.push_str("\n## Plots\n\nThe seed defaults are marked (a dashed line; an outlined cell).\n\n");
+        for p in plots {
+            out.push_str(&format!("![{p}]({p})\n\n"));
+        }
+    } else if rows.first().is_some_and(|r| r.settings.len() > 2) {
+        out.push_str("\nNo plots: they are drawn for 1-D and 2-D grids only.\n");
+    }
+    out.push_str("\nEvery point, with every metric, is in `sweep.csv` and `sweep.parquet`.\n");
     out
 }
 

@@ -134,7 +134,18 @@ fn sharded_and_merged_equals_unsharded() {
         cli(&[&base[..], &["--shard", &shard, "--out", &out]].concat(), tmp.path());
     }
     cli(&["sweep", "merge", "shard0", "shard1", "shard2", "--out", "merged"], tmp.path());
-    for f in ["sweep.csv", "sweep.md", "rows.jsonl", "sweep.json"] {
+    let files = |d: &str| -> Vec<String> {
+        let mut v: Vec<String> =
+            std::fs::read_dir(tmp.path().join(d)).expect("read dir").map(|e| e.expect("entry").file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    };
+    let written = files("whole");
+    assert_eq!(written, files("merged"));
+    for f in ["sweep.csv", "sweep.parquet", "sweep.md", "rows.jsonl", "sweep.json", "sweep-content_precision.svg"] {
+        assert!(written.iter().any(|w| w == f), "{f} not written: {written:?}");
+    }
+    for f in &written {
         let a = std::fs::read(tmp.path().join("whole").join(f)).expect("whole");
         let b = std::fs::read(tmp.path().join("merged").join(f)).expect("merged");
         assert!(a == b, "{f} differs between the unsharded and the merged sweep");
