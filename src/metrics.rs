@@ -290,7 +290,7 @@ pub fn analyze(data: &RunData<'_>) -> Result<Analysis> {
     let ran: BTreeSet<&str> = data.episodes.iter().map(|e| e.conversation.as_str()).collect();
     let convs: Vec<_> = data.dataset.conversations.iter().filter(|c| ran.contains(c.id.as_str())).collect();
     let gold = GoldFrames::new(&convs).ctx("build gold frames")?;
-    analyze_with(data, &convs, &gold, Scope::Full)
+    analyze_with(data, &convs, &gold, None, Scope::Full)
 }
 
 /// A dataset's gold labels as frames, built once and shared by every grid
@@ -298,13 +298,19 @@ pub fn analyze(data: &RunData<'_>) -> Result<Analysis> {
 pub struct GoldIndex<'a> {
     convs: Vec<&'a crate::types::Conversation>,
     frames: GoldFrames,
+    /// Each gold fact's tokens, by (conversation, gold fact id).
+    tokens: GoldTokens<'a>,
 }
+
+/// Gold facts' token sets by (conversation id, gold fact id).
+type GoldTokens<'a> = HashMap<(&'a str, &'a str), TokenSet>;
 
 impl<'a> GoldIndex<'a> {
     pub fn new(dataset: &'a Dataset) -> Result<Self> {
         let convs: Vec<_> = dataset.conversations.iter().filter(|c| !c.episodes.is_empty()).collect();
         let frames = GoldFrames::new(&convs).ctx("build gold frames")?;
-        Ok(GoldIndex { convs, frames })
+        let tokens = convs.iter().flat_map(|c| c.gold.facts.iter().map(|g| ((c.id.as_str(), g.id.as_str()), TokenSet::new(&g.text)))).collect();
+        Ok(GoldIndex { convs, frames, tokens })
     }
 }
 
@@ -317,7 +323,7 @@ pub fn point_metrics(dataset: &Dataset, gold: &GoldIndex<'_>, episodes: &[Episod
         return Err(Error::Other("point metrics: a conversation with episodes has no records".into()));
     }
     let data = RunData { dataset, episodes, live_ids, skipped_conversations: 0, wall_ms: 0.0, embedder: None };
-    let a = analyze_with(&data, &gold.convs, &gold.frames, Scope::Metrics)?;
+    let a = analyze_with(&data, &gold.convs, &gold.frames, Some(&gold.tokens), Scope::Metrics)?;
     Ok(a.summary.metrics.into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))).collect())
 }
 
@@ -330,7 +336,13 @@ enum Scope {
     Metrics,
 }
 
-fn analyze_with(data: &RunData<'_>, convs: &[&crate::types::Conversation], gold: &GoldFrames, scope: Scope) -> Result<Analysis> {
+fn analyze_with(
+    data: &RunData<'_>,
+    convs: &[&crate::types::Conversation],
+    gold: &GoldFrames,
+    gold_tokens: Option<&GoldTokens<'_>>,
+    scope: Scope,
+) -> Result<Analysis> {
     let full = scope == Scope::Full;
     let mut labels = Labels {
         gold_facts: convs.iter().any(|c| !c.gold.facts.is_empty()),
@@ -339,10 +351,10 @@ fn analyze_with(data: &RunData<'_>, convs: &[&crate::types::Conversation], gold:
         duplicate_groups: convs.iter().any(|c| !c.gold.duplicate_groups.is_empty()),
         contradictions: convs.iter().any(|c| !c.gold.contradictions.is_empty()),
     };
-    let mut matches = match_content(data.episodes, convs, None)?;
+    let mut matches = match_content(data.episodes, convs, None, gold_tokens)?;
     let mut cosine_error = None;
     if let (Some(embedder), true) = (data.embedder, labels.gold_facts) {
-        match match_content(data.episodes, convs, Some(embedder)) {
+        match match_content(data.episodes, convs, Some(embedder), None) {
             Ok(c) => {
                 matches.cosine = c.cosine;
                 labels.cosine = true;
@@ -388,7 +400,7 @@ fn analyze_with(data: &RunData<'_>, convs: &[&crate::types::Conversation], gold:
         }
     }
     if labels.qa {
-        qa_extras(&facts, gold, &mut metrics).ctx("compute QA coverage")?;
+        qa_extras(&facts, gold, &mut metrics, scope).ctx("compute QA coverage")?;
     }
     if labels.duplicate_groups {
         let n = gold.dup_groups.clone().lazy().select([col("conversation"), col("group")]).unique(None, UniqueKeepStrategy::Any);
@@ -931,20 +943,21 @@ fn episodes_frame(
         vec![count("qa_turns"), count_if(col("covered").fill_null(lit(false)), "qa_covered")],
     );
 
-    let [links, correct, expected] = dedup_components(&f, gold);
-    let judge_counts = by_ep(
-        judge_items(&f, &verdicts.clone().lazy(), gold)?,
-        vec![
-            count("judge_items"),
-            count_if(col("judged"), "judge_judged"),
-            count_if(col("judged").and(col("predicted").eq(col("gold"))), "judge_correct"),
-            count_if(col("judged").and(col("predicted_raw").eq(col("gold"))), "judge_correct_raw"),
-            count_if(
-                col("predicted").eq(col("gold")).or(col("gold").eq(lit("neither")).and(col("judged").not())),
-                "contradiction_correct",
-            ),
-        ],
-    );
+    // A sweep point skips the components of labels the dataset lacks (their
+    // metrics are not reported); a run keeps them for episodes.parquet.
+    let lean = scope == Scope::Metrics;
+    let mut absent: Vec<&str> = Vec::new();
+    let mut parts: Vec<LazyFrame> = Vec::new();
+    if lean && !labels.duplicate_groups {
+        absent.extend(["dedup_links", "dedup_correct", "dedup_expected", "dedup_found"]);
+    } else {
+        parts.extend(dedup_components(&f, gold));
+    }
+    if lean && !labels.contradictions {
+        absent.extend(["judge_items", "judge_judged", "judge_correct", "judge_correct_raw", "contradiction_correct"]);
+    } else {
+        parts.push(judge_counts(&f, verdicts, gold)?);
+    }
 
     let mut lf = base.lazy();
     for part in [
@@ -957,12 +970,14 @@ fn episodes_frame(
         hit_counts,
         gold_fact_counts,
         qa_counts,
-        links,
-        correct,
-        expected,
-        judge_counts,
-    ] {
+    ]
+    .into_iter()
+    .chain(parts)
+    {
         lf = join(lf, part, EP, JoinType::Left);
+    }
+    if !absent.is_empty() {
+        lf = lf.with_columns(absent.iter().map(|c| lit(0i64).alias(*c)).collect::<Vec<_>>());
     }
     let derived = ["dup", "not_stored"];
     let fill: Vec<Expr> = COMPONENTS
@@ -987,6 +1002,24 @@ fn episodes_frame(
             (col("stored") - col("invalidations")).cum_sum(false).over([col("conversation")])?.alias("live_after"),
         ])
         .collect()
+}
+
+/// Per-episode judge components on conversations' contradiction labels.
+fn judge_counts(f: &LazyFrame, verdicts: &DataFrame, gold: &GoldFrames) -> std::result::Result<LazyFrame, PolarsError> {
+    let by_ep = |lf: LazyFrame, aggs: Vec<Expr>| lf.group_by(keys(EP)).agg(aggs);
+    Ok(by_ep(
+        judge_items(f, &verdicts.clone().lazy(), gold)?,
+        vec![
+            count("judge_items"),
+            count_if(col("judged"), "judge_judged"),
+            count_if(col("judged").and(col("predicted").eq(col("gold"))), "judge_correct"),
+            count_if(col("judged").and(col("predicted_raw").eq(col("gold"))), "judge_correct_raw"),
+            count_if(
+                col("predicted").eq(col("gold")).or(col("gold").eq(lit("neither")).and(col("judged").not())),
+                "contradiction_correct",
+            ),
+        ],
+    ))
 }
 
 /// Per-episode dedup components on conversations' duplicate groups.
@@ -1092,25 +1125,28 @@ fn judge_confusion(facts: &DataFrame, verdicts: &DataFrame, gold: &GoldFrames) -
     Ok(Value::Object(matrix))
 }
 
-fn qa_extras(facts: &DataFrame, gold: &GoldFrames, metrics: &mut BTreeMap<String, Value>) -> std::result::Result<(), PolarsError> {
+fn qa_extras(facts: &DataFrame, gold: &GoldFrames, metrics: &mut BTreeMap<String, Value>, scope: Scope) -> std::result::Result<(), PolarsError> {
     let live_turns =
         distinct(facts.clone().lazy().filter(col("live")), &["conversation", "turn"]).with_column(lit(true).alias("covered"));
     let known = distinct(gold.turns.clone().lazy(), &["conversation", "turn"]);
     let qa = join(gold.qa.clone().lazy(), known, &["conversation", "turn"], JoinType::Inner);
     let covered = join(qa, live_turns, &["conversation", "turn"], JoinType::Left).with_column(col("covered").fill_null(lit(false)));
-    let by_cat = distinct(covered.clone(), &["conversation", "category", "turn", "covered"])
-        .group_by([col("category")])
-        .agg([count("n"), count_if(col("covered"), "covered")])
-        .with_column(ratio(col("covered"), col("n"), 1.0).alias("coverage"))
-        .sort(["category"], SortMultipleOptions::default())
-        .collect()?;
-    let cats = by_cat.column("category")?.str()?;
-    let cov = by_cat.column("coverage")?.f64()?;
-    let mut map = serde_json::Map::new();
-    for (c, v) in cats.iter().zip(cov.iter()) {
-        map.insert(c.unwrap_or("none").to_string(), round(v.unwrap_or(0.0)));
+    if scope == Scope::Full {
+        // A breakdown object: summary.json has it, a sweep row (numbers only) does not.
+        let by_cat = distinct(covered.clone(), &["conversation", "category", "turn", "covered"])
+            .group_by([col("category")])
+            .agg([count("n"), count_if(col("covered"), "covered")])
+            .with_column(ratio(col("covered"), col("n"), 1.0).alias("coverage"))
+            .sort(["category"], SortMultipleOptions::default())
+            .collect()?;
+        let cats = by_cat.column("category")?.str()?;
+        let cov = by_cat.column("coverage")?.f64()?;
+        let mut map = serde_json::Map::new();
+        for (c, v) in cats.iter().zip(cov.iter()) {
+            map.insert(c.unwrap_or("none").to_string(), round(v.unwrap_or(0.0)));
+        }
+        metrics.insert("qa_evidence_coverage_by_category".into(), Value::Object(map));
     }
-    metrics.insert("qa_evidence_coverage_by_category".into(), Value::Object(map));
     let items = covered
         .group_by([col("conversation"), col("qa")])
         .agg([col("covered").cast(DataType::Int64).min().alias("all_covered")])
@@ -1258,6 +1294,7 @@ fn match_content(
     episodes: &[EpisodeRecord],
     convs: &[&crate::types::Conversation],
     embedder: Option<&dyn Embedder>,
+    gold_tokens: Option<&GoldTokens<'_>>,
 ) -> Result<ContentMatches> {
     let gold: HashMap<&str, &crate::types::Conversation> = convs.iter().map(|c| (c.id.as_str(), *c)).collect();
     let mut work = Vec::new();
@@ -1266,17 +1303,24 @@ fn match_content(
         let g: Vec<_> = c.gold.facts.iter().filter(|g| g.episode == e.episode).collect();
         let s: Vec<_> = e.facts.iter().filter(|f| f.stored).collect();
         if !g.is_empty() && !s.is_empty() {
-            work.push((s, g));
+            work.push((c.id.as_str(), s, g));
         }
     }
     let mut out = ContentMatches::default();
     match embedder {
         None => {
-            for (s, g) in &work {
-                // Each text tokenised once, not once per pair.
+            for (conv, s, g) in &work {
+                // Each text tokenised once, not once per pair (gold texts once per sweep).
                 let st: Vec<_> = s.iter().map(|f| TokenSet::new(&f.content)).collect();
-                let gt: Vec<_> = g.iter().map(|g| TokenSet::new(&g.text)).collect();
-                let m = max_matching(s.len(), g.len(), CONTENT_LEXICAL_THRESHOLD, |i, j| dice(&st[i], &gt[j]));
+                let computed: Vec<TokenSet>;
+                let gt: Vec<&TokenSet> = match gold_tokens {
+                    Some(t) if g.iter().all(|x| t.contains_key(&(*conv, x.id.as_str()))) => g.iter().map(|x| &t[&(*conv, x.id.as_str())]).collect(),
+                    _ => {
+                        computed = g.iter().map(|x| TokenSet::new(&x.text)).collect();
+                        computed.iter().collect()
+                    }
+                };
+                let m = max_matching(s.len(), g.len(), CONTENT_LEXICAL_THRESHOLD, |i, j| dice(&st[i], gt[j]));
                 for (i, x) in m.into_iter().enumerate() {
                     if let Some((j, sim)) = x {
                         out.lexical.insert(s[i].id.clone(), (g[j].id.clone(), sim));
@@ -1286,13 +1330,13 @@ fn match_content(
         }
         Some(embedder) => {
             let texts: Vec<&str> =
-                work.iter().flat_map(|(s, g)| s.iter().map(|f| f.content.as_str()).chain(g.iter().map(|g| g.text.as_str()))).collect();
+                work.iter().flat_map(|(_, s, g)| s.iter().map(|f| f.content.as_str()).chain(g.iter().map(|g| g.text.as_str()))).collect();
             let vectors = if texts.is_empty() { Vec::new() } else { embedder.embed(&texts, "metrics: content matching")? };
             if vectors.len() != texts.len() {
                 return Err(Error::Embed(format!("content matching: {} vectors for {} texts", vectors.len(), texts.len())));
             }
             let mut at = 0;
-            for (s, g) in &work {
+            for (_, s, g) in &work {
                 let sv = &vectors[at..at + s.len()];
                 let gv = &vectors[at + s.len()..at + s.len() + g.len()];
                 at += s.len() + g.len();
