@@ -557,7 +557,7 @@ fn settings_text(s: &[(String, String)]) -> String {
 }
 
 fn metric(r: &Row, m: &str) -> String {
-    r.metrics.get(m).map_or("–".to_string(), |v| format!("{:.4}", v))
+    r.metrics.get(m).map_or("–".to_string(), |v| if v.fract() == 0.0 && v.abs() >= 1.0 { format!("{v:.0}") } else { format!("{v:.4}") })
 }
 
 /// `sweep.md`: the best point, the seed-default point, the Pareto front,
