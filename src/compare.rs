@@ -161,6 +161,9 @@ pub struct MetricRow {
     pub ci_high: Option<f64>,
     /// `Some(true)`: higher is better; `None`: the metric describes.
     pub higher_is_better: Option<bool>,
+    /// A ratio whose denominator is 0 in a run has no value there (it is
+    /// shown as 0): `"A"`, `"B"` or `"A and B"`, with the denominator.
+    pub undefined: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -292,7 +295,25 @@ pub fn compare_runs(a: &Side, b: &Side, out: &Path, opts: CompareOptions) -> Res
         }
         let (va, vb) = (value(&la, d.key), value(&lb, d.key));
         let (lo, hi) = ci.iter().find(|c| c.0 == d.key).map_or((None, None), |c| (Some(c.1), Some(c.2)));
-        metrics.push(MetricRow { metric: d.key.to_string(), a: va, b: vb, uplift: round6(vb - va), ci_low: lo, ci_high: hi, higher_is_better: d.higher_is_better });
+        let undefined = match d.formula {
+            Formula::Ratio(_, den, _) => match (total(&la.episodes, den)? == 0, total(&lb.episodes, den)? == 0) {
+                (true, true) => Some(format!("A and B ({den} = 0)")),
+                (true, false) => Some(format!("A ({den} = 0)")),
+                (false, true) => Some(format!("B ({den} = 0)")),
+                (false, false) => None,
+            },
+            _ => None,
+        };
+        metrics.push(MetricRow {
+            metric: d.key.to_string(),
+            a: va,
+            b: vb,
+            uplift: round6(vb - va),
+            ci_low: lo,
+            ci_high: hi,
+            higher_is_better: d.higher_is_better,
+            undefined,
+        });
     }
     let per_conversation = per_conversation(&la.episodes, &lb.episodes, &labels)?;
     let facts = fact_diff(&la.facts, &lb.facts)?;
@@ -539,8 +560,25 @@ fn is_count(metric: &str) -> bool {
     METRICS.iter().any(|d| d.key == metric && matches!(d.formula, Formula::Sum(_)))
 }
 
-/// What the interval says, in words.
-fn reading(r: &MetricRow) -> &'static str {
+/// The sum of component `column` over a run's episodes (0 when absent).
+fn total(episodes: &DataFrame, column: &str) -> Result<i64> {
+    if episodes.column(column).is_err() {
+        return Ok(0);
+    }
+    let sum = episodes.clone().lazy().select([col(column).sum()]).collect().map_err(|e| Error::Other(format!("compare: sum {column}: {e}")))?;
+    crate::metrics::scalar_i64(&sum, column).map_err(|e| Error::Other(format!("compare: sum {column}: {e}")))
+}
+
+/// What the interval says, in words; a ratio with no value in a run says so
+/// instead of naming a winner.
+fn reading(r: &MetricRow) -> String {
+    if let Some(u) = &r.undefined {
+        return format!("undefined for {u}");
+    }
+    reading_of_interval(r).to_string()
+}
+
+fn reading_of_interval(r: &MetricRow) -> &'static str {
     let (Some(lo), Some(hi)) = (r.ci_low, r.ci_high) else { return "" };
     let up = lo > 0.0;
     let down = hi < 0.0;
@@ -607,7 +645,7 @@ pub fn render_markdown(c: &Comparison) -> String {
             None => "",
         };
         let count = is_count(&r.metric);
-        vec![format!("`{}`{dir}", r.metric), value(r.a, count), value(r.b, count), format!("**{}**", signed(r.uplift)), ci, reading(r).into()]
+        vec![format!("`{}`{dir}", r.metric), value(r.a, count), value(r.b, count), format!("**{}**", signed(r.uplift)), ci, reading(r)]
     };
     let header = ["metric", "A", "B", "uplift B − A", "95% CI", "reading"];
     let headline: Vec<Vec<String>> = HEADLINE.iter().filter_map(|k| c.metrics.iter().find(|r| r.metric == *k)).map(row).collect();

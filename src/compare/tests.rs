@@ -42,12 +42,24 @@ fn differences_print_with_their_sign_and_never_as_zero() {
 
 #[test]
 fn reading_follows_the_interval_and_the_direction() {
-    let row = |lo, hi, dir| MetricRow { metric: "m".into(), a: 0.0, b: 0.0, uplift: 0.0, ci_low: Some(lo), ci_high: Some(hi), higher_is_better: dir };
+    let row = |lo, hi, dir| MetricRow {
+        metric: "m".into(),
+        a: 0.0,
+        b: 0.0,
+        uplift: 0.0,
+        ci_low: Some(lo),
+        ci_high: Some(hi),
+        higher_is_better: dir,
+        undefined: None,
+    };
     assert_eq!(reading(&row(0.1, 0.3, Some(true))), "B better");
     assert_eq!(reading(&row(-0.3, -0.1, Some(true))), "A better");
     assert_eq!(reading(&row(0.1, 0.3, Some(false))), "A better");
     assert_eq!(reading(&row(-0.1, 0.3, Some(true))), "no clear difference");
     assert_eq!(reading(&row(0.1, 0.3, None)), "B higher");
+    // A ratio with no denominator in a run names no winner.
+    let empty_b = MetricRow { undefined: Some("B (stored = 0)".into()), ..row(-1.0, -1.0, Some(true)) };
+    assert_eq!(reading(&empty_b), "undefined for B (stored = 0)");
 }
 
 fn manifest(mode: &str) -> serde_json::Value {
