@@ -8,8 +8,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::{
-    BLACK, ChartBuilder, Circle, Color, DrawingArea, IntoDrawingArea, IntoFont, IntoSegmentedCoord, IntoTextStyle, LineSeries, PathElement, RGBColor,
+    BLACK, Cartesian2d, ChartBuilder, ChartContext, Circle, Color, DrawingArea, IntoDrawingArea, IntoFont, IntoSegmentedCoord, IntoTextStyle, LineSeries, PathElement, RGBColor,
     Rectangle, SVGBackend, SegmentValue, SeriesLabelPosition, Text, WHITE,
 };
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -732,23 +733,31 @@ pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[(String, Ve
             .x_labels((max_x as usize).min(12))
             .x_label_formatter(&|x| if x.fract() == 0.0 { format!("{x:.0}") } else { String::new() })
             .draw()?;
-        for (i, (name, points)) in series.iter().enumerate() {
-            let color = colour(i);
-            chart.draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
-            chart
-                .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))?
-                .label(name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 11).into_font())
-            .draw()?;
-        Ok(())
+        draw_lines(&mut chart, series, SeriesLabelPosition::UpperLeft)
     })
+}
+
+type LineChart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// Draws each (name, points) series as dots joined by a line, in palette
+/// order, with a legend at `legend`.
+fn draw_lines<'a, 'b: 'a>(chart: &mut LineChart<'a, 'b>, series: &[(String, Vec<(f64, f64)>)], legend: SeriesLabelPosition) -> DrawResult {
+    for (i, (name, points)) in series.iter().enumerate() {
+        let color = colour(i);
+        chart.draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
+        chart
+            .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(legend)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 11).into_font())
+        .draw()?;
+    Ok(())
 }
 
 /// Every plot of a run that has something to show: (file name, SVG).
@@ -942,22 +951,7 @@ pub fn threshold_chart(title: &str, x_desc: &str, series: &[(String, Vec<(f64, f
                 .label(label.to_string())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], grey.stroke_width(1)));
         }
-        for (i, (name, points)) in series.iter().enumerate() {
-            let color = colour(i);
-            chart.draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
-            chart
-                .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))?
-                .label(name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 11).into_font())
-            .draw()?;
-        Ok(())
+        draw_lines(&mut chart, series, SeriesLabelPosition::LowerRight)
     })
 }
 
