@@ -194,14 +194,18 @@ fn front_key(c: &Config) -> String {
 }
 
 /// A conversation's threshold-independent work: its speakers' entities
-/// (with their vectors), each episode's front, and the cosine of every pair
-/// of its candidates' vectors (which every grid point would otherwise
-/// recompute in dedupe and pairing).
+/// (with their vectors), each episode's front, and a memo of its
+/// candidates' cosines shared by every grid point (which would otherwise
+/// recompute them in dedupe and pairing). The memo holds n² entries, so a
+/// conversation with more than [`MAX_MEMO_VECTORS`] candidates goes without.
 struct ConversationFronts {
     speakers: Vec<EntityRec>,
     episodes: Vec<EpisodeFront>,
-    sims: Arc<SimTable>,
+    sims: Option<Arc<SimTable>>,
 }
+
+/// Candidates per conversation up to which cosines are memoised (32 MiB).
+pub const MAX_MEMO_VECTORS: usize = 2048;
 
 /// Fronts for every episode, produced as in a run with `cfg`: episodes in
 /// order against the conversation's evolving state, so an extractor that
@@ -224,7 +228,7 @@ fn compute_fronts(dataset: &Dataset, cfg: &Config, stages: Stages<'_>) -> Result
                 episodes.push(f);
             }
             let vectors: Vec<Vec<f32>> = episodes.iter().flat_map(|f| f.fact_embeddings.iter().cloned()).collect();
-            let sims = Arc::new(SimTable::new(vectors));
+            let sims = (vectors.len() <= MAX_MEMO_VECTORS).then(|| Arc::new(SimTable::new(vectors)));
             Ok(ConversationFronts { speakers, episodes, sims })
         })
         .collect()
@@ -251,7 +255,7 @@ fn run_point(
     for (conv, conv_fronts) in dataset.conversations.iter().zip(fronts) {
         let mut state = ConvState {
             entities: conv_fronts.speakers.clone(),
-            sims: Some(Arc::clone(&conv_fronts.sims)),
+            sims: conv_fronts.sims.clone(),
             ..ConvState::default()
         };
         for (episode, f) in conv.episodes.iter().zip(&conv_fronts.episodes) {
