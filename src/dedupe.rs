@@ -48,7 +48,7 @@ pub struct DedupeItem<'a> {
     pub valid_until: Option<&'a str>,
     pub object_entity: Option<&'a str>,
     pub embedding: Vector<'a>,
-    /// [`spo_key`](crate::state::spo_key) of subject, predicate and object.
+    /// [`FactKeys::spo`](crate::state::FactKeys::spo) of subject, predicate and object.
     pub spo: &'a str,
 }
 
@@ -175,7 +175,7 @@ mod tests {
 
     fn item<'a>(hash: &'a str, s: &'a str, p: &'a str, o: &'a str, until: Option<&'a str>, emb: &'a [f32]) -> DedupeItem<'a> {
         // Tests hold items for a whole call: leak the small key rather than thread a buffer.
-        let spo: &'a str = Box::leak(crate::state::spo_key(s, p, o).into_boxed_str());
+        let spo: &'a str = Box::leak(crate::state::FactKeys::of(s, p, o).spo.into_boxed_str());
         DedupeItem { hash, subject: s, predicate: p, object: o, valid_until: until, object_entity: None, embedding: Vector { slot: None, values: emb }, spo }
     }
 

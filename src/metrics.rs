@@ -1162,13 +1162,9 @@ fn qa_extras(facts: &DataFrame, gold: &GoldFrames, metrics: &mut BTreeMap<String
 // ---------------------------------------------------------------------------
 // Content-level matching of stored facts to gold facts.
 
-/// Word tokens of `s`: lower-cased runs of letters and digits.
-pub fn tokens(s: &str) -> BTreeSet<String> {
-    s.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).map(str::to_string).collect()
-}
-
-/// The distinct word tokens of a text (as [`tokens`]), sorted: one
-/// lower-cased copy of the text and the tokens' byte ranges in it.
+/// The distinct word tokens of a text (lower-cased runs of letters and
+/// digits), sorted: one lower-cased copy of the text and the tokens' byte
+/// ranges in it.
 pub(crate) struct TokenSet {
     text: String,
     spans: Vec<(usize, usize)>,

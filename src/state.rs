@@ -82,7 +82,8 @@ pub struct FactKeys {
     pub predicate: String,
     /// `object` through `normalize_content`.
     pub object: String,
-    /// [`spo_key`] of the fact.
+    /// `subject|predicate|object`: trimmed and lower-cased subject and
+    /// predicate, normalised object; exact dedup's key.
     pub spo: String,
 }
 
@@ -127,14 +128,6 @@ impl FactRec {
     }
 }
 
-pub fn spo_key(subject: &str, predicate: &str, object: &str) -> String {
-    format!(
-        "{}|{}|{}",
-        subject.trim().to_lowercase(),
-        predicate.trim().to_lowercase(),
-        crate::normalize::normalize_content(object)
-    )
-}
 
 /// True when `date` (YYYY-MM-DD) is at or before the date of `now`.
 pub fn is_past(date: Option<&str>, now: Option<&str>) -> bool {
@@ -166,14 +159,6 @@ impl SimTable {
     pub fn new(vectors: Vec<Vec<f32>>) -> SimTable {
         let n = vectors.len();
         SimTable { vectors, memo: (0..n * n).map(|_| AtomicU64::new(UNSET)).collect() }
-    }
-
-    pub fn len(&self) -> usize {
-        self.vectors.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.vectors.is_empty()
     }
 
     /// The cosine of slots `a` and `b`, when both are in the table. A slot

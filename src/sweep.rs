@@ -574,10 +574,10 @@ pub fn render_md(rows: &[Row], rep: &SweepReport<'_>, plots: &[&str]) -> String 
         rows.len(),
         rows.first().map(|r| r.settings.iter().map(|(k, _)| format!("`{k}`")).collect::<Vec<_>>().join(" × ")).unwrap_or_default()
     );
-    let mut cols: Vec<&str> = Vec::new();
-    for c in [rep.objective, rep.pareto_x, rep.pareto_y, "turn_precision", "turn_recall", "stored_facts", "dedup_rate"] {
-        if !cols.contains(&c) {
-            cols.push(c);
+    let mut cols: Vec<String> = plotted(rep);
+    for c in ["turn_precision", "turn_recall", "stored_facts", "dedup_rate"] {
+        if !cols.iter().any(|x| x == c) {
+            cols.push(c.to_string());
         }
     }
     let header = format!("| point | settings | {} |\n|---|---|{}\n", cols.join(" | "), "---:|".repeat(cols.len()));
