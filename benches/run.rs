@@ -16,8 +16,8 @@ use memform::config::Config;
 use memform::embed::cache::EmbedMode;
 use memform::embed::hashed::HashedEmbedder;
 use memform::embed::{Embedder, EmbedderKind, EmbedderSpec, build_embedder};
-use memform::extract::RulesExtractor;
-use memform::judge::RulesJudge;
+use memform::pipeline::extract::RulesExtractor;
+use memform::pipeline::judge::RulesJudge;
 use memform::pipeline::Stages;
 use memform::run::{RunOptions, run};
 

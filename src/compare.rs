@@ -24,7 +24,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::metrics::{COMPONENTS, Formula, Labels, METRICS, aggregate, scalar_f64};
 use crate::report::{config_changes, md, read_parquet, table, write_text};
-use crate::run::write_json;
+use crate::rundir::{RunDir, write_json};
 
 /// Bootstrap resamples and seed unless told otherwise.
 pub const DEFAULT_RESAMPLES: usize = 1000;
@@ -207,11 +207,6 @@ struct Loaded {
     facts: DataFrame,
 }
 
-fn read_json(path: &Path) -> Result<Value> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    serde_json::from_str(&text).map_err(|e| Error::input(path, e.to_string()))
-}
-
 fn load(dir: &Path) -> Result<Loaded> {
     let episodes = read_parquet(&dir.join("episodes.parquet"))?;
     for c in COMPONENTS.iter().chain(&["conversation", "episode"]) {
@@ -220,8 +215,8 @@ fn load(dir: &Path) -> Result<Loaded> {
         }
     }
     Ok(Loaded {
-        manifest: read_json(&dir.join("run.json"))?,
-        summary: read_json(&dir.join("summary.json"))?,
+        manifest: RunDir::new(dir).read_manifest()?,
+        summary: RunDir::new(dir).read_summary()?,
         episodes,
         facts: read_parquet(&dir.join("facts.parquet"))?,
     })
@@ -231,7 +226,7 @@ fn load(dir: &Path) -> Result<Loaded> {
 /// on every key `expected` has (compared as JSON), with the files a
 /// comparison reads.
 pub fn reusable(dir: &Path, expected: &serde_json::Map<String, Value>) -> bool {
-    let Ok(manifest) = read_json(&dir.join("run.json")) else { return false };
+    let Ok(manifest) = RunDir::new(dir).read_manifest() else { return false };
     let fits = expected.iter().all(|(k, v)| match k.split_once('.') {
         Some((a, b)) => manifest.get(a).and_then(|x| x.get(b)) == Some(v),
         None => manifest.get(k) == Some(v),

@@ -13,7 +13,11 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    // ---- stage 1: extraction caps (DESIGN stage 1) ----
+    /// The pipeline profile: which seed system's composition of stages runs
+    /// (`memform profiles` lists them).
+    pub profile: String,
+
+    // ---- stage 1: extraction caps (docs/pipeline.md, stage 1) ----
     /// Most facts kept per episode (ungraph mode).
     pub max_facts: usize,
     /// Most facts kept per episode when the extractor returns a graph
@@ -48,7 +52,9 @@ pub struct Config {
     /// Cosine at or above which a candidate is a near duplicate of a live
     /// fact or an earlier candidate of the batch. Depends on the embedder.
     pub near_dup_threshold: f64,
-    /// Turn exact dedup off (for experiments; the seeds always dedupe).
+    /// `false` turns all of stage 3 off, exact and near duplicates and
+    /// closures alike: every candidate past the noise filter survives it
+    /// (for experiments; the seeds always dedupe).
     pub dedup_enabled: bool,
 
     // ---- stage 4: judge ----
@@ -64,7 +70,10 @@ pub struct Config {
     /// Predicates that hold one object at a time: a different object replaces
     /// the old one (verdict `old`).
     pub single_valued_predicates: Vec<String>,
-    /// Predicates that hold many objects at once (verdict `neither`).
+    /// Predicates that hold many objects at once. The rules judge already
+    /// treats every predicate not in `single_valued_predicates` as
+    /// multi-valued (a different object stands beside the old one), so this
+    /// list only documents them; a predicate may not be in both lists.
     pub multi_valued_predicates: Vec<String>,
     /// Antonym pairs for the polarity conflict rule.
     pub antonyms: Vec<[String; 2]>,
@@ -125,6 +134,7 @@ impl Default for Config {
     fn default() -> Self {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         Config {
+            profile: crate::pipeline::profiles::DEFAULT.to_string(),
             max_facts: 20,
             max_facts_graph: 12,
             max_entities: 50,
@@ -205,7 +215,7 @@ impl Default for Config {
 }
 
 /// The write mode derived from the five flags.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum WriteMode {
     /// Everything runs and is audited; nothing but the audit is written.
@@ -312,6 +322,12 @@ impl Config {
                 self.contradiction_band_min, self.near_dup_threshold
             )));
         }
+        if let Some(p) = self.single_valued_predicates.iter().find(|p| self.multi_valued_predicates.contains(p)) {
+            return Err(Error::Config(format!(
+                "predicate {p:?} is in both single_valued_predicates and multi_valued_predicates"
+            )));
+        }
+        crate::pipeline::profiles::by_name(&self.profile)?;
         if self.hashed_dims == 0 {
             return Err(Error::Config("hashed_dims must be positive".into()));
         }

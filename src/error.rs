@@ -3,6 +3,17 @@
 
 use std::path::PathBuf;
 
+/// The CLI's exit codes (documented in the README).
+pub mod exit_code {
+    /// Success.
+    pub const OK: u8 = 0;
+    /// A gate failed, or `fixtures check` found problems.
+    pub const FAILED: u8 = 1;
+    /// An error: bad input, bad config, an unreadable file, or a
+    /// `--keep-going` run that skipped a conversation.
+    pub const ERROR: u8 = 2;
+}
+
 /// Everything that can go wrong in the library. Bad input is a value of this
 /// type, never a panic.
 #[derive(Debug, thiserror::Error)]

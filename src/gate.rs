@@ -8,6 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::rundir::RunDir;
 
 /// Which way a metric may move without failing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,15 +126,11 @@ pub struct RunMetrics {
     pub metrics: BTreeMap<String, serde_json::Value>,
 }
 
-fn read_json(path: &Path) -> Result<serde_json::Value> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    serde_json::from_str(&text).map_err(|e| Error::input(path, format!("line {} column {}: {e}", e.line(), e.column())))
-}
-
 /// Reads `run.json` and `summary.json` of a run directory.
 pub fn read_run(dir: &Path) -> Result<RunMetrics> {
-    let manifest_path = dir.join("run.json");
-    let manifest = read_json(&manifest_path)?;
+    let run_dir = RunDir::new(dir);
+    let manifest_path = run_dir.file(RunDir::MANIFEST);
+    let manifest = run_dir.read_manifest()?;
     let field = |ptr: &str| {
         manifest
             .pointer(ptr)
@@ -144,8 +141,8 @@ pub fn read_run(dir: &Path) -> Result<RunMetrics> {
     let mode = field("/mode")?;
     let dataset_name = field("/dataset/name")?;
     let dataset_digest = field("/dataset/digest")?;
-    let summary_path = dir.join("summary.json");
-    let summary = read_json(&summary_path)?;
+    let summary_path = run_dir.file(RunDir::SUMMARY);
+    let summary = run_dir.read_summary()?;
     let metrics = summary
         .get("metrics")
         .and_then(|m| m.as_object())
@@ -200,6 +197,12 @@ pub struct GateRow {
 }
 
 /// Checks `run` against `baseline` under `rules`. Errors (exit 2): the run's
+/// The first 12 characters of a digest (whole characters: a digest read
+/// from a hand-edited file may hold any text).
+fn short(digest: &str) -> String {
+    digest.chars().take(12).collect()
+}
+
 /// mode is not in the baseline, a ruled metric is missing or not a number,
 /// the dataset digest differs (unless allowed).
 pub fn check(baseline: &Baseline, baseline_path: &Path, run: &RunMetrics, rules: &Rules, allow_dataset_change: bool) -> Result<Vec<GateRow>> {
@@ -209,9 +212,9 @@ pub fn check(baseline: &Baseline, baseline_path: &Path, run: &RunMetrics, rules:
             format!(
                 "dataset.digest: baseline was made on {} ({}), the run is on {} ({}); pass --allow-dataset-change to compare anyway",
                 baseline.dataset.name,
-                &baseline.dataset.digest[..baseline.dataset.digest.len().min(12)],
+                short(&baseline.dataset.digest),
                 run.dataset_name,
-                &run.dataset_digest[..run.dataset_digest.len().min(12)]
+                short(&run.dataset_digest)
             ),
         ));
     }

@@ -1,8 +1,9 @@
 //! LLM mode's recorded boundary: the [`Llm`] trait every model call goes
 //! through, its live HTTP client ([`client`]), the fixture store that records
 //! and replays answers by request key ([`fixtures`]), the versioned prompt
-//! templates ([`prompts`]), lenient answer parsing ([`parse`]), and the two
-//! pipeline seams built on them: [`LlmExtractor`] and [`LlmJudge`].
+//! templates ([`prompts`]) and lenient answer parsing ([`parse`]). The stages
+//! built on them live beside their rules counterparts:
+//! `pipeline::extract::LlmExtractor` and `pipeline::judge::LlmJudge`.
 //!
 //! Invariants: only this module (and `embed`) knows HTTP; the API key comes
 //! from the environment alone and is never part of a request value, a
@@ -10,9 +11,7 @@
 //! key, never by call order.
 
 pub mod client;
-pub mod extractor;
 pub mod fixtures;
-pub mod judge;
 pub mod parse;
 pub mod prompts;
 
@@ -26,12 +25,10 @@ use crate::error::{Error, Result};
 use crate::types::LlmUsage;
 
 pub use client::HttpLlm;
-pub use extractor::LlmExtractor;
 pub use fixtures::{
     FixtureFile, FixtureStore, FixturesCheck, RecordedLlm, default_fixtures_dir, fixtures_check,
     model_slug, request_key,
 };
-pub use judge::LlmJudge;
 
 /// Environment variable holding the API key (sent as a bearer token).
 pub const API_KEY_ENV: &str = "MEMFORM_LLM_API_KEY";

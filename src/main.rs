@@ -1,6 +1,6 @@
 //! The `memform` command line: the only place that prints. stdout carries
 //! machine-readable output only; progress and errors go to stderr.
-//! Exit codes: 0 ok, 1 a gate failed, 2 an error.
+//! Exit codes: [`exit_code`] (0 ok, 1 a gate failed, 2 an error).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,14 +13,19 @@ use indicatif::{ProgressBar, ProgressStyle};
 use memform::config::{Config, WriteMode};
 use memform::embed::cache::EmbedMode;
 use memform::embed::{Embedder, EmbedderKind, EmbedderSpec, build_embedder};
-use memform::extract::{Extractor, RulesExtractor};
-use memform::judge::{Judge, RulesJudge};
+use memform::error::exit_code;
 use memform::llm::fixtures::{RecordedLlm, default_fixtures_dir};
-use memform::llm::{LlmExtractor, LlmJudge, LlmMode, LlmSettings};
-use memform::types::{Dataset, DatasetFormat};
-use memform::pipeline::Stages;
+use memform::llm::{LlmMode, LlmSettings};
+use memform::pipeline::extract::{Extractor, LlmExtractor};
+use memform::pipeline::judge::{Judge, LlmJudge};
+use memform::pipeline::{Stages, profiles};
 use memform::run::{Progress, RunOptions, Skipped, run};
-use memform::types::Warning;
+use memform::rundir::{Manifest, Recorded};
+use memform::types::{Dataset, DatasetFormat, Warning};
+
+/// Fault injection for the kill-and-rerun test: abort the process right
+/// after this many episode write transactions have committed.
+const FAULT_ABORT_ENV: &str = "MEMFORM_FAULT_ABORT_AFTER_WRITES";
 
 #[derive(Parser)]
 #[command(name = "memform", version, about = "Offline evaluation harness for LLM-agent memory formation")]
@@ -46,6 +51,39 @@ enum Command {
     },
     /// Run (or reuse) two configurations on one dataset and compare them: compare.json, compare.md.
     Compare(CompareArgs),
+    /// List the pipeline profiles (`--profile NAME`), one line each.
+    Profiles,
+}
+
+/// The configuration every command that runs the pipeline takes.
+#[derive(clap::Args, Clone)]
+struct ConfigArgs {
+    /// TOML file of config overrides.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Override one config key (repeatable): --set near_dup_threshold=0.9
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// The pipeline profile (`memform profiles` lists them); overrides the config's `profile`.
+    #[arg(long)]
+    profile: Option<String>,
+}
+
+impl ConfigArgs {
+    /// Defaults, then the file, then `--set`s, then `--profile`; not yet validated.
+    fn load(&self) -> Result<Config> {
+        let mut cfg = match &self.config {
+            Some(p) => Config::from_toml_file(p)?,
+            None => Config::default(),
+        };
+        for s in &self.set {
+            cfg.set(s)?;
+        }
+        if let Some(p) = &self.profile {
+            cfg.profile = profiles::by_name(p)?.name().to_string();
+        }
+        Ok(cfg)
+    }
 }
 
 #[derive(Subcommand)]
@@ -56,10 +94,8 @@ enum FixturesCommand {
     Check {
         #[arg(long)]
         dataset: PathBuf,
-        #[arg(long)]
-        config: Option<PathBuf>,
-        #[arg(long = "set", value_name = "KEY=VALUE")]
-        set: Vec<String>,
+        #[command(flatten)]
+        config: ConfigArgs,
         #[command(flatten)]
         stage: StageArgs,
     },
@@ -84,10 +120,8 @@ struct SweepArgs {
     /// The two metrics of the Pareto front (both higher-is-better).
     #[arg(long, default_value = "content_precision,content_recall")]
     pareto: String,
-    #[arg(long)]
-    config: Option<PathBuf>,
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    set: Vec<String>,
+    #[command(flatten)]
+    config: ConfigArgs,
     /// Output directory (default: reports/<dataset>-sweep).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -139,21 +173,18 @@ struct CompareArgs {
     /// The two modes, A then B; the uplift is B − A (`rules,rules` with --set-b compares two configs).
     #[arg(long, default_value = "rules,llm")]
     modes: String,
-    /// TOML file of config overrides, for both runs.
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// Override one config key for both runs (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    set: Vec<String>,
+    /// The config for both runs.
+    #[command(flatten)]
+    config: ConfigArgs,
     /// Override one config key for run A only (repeatable).
     #[arg(long = "set-a", value_name = "KEY=VALUE")]
     set_a: Vec<String>,
     /// Override one config key for run B only (repeatable).
     #[arg(long = "set-b", value_name = "KEY=VALUE")]
     set_b: Vec<String>,
-    /// shadow | controlled | full, for both runs.
-    #[arg(long, default_value = "full")]
-    write_mode: String,
+    /// The write mode of both runs.
+    #[arg(long, value_enum, default_value = "full")]
+    write_mode: WriteMode,
     /// Where compare.json and compare.md go (default: reports/<dataset>-compare).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -189,15 +220,10 @@ struct RunArgs {
     dataset: PathBuf,
     #[arg(long, value_enum, default_value = "rules")]
     mode: Mode,
-    /// shadow | controlled | full.
-    #[arg(long, default_value = "full")]
-    write_mode: String,
-    /// TOML file of config overrides.
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// Override one config key (repeatable): --set near_dup_threshold=0.9
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    set: Vec<String>,
+    #[arg(long, value_enum, default_value = "full")]
+    write_mode: WriteMode,
+    #[command(flatten)]
+    config: ConfigArgs,
     /// Output directory (default: reports/<dataset>-<mode>). Its previous run files are replaced.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -249,7 +275,7 @@ struct Built {
     embedder: Box<dyn Embedder>,
     judge: Box<dyn Judge>,
     llm: Option<Arc<RecordedLlm>>,
-    manifest: serde_json::Map<String, serde_json::Value>,
+    recorded: Recorded,
 }
 
 impl Built {
@@ -292,11 +318,10 @@ fn build_stages(
     };
     spec.cache_dir = Some(args.embed_cache.clone().unwrap_or_else(|| root.join("embeddings")));
     let embedder = build_embedder(&spec)?;
-    let mut manifest = serde_json::Map::new();
-    manifest.insert("embedder".into(), embedder.id().into());
-    manifest.insert("embed_mode".into(), spec.mode.as_str().into());
+    let mut recorded = Recorded { embed_mode: Some(spec.mode.as_str().to_string()), ..Recorded::default() };
+    let profile = profiles::by_name(&cfg.profile)?;
     let (extractor, judge, llm): (Box<dyn Extractor>, Box<dyn Judge>, _) = match mode {
-        Mode::Rules => (Box::new(RulesExtractor::new(cfg.max_input_chars)), Box::new(RulesJudge::new(cfg)), None),
+        Mode::Rules => (profile.rules_extractor(cfg), profile.rules_judge(cfg), None),
         Mode::Llm => {
             let settings = LlmSettings::from_config_and_env(cfg)?;
             let llm_mode = LlmMode::parse(&args.llm)?;
@@ -306,14 +331,14 @@ fn build_stages(
                 boundary = boundary.with_progress(hook);
             }
             let boundary = Arc::new(boundary);
-            manifest.insert("llm_mode".into(), llm_mode.as_str().into());
-            manifest.insert("llm".into(), serde_json::to_value(&settings).context("serialise llm settings")?);
-            manifest.insert("fixtures_dir".into(), dir.display().to_string().into());
             let templates: Vec<String> = memform::llm::prompts::all_templates()?
                 .iter()
                 .map(|t| format!("{} v{}", t.id.name, t.id.version))
                 .collect();
-            manifest.insert("prompt_templates".into(), templates.into());
+            recorded.llm_mode = Some(llm_mode.as_str().to_string());
+            recorded.llm = Some(settings.clone());
+            recorded.fixtures_dir = Some(dir.display().to_string());
+            recorded.prompt_templates = Some(templates);
             (
                 Box::new(LlmExtractor::new(boundary.clone(), &settings)?),
                 Box::new(LlmJudge::new(boundary.clone(), &settings)?),
@@ -321,7 +346,7 @@ fn build_stages(
             )
         }
     };
-    Ok(Built { extractor, embedder, judge, llm, manifest })
+    Ok(Built { extractor, embedder, judge, llm, recorded })
 }
 
 fn mode_name(mode: Mode) -> &'static str {
@@ -337,7 +362,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {}", chain(&e));
-            ExitCode::from(2)
+            ExitCode::from(exit_code::ERROR)
         }
     }
 }
@@ -351,26 +376,21 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Run(args) => cmd_run(args),
         Command::Gate(args) => cmd_gate(args),
         Command::Sweep(args) => cmd_sweep(args),
-        Command::Fixtures { command: FixturesCommand::Check { dataset, config, set, stage } } => {
-            cmd_fixtures_check(&dataset, config.as_ref(), &set, &stage)
+        Command::Fixtures { command: FixturesCommand::Check { dataset, config, stage } } => {
+            cmd_fixtures_check(&dataset, &config, &stage)
         }
         Command::Compare(args) => cmd_compare(args),
+        Command::Profiles => {
+            for p in profiles::PROFILES {
+                println!("{:<8} {}", p.name(), p.summary());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Config => {
             print!("{}", toml::to_string_pretty(&Config::default()).context("serialise config")?);
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-fn load_config(path: Option<&PathBuf>, sets: &[String]) -> Result<Config> {
-    let mut cfg = match path {
-        Some(p) => Config::from_toml_file(p)?,
-        None => Config::default(),
-    };
-    for s in sets {
-        cfg.set(s)?;
-    }
-    Ok(cfg)
 }
 
 /// One stderr line per kind of loader warning, with a count and an example.
@@ -385,8 +405,8 @@ fn report_load_warnings(warnings: &[Warning]) {
 }
 
 fn cmd_run(args: RunArgs) -> Result<ExitCode> {
-    let mut cfg = load_config(args.config.as_ref(), &args.set)?;
-    cfg.set_write_mode(WriteMode::parse(&args.write_mode)?);
+    let mut cfg = args.config.load()?;
+    cfg.set_write_mode(args.write_mode);
     cfg.validate()?;
     let (dataset, load_warnings, bad) = if args.keep_going {
         memform::dataset::load_keep_going(&args.dataset)?
@@ -419,9 +439,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
     });
     let built = build_stages(args.mode, &args.stage, &mut cfg, &args.dataset, &dataset, Some(llm_hook))?;
     let pb = bar.clone();
-    let mut extra = built.manifest.clone();
-    extra.insert("mode".into(), mode.into());
-    extra.insert("dataset_path".into(), args.dataset.display().to_string().into());
+    let abort_after: Option<u64> = std::env::var(FAULT_ABORT_ENV).ok().and_then(|v| v.parse().ok());
     let opts = RunOptions {
         out_dir: out.clone(),
         threads: args.threads,
@@ -429,9 +447,16 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         skipped_inputs,
         progress: Some(Arc::new(move |p| match p {
             Progress::Start { episodes } => pb.set_length(episodes as u64),
-            Progress::Episode { .. } => pb.inc(1),
+            Progress::Episode { .. } => {
+                pb.inc(1);
+                // An episode is reported once its write transaction committed.
+                if abort_after.is_some_and(|n| pb.position() >= n) {
+                    std::process::abort();
+                }
+            }
         })),
-        manifest_extra: extra,
+        recorded: built.recorded.clone(),
+        dataset_path: Some(args.dataset.clone()),
     };
     let output = run(&dataset, &cfg, built.stages(), &opts);
     bar.finish_and_clear();
@@ -464,7 +489,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         for s in &output.skipped {
             eprintln!("error: skipped conversation {}: {}", s.conversation, s.error);
         }
-        return Ok(ExitCode::from(2));
+        return Ok(ExitCode::from(exit_code::ERROR));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -486,7 +511,7 @@ fn cmd_gate(args: GateArgs) -> Result<ExitCode> {
     let failed = rows.iter().filter(|r| !r.pass).count();
     if failed > 0 {
         eprintln!("gate failed: {failed} of {} metrics regressed ({} mode, {})", rows.len(), run.mode, args.run.display());
-        Ok(ExitCode::from(1))
+        Ok(ExitCode::from(exit_code::FAILED))
     } else {
         eprintln!("gate passed: {} metrics ({} mode)", rows.len(), run.mode);
         Ok(ExitCode::SUCCESS)
@@ -515,7 +540,7 @@ fn write_sweep(dir: &std::path::Path, rows: &[memform::sweep::Row], meta: &Sweep
         defaults: meta.defaults.clone(),
     };
     memform::sweep::write_outputs(dir, rows, &report)?;
-    memform::run::write_json(&dir.join("sweep.json"), meta)?;
+    memform::rundir::write_json(&dir.join("sweep.json"), meta)?;
     Ok(())
 }
 
@@ -544,7 +569,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
     if args.grid.is_empty() {
         bail!("sweep: at least one --grid KEY=START:STOP:STEP or KEY=v1,v2 is required");
     }
-    let cfg = load_config(args.config.as_ref(), &args.set)?;
+    let cfg = args.config.load()?;
     cfg.validate()?;
     let axes = args.grid.iter().map(|g| memform::sweep::parse_axis(g)).collect::<Result<Vec<_>, _>>()?;
     let (px, py) = args.pareto.split_once(',').context("--pareto: expected METRIC_X,METRIC_Y")?;
@@ -603,8 +628,8 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn cmd_fixtures_check(dataset_dir: &std::path::Path, config: Option<&PathBuf>, sets: &[String], stage: &StageArgs) -> Result<ExitCode> {
-    let mut cfg = load_config(config, sets)?;
+fn cmd_fixtures_check(dataset_dir: &std::path::Path, config: &ConfigArgs, stage: &StageArgs) -> Result<ExitCode> {
+    let mut cfg = config.load()?;
     cfg.validate()?;
     let dataset = memform::dataset::load(dataset_dir)?;
     let settings = LlmSettings::from_config_and_env(&cfg)?;
@@ -641,7 +666,7 @@ fn cmd_fixtures_check(dataset_dir: &std::path::Path, config: Option<&PathBuf>, s
             check.invalid.len(),
             dataset_dir.display()
         );
-        Ok(ExitCode::from(1))
+        Ok(ExitCode::from(exit_code::FAILED))
     }
 }
 
@@ -671,11 +696,11 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-compare", dataset.name)));
     let mut sides = Vec::new();
     for (mode, sets) in [(mode_a, &args.set_a), (mode_b, &args.set_b)] {
-        let mut cfg = load_config(args.config.as_ref(), &args.set)?;
+        let mut cfg = args.config.load()?;
         for s in sets {
             cfg.set(s)?;
         }
-        cfg.set_write_mode(WriteMode::parse(&args.write_mode)?);
+        cfg.set_write_mode(args.write_mode);
         cfg.validate()?;
         let (label, slug) = side_label(mode, sets, args.stage.embedder.as_deref());
         let built = build_stages(mode, &args.stage, &mut cfg, &args.dataset, &dataset, None)?;
@@ -685,27 +710,24 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
         bail!("both sides are {:?}: give two modes, or --set-a/--set-b to vary the config", sides[0].2);
     }
     let mut compared = Vec::new();
-    for (mode, cfg, label, dir, built) in sides {
+    for (_, cfg, label, dir, built) in sides {
         let stages = built.stages();
-        let mut expected = serde_json::Map::new();
+        // A run is reused when its manifest matches on everything but where the dataset was read from.
+        let manifest = Manifest::new(&dataset, &cfg, stages, &built.recorded, None).to_value()?;
+        let mut expected = manifest.as_object().cloned().unwrap_or_default();
+        expected.remove("dataset");
         expected.insert("dataset.digest".into(), dataset.digest.clone().into());
-        expected.insert("config".into(), serde_json::to_value(&cfg).context("serialise config")?);
-        expected.insert("mode".into(), mode_name(mode).into());
-        expected.insert("extractor".into(), stages.extractor.id().into());
-        expected.insert("embedder".into(), stages.embedder.id().into());
-        expected.insert("judge".into(), stages.judge.id().into());
-        expected.insert("memform_version".into(), env!("CARGO_PKG_VERSION").into());
-        for (k, v) in &built.manifest {
-            expected.insert(k.clone(), v.clone());
-        }
         if !args.rerun && memform::compare::reusable(&dir, &expected) {
             eprintln!("reusing {} ({label}: its run.json matches)", dir.display());
         } else {
             eprintln!("running {label} into {}", dir.display());
-            let mut extra = built.manifest.clone();
-            extra.insert("mode".into(), mode_name(mode).into());
-            extra.insert("dataset_path".into(), args.dataset.display().to_string().into());
-            let opts = RunOptions { out_dir: dir.clone(), threads: args.threads, manifest_extra: extra, ..RunOptions::default() };
+            let opts = RunOptions {
+                out_dir: dir.clone(),
+                threads: args.threads,
+                recorded: built.recorded.clone(),
+                dataset_path: Some(args.dataset.clone()),
+                ..RunOptions::default()
+            };
             let result = run(&dataset, &cfg, stages, &opts);
             built.embedder.flush()?;
             result.with_context(|| format!("run {label}"))?;

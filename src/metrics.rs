@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use crate::embed::{Embedder, cosine};
 use crate::error::{Error, Result};
 use crate::pipeline::EpisodeRecord;
-use crate::resolve::EntityDecision;
+use crate::pipeline::resolve::EntityDecision;
 use crate::types::{Dataset, FactKind, ValueTier};
 
 /// Lexical similarity (token Dice, [`lexical_similarity`]) at or above which
@@ -702,7 +702,7 @@ fn verdicts_frame(episodes: &[EpisodeRecord]) -> std::result::Result<DataFrame, 
     )
 }
 
-fn s_reason(rows: &[(&crate::pipeline::CandidateRecord, &crate::judge::FinalVerdict)]) -> Vec<String> {
+fn s_reason(rows: &[(&crate::pipeline::CandidateRecord, &crate::pipeline::judge::FinalVerdict)]) -> Vec<String> {
     rows.iter()
         .map(|(_, v)| serde_json::to_value(v.reason).ok().and_then(|x| x.as_str().map(str::to_string)).unwrap_or_default())
         .collect()

@@ -220,6 +220,7 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
                 digest.chars().take(12).collect::<String>()
             ),
         ],
+        vec!["profile".into(), format!("`{}` (`memform profiles` describes it)", manifest["profile"].as_str().unwrap_or("soda"))],
         vec!["mode".into(), format!("{mode}: extractor `{}`, judge `{}`, embedder `{}`", s(manifest, &["extractor"]), s(manifest, &["judge"]), s(manifest, &["embedder"]))],
         vec!["write mode".into(), s(manifest, &["write_mode"]).to_string()],
         vec!["run size".into(), format!("{} episodes, {} turns, {} candidate facts", num(get("episodes")), num(get("turns")), num(get("candidates")))],

@@ -5,10 +5,8 @@
 //! run's files there are removed first. A killed run leaves a consistent
 //! store (every committed transaction is whole) and its partial outputs.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use rayon::prelude::{IntoParallelRefIterator, ParallelIterator};
@@ -17,19 +15,12 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::metrics::{Analysis, RunData, Summary, analyze};
-use crate::pipeline::{EpisodeRecord, Stages, back, front, speaker_entities};
+use crate::pipeline::{EpisodeRecord, Stages, front, profiles, speaker_entities};
 use crate::state::ConvState;
 use crate::store::Store;
 use crate::types::{Conversation, Dataset};
-use crate::write::EntityRow;
-
-/// Files a run writes into its output directory.
-pub const RUN_FILES: &[&str] =
-    &["run.json", "summary.json", "facts.jsonl", "episodes.jsonl", "store.sqlite", "store.sqlite-wal", "store.sqlite-shm"];
-
-/// Environment variable for fault injection in tests: abort the process
-/// right after this many episode write transactions have committed.
-pub const FAULT_ABORT_ENV: &str = "MEMFORM_FAULT_ABORT_AFTER_WRITES";
+use crate::pipeline::write::EntityRow;
+use crate::rundir::{Manifest, Recorded, RunDir};
 
 /// Progress events for the CLI's bar (the library never prints).
 #[derive(Debug, Clone)]
@@ -51,8 +42,10 @@ pub struct RunOptions {
     pub progress: Option<ProgressFn>,
     /// Conversations already skipped while loading (`--keep-going`).
     pub skipped_inputs: Vec<Skipped>,
-    /// What the manifest says about the run (mode, stage ids, dataset path…).
-    pub manifest_extra: serde_json::Map<String, serde_json::Value>,
+    /// The recorded boundary the stages go through, for the manifest.
+    pub recorded: Recorded,
+    /// Where the dataset was read from, for the manifest.
+    pub dataset_path: Option<PathBuf>,
 }
 
 /// A conversation the run skipped, and why.
@@ -74,21 +67,21 @@ pub struct RunOutput {
 pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOptions) -> Result<RunOutput> {
     cfg.validate()?;
     let started = Instant::now();
-    prepare_out_dir(&opts.out_dir)?;
-    let manifest = write_manifest(dataset, cfg, stages, opts)?;
-    let store = Store::open(&opts.out_dir.join("store.sqlite"))?;
+    let dir = RunDir::new(&opts.out_dir);
+    dir.prepare()?;
+    let manifest = Manifest::new(dataset, cfg, stages, &opts.recorded, opts.dataset_path.as_deref());
+    dir.write_manifest(&manifest)?;
+    let store = Store::open(&dir.file(RunDir::STORE))?;
     let total: usize = dataset.conversations.iter().map(|c| c.episodes.len()).sum();
     if let Some(p) = &opts.progress {
         p(Progress::Start { episodes: total });
     }
-    let abort_after: Option<usize> = std::env::var(FAULT_ABORT_ENV).ok().and_then(|v| v.parse().ok());
-    let writes = AtomicUsize::new(0);
     let work = || -> Vec<(String, Result<Vec<EpisodeRecord>>)> {
         dataset
             .conversations
             .par_iter()
             .map(|c| {
-                (c.id.clone(), run_conversation(c, cfg, stages, &store, opts.progress.as_ref(), &writes, abort_after))
+                (c.id.clone(), run_conversation(c, cfg, stages, &store, opts.progress.as_ref()))
             })
             .collect()
     };
@@ -118,8 +111,8 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         wall_ms: started.elapsed().as_secs_f64() * 1000.0,
         embedder: Some(stages.embedder),
     })?;
-    write_outputs(&opts.out_dir, &analysis.summary, &episodes)?;
-    crate::report::write_run_reports(&opts.out_dir, &manifest, &analysis)?;
+    dir.write_records(&analysis.summary, &episodes)?;
+    crate::report::write_run_reports(dir.path(), &manifest.to_value()?, &analysis)?;
     let Analysis { summary, .. } = analysis;
     Ok(RunOutput { summary, episodes, skipped, out_dir: opts.out_dir.clone() })
 }
@@ -135,87 +128,22 @@ fn run_conversation(
     stages: Stages<'_>,
     store: &Store,
     progress: Option<&ProgressFn>,
-    writes: &AtomicUsize,
-    abort_after: Option<usize>,
 ) -> Result<Vec<EpisodeRecord>> {
+    let profile = profiles::by_name(&cfg.profile)?;
     let mut state = ConvState::default();
     let speakers = speaker_entities(conv, stages.embedder)?;
-    let rows: Vec<EntityRow> =
-        speakers.iter().map(|e| EntityRow { id: e.id.clone(), name: e.name.clone(), entity_type: e.entity_type }).collect();
+    let rows: Vec<EntityRow> = speakers.iter().map(EntityRow::of).collect();
     store.write_conversation(&conv.id, &conv.speakers, &rows)?;
     state.entities = speakers;
     let mut out = Vec::with_capacity(conv.episodes.len());
     for (seq, episode) in conv.episodes.iter().enumerate() {
         store.write_evidence(&conv.id, seq, episode)?;
         let f = front(stages, conv, episode, &state, cfg)?;
-        let rec = back(&f, conv, episode, &mut state, cfg, stages.judge, store)?;
-        let n = writes.fetch_add(1, Ordering::SeqCst) + 1;
-        if abort_after.is_some_and(|a| n >= a) {
-            std::process::abort();
-        }
+        let rec = profile.back(&f, conv, episode, &mut state, cfg, stages.judge, store)?;
         if let Some(p) = progress {
             p(Progress::Episode { conversation: conv.id.clone(), episode: episode.id.clone() });
         }
         out.push(rec);
     }
     Ok(out)
-}
-
-fn prepare_out_dir(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
-    for f in RUN_FILES.iter().chain(crate::report::REPORT_FILES) {
-        let p = dir.join(f);
-        if p.exists() {
-            std::fs::remove_file(&p).map_err(|e| Error::write(&p, e))?;
-        }
-    }
-    Ok(())
-}
-
-fn write_manifest(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOptions) -> Result<serde_json::Value> {
-    let mut m = serde_json::Map::new();
-    m.insert("memform_version".into(), env!("CARGO_PKG_VERSION").into());
-    m.insert(
-        "dataset".into(),
-        serde_json::json!({
-            "name": dataset.name,
-            "format": dataset.format,
-            "digest": dataset.digest,
-            "conversations": dataset.conversations.len(),
-        }),
-    );
-    m.insert("write_mode".into(), cfg.write_mode().as_str().into());
-    m.insert("extractor".into(), stages.extractor.id().into());
-    m.insert("embedder".into(), stages.embedder.id().into());
-    m.insert("judge".into(), stages.judge.id().into());
-    m.insert("config".into(), serde_json::to_value(cfg).unwrap_or_default());
-    for (k, v) in &opts.manifest_extra {
-        m.insert(k.clone(), v.clone());
-    }
-    let manifest = serde_json::Value::Object(m);
-    write_json(&opts.out_dir.join("run.json"), &manifest)?;
-    Ok(manifest)
-}
-
-/// Writes `value` as pretty JSON with a trailing newline.
-pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let mut text = serde_json::to_string_pretty(value).map_err(|e| Error::Other(format!("serialise {}: {e}", path.display())))?;
-    text.push('\n');
-    std::fs::write(path, text).map_err(|e| Error::write(path, e))
-}
-
-fn write_outputs(dir: &Path, summary: &Summary, episodes: &[EpisodeRecord]) -> Result<()> {
-    write_json(&dir.join("summary.json"), summary)?;
-    let jsonl = |name: &str, rows: &mut dyn Iterator<Item = serde_json::Result<String>>| -> Result<()> {
-        let path = dir.join(name);
-        let file = std::fs::File::create(&path).map_err(|e| Error::write(&path, e))?;
-        let mut w = std::io::BufWriter::new(file);
-        for row in rows {
-            let row = row.map_err(|e| Error::Other(format!("serialise {name}: {e}")))?;
-            writeln!(w, "{row}").map_err(|e| Error::write(&path, e))?;
-        }
-        w.flush().map_err(|e| Error::write(&path, e))
-    };
-    jsonl("facts.jsonl", &mut episodes.iter().flat_map(|e| &e.facts).map(serde_json::to_string))?;
-    jsonl("episodes.jsonl", &mut episodes.iter().map(serde_json::to_string))
 }

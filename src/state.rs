@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use serde::{Deserialize, Serialize};
 
 use crate::embed::cosine;
-use crate::types::{EntityType, FactKind, FactType};
+use crate::types::{CandidateFact, EntityType};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EntityRec {
@@ -20,25 +20,18 @@ pub struct EntityRec {
     pub embedding: Vec<f32>,
 }
 
+/// A fact of the store: the [`CandidateFact`] that was written (its content
+/// in storage form), with what writing it added. It derefs to that fact.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FactRec {
     pub id: String,
-    pub subject: String,
-    pub predicate: String,
-    pub object: String,
-    pub kind: FactKind,
-    pub fact_type: FactType,
-    pub content: String,
+    #[serde(flatten)]
+    pub fact: CandidateFact,
     pub normalized: String,
     pub hash: String,
-    pub confidence: f64,
-    pub valid_from: Option<String>,
-    pub valid_until: Option<String>,
     pub invalid_at: Option<String>,
     pub superseded_by: Option<String>,
     pub source_episode: String,
-    pub source_turn: String,
-    pub source_quote: String,
     pub pinned: bool,
     /// Entity ids the fact is anchored on (subject and entity object).
     pub subject_entity: Option<String>,
@@ -53,6 +46,19 @@ pub struct FactRec {
     /// never change once a fact exists).
     #[serde(skip)]
     pub keys: KeyCache,
+}
+
+impl std::ops::Deref for FactRec {
+    type Target = CandidateFact;
+    fn deref(&self) -> &CandidateFact {
+        &self.fact
+    }
+}
+
+impl std::ops::DerefMut for FactRec {
+    fn deref_mut(&mut self) -> &mut CandidateFact {
+        &mut self.fact
+    }
 }
 
 /// A fact's [`FactKeys`] once computed. It is derived data, so it never
@@ -236,22 +242,24 @@ impl FactRec {
     pub(crate) fn for_test(id: &str, s: &str, p: &str, o: &str) -> FactRec {
         FactRec {
             id: id.into(),
-            subject: s.into(),
-            predicate: p.into(),
-            object: o.into(),
-            kind: FactKind::Literal,
-            fact_type: FactType::Fact,
-            content: format!("{s} {p} {o}"),
+            fact: CandidateFact {
+                subject: s.into(),
+                predicate: p.into(),
+                object: o.into(),
+                kind: crate::types::FactKind::Literal,
+                fact_type: crate::types::FactType::Fact,
+                content: format!("{s} {p} {o}"),
+                confidence: 0.9,
+                source_turn: "t1".into(),
+                source_quote: String::new(),
+                valid_from: None,
+                valid_until: None,
+            },
             normalized: String::new(),
             hash: id.into(),
-            confidence: 0.9,
-            valid_from: None,
-            valid_until: None,
             invalid_at: None,
             superseded_by: None,
             source_episode: "e1".into(),
-            source_turn: "t1".into(),
-            source_quote: String::new(),
             pinned: false,
             subject_entity: None,
             object_entity: None,

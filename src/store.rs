@@ -10,9 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::WriteMode;
 use crate::error::{Error, Result};
-use crate::state::{FactRec, is_past};
-use crate::types::{Episode, FactKind};
-use crate::write::{Action, AuditRow, Effect, EntityRow, Outcome, WritePlan, WriteResult};
+use crate::state::FactRec;
+use crate::types::{Episode, FactKind, Verdict};
+use crate::pipeline::judge::PairReason;
+use crate::pipeline::write::{AuditAction, AuditRow, EntityRow, LiveByHash, Outcome, VerdictRow, WritePlan, WriteResult, WriteTx};
 
 /// Named migrations, applied in order, each once, each in a transaction.
 /// Append only: never edit or reorder a released entry.
@@ -66,6 +67,14 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "CREATE TABLE episode_runs (
              conversation_id TEXT NOT NULL, episode_id TEXT NOT NULL, write_mode TEXT NOT NULL,
              PRIMARY KEY (conversation_id, episode_id));",
+    ),
+    (
+        "0006_verdicts",
+        "CREATE TABLE verdicts (
+             conversation_id TEXT NOT NULL, episode_id TEXT NOT NULL, seq INTEGER NOT NULL,
+             candidate_id TEXT NOT NULL, target_fact_id TEXT NOT NULL, pair_reason TEXT NOT NULL,
+             judged TEXT NOT NULL, guard TEXT, verdict TEXT NOT NULL, review_needed INTEGER NOT NULL,
+             PRIMARY KEY (conversation_id, episode_id, seq));",
     ),
 ];
 
@@ -151,40 +160,29 @@ impl Store {
         })
     }
 
-    /// Applies one episode's plan in one transaction, under `mode`, with the
-    /// safety gates, and returns every audit row and applied effect.
-    pub fn apply(&self, plan: &WritePlan, mode: WriteMode, min_confidence: f64) -> Result<WriteResult> {
-        self.with(|c| {
-            let tx = c.transaction()?;
-            let result = apply_plan(&tx, plan, mode, min_confidence)?;
-            let mut st = tx.prepare_cached(
-                "INSERT INTO audit (conversation_id, episode_id, seq, candidate_id, action, outcome,
-                                    fact_id, target_fact_id, reason)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?;
-            for (seq, a) in result.audit.iter().enumerate() {
-                st.execute(
-                    params![
-                        plan.conversation_id,
-                        plan.episode_id,
-                        seq as i64,
-                        a.candidate_id,
-                        a.action,
-                        a.outcome.as_str(),
-                        a.fact_id,
-                        a.target_fact_id,
-                        a.reason
-                    ],
-                )?;
-            }
-            drop(st);
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO episode_runs (conversation_id, episode_id, write_mode) VALUES (?1, ?2, ?3)",
-            )?
-            .execute(params![plan.conversation_id, plan.episode_id, mode.as_str()])?;
-            tx.commit()?;
-            Ok(result)
-        })
+    /// Writes one episode in one transaction: `decide` (the write policy)
+    /// runs inside it against [`WriteTx`], then every audit row, the plan's
+    /// verdict rows and the episode's completion mark are written, and the
+    /// transaction commits. An error anywhere rolls everything back.
+    pub fn write_episode(
+        &self,
+        plan: &WritePlan,
+        mode: WriteMode,
+        decide: impl FnOnce(&mut dyn WriteTx) -> Result<WriteResult>,
+    ) -> Result<WriteResult> {
+        let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let err = |e| Error::Store { path: self.path.clone(), source: e };
+        let tx = guard.transaction().map_err(err)?;
+        let result = decide(&mut SqlTx {
+            tx: &tx,
+            path: &self.path,
+            conversation_id: &plan.conversation_id,
+            episode_id: &plan.episode_id,
+            now: plan.now.as_deref(),
+        })?;
+        record_decisions(&tx, plan, mode, &result).map_err(err)?;
+        tx.commit().map_err(err)?;
+        Ok(result)
     }
 
     /// Every fact, live and invalidated, ordered by id.
@@ -250,17 +248,44 @@ impl Store {
                  ORDER BY a.conversation_id, e.seq, a.seq",
             )?;
             st.query_map([], |r| {
-                let outcome: String = r.get(4)?;
                 Ok((
                     r.get(0)?,
                     r.get(1)?,
                     AuditRow {
                         candidate_id: r.get(2)?,
-                        action: r.get(3)?,
-                        outcome: parse_outcome(&outcome),
+                        action: parse_column(r, 3, AuditAction::parse)?,
+                        outcome: parse_column(r, 4, Outcome::parse)?,
                         fact_id: r.get(5)?,
                         target_fact_id: r.get(6)?,
                         reason: r.get(7)?,
+                    },
+                ))
+            })?
+            .collect()
+        })
+    }
+
+    /// Every verdict row (one per judged pair), ordered like the audit.
+    pub fn verdicts(&self) -> Result<Vec<(String, String, VerdictRow)>> {
+        self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT v.conversation_id, v.episode_id, v.candidate_id, v.target_fact_id, v.pair_reason, v.judged,
+                        v.guard, v.verdict, v.review_needed
+                 FROM verdicts v LEFT JOIN episodes e ON e.conversation_id = v.conversation_id AND e.id = v.episode_id
+                 ORDER BY v.conversation_id, e.seq, v.episode_id, v.seq",
+            )?;
+            st.query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    VerdictRow {
+                        candidate_id: r.get(2)?,
+                        target_fact_id: r.get(3)?,
+                        pair_reason: parse_column(r, 4, PairReason::parse)?,
+                        judged: parse_column(r, 5, Verdict::parse)?,
+                        guard: r.get(6)?,
+                        verdict: parse_column(r, 7, Verdict::parse)?,
+                        review_needed: r.get::<_, i64>(8)? != 0,
                     },
                 ))
             })?
@@ -279,6 +304,7 @@ impl Store {
             ("facts", "id"),
             ("audit", "conversation_id, episode_id, seq"),
             ("episode_runs", "conversation_id, episode_id"),
+            ("verdicts", "conversation_id, episode_id, seq"),
         ];
         self.with(|c| {
             let mut out = String::new();
@@ -363,16 +389,12 @@ pub struct StoredFact {
     pub source_turns: String,
 }
 
-fn parse_outcome(s: &str) -> Outcome {
-    match s {
-        "created" => Outcome::Created,
-        "deduped" => Outcome::Deduped,
-        "invalidated" => Outcome::Invalidated,
-        "closed" => Outcome::Closed,
-        "blocked" => Outcome::Blocked,
-        "recorded" => Outcome::Recorded,
-        _ => Outcome::Skipped,
-    }
+/// Reads a stored string column into its enum; an unknown value is an error.
+fn parse_column<T>(r: &rusqlite::Row<'_>, i: usize, parse: fn(&str) -> Option<T>) -> rusqlite::Result<T> {
+    let s: String = r.get(i)?;
+    parse(&s).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, format!("unknown value {s:?}").into())
+    })
 }
 
 fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
@@ -391,193 +413,162 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-fn live_by_hash(tx: &rusqlite::Transaction<'_>, conv: &str, hash: &str) -> rusqlite::Result<Option<(String, Option<String>)>> {
-    tx.prepare_cached(
-        "SELECT id, valid_until FROM facts WHERE conversation_id = ?1 AND content_hash = ?2
-           AND invalid_at IS NULL AND superseded_by IS NULL",
-    )?
-    .query_row(params![conv, hash], |r| Ok((r.get(0)?, r.get(1)?)))
-    .optional()
+/// The store's side of [`WriteTx`]: one episode's open transaction.
+struct SqlTx<'t> {
+    tx: &'t rusqlite::Transaction<'t>,
+    path: &'t Path,
+    conversation_id: &'t str,
+    episode_id: &'t str,
+    now: Option<&'t str>,
 }
 
-fn is_pinned(tx: &rusqlite::Transaction<'_>, id: &str) -> rusqlite::Result<Option<bool>> {
-    tx.prepare_cached("SELECT pinned FROM facts WHERE id = ?1 AND invalid_at IS NULL AND superseded_by IS NULL")?
-        .query_row([id], |r| r.get::<_, i64>(0).map(|p| p != 0))
-        .optional()
-}
-
-struct Ctx {
-    mode: WriteMode,
-    out: WriteResult,
-}
-
-impl Ctx {
-    fn audit(&mut self, cand: &str, action: &str, outcome: Outcome, fact: Option<&str>, target: Option<&str>, reason: impl Into<String>) {
-        let reason = reason.into();
-        let (outcome, reason) = if self.mode == WriteMode::Shadow && outcome != Outcome::Skipped && outcome != Outcome::Deduped {
-            (Outcome::Recorded, format!("shadow: would be {}{}", outcome.as_str(), if reason.is_empty() { String::new() } else { format!(" ({reason})") }))
-        } else {
-            (outcome, reason)
-        };
-        self.out.audit.push(AuditRow {
-            candidate_id: cand.to_string(),
-            action: action.to_string(),
-            outcome,
-            fact_id: fact.map(str::to_string),
-            target_fact_id: target.map(str::to_string),
-            reason,
-        });
+impl SqlTx<'_> {
+    fn err(&self, e: rusqlite::Error) -> Error {
+        Error::Store { path: self.path.to_path_buf(), source: e }
     }
 }
 
-fn apply_plan(tx: &rusqlite::Transaction<'_>, plan: &WritePlan, mode: WriteMode, min_confidence: f64) -> rusqlite::Result<WriteResult> {
-    let conv = plan.conversation_id.as_str();
-    let now = plan.now.as_deref();
-    let now_date = now.map(|n| n.get(..10).unwrap_or(n).to_string());
-    let mut cx = Ctx { mode, out: WriteResult::default() };
-    let writes = mode != WriteMode::Shadow;
-    let mutates = mode == WriteMode::Full;
-
-    if writes {
-        for e in &plan.new_entities {
-            tx.prepare_cached("INSERT OR IGNORE INTO entities (id, conversation_id, name, entity_type, created_episode)
-                 VALUES (?1, ?2, ?3, ?4, ?5)")?.execute(params![e.id, conv, e.name, e.entity_type.as_str(), plan.episode_id])?;
-        }
-        for (id, alias) in &plan.new_aliases {
-            tx.prepare_cached("INSERT OR IGNORE INTO entity_aliases (entity_id, alias, episode_id) VALUES (?1, ?2, ?3)")?.execute(params![id, alias, plan.episode_id])?;
-        }
-        cx.out.entities_written = true;
+impl WriteTx for SqlTx<'_> {
+    fn live_by_hash(&mut self, hash: &str) -> Result<Option<LiveByHash>> {
+        self.tx
+            .prepare_cached(
+                "SELECT id, valid_until FROM facts WHERE conversation_id = ?1 AND content_hash = ?2
+                   AND invalid_at IS NULL AND superseded_by IS NULL",
+            )
+            .and_then(|mut st| {
+                st.query_row(params![self.conversation_id, hash], |r| Ok(LiveByHash { id: r.get(0)?, valid_until: r.get(1)? }))
+                    .optional()
+            })
+            .map_err(|e| self.err(e))
     }
 
-    // Race re-check and safety gates first: which inserts will go ahead.
-    let mut will_insert: Vec<&FactRec> = Vec::new();
-    for p in &plan.proposals {
-        let Action::Insert { fact } = &p.action else { continue };
-        if fact.confidence < min_confidence {
-            cx.audit(&p.candidate_id, "insert", Outcome::Skipped, None, None, format!("low_fact_confidence: {:.2} < {min_confidence:.2}", fact.confidence));
-        } else if fact.normalized.is_empty() {
-            cx.audit(&p.candidate_id, "insert", Outcome::Skipped, None, None, "empty_fact_content");
-        } else if let Some((existing, until)) = live_by_hash(tx, conv, &fact.hash)?.filter(|(_, until)| !is_past(until.as_deref(), now)) {
-            let _ = until;
-            cx.audit(&p.candidate_id, "insert", Outcome::Deduped, None, Some(&existing), "hash already live");
-        } else {
-            will_insert.push(fact);
-        }
-    }
-    let inserted_ids: Vec<&str> = will_insert.iter().map(|f| f.id.as_str()).collect();
-
-    // Renewal: expired, not superseded rows matching a survivor get invalidAt.
-    for fact in &will_insert {
-        if let Some((old, until)) = live_by_hash(tx, conv, &fact.hash)?.filter(|(_, until)| is_past(until.as_deref(), now)) {
-            let reason = format!("renewal: expired {}", until.unwrap_or_default());
-            if mutates {
-                tx.prepare_cached("UPDATE facts SET invalid_at = ?2 WHERE id = ?1")?.execute(params![old, now_date])?;
-                cx.out.effects.push(Effect::Invalidated { id: old.clone(), at: now_date.clone(), superseded_by: None });
-                cx.audit(&fact.id, "renew", Outcome::Invalidated, Some(&fact.id), Some(&old), reason);
-            } else {
-                cx.audit(&fact.id, "renew", Outcome::Blocked, Some(&fact.id), Some(&old), reason);
-            }
-        }
+    fn pinned(&mut self, id: &str) -> Result<Option<bool>> {
+        self.tx
+            .prepare_cached("SELECT pinned FROM facts WHERE id = ?1 AND invalid_at IS NULL AND superseded_by IS NULL")
+            .and_then(|mut st| st.query_row([id], |r| r.get::<_, i64>(0).map(|p| p != 0)).optional())
+            .map_err(|e| self.err(e))
     }
 
-    // Closures and invalidations.
-    for p in &plan.proposals {
-        match &p.action {
-            Action::Close { target, valid_until, cascade } => {
-                for (i, id) in std::iter::once(target).chain(cascade).enumerate() {
-                    let action = if i == 0 { "close" } else { "close_cascade" };
-                    match (mutates, is_pinned(tx, id)?) {
-                        (_, None) => cx.audit(&p.candidate_id, action, Outcome::Skipped, None, Some(id), "target no longer live"),
-                        (true, Some(true)) => cx.audit(&p.candidate_id, action, Outcome::Skipped, None, Some(id), "pinned"),
-                        (true, Some(false)) => {
-                            tx.prepare_cached("UPDATE facts SET valid_until = ?2 WHERE id = ?1")?.execute(params![id, valid_until])?;
-                            cx.out.effects.push(Effect::ValidUntilSet { id: id.clone(), valid_until: valid_until.clone() });
-                            cx.audit(&p.candidate_id, action, Outcome::Closed, None, Some(id), format!("valid_until {valid_until}"));
-                        }
-                        (false, Some(_)) => cx.audit(&p.candidate_id, action, Outcome::Blocked, None, Some(id), format!("{} mode: updates not allowed", mode.as_str())),
-                    }
-                }
-            }
-            Action::Invalidate { target, by, cascade } => {
-                if !inserted_ids.contains(&by.as_str()) {
-                    cx.audit(&p.candidate_id, "invalidate", Outcome::Skipped, None, Some(target), "superseding fact not written");
-                    continue;
-                }
-                for (i, id) in std::iter::once(target).chain(cascade).enumerate() {
-                    let action = if i == 0 { "invalidate" } else { "invalidate_cascade" };
-                    match (mutates, is_pinned(tx, id)?) {
-                        (_, None) => cx.audit(&p.candidate_id, action, Outcome::Skipped, None, Some(id), "target no longer live"),
-                        (true, Some(true)) => cx.audit(&p.candidate_id, action, Outcome::Skipped, None, Some(id), "pinned"),
-                        (true, Some(false)) => {
-                            let sup = if i == 0 { Some(by.clone()) } else { None };
-                            tx.prepare_cached("UPDATE facts SET invalid_at = ?2, superseded_by = ?3 WHERE id = ?1")?.execute(params![id, now_date, sup])?;
-                            cx.out.effects.push(Effect::Invalidated { id: id.clone(), at: now_date.clone(), superseded_by: sup });
-                            cx.audit(&p.candidate_id, action, Outcome::Invalidated, Some(by), Some(id), "");
-                        }
-                        (false, Some(_)) => cx.audit(&p.candidate_id, action, Outcome::Blocked, Some(by), Some(id), format!("{} mode: invalidations not allowed", mode.as_str())),
-                    }
-                }
-            }
-            _ => {}
-        }
+    fn insert_entity(&mut self, e: &EntityRow) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "INSERT OR IGNORE INTO entities (id, conversation_id, name, entity_type, created_episode)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .and_then(|mut st| st.execute(params![e.id, self.conversation_id, e.name, e.entity_type.as_str(), self.episode_id]))
+            .map(drop)
+            .map_err(|e| self.err(e))
     }
 
-    // Inserts, then the rejected candidates' audit rows, in plan order.
-    for p in &plan.proposals {
-        match &p.action {
-            Action::Insert { fact } if inserted_ids.contains(&fact.id.as_str()) => {
-                if !writes {
-                    cx.audit(&p.candidate_id, "insert", Outcome::Created, Some(&fact.id), None, "");
-                    continue;
-                }
-                let n = tx.prepare_cached(
-                    "INSERT INTO facts (id, conversation_id, subject, predicate, object, kind, fact_type, content,
-                        normalized_content, content_hash, confidence, valid_from, valid_until, invalid_at,
-                        superseded_by, source_episode, source_turns, source_quote, pinned, subject_entity,
-                        object_entity, created_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, NULL, ?14, ?15, ?16,
-                        ?17, ?18, ?19, ?20)
-                     ON CONFLICT DO NOTHING",
-                )?
-                .execute(params![
-                        fact.id,
-                        conv,
-                        fact.subject,
-                        fact.predicate,
-                        fact.object,
-                        kind_str(fact.kind),
-                        fact.fact_type.as_str(),
-                        fact.content,
-                        fact.normalized,
-                        fact.hash,
-                        fact.confidence,
-                        fact.valid_from,
-                        fact.valid_until,
-                        fact.source_episode,
-                        serde_json::to_string(&[&fact.source_turn]).unwrap_or_default(),
-                        fact.source_quote,
-                        fact.pinned as i64,
-                        fact.subject_entity,
-                        fact.object_entity,
-                        now,
-                    ],
-                )?;
-                if n == 1 {
-                    cx.out.effects.push(Effect::Inserted { id: fact.id.clone() });
-                    cx.audit(&p.candidate_id, "insert", Outcome::Created, Some(&fact.id), None, "");
-                } else {
-                    cx.audit(&p.candidate_id, "insert", Outcome::Skipped, None, None, "conflict with a live fact");
-                }
-            }
-            Action::Reject { outcome, reason, related } => {
-                let o = if outcome == "exact_duplicate" || outcome == "near_duplicate" { Outcome::Deduped } else { Outcome::Skipped };
-                let full = if reason.is_empty() { outcome.clone() } else { format!("{outcome}: {reason}") };
-                cx.audit(&p.candidate_id, "reject", o, None, related.as_deref(), full);
-            }
-            _ => {}
-        }
+    fn insert_alias(&mut self, entity_id: &str, alias: &str) -> Result<()> {
+        self.tx
+            .prepare_cached("INSERT OR IGNORE INTO entity_aliases (entity_id, alias, episode_id) VALUES (?1, ?2, ?3)")
+            .and_then(|mut st| st.execute(params![entity_id, alias, self.episode_id]))
+            .map(drop)
+            .map_err(|e| self.err(e))
     }
-    Ok(cx.out)
+
+    fn insert_fact(&mut self, fact: &FactRec) -> Result<bool> {
+        let turns = serde_json::to_string(&[&fact.source_turn]).map_err(|e| Error::Other(format!("serialise source turns: {e}")))?;
+        self.tx
+            .prepare_cached(
+                "INSERT INTO facts (id, conversation_id, subject, predicate, object, kind, fact_type, content,
+                    normalized_content, content_hash, confidence, valid_from, valid_until, invalid_at,
+                    superseded_by, source_episode, source_turns, source_quote, pinned, subject_entity,
+                    object_entity, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, NULL, ?14, ?15, ?16,
+                    ?17, ?18, ?19, ?20)
+                 ON CONFLICT DO NOTHING",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    fact.id,
+                    self.conversation_id,
+                    fact.subject,
+                    fact.predicate,
+                    fact.object,
+                    kind_str(fact.kind),
+                    fact.fact_type.as_str(),
+                    fact.content,
+                    fact.normalized,
+                    fact.hash,
+                    fact.confidence,
+                    fact.valid_from,
+                    fact.valid_until,
+                    fact.source_episode,
+                    turns,
+                    fact.source_quote,
+                    fact.pinned as i64,
+                    fact.subject_entity,
+                    fact.object_entity,
+                    self.now,
+                ])
+            })
+            .map(|n| n == 1)
+            .map_err(|e| self.err(e))
+    }
+
+    fn set_valid_until(&mut self, id: &str, valid_until: &str) -> Result<()> {
+        self.tx
+            .prepare_cached("UPDATE facts SET valid_until = ?2 WHERE id = ?1")
+            .and_then(|mut st| st.execute(params![id, valid_until]))
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    fn invalidate(&mut self, id: &str, at: Option<&str>, superseded_by: Option<&str>) -> Result<()> {
+        // Only live rows are ended, and a live row's superseded_by is NULL.
+        self.tx
+            .prepare_cached("UPDATE facts SET invalid_at = ?2, superseded_by = ?3 WHERE id = ?1")
+            .and_then(|mut st| st.execute(params![id, at, superseded_by]))
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+}
+
+/// The audit rows, the verdict rows and the episode's completion mark.
+fn record_decisions(tx: &rusqlite::Transaction<'_>, plan: &WritePlan, mode: WriteMode, result: &WriteResult) -> rusqlite::Result<()> {
+    let (conv, ep) = (&plan.conversation_id, &plan.episode_id);
+    let mut st = tx.prepare_cached(
+        "INSERT INTO audit (conversation_id, episode_id, seq, candidate_id, action, outcome,
+                            fact_id, target_fact_id, reason)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    for (seq, a) in result.audit.iter().enumerate() {
+        st.execute(params![
+            conv,
+            ep,
+            seq as i64,
+            a.candidate_id,
+            a.action.as_str(),
+            a.outcome.as_str(),
+            a.fact_id,
+            a.target_fact_id,
+            a.reason
+        ])?;
+    }
+    let mut st = tx.prepare_cached(
+        "INSERT INTO verdicts (conversation_id, episode_id, seq, candidate_id, target_fact_id, pair_reason,
+                               judged, guard, verdict, review_needed)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?;
+    for (seq, v) in plan.verdicts.iter().enumerate() {
+        st.execute(params![
+            conv,
+            ep,
+            seq as i64,
+            v.candidate_id,
+            v.target_fact_id,
+            v.pair_reason.as_str(),
+            v.judged.as_str(),
+            v.guard,
+            v.verdict.as_str(),
+            v.review_needed as i64
+        ])?;
+    }
+    tx.prepare_cached("INSERT OR REPLACE INTO episode_runs (conversation_id, episode_id, write_mode) VALUES (?1, ?2, ?3)")?
+        .execute(params![conv, ep, mode.as_str()])?;
+    Ok(())
 }
 
 fn kind_str(k: FactKind) -> &'static str {
@@ -592,17 +583,26 @@ mod tests {
     use super::*;
     use crate::normalize::normalize_and_hash_content;
     use crate::types::Turn;
-    use crate::write::Proposal;
+    use crate::pipeline::records::CandidateOutcome;
+    use crate::pipeline::write::{Action, Effect, Proposal, policy};
+
+    /// The write policy applied through the real store.
+    trait Apply {
+        fn apply(&self, plan: &WritePlan, mode: WriteMode, min_confidence: f64) -> Result<WriteResult>;
+    }
+
+    impl Apply for Store {
+        fn apply(&self, plan: &WritePlan, mode: WriteMode, min_confidence: f64) -> Result<WriteResult> {
+            self.write_episode(plan, mode, |tx| policy::apply(tx, plan, mode, min_confidence))
+        }
+    }
 
     fn fact(id: &str, content: &str, confidence: f64) -> FactRec {
         let n = normalize_and_hash_content(content);
-        FactRec {
-            content: n.storage,
-            normalized: n.normalized,
-            hash: n.hash,
-            confidence,
-            ..FactRec::for_test(id, "Alice", "p", id)
-        }
+        let mut f = FactRec { normalized: n.normalized, hash: n.hash, ..FactRec::for_test(id, "Alice", "p", id) };
+        f.content = n.storage;
+        f.confidence = confidence;
+        f
     }
 
     fn store() -> Store {
@@ -626,6 +626,7 @@ mod tests {
             new_entities: vec![],
             new_aliases: vec![],
             proposals,
+            verdicts: vec![],
         }
     }
 
@@ -634,7 +635,17 @@ mod tests {
     }
 
     fn outcomes(r: &WriteResult) -> Vec<(String, &'static str, String)> {
-        r.audit.iter().map(|a| (a.action.clone(), a.outcome.as_str(), a.reason.clone())).collect()
+        r.audit.iter().map(|a| (a.action.as_str().to_string(), a.outcome.as_str(), a.reason.clone())).collect()
+    }
+
+    #[test]
+    fn an_unknown_name_read_back_from_the_store_is_an_error() {
+        let s = store();
+        s.apply(&plan("e1", "2024-01-01", vec![insert(fact("f1", "Alice likes tea", 0.9))]), WriteMode::Full, 0.7).unwrap();
+        assert_eq!(s.audit().unwrap()[0].2.outcome, Outcome::Created);
+        s.with(|c| c.execute("UPDATE audit SET outcome = 'exploded'", [])).unwrap();
+        let err = crate::error::chain(&s.audit().unwrap_err());
+        assert!(err.contains("unknown value \"exploded\""), "{err}");
     }
 
     #[test]
@@ -776,8 +787,8 @@ mod tests {
             "2024-02-01",
             vec![
                 Proposal { candidate_id: "c1".into(), action: Action::Close { target: "f1".into(), valid_until: "2024-02-01".into(), cascade: vec![] } },
-                Proposal { candidate_id: "c2".into(), action: Action::Reject { outcome: "noise_rejected".into(), reason: "value".into(), related: None } },
-                Proposal { candidate_id: "c3".into(), action: Action::Reject { outcome: "near_duplicate".into(), reason: "cos".into(), related: Some("f1".into()) } },
+                Proposal { candidate_id: "c2".into(), action: Action::Reject { outcome: CandidateOutcome::NoiseRejected, reason: "value".into(), related: None } },
+                Proposal { candidate_id: "c3".into(), action: Action::Reject { outcome: CandidateOutcome::NearDuplicate, reason: "cos".into(), related: Some("f1".into()) } },
             ],
         );
         let r = s.apply(&p, WriteMode::Full, 0.7).unwrap();

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::metrics::{GoldIndex, point_metrics};
-use crate::pipeline::{EpisodeFront, EpisodeRecord, Stages, back, front, speaker_entities};
-use crate::judge::{Judge, RulesJudge};
+use crate::pipeline::{EpisodeFront, EpisodeRecord, Stages, front, profiles, speaker_entities};
+use crate::pipeline::judge::{Judge, RulesJudge};
 use crate::state::{ConvState, EntityRec, SimTable};
 use crate::store::Store;
 use crate::types::Dataset;
@@ -216,13 +216,14 @@ fn compute_fronts(dataset: &Dataset, cfg: &Config, stages: Stages<'_>) -> Result
         .par_iter()
         .map(|conv| {
             let store = Store::in_memory()?;
+            let profile = profiles::by_name(&cfg.profile)?;
             let speakers = speaker_entities(conv, stages.embedder)?;
             let mut state = ConvState { entities: speakers.clone(), ..ConvState::default() };
             let mut episodes = Vec::with_capacity(conv.episodes.len());
             let mut slots = 0u32;
             for episode in &conv.episodes {
                 let mut f = front(stages, conv, episode, &state, cfg)?;
-                back(&f, conv, episode, &mut state, cfg, stages.judge, &store)?;
+                profile.back(&f, conv, episode, &mut state, cfg, stages.judge, &store)?;
                 f.slot_base = Some(slots);
                 slots += f.fact_embeddings.len() as u32;
                 episodes.push(f);
@@ -243,6 +244,7 @@ fn run_point(
     point: &Point,
 ) -> Result<Row> {
     let store = Store::in_memory()?;
+    let profile = profiles::by_name(&cfg.profile)?;
     let mut records: Vec<EpisodeRecord> = Vec::new();
     // The rules judge is built from config keys a grid may sweep (antonyms,
     // single-valued predicates, shared tokens), so each point builds its own.
@@ -259,7 +261,7 @@ fn run_point(
             ..ConvState::default()
         };
         for (episode, f) in conv.episodes.iter().zip(&conv_fronts.episodes) {
-            records.push(back(f, conv, episode, &mut state, cfg, judge, &store)?);
+            records.push(profile.back(f, conv, episode, &mut state, cfg, judge, &store)?);
         }
         // The state mirrors what the store applied, so its live facts are the store's.
         live.extend(state.facts.iter().filter(|f| f.is_live()).map(|f| f.id.clone()));

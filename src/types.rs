@@ -3,6 +3,34 @@
 
 use serde::{Deserialize, Serialize};
 
+/// An enum of fixed names: each variant serialises to its name, and `as_str`,
+/// `parse` (`None` for an unknown name) and `ALL` come with it, so a name is
+/// written in one place.
+macro_rules! string_enum {
+    ($(#[$m:meta])* pub enum $name:ident { $($(#[$vm:meta])* $v:ident => $s:literal,)+ }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+        pub enum $name {
+            $($(#[$vm])* #[serde(rename = $s)] $v,)+
+        }
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$v),+];
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$v => $s),+ }
+            }
+            pub fn parse(s: &str) -> Option<Self> {
+                match s { $($s => Some($name::$v),)+ _ => None }
+            }
+        }
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+pub(crate) use string_enum;
+
 /// One utterance of a transcript.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Turn {
@@ -227,25 +255,15 @@ impl Warning {
     }
 }
 
-/// A judge verdict on a (live fact, candidate) pair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    /// The candidate replaces the live fact.
-    Old,
-    /// The candidate is wrong or adds nothing.
-    New,
-    /// Both stand.
-    Neither,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Old => "old",
-            Verdict::New => "new",
-            Verdict::Neither => "neither",
-        }
+string_enum! {
+    /// A judge verdict on a (live fact, candidate) pair.
+    pub enum Verdict {
+        /// The candidate replaces the live fact.
+        Old => "old",
+        /// The candidate is wrong or adds nothing.
+        New => "new",
+        /// Both stand.
+        Neither => "neither",
     }
 }
 

@@ -9,7 +9,7 @@ use super::{CompareOptions, MetricRow, Side, SplitMix64, compare_runs, reading, 
 use crate::metrics::tests::{cand, episode_record, fixture};
 use crate::metrics::{Analysis, RunData, analyze};
 use crate::report::write_run_reports;
-use crate::run::write_json;
+use crate::rundir::write_json;
 
 #[test]
 fn splitmix64_matches_the_reference_sequence() {

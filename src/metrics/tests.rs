@@ -38,9 +38,9 @@ use super::{
 };
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
-use crate::resolve::EntityDecision;
-use crate::judge::{FinalVerdict, PairReason};
-use crate::pipeline::{CandidateRecord, EpisodeRecord, Timings};
+use crate::pipeline::resolve::EntityDecision;
+use crate::pipeline::judge::{FinalVerdict, PairReason};
+use crate::pipeline::{CandidateOutcome, CandidateRecord, EpisodeRecord, Timings};
 use crate::types::{
     Conversation, Dataset, DatasetFormat, Episode, FactKind, FactType, Gold, GoldContradiction, GoldFact, GoldQa, LlmUsage, Turn, ValueTier, Verdict, Warning,
 };
@@ -85,7 +85,7 @@ pub(crate) fn cand(conv: &str, ep: &str, n: usize, turn: &str, content: &str, ou
         value_score: 0.8,
         tier: ValueTier::Core,
         content_hash: crate::normalize::normalize_and_hash_content(content).hash,
-        outcome: outcome.into(),
+        outcome: CandidateOutcome::parse(outcome).expect("a known outcome"),
         reason: String::new(),
         related: None,
         subject_entity: Some(format!("{conv}/e0")),

@@ -3,7 +3,6 @@
 
 use std::process::Command;
 
-use memform::run::FAULT_ABORT_ENV;
 use memform::store::Store;
 
 use crate::support::{bin, jsonl_without_timings, scenarios_dir};
@@ -12,7 +11,7 @@ fn run_cli(out: &std::path::Path, abort_after: Option<usize>) -> std::process::O
     let mut cmd = Command::new(bin());
     cmd.args(["run", "--dataset"]).arg(scenarios_dir()).arg("--out").arg(out).args(["--threads", "2"]);
     if let Some(n) = abort_after {
-        cmd.env(FAULT_ABORT_ENV, n.to_string());
+        cmd.env("MEMFORM_FAULT_ABORT_AFTER_WRITES", n.to_string());
     }
     cmd.output().expect("spawn memform")
 }

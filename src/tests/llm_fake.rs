@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use fake_server::{FakeServer, Reply};
 use memform::config::Config;
 use memform::error::Error;
-use memform::extract::{ExtractInput, Extractor};
-use memform::judge::{Judge, JudgeContext, JudgePair, PairFact};
+use memform::pipeline::extract::{ExtractInput, Extractor, LlmExtractor};
+use memform::pipeline::judge::{Judge, JudgeContext, JudgePair, LlmJudge, PairFact};
 use memform::llm::{
-    FixtureStore, HttpLlm, Llm, LlmExtractor, LlmJudge, LlmProgress, LlmSettings, Provider,
+    FixtureStore, HttpLlm, Llm, LlmProgress, LlmSettings, Provider,
     RecordedLlm, request_key,
 };
 use memform::types::{Episode, Turn, Verdict};

@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use memform::config::Config;
 use memform::error::Error;
-use memform::extract::{ExtractInput, Extractor};
-use memform::judge::{Judge, JudgeContext, JudgePair, PairFact};
+use memform::pipeline::extract::{ExtractInput, Extractor, LlmExtractor};
+use memform::pipeline::judge::{Judge, JudgeContext, JudgePair, LlmJudge, PairFact};
 use memform::llm::{
-    AnswerSource, CallContext, FixtureStore, Llm, LlmExtractor, LlmJudge, LlmRequest, LlmResponse,
+    AnswerSource, CallContext, FixtureStore, Llm, LlmRequest, LlmResponse,
     LlmSettings, Message, RecordedLlm, Sampling, Stage, TemplateId, default_fixtures_dir,
     fixtures_check, request_key,
 };

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use memform::config::Config;
 use memform::error::Error;
-use memform::extract::{ExtractInput, Extractor};
-use memform::judge::{Judge, JudgeContext, JudgePair, PairFact};
-use memform::llm::{FixtureStore, HttpLlm, Llm, LlmExtractor, LlmJudge, LlmSettings, RecordedLlm};
+use memform::pipeline::extract::{ExtractInput, Extractor, LlmExtractor};
+use memform::pipeline::judge::{Judge, JudgeContext, JudgePair, LlmJudge, PairFact};
+use memform::llm::{FixtureStore, HttpLlm, Llm, LlmSettings, RecordedLlm};
 use memform::types::{Episode, Turn};
 
 const MODEL: &str = "SmolLM2-135M-Instruct.Q4_1";

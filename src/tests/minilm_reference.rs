@@ -1,7 +1,7 @@
 //! MiniLM against an independent reference: the 28 sentences and 14 pairs of
-//! `../shared/reference/minilm-reference.json`, produced by a NumPy forward
-//! pass of the same weights. Needs the model (`make models`); without it the
-//! test fails and says so.
+//! `src/tests/data/minilm-reference.json` (reference data of this project,
+//! produced by an independent NumPy forward pass of the same weights). Needs
+//! the model (`make models`); without it the test fails and says so.
 
 use std::path::Path;
 
@@ -11,7 +11,7 @@ use memform::embed::{Embedder, EmbedderKind, EmbedderSpec, build_embedder, cosin
 use serde::Deserialize;
 
 const REFERENCE: &str =
-    concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/reference/minilm-reference.json");
+    concat!(env!("CARGO_MANIFEST_DIR"), "/src/tests/data/minilm-reference.json");
 const MODEL_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/models/all-MiniLM-L6-v2");
 
 #[derive(Deserialize)]

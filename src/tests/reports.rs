@@ -8,24 +8,22 @@ use std::process::Command;
 use memform::compare::{CompareOptions, Side, compare_runs, render_markdown};
 use memform::config::Config;
 use memform::embed::hashed::HashedEmbedder;
-use memform::extract::RulesExtractor;
-use memform::judge::RulesJudge;
+use memform::pipeline::extract::RulesExtractor;
+use memform::pipeline::judge::RulesJudge;
 use memform::pipeline::Stages;
 use memform::run::{RunOptions, run};
 
 use crate::support::{bin, scenarios_dir, snapshots_dir, without_timings};
 
-/// Runs the scenarios in rules mode under `cfg` into `out`, with the
-/// manifest's `mode` set as the CLI sets it.
+/// Runs the scenarios in rules mode under `cfg` into `out`; the library
+/// writes the whole manifest, as the CLI's runs have it.
 fn run_scenarios(out: &Path, cfg: &Config) {
     let dataset = memform::dataset::load(&scenarios_dir()).expect("load scenarios");
     let extractor = RulesExtractor::new(cfg.max_input_chars);
     let embedder = HashedEmbedder::new(cfg.hashed_dims);
     let judge = RulesJudge::new(cfg);
     let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
-    let mut extra = serde_json::Map::new();
-    extra.insert("mode".into(), "rules".into());
-    let opts = RunOptions { out_dir: out.to_path_buf(), manifest_extra: extra, ..RunOptions::default() };
+    let opts = RunOptions { out_dir: out.to_path_buf(), ..RunOptions::default() };
     run(&dataset, cfg, stages, &opts).expect("run");
 }
 
@@ -36,7 +34,7 @@ fn snapshot_settings() -> insta::Settings {
     settings
 }
 
-/// `compare.md` without its wall-clock section (the last one).
+/// `compare.md` or `report.md` without its wall-clock section (the last one).
 fn without_timings_section(md: &str) -> &str {
     md.find("## Timings").map_or(md, |i| &md[..i])
 }
@@ -48,6 +46,15 @@ fn scenarios_summary_matches_its_snapshot() {
     let text = std::fs::read_to_string(dir.path().join("summary.json")).expect("summary.json");
     let summary = without_timings(serde_json::from_str(&text).expect("summary json"));
     snapshot_settings().bind(|| insta::assert_json_snapshot!("summary__scenarios_rules", summary));
+}
+
+#[test]
+fn scenarios_report_md_matches_its_snapshot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    run_scenarios(dir.path(), &Config::default());
+    let md = std::fs::read_to_string(dir.path().join("report.md")).expect("report.md");
+    assert!(md.contains("## Timings"), "the wall-clock section is last and is what the snapshot drops");
+    snapshot_settings().bind(|| insta::assert_snapshot!("report__scenarios_rules", without_timings_section(&md)));
 }
 
 #[test]

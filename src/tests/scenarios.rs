@@ -1,6 +1,8 @@
-//! Data-driven snapshots over `datasets/scenarios/`: for every conversation,
-//! the store's live, closed and invalidated facts with their verdicts, and the
-//! audit outcomes. Adding a scenario adds a file and a snapshot, not code.
+//! Snapshots over `datasets/scenarios/`: for every conversation, the store's
+//! live, closed and invalidated facts with their verdicts, and the audit
+//! outcomes. One test per scenario, so one failing scenario does not hide
+//! the others; adding a scenario adds a file, a line to `scenario_tests!`
+//! and a snapshot (a test fails until the line is there).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -103,16 +105,44 @@ fn render(conversation: &str) -> String {
     out
 }
 
-#[test]
-fn every_scenario_matches_its_snapshot() {
-    let dataset = memform::dataset::load(&scenarios_dir()).expect("load scenarios");
-    assert!(dataset.conversations.len() >= 12, "one conversation per seeded behaviour");
+fn check(id: &str) {
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(snapshots_dir());
     settings.set_prepend_module_to_snapshot(false);
-    settings.bind(|| {
-        for c in &dataset.conversations {
-            insta::assert_snapshot!(format!("scenario__{}", c.id), render(&c.id));
-        }
-    });
+    settings.bind(|| insta::assert_snapshot!(format!("scenario__{id}"), render(id)));
+}
+
+macro_rules! scenario_tests {
+    ($($test:ident => $id:literal,)+) => {
+        $(
+            #[test]
+            fn $test() {
+                check($id);
+            }
+        )+
+        const SCENARIOS: &[&str] = &[$($id),+];
+    };
+}
+
+scenario_tests! {
+    alias_and_types => "alias-and-types",
+    budgets => "budgets",
+    closure => "closure",
+    content_hash_variants => "content-hash-variants",
+    empty_and_long_turns => "empty-and-long-turns",
+    historical => "historical",
+    job_change => "job-change",
+    low_confidence => "low-confidence",
+    negation_antonym => "negation-antonym",
+    noise => "noise",
+    paraphrase_duplicates => "paraphrase-duplicates",
+    prompt_injection => "prompt-injection",
+    technical_details => "technical-details",
+}
+
+#[test]
+fn every_bundled_scenario_has_its_own_test() {
+    let dataset = memform::dataset::load(&scenarios_dir()).expect("load scenarios");
+    let ids: Vec<&str> = dataset.conversations.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, SCENARIOS, "add a line to scenario_tests! for each scenario file");
 }

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use memform::config::Config;
 use memform::embed::hashed::HashedEmbedder;
-use memform::extract::RulesExtractor;
-use memform::judge::RulesJudge;
+use memform::pipeline::extract::RulesExtractor;
+use memform::pipeline::judge::RulesJudge;
 use memform::pipeline::Stages;
 use memform::run::{RunOptions, RunOutput, run};
 

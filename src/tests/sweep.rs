@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use memform::config::Config;
 use memform::embed::hashed::HashedEmbedder;
 use memform::error::Result;
-use memform::extract::{ExtractInput, Extractor, RawExtraction, RulesExtractor};
-use memform::judge::RulesJudge;
+use memform::pipeline::extract::{ExtractInput, Extractor, RawExtraction, RulesExtractor};
+use memform::pipeline::judge::RulesJudge;
 use memform::pipeline::Stages;
 use memform::sweep::{parse_axis, points, run_sweep, to_csv};
 

@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Batch;
+use crate::config::Config;
 use crate::state::{ConvState, Vector};
 
 /// What a candidate is compared with.
@@ -36,6 +38,54 @@ pub enum DedupeOutcome {
     /// anchored on an entity whose last link this closes).
     Closure { of: Target, valid_until: String, cascade: Vec<String> },
     NearDuplicate { of: Target, cosine: f64 },
+}
+
+/// Stage 3's decisions for one episode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Deduped {
+    /// The candidates past the noise filter, in order (what [`Target::Batch`] indexes).
+    pub kept: Vec<usize>,
+    /// Per candidate: its outcome, or `None` for noise (never deduplicated).
+    pub outcomes: Vec<Option<DedupeOutcome>>,
+}
+
+impl Deduped {
+    /// The candidates that survived, in order.
+    pub fn survivors(&self) -> impl Iterator<Item = usize> + '_ {
+        self.outcomes.iter().enumerate().filter(|(_, o)| **o == Some(DedupeOutcome::Survivor)).map(|(i, _)| i)
+    }
+}
+
+/// Stage 3 for one episode: every candidate past the noise filter against
+/// the live facts and the batch (all survive when dedupe is disabled).
+pub fn stage(batch: &Batch<'_>, state: &ConvState, now: Option<&str>, cfg: &Config) -> Deduped {
+    let kept: Vec<usize> = (0..batch.len()).filter(|i| !batch.is_noise(*i)).collect();
+    let items: Vec<DedupeItem<'_>> = kept
+        .iter()
+        .map(|&i| {
+            let f = &batch.facts[i];
+            DedupeItem {
+                hash: &batch.hashes[i].hash,
+                subject: &f.fact.subject,
+                predicate: &f.fact.predicate,
+                object: &f.fact.object,
+                valid_until: f.fact.valid_until.as_deref(),
+                object_entity: f.object_entity.as_deref(),
+                embedding: batch.vector(i),
+                spo: &batch.keys[i].spo,
+            }
+        })
+        .collect();
+    let decided = if cfg.dedup_enabled {
+        dedupe(&items, state, now, cfg.near_dup_threshold)
+    } else {
+        vec![DedupeOutcome::Survivor; items.len()]
+    };
+    let mut outcomes = vec![None; batch.len()];
+    for (&i, d) in kept.iter().zip(decided) {
+        outcomes[i] = Some(d);
+    }
+    Deduped { kept, outcomes }
 }
 
 /// What dedupe needs of each candidate.
@@ -170,7 +220,9 @@ mod tests {
     use crate::types::FactKind;
 
     fn live(id: &str, s: &str, p: &str, o: &str, hash: &str, emb: Vec<f32>) -> FactRec {
-        FactRec { kind: FactKind::Relationship, hash: hash.into(), embedding: emb, ..FactRec::for_test(id, s, p, o) }
+        let mut f = FactRec { hash: hash.into(), embedding: emb, ..FactRec::for_test(id, s, p, o) };
+        f.kind = FactKind::Relationship;
+        f
     }
 
     fn item<'a>(hash: &'a str, s: &'a str, p: &'a str, o: &'a str, until: Option<&'a str>, emb: &'a [f32]) -> DedupeItem<'a> {

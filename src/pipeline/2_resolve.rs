@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::extract::Extraction;
+use crate::config::Config;
 use crate::embed::cosine;
 use crate::state::{ConvState, EntityRec};
 use crate::types::{CandidateEntity, CandidateFact, EntityType, FactKind};
@@ -42,6 +44,20 @@ pub struct ResolvedFact {
     pub fact: CandidateFact,
     pub subject_entity: Option<String>,
     pub object_entity: Option<String>,
+}
+
+/// Stage 2 for one episode: resolves the extracted entities against
+/// `state`, then maps every fact's names onto them.
+pub fn stage(
+    conversation_id: &str,
+    extraction: &Extraction,
+    embeddings: &[Vec<f32>],
+    state: &ConvState,
+    cfg: &Config,
+) -> (Resolution, Vec<ResolvedFact>) {
+    let resolution = resolve_entities(conversation_id, &extraction.entities, embeddings, state, cfg.entity_merge_threshold);
+    let facts = apply_map(extraction.facts.iter().map(|f| &f.fact), &extraction.entities, &resolution, state);
+    (resolution, facts)
 }
 
 /// Resolves `entities` (with their `embeddings`, same order) against `state`.

@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::judge::{Judge, JudgeContext, JudgeOutput, JudgePair, PairFact};
+use crate::pipeline::StageMode;
+use crate::pipeline::judge::{Judge, JudgeContext, JudgeOutput, JudgePair, PairFact};
 use crate::llm::parse::parse_verdicts;
 use crate::llm::prompts::{self, FENCE_TAGS, Template, defuse};
 use crate::llm::{CallContext, Llm, LlmRequest, LlmSettings, Stage};
@@ -69,6 +70,9 @@ fn describe(f: &PairFact) -> String {
 }
 
 impl Judge for LlmJudge {
+    fn mode(&self) -> StageMode {
+        StageMode::Llm
+    }
     fn id(&self) -> String {
         format!(
             "llm:{}:{}-v{}",

@@ -1,5 +1,5 @@
 //! Post-processing of stage 1, applied whatever produced the raw extraction
-//! (rules or a model): every guard and cap of DESIGN stage 1, then the value
+//! (rules or a model): every guard and cap of stage 1 (docs/pipeline.md), then the value
 //! score. It never fails: each problem becomes a [`Warning`] with a stable
 //! snake_case kind and the rest of the extraction comes back.
 //!
@@ -432,7 +432,7 @@ fn prune_orphans(entities: &mut Vec<CandidateEntity>, facts: &[ScoredFact], warn
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::extract::RawEntity;
+    use crate::pipeline::extract::RawEntity;
     use crate::types::{Episode, Turn};
 
     struct Fixture {

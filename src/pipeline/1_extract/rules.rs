@@ -1619,7 +1619,7 @@ fn key_before(ts: &[Tok]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::extract::postprocess;
+    use crate::pipeline::extract::postprocess;
     use crate::types::Episode;
 
     struct Fx {

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::extract::{ExtractInput, Extractor, RawExtraction};
+use crate::pipeline::StageMode;
+use crate::pipeline::extract::{ExtractInput, Extractor, RawExtraction};
 use crate::llm::parse::parse_extraction;
 use crate::llm::prompts::{
     self, FENCE_TAGS, MAX_KNOWN_ENTITIES, MAX_KNOWN_FACTS, Template, defuse,
@@ -76,6 +77,9 @@ impl LlmExtractor {
 }
 
 impl Extractor for LlmExtractor {
+    fn mode(&self) -> StageMode {
+        StageMode::Llm
+    }
     fn id(&self) -> String {
         format!(
             "llm:{}:{}-v{}",

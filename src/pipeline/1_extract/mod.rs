@@ -5,15 +5,18 @@
 //! and caps whatever produced it, and scores each fact's value. Validation
 //! never fails: problems become warnings and partial results come back.
 
+pub mod llm;
 pub mod postprocess;
 pub mod rules;
 pub mod value;
 
 use serde::{Deserialize, Serialize};
 
+use super::StageMode;
 use crate::error::Result;
 use crate::types::{CandidateEntity, CandidateFact, Episode, LlmUsage, ValueTier, Warning};
 
+pub use llm::LlmExtractor;
 pub use postprocess::postprocess;
 pub use rules::RulesExtractor;
 pub use value::{value_score, value_tier};
@@ -53,7 +56,7 @@ pub struct RawFact {
     pub valid_until: Option<String>,
 }
 
-/// An extractor's answer: the graph contract of DESIGN stage 1.
+/// An extractor's answer: the graph contract of stage 1 (docs/pipeline.md).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RawExtraction {
     pub entities: Vec<RawEntity>,
@@ -89,10 +92,20 @@ pub struct Extraction {
 pub trait Extractor: Send + Sync {
     /// Names the extractor and its version, recorded in the manifest.
     fn id(&self) -> String;
+    /// Whether a model answers (LLM mode) or rules do.
+    fn mode(&self) -> StageMode {
+        StageMode::Rules
+    }
     fn extract(&self, input: &ExtractInput<'_>) -> Result<RawExtraction>;
 }
 
 /// Convenience: the tier of a scored fact under the given cut-offs.
+/// The noise filter: each candidate's value tier under the configured
+/// thresholds (ephemeral candidates go no further than stage 1).
+pub fn noise_filter(facts: &[ScoredFact], cfg: &crate::config::Config) -> Vec<ValueTier> {
+    facts.iter().map(|f| tier_of(f, cfg.value_core_min, cfg.value_contextual_min)).collect()
+}
+
 pub fn tier_of(f: &ScoredFact, core_min: f64, contextual_min: f64) -> ValueTier {
     value_tier(f.value_score, core_min, contextual_min)
 }

@@ -1,0 +1,215 @@
+//! Stage 5, write: the plan an episode's decisions add up to ([`plan`]), the
+//! write policy that decides each effect under the write mode ([`policy`]),
+//! and the narrow [`WriteTx`] seam through which the store executes it. The
+//! plan is complete before the write transaction opens, so no model or
+//! embedding call can happen inside it. Rules in docs/pipeline.md, "Stage 5".
+
+pub mod plan;
+pub mod policy;
+
+use serde::{Deserialize, Serialize};
+
+use super::judge::PairReason;
+use super::records::CandidateOutcome;
+use crate::error::Result;
+use crate::state::{ConvState, EntityRec, FactRec};
+use crate::types::{EntityType, Verdict, string_enum};
+
+/// A new entity to create.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EntityRow {
+    pub id: String,
+    pub name: String,
+    pub entity_type: EntityType,
+}
+
+impl EntityRow {
+    pub fn of(e: &EntityRec) -> EntityRow {
+        EntityRow { id: e.id.clone(), name: e.name.clone(), entity_type: e.entity_type }
+    }
+}
+
+/// One proposal of the plan; each gets one audit row whatever its outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Action {
+    /// Insert a surviving candidate (after the safety gates and race re-check;
+    /// expired matching rows are renewed first).
+    Insert { fact: FactRec },
+    /// Set `valid_until` on a live fact (and on `cascade`).
+    Close { target: String, valid_until: String, cascade: Vec<String> },
+    /// Invalidate a live fact that `by` replaces (and `cascade`).
+    Invalidate { target: String, by: String, cascade: Vec<String> },
+    /// A candidate the pipeline dropped before writing: audited only.
+    Reject { outcome: CandidateOutcome, reason: String, related: Option<String> },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Proposal {
+    pub candidate_id: String,
+    pub action: Action,
+}
+
+/// One judged pair as the `verdicts` table records it: the judge's own
+/// answer, the guard that changed it (if any) and the final verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerdictRow {
+    pub candidate_id: String,
+    pub target_fact_id: String,
+    pub pair_reason: PairReason,
+    pub judged: Verdict,
+    pub guard: Option<String>,
+    pub verdict: Verdict,
+    pub review_needed: bool,
+}
+
+/// Everything one episode writes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WritePlan {
+    pub conversation_id: String,
+    pub episode_id: String,
+    /// The episode's timestamp: the logical clock for invalid_at and expiry.
+    pub now: Option<String>,
+    pub new_entities: Vec<EntityRow>,
+    pub new_aliases: Vec<(String, String)>,
+    pub proposals: Vec<Proposal>,
+    /// Every judged pair, recorded whatever the write mode.
+    pub verdicts: Vec<VerdictRow>,
+}
+
+string_enum! {
+    /// Audit outcomes, plus `closed` for closures.
+    pub enum Outcome {
+        Created => "created",
+        Deduped => "deduped",
+        Skipped => "skipped",
+        Invalidated => "invalidated",
+        Closed => "closed",
+        Blocked => "blocked",
+        /// Shadow mode: what would have happened is recorded, nothing else.
+        Recorded => "recorded",
+    }
+}
+
+string_enum! {
+    /// What an audit row's proposal asked for.
+    pub enum AuditAction {
+        Insert => "insert",
+        Reject => "reject",
+        Renew => "renew",
+        Close => "close",
+        CloseCascade => "close_cascade",
+        Invalidate => "invalidate",
+        InvalidateCascade => "invalidate_cascade",
+    }
+}
+
+/// One audit row as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRow {
+    pub candidate_id: String,
+    pub action: AuditAction,
+    pub outcome: Outcome,
+    pub fact_id: Option<String>,
+    pub target_fact_id: Option<String>,
+    pub reason: String,
+}
+
+/// What became of one `Insert` proposal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InsertOutcome {
+    Created,
+    /// Shadow mode: it would have been created.
+    Recorded,
+    /// Its content hash is already live (the race re-check).
+    Deduped,
+    LowFactConfidence,
+    EmptyFactContent,
+    /// The store refused it (a live row with the same hash appeared).
+    Conflict,
+}
+
+/// A change the store applied, for the pipeline's mirror of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "effect", rename_all = "snake_case")]
+pub enum Effect {
+    Inserted { id: String },
+    ValidUntilSet { id: String, valid_until: String },
+    Invalidated { id: String, at: Option<String>, superseded_by: Option<String> },
+}
+
+/// What the write stage did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WriteResult {
+    pub audit: Vec<AuditRow>,
+    pub effects: Vec<Effect>,
+    /// Per `Insert` proposal: its candidate id, what became of it, and its audit row.
+    pub inserts: Vec<(String, InsertOutcome, usize)>,
+    pub entities_written: bool,
+}
+
+/// A live row found by content hash.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveByHash {
+    pub id: String,
+    pub valid_until: Option<String>,
+}
+
+/// What the write policy may ask of the store inside one episode's
+/// transaction. The store implements it with SQL; the policy never sees SQL.
+pub trait WriteTx {
+    /// The live row (neither invalidated nor superseded) with this content hash.
+    fn live_by_hash(&mut self, hash: &str) -> Result<Option<LiveByHash>>;
+    /// `Some(pinned)` for a live fact, `None` when it is no longer live.
+    fn pinned(&mut self, id: &str) -> Result<Option<bool>>;
+    fn insert_entity(&mut self, e: &EntityRow) -> Result<()>;
+    fn insert_alias(&mut self, entity_id: &str, alias: &str) -> Result<()>;
+    /// Inserts a fact; `false` when a live row with its hash already exists.
+    fn insert_fact(&mut self, fact: &FactRec) -> Result<bool>;
+    fn set_valid_until(&mut self, id: &str, valid_until: &str) -> Result<()>;
+    fn invalidate(&mut self, id: &str, at: Option<&str>, superseded_by: Option<&str>) -> Result<()>;
+}
+
+/// Mirrors into `state` what the store reports applied: the state never
+/// drifts from its store, whatever the write mode.
+pub fn mirror(state: &mut ConvState, new_entities: &[EntityRec], plan: WritePlan, result: &WriteResult) {
+    if result.entities_written {
+        state.entities.extend(new_entities.iter().cloned());
+        for (id, alias) in &plan.new_aliases {
+            if let Some(e) = state.entities.iter_mut().find(|e| &e.id == id) {
+                if !e.aliases.contains(alias) {
+                    e.aliases.push(alias.clone());
+                }
+            }
+        }
+    }
+    let mut inserts: Vec<FactRec> = plan
+        .proposals
+        .into_iter()
+        .filter_map(|p| match p.action {
+            Action::Insert { fact } => Some(fact),
+            _ => None,
+        })
+        .collect();
+    for eff in &result.effects {
+        match eff {
+            Effect::Inserted { id } => {
+                if let Some(k) = inserts.iter().position(|f| &f.id == id) {
+                    state.facts.push(inserts.swap_remove(k));
+                }
+            }
+            Effect::ValidUntilSet { id, valid_until } => {
+                if let Some(f) = state.fact_mut(id) {
+                    f.valid_until = Some(valid_until.clone());
+                }
+            }
+            Effect::Invalidated { id, at, superseded_by } => {
+                if let Some(f) = state.fact_mut(id) {
+                    f.invalid_at = Some(at.clone().unwrap_or_else(|| "unknown".into()));
+                    f.superseded_by = superseded_by.clone();
+                }
+            }
+        }
+    }
+}

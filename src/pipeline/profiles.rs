@@ -1,0 +1,95 @@
+//! Profiles: a seed system's formation behaviour as a named composition of
+//! stage implementations, with its config defaults. A profile is one module
+//! (or one type here) plus one entry in [`PROFILES`]; the driver never
+//! changes for it. Chosen with `--profile NAME` or `profile = "NAME"`.
+
+use super::extract::{Extractor, RulesExtractor};
+use super::judge::{Judge, RulesJudge};
+use super::{EpisodeFront, EpisodeRecord, back};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::state::ConvState;
+use crate::store::Store;
+use crate::types::{Conversation, Episode};
+
+/// A seed system's pipeline.
+pub trait Profile: Send + Sync {
+    /// The name `--profile` takes.
+    fn name(&self) -> &'static str;
+    /// One line for `memform profiles`.
+    fn summary(&self) -> &'static str;
+    /// The extractor rules mode uses.
+    fn rules_extractor(&self, cfg: &Config) -> Box<dyn Extractor> {
+        Box::new(RulesExtractor::new(cfg.max_input_chars))
+    }
+    /// The judge rules mode uses.
+    fn rules_judge(&self, cfg: &Config) -> Box<dyn Judge> {
+        Box::new(RulesJudge::new(cfg))
+    }
+    /// Stages 2–5 of one episode whose front (stage 1 and its vectors) is done.
+    #[allow(clippy::too_many_arguments)]
+    fn back(
+        &self,
+        front: &EpisodeFront,
+        conv: &Conversation,
+        episode: &Episode,
+        state: &mut ConvState,
+        cfg: &Config,
+        judge: &dyn Judge,
+        store: &Store,
+    ) -> Result<EpisodeRecord>;
+}
+
+/// memory-soda's five stages, with Signet v2's extraction caps and write
+/// gates and Memorix's value score (docs/pipeline.md, "The soda profile").
+pub struct Soda;
+
+impl Profile for Soda {
+    fn name(&self) -> &'static str {
+        "soda"
+    }
+    fn summary(&self) -> &'static str {
+        "memory-soda's extract, resolve, dedupe, judge and write, with Signet v2's caps and write gates and Memorix's value score"
+    }
+    fn back(
+        &self,
+        front: &EpisodeFront,
+        conv: &Conversation,
+        episode: &Episode,
+        state: &mut ConvState,
+        cfg: &Config,
+        judge: &dyn Judge,
+        store: &Store,
+    ) -> Result<EpisodeRecord> {
+        back(front, conv, episode, state, cfg, judge, store)
+    }
+}
+
+/// Every profile, the default first.
+pub const PROFILES: &[&dyn Profile] = &[&Soda];
+
+/// The default profile's name.
+pub const DEFAULT: &str = "soda";
+
+/// The profile named `name`; an unknown name is a config error listing them.
+pub fn by_name(name: &str) -> Result<&'static dyn Profile> {
+    PROFILES.iter().copied().find(|p| p.name() == name).ok_or_else(|| {
+        let names: Vec<&str> = PROFILES.iter().map(|p| p.name()).collect();
+        Error::Config(format!("profile = {name:?}: unknown profile; the profiles are {}", names.join(", ")))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_profile_is_registered_and_unknown_names_list_the_profiles() {
+        assert_eq!(by_name(DEFAULT).map(|p| p.name()).ok(), Some("soda"));
+        let err = by_name("nope").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("unknown profile") && err.contains("soda"), "{err}");
+        let mut names: Vec<&str> = PROFILES.iter().map(|p| p.name()).collect();
+        names.dedup();
+        assert_eq!(names.len(), PROFILES.len(), "profile names are unique");
+    }
+}
