@@ -150,6 +150,15 @@ impl Error {
     }
 }
 
+/// `text` with its control characters escaped (`\n` for a newline…), so it
+/// prints on one line.
+pub fn one_line(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
+
 /// An error and all its sources on one line, joined by ": ".
 pub fn chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
@@ -160,4 +169,17 @@ pub fn chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     out
+}
+
+/// An input file that starts with a UTF-8 byte-order mark is refused by
+/// name (JSON and TOML readers would report a bare "expected value at
+/// line 1 column 1").
+pub fn reject_bom(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        return Err(Error::input(
+            path,
+            "line 1 column 1: starts with a UTF-8 byte-order mark (bytes EF BB BF); save the file as UTF-8 without it",
+        ));
+    }
+    Ok(())
 }

@@ -93,9 +93,27 @@ impl Default for Rules {
 impl Rules {
     pub fn from_toml_file(path: &Path) -> Result<Rules> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        toml::from_str(&text).map_err(|e| Error::input(path, e.message().to_string()))
+        crate::error::reject_bom(path, text.as_bytes())?;
+        let rules: Rules = toml::from_str(&text).map_err(|e| Error::input(path, e.message().to_string()))?;
+        rules.validate().map_err(|m| Error::input(path, m))?;
+        Ok(rules)
+    }
+
+    /// Every tolerance a finite number within [0, MAX_TOLERANCE].
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        for (metric, rule) in &self.metrics {
+            for (name, v) in [("abs_tol", rule.abs_tol), ("rel_tol", rule.rel_tol)] {
+                if !(0.0..=MAX_TOLERANCE).contains(&v) {
+                    return Err(format!("metrics.{metric}.{name} = {v:?}: must be within [0.0, {MAX_TOLERANCE:?}]"));
+                }
+            }
+        }
+        Ok(())
     }
 }
+
+/// The largest tolerance a rule may give (absolute, or relative as a fraction).
+pub const MAX_TOLERANCE: f64 = 1e12;
 
 /// A committed baseline: per mode, the metrics of a reference run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -11,6 +11,7 @@ pub mod extract;
 pub mod gate;
 mod http;
 pub mod judge;
+pub mod limits;
 pub mod llm;
 pub mod metrics;
 pub mod normalize;

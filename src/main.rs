@@ -94,8 +94,12 @@ struct SweepArgs {
     /// Run only slice K of N (0-based), e.g. from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID.
     #[arg(long)]
     shard: Option<String>,
-    #[arg(long)]
+    /// Worker threads (default: one per core; 1..=1024).
+    #[arg(long, value_parser = threads_arg())]
     threads: Option<usize>,
+    /// Refuse a grid of more points than this (the product of the axes; 1..=1000000).
+    #[arg(long, default_value_t = memform::limits::DEFAULT_MAX_POINTS, value_parser = ranged(memform::limits::MAX_POINTS))]
+    max_points: usize,
     #[command(flatten)]
     stage: StageArgs,
 }
@@ -163,14 +167,14 @@ struct CompareArgs {
     /// Run both even when a matching run exists.
     #[arg(long)]
     rerun: bool,
-    /// Bootstrap resamples.
-    #[arg(long, default_value_t = memform::compare::DEFAULT_RESAMPLES)]
+    /// Bootstrap resamples (0..=100000; 0: no intervals).
+    #[arg(long, default_value_t = memform::compare::DEFAULT_RESAMPLES, value_parser = ranged(memform::limits::RESAMPLES))]
     resamples: usize,
     /// Bootstrap seed.
     #[arg(long, default_value_t = memform::compare::DEFAULT_SEED)]
     seed: u64,
-    /// Worker threads per run (default: one per core).
-    #[arg(long)]
+    /// Worker threads per run (default: one per core; 1..=1024).
+    #[arg(long, value_parser = threads_arg())]
     threads: Option<usize>,
     #[command(flatten)]
     stage: StageArgs,
@@ -204,8 +208,8 @@ struct RunArgs {
     /// Skip a conversation that fails, count it, and exit 2 at the end.
     #[arg(long)]
     keep_going: bool,
-    /// Worker threads (default: one per core).
-    #[arg(long)]
+    /// Worker threads (default: one per core; 1..=1024).
+    #[arg(long, value_parser = threads_arg())]
     threads: Option<usize>,
     #[command(flatten)]
     stage: StageArgs,
@@ -229,8 +233,8 @@ struct StageArgs {
     /// Model name sent to an HTTP embedder.
     #[arg(long)]
     embed_model: Option<String>,
-    /// Dimensions of an HTTP embedder's vectors.
-    #[arg(long)]
+    /// Dimensions of an HTTP embedder's vectors (1..=65536).
+    #[arg(long, value_parser = ranged(memform::limits::EMBED_DIMS))]
     embed_dims: Option<usize>,
     /// Embedding cache directory (default: DATASET/embeddings; for LoCoMo, locomo-fixtures/<name>/embeddings).
     #[arg(long)]
@@ -331,8 +335,20 @@ fn mode_name(mode: Mode) -> &'static str {
     }
 }
 
+/// A clap parser for a `usize` within `range`.
+fn ranged(range: std::ops::RangeInclusive<u64>) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(range)
+}
+
+fn threads_arg() -> clap::builder::RangedU64ValueParser<usize> {
+    ranged(memform::limits::THREADS)
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse_cli() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -340,6 +356,43 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Parses the command line. A usage error is printed as one `error:` line
+/// (clap's message and tips joined), then clap's usage and help hint;
+/// exit 2. `--help` and `--version` print as clap prints them.
+fn parse_cli() -> std::result::Result<Cli, ExitCode> {
+    let err = match Cli::try_parse() {
+        Ok(cli) => return Ok(cli),
+        Err(e) => e,
+    };
+    if !err.use_stderr() {
+        let _ = err.print();
+        return Err(ExitCode::SUCCESS);
+    }
+    eprint!("{}", one_line_clap_error(&err.render().to_string()));
+    Err(ExitCode::from(2))
+}
+
+/// Clap's rendered error as one `error:` line followed by its `Usage:` and
+/// `For more information` lines.
+fn one_line_clap_error(rendered: &str) -> String {
+    let mut message = Vec::new();
+    let mut hints = Vec::new();
+    for line in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if line.starts_with("Usage:") || line.starts_with("For more information") {
+            hints.push(line);
+        } else {
+            let line = line.strip_prefix("error:").map_or(line, str::trim);
+            message.push(if line.starts_with("tip:") { format!("({line})") } else { line.to_string() });
+        }
+    }
+    let mut out = format!("error: {}\n", message.join(" "));
+    for h in hints {
+        out.push_str(h);
+        out.push('\n');
+    }
+    out
 }
 
 fn chain(e: &anyhow::Error) -> String {
@@ -356,7 +409,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         }
         Command::Compare(args) => cmd_compare(args),
         Command::Config => {
-            print!("{}", toml::to_string_pretty(&Config::default()).context("serialise config")?);
+            print!("{}", memform::config::documented_defaults()?);
             Ok(ExitCode::SUCCESS)
         }
     }

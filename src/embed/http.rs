@@ -155,7 +155,7 @@ impl HttpEmbedder {
                 Attempt::Retry(m) if attempts > self.settings.max_retries => m,
                 Attempt::Retry(_) => {
                     std::thread::sleep(backoff);
-                    backoff = backoff.saturating_mul(2);
+                    backoff = backoff.saturating_mul(2).min(crate::http::MAX_BACKOFF);
                     continue;
                 }
             };

@@ -22,6 +22,13 @@ const BODY_EXCERPT: usize = 300;
 /// Most bytes of an answer read.
 const BODY_LIMIT: u64 = 64 << 20;
 
+/// `secs` as a timeout; a value no `Duration` holds (negative, NaN, huge:
+/// settings built without `Config::validate`) becomes an hour, the
+/// configurable maximum, instead of a panic.
+fn timeout(secs: f64) -> Duration {
+    Duration::try_from_secs_f64(secs).ok().filter(|d| !d.is_zero()).unwrap_or(Duration::from_secs(3600)).min(Duration::from_secs(3600))
+}
+
 /// The live HTTP client.
 pub struct HttpLlm {
     settings: LlmSettings,
@@ -57,7 +64,7 @@ impl HttpLlm {
     pub fn with_api_key(settings: LlmSettings, api_key: Option<String>) -> Self {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs_f64(settings.timeout_secs)))
+            .timeout_global(Some(timeout(settings.timeout_secs)))
             .build()
             .into();
         HttpLlm { settings, api_key, agent }
@@ -207,7 +214,7 @@ impl Llm for HttpLlm {
                 Attempt::Retry(e) if attempts > self.settings.max_retries => return Err(e),
                 Attempt::Retry(_) => {
                     std::thread::sleep(backoff);
-                    backoff = backoff.saturating_mul(2);
+                    backoff = backoff.saturating_mul(2).min(crate::http::MAX_BACKOFF);
                 }
             }
         }

@@ -113,3 +113,98 @@ fn minilm_replay_needs_no_model_and_a_miss_names_the_record_command() {
     assert!(stderr.contains("no recorded vector") && stderr.contains("--embed record"), "{stderr}");
     assert_eq!(stderr.lines().filter(|l| l.starts_with("error:")).count(), 1, "{stderr}");
 }
+
+/// Runs memform in `cwd`, expects exit 2 with exactly one `error:` line and
+/// no panic, and returns that line.
+fn refused(args: &[&str], cwd: &Path) -> String {
+    let started = std::time::Instant::now();
+    let (code, _stdout, stderr) = memform(args, cwd);
+    assert_eq!(code, Some(2), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{args:?}: one error line: {stderr}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "{args:?} took {:?}", started.elapsed());
+    errors[0].to_string()
+}
+
+fn good_dataset() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    native(&tmp.path().join("ds"), "ok.json", GOOD);
+    tmp
+}
+
+#[test]
+fn numeric_knobs_out_of_range_exit_2_naming_the_key_and_range() {
+    let tmp = good_dataset();
+    let d = tmp.path();
+    let run = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = ["run", "--dataset", "ds", "--out", "o"].iter().map(|s| s.to_string()).collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (run(&["--set", "hashed_dims=4000000000"]), "hashed_dims = 4000000000: must be within 1..=8192"),
+        (run(&["--mode", "llm", "--set", "llm_timeout_secs=1e300"]), "llm_timeout_secs = 1e300: must be within [0.1, 3600.0]"),
+        (run(&["--set", "llm_max_retries=200"]), "llm_max_retries = 200: must be within 0..=10"),
+        (run(&["--threads", "100000"]), "--threads <THREADS>': 100000 is not in 1..=1024"),
+        (run(&["--threads", "0"]), "0 is not in 1..=1024"),
+        (run(&["--set", "entity_merge_threshold=-0.5"]), "entity_merge_threshold = -0.5: must be within [0.0, 1.0]"),
+        (run(&["--set", "value_contextual_min=0.9"]), "value_contextual_min = 0.9 is above value_core_min = 0.7"),
+        (run(&["--set", "min_fact_chars=3000"]), "min_fact_chars = 3000 is above max_fact_chars = 2000"),
+        (run(&["--set", r#"multi_valued_predicates=["lives in"]"#]), r#"predicate "lives in" is in both"#),
+        (
+            ["compare", "--dataset", "ds", "--modes", "rules,rules", "--set-b", "near_dup_threshold=0.9", "--resamples", "1000000000"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            "1000000000 is not in 0..=100000",
+        ),
+    ];
+    for (args, want) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let line = refused(&args, d);
+        assert!(line.contains(want), "{args:?}: {line}");
+    }
+    assert!(!d.join("o").exists(), "nothing written by a refused run");
+
+    std::fs::write(d.join("c.toml"), "max_facts = 5\nnear_dup_threshold = nan\n").expect("write");
+    let line = refused(&["run", "--dataset", "ds", "--config", "c.toml", "--out", "o"], d);
+    assert!(line.contains("c.toml: line 2: near_dup_threshold = NaN: must be within [0.0, 1.0]"), "{line}");
+
+    std::fs::write(d.join("rules.toml"), "[metrics.turn_f1]\ndirection = \"higher\"\nabs_tol = nan\n").expect("write");
+    let (code, _, stderr) = memform(&["run", "--dataset", "ds", "--out", "o"], d);
+    assert_eq!(code, Some(0), "{stderr}");
+    let line = refused(&["gate", "--baseline", "b.json", "--run", "o", "--rules", "rules.toml"], d);
+    assert!(line.contains("rules.toml: metrics.turn_f1.abs_tol = NaN: must be within"), "{line}");
+}
+
+#[test]
+fn usage_errors_are_one_line_then_the_usage_hint() {
+    let tmp = good_dataset();
+    for (args, want) in [
+        (vec!["run", "--dataset", "ds", "--bogus"], "unexpected argument '--bogus' found"),
+        (vec!["run"], "the following required arguments were not provided: --dataset <DATASET>"),
+        (vec!["run", "--dataset", "ds", "--mode", "magic"], "invalid value 'magic' for '--mode <MODE>'"),
+    ] {
+        let (code, _, stderr) = memform(&args, tmp.path());
+        assert_eq!(code, Some(2), "{stderr}");
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert!(lines[0].starts_with("error: ") && lines[0].contains(want), "{stderr}");
+        assert!(lines.len() >= 2, "the hint follows: {stderr}");
+        assert!(lines[1..].iter().all(|l| l.starts_with("Usage: memform run") || l.starts_with("For more information")), "{stderr}");
+    }
+    let (code, stdout, _) = memform(&["--version"], tmp.path());
+    assert_eq!((code, stdout.starts_with("memform ")), (Some(0), true));
+}
+
+#[test]
+fn config_prints_every_numeric_key_with_its_range() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (code, stdout, _) = memform(&["config"], tmp.path());
+    assert_eq!(code, Some(0));
+    for line in ["hashed_dims = 256  # 1..=8192", "llm_max_retries = 2  # 0..=10", "max_pairs_per_candidate = 16  # 1..=1000"] {
+        assert!(stdout.lines().any(|l| l == line), "{line} in {stdout}");
+    }
+    let parsed: memform::config::Config = toml::from_str(&stdout).expect("the output is TOML");
+    assert_eq!(parsed, memform::config::Config::default());
+}
