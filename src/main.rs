@@ -600,16 +600,14 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
     let cfg = load_config(args.config.as_ref(), &args.set)?;
     cfg.validate()?;
     let axes = args.grid.iter().map(|g| memform::sweep::parse_axis(g)).collect::<Result<Vec<_>, _>>()?;
+    let total = memform::sweep::check_grid(&axes, args.max_points)?;
     let (px, py) = args.pareto.split_once(',').context("--pareto: expected METRIC_X,METRIC_Y")?;
-    let all = memform::sweep::points(&axes);
-    let total = all.len();
-    let points = match &args.shard {
-        Some(s) => {
-            let (k, n) = memform::sweep::parse_shard(s)?;
-            memform::sweep::shard(all, k, n)
-        }
-        None => all,
+    let (k, n) = match &args.shard {
+        Some(s) => memform::sweep::parse_shard(s)?,
+        None => (0, 1),
     };
+    let points = memform::sweep::shard_points(&axes, k, n);
+    memform::sweep::check_metrics(&args.objective, px.trim(), py.trim())?;
     let dataset = memform::dataset::load(&dataset_dir)?;
     let cfg_value = serde_json::to_value(&cfg).context("serialise config")?;
     let defaults = axes
@@ -627,9 +625,16 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         ProgressStyle::with_template("{spinner} sweep [{bar:30}] {pos}/{len} points {elapsed} eta {eta}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     let pb = bar.clone();
     let done = move |_i: usize| pb.inc(1);
-    let work = || memform::sweep::run_sweep(&dataset, &cfg, stages, &points, Some(&done));
+    let eb = bar.clone();
+    let estimate = move |e: &memform::sweep::Estimate| {
+        eprintln!("{}", e.describe());
+        eb.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    };
+    let hooks = memform::sweep::Hooks { done: Some(&done), estimate: Some(&estimate) };
+    let work = || memform::sweep::run_sweep_with(&dataset, &cfg, stages, &points, &hooks);
     let (rows, shared) = match args.threads {
         Some(n) => rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build().context("start threads")?.install(work)?,
         None => work()?,

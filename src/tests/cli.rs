@@ -179,6 +179,37 @@ fn numeric_knobs_out_of_range_exit_2_naming_the_key_and_range() {
 }
 
 #[test]
+fn sweep_refuses_big_grids_bad_metrics_and_doubled_keys_before_running() {
+    let tmp = good_dataset();
+    let d = tmp.path();
+    let sweep = |extra: &[&str]| -> String {
+        let mut a = vec!["sweep", "--dataset", "ds", "--out", "sw"];
+        a.extend(extra);
+        refused(&a, d)
+    };
+    let line = sweep(&["--grid", "near_dup_threshold=0:0.9999:0.0001", "--grid", "entity_merge_threshold=0:0.9999:0.0001"]);
+    assert!(line.contains("100000000 points (10000 × 10000) is more than --max-points 10000"), "{line}");
+    let line = sweep(&["--grid", "near_dup_threshold=0.9,0.95", "--max-points", "1"]);
+    assert!(line.contains("2 points (2) is more than --max-points 1"), "{line}");
+    let line = sweep(&["--grid", "near_dup_threshold=0.9", "--objective", "bogus"]);
+    assert!(line.contains(r#"--objective "bogus": not a metric"#) && line.contains("turn_f1") && line.contains("stored_facts"), "{line}");
+    let line = sweep(&["--grid", "near_dup_threshold=0.9", "--pareto", "foo,bar"]);
+    assert!(line.contains(r#"--pareto "foo": not a metric"#) && line.contains("content_recall"), "{line}");
+    let line = sweep(&["--grid", "near_dup_threshold=0.9", "--grid", "near_dup_threshold=0.95"]);
+    assert!(line.contains("--grid near_dup_threshold: the key is given twice"), "{line}");
+    let line = sweep(&["--grid", "bogus=1,2"]);
+    assert!(line.contains("--grid bogus: unknown config key") && !line.contains("--set"), "{line}");
+    let line = sweep(&["--grid", "near_dup_threshold=0.9", "--threads", "0"]);
+    assert!(line.contains("0 is not in 1..=1024"), "{line}");
+    assert!(!d.join("sw").exists());
+
+    let (code, _, stderr) = memform(&["sweep", "--dataset", "ds", "--out", "sw", "--grid", "near_dup_threshold=0.9,0.95,0.99"], d);
+    assert_eq!(code, Some(0), "{stderr}");
+    let estimate = stderr.lines().find(|l| l.starts_with("sweep: 3 points; the front pass took ")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(estimate.contains(" more on ") && estimate.contains("thread(s)"), "{estimate}");
+}
+
+#[test]
 fn usage_errors_are_one_line_then_the_usage_hint() {
     let tmp = good_dataset();
     for (args, want) in [
