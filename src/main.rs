@@ -133,6 +133,9 @@ struct GateArgs {
     /// Write the run's metrics into the baseline (under its mode) instead of checking.
     #[arg(long)]
     update_baseline: bool,
+    /// With --update-baseline: accept a run of another dataset than the baseline's.
+    #[arg(long, requires = "update_baseline")]
+    force: bool,
 }
 
 #[derive(clap::Args)]
@@ -525,7 +528,13 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
 fn cmd_gate(args: GateArgs) -> Result<ExitCode> {
     let run = memform::gate::read_run(&args.run)?;
     if args.update_baseline {
-        memform::gate::update_baseline(&args.baseline, &run)?;
+        let update = memform::gate::update_baseline_checked(&args.baseline, &run, args.force)?;
+        if let Some(old) = &update.replaced_dataset {
+            eprintln!("warning: --force: the baseline was made on {old}; it now names {} ({})", run.dataset_name, run.dataset_digest);
+        }
+        if !update.kept_modes.is_empty() {
+            eprintln!("kept mode(s) {} as they were", update.kept_modes.join(", "));
+        }
         eprintln!("updated {} ({} mode)", args.baseline.display(), run.mode);
         return Ok(ExitCode::SUCCESS);
     }

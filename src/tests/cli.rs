@@ -239,3 +239,34 @@ fn config_prints_every_numeric_key_with_its_range() {
     let parsed: memform::config::Config = toml::from_str(&stdout).expect("the output is TOML");
     assert_eq!(parsed, memform::config::Config::default());
 }
+
+#[test]
+fn update_baseline_keeps_the_dataset_and_the_other_modes_unless_forced() {
+    let tmp = good_dataset();
+    let d = tmp.path();
+    native(&d.join("other"), "ok.json", &GOOD.replace("Google", "Acme"));
+    for (ds, out, mode) in [("ds", "r", "rules"), ("other", "x", "rules")] {
+        let (code, _, stderr) = memform(&["run", "--dataset", ds, "--mode", mode, "--out", out], d);
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+    let (code, _, stderr) = memform(&["gate", "--update-baseline", "--baseline", "b.json", "--run", "r"], d);
+    assert_eq!(code, Some(0), "{stderr}");
+    // A second mode under the same dataset, written by hand from the first.
+    let mut b: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("b.json")).expect("read")).expect("json");
+    b["modes"]["llm"] = b["modes"]["rules"].clone();
+    std::fs::write(d.join("b.json"), serde_json::to_string_pretty(&b).expect("ser")).expect("write");
+    let before = std::fs::read_to_string(d.join("b.json")).expect("read");
+
+    let line = refused(&["gate", "--update-baseline", "--baseline", "b.json", "--run", "x"], d);
+    assert!(line.contains("b.json: dataset.digest: the baseline is of ds") && line.contains("--force"), "{line}");
+    assert_eq!(std::fs::read_to_string(d.join("b.json")).expect("read"), before, "a refused update changes nothing");
+
+    let (code, _, stderr) = memform(&["gate", "--update-baseline", "--force", "--baseline", "b.json", "--run", "x"], d);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("kept mode(s) llm"), "{stderr}");
+    let after: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("b.json")).expect("read")).expect("json");
+    assert_eq!(after["dataset"]["name"], "other");
+    assert_eq!(after["modes"]["llm"], b["modes"]["llm"], "the entry not asked for is kept");
+    let line = refused(&["gate", "--force", "--baseline", "b.json", "--run", "x"], d);
+    assert!(line.contains("--update-baseline"), "{line}");
+}
