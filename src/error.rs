@@ -139,8 +139,10 @@ impl std::fmt::Display for FixtureMiss {
 }
 
 impl Error {
+    /// An input error; control characters in `message` (a quoted value
+    /// may hold a newline) are escaped, so it stays one line.
     pub fn input(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
-        Error::Input { path: path.into(), message: message.into() }
+        Error::Input { path: path.into(), message: one_line(&message.into()) }
     }
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), source }

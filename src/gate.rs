@@ -145,6 +145,7 @@ pub struct RunMetrics {
 
 fn read_json(path: &Path) -> Result<serde_json::Value> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    crate::error::reject_bom(path, text.as_bytes())?;
     serde_json::from_str(&text).map_err(|e| Error::input(path, format!("line {} column {}: {e}", e.line(), e.column())))
 }
 
@@ -176,6 +177,7 @@ pub fn read_run(dir: &Path) -> Result<RunMetrics> {
 
 pub fn read_baseline(path: &Path) -> Result<Baseline> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    crate::error::reject_bom(path, text.as_bytes())?;
     let b: Baseline =
         serde_json::from_str(&text).map_err(|e| Error::input(path, format!("line {} column {}: {e}", e.line(), e.column())))?;
     if b.format != BASELINE_FORMAT {

@@ -209,6 +209,41 @@ fn sweep_refuses_big_grids_bad_metrics_and_doubled_keys_before_running() {
     assert!(estimate.contains(" more on ") && estimate.contains("thread(s)"), "{estimate}");
 }
 
+#[cfg(unix)]
+#[test]
+fn dangling_links_loops_and_directories_among_conversations_are_never_silent() {
+    use std::os::unix::fs::symlink;
+    let setups: [(&str, fn(&Path)); 3] = [
+        ("gone.json: dangling symbolic link", |c| symlink(c.join("nowhere.json"), c.join("gone.json")).expect("link")),
+        ("a.json: symbolic link loop", |c| {
+            symlink(c.join("b.json"), c.join("a.json")).expect("link");
+            symlink(c.join("a.json"), c.join("b.json")).expect("link");
+        }),
+        ("x.json: is a directory", |c| std::fs::create_dir(c.join("x.json")).expect("mkdir")),
+    ];
+    for (want, setup) in setups {
+        let tmp = good_dataset();
+        let d = tmp.path();
+        setup(&d.join("ds/conversations"));
+        let line = refused(&["run", "--dataset", "ds", "--out", "o"], d);
+        assert!(line.contains(want), "{line}");
+        let (code, stdout, stderr) = memform(&["run", "--dataset", "ds", "--out", "k", "--keep-going"], d);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains("error: skipped conversation") && stderr.contains(want), "{stderr}");
+        let summary: serde_json::Value = serde_json::from_str(&stdout).expect("summary");
+        assert!(summary["metrics"]["skipped_conversations"].as_u64() >= Some(1), "{summary}");
+        assert_eq!(summary["metrics"]["episodes"], 1);
+    }
+}
+
+#[test]
+fn a_byte_order_mark_is_named_with_the_file() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    native(&tmp.path().join("ds"), "bom.json", &format!("\u{feff}{GOOD}"));
+    let line = refused(&["run", "--dataset", "ds", "--out", "o"], tmp.path());
+    assert!(line.contains("ds/conversations/bom.json: line 1 column 1: starts with a UTF-8 byte-order mark"), "{line}");
+}
+
 #[test]
 fn usage_errors_are_one_line_then_the_usage_hint() {
     let tmp = good_dataset();
