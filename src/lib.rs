@@ -15,6 +15,7 @@ pub mod limits;
 pub mod llm;
 pub mod metrics;
 pub mod normalize;
+pub mod paths;
 pub mod pipeline;
 pub mod report;
 pub mod resolve;

@@ -460,6 +460,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         .collect();
     let mode = mode_name(args.mode);
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-{mode}", dataset.name)));
+    memform::paths::check_out_dir("--out", &out, Some(&args.dataset))?;
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{spinner} {prefix} [{bar:30}] {pos}/{len} episodes {elapsed} eta {eta} {msg}")
@@ -595,6 +596,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         if let Some((d, _)) = dirs.iter().zip(&metas).find(|(_, m)| m.grid != first.grid || m.dataset != first.dataset || m.mode != first.mode) {
             bail!("merge: {} was swept over another grid, dataset or mode than {}", d.display(), dirs[0].display());
         }
+        memform::paths::check_out_dir("--out", &out, None)?;
         let refs: Vec<&std::path::Path> = dirs.iter().map(PathBuf::as_path).collect();
         let rows = memform::sweep::read_rows(&refs)?;
         std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
@@ -625,6 +627,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         .collect();
     let mode_name = mode_name(args.mode);
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-sweep", dataset.name)));
+    memform::paths::check_out_dir("--out", &out, Some(&dataset_dir))?;
     let mut cfg = cfg;
     let built = build_stages(args.mode, &args.stage, &mut cfg, &dataset_dir, &dataset, None)?;
     let cfg = cfg;
@@ -734,13 +737,16 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
         .collect::<Result<_>>()?;
     let [mode_a, mode_b] = modes[..] else { bail!("--modes: expected two modes, A,B (got {:?})", args.modes) };
     let dataset = memform::dataset::load(&args.dataset)?;
+    memform::compare::check_bootstrap(dataset.conversations.iter().map(|c| c.episodes.len()).sum(), args.resamples)?;
     let runs_dir = args.runs_dir.clone().unwrap_or_else(|| PathBuf::from("reports"));
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-compare", dataset.name)));
+    memform::paths::check_out_dir("--out", &out, Some(&args.dataset))?;
+    memform::paths::check_out_dir("--runs-dir", &runs_dir, Some(&args.dataset))?;
     let mut sides = Vec::new();
-    for (mode, sets) in [(mode_a, &args.set_a), (mode_b, &args.set_b)] {
+    for (mode, sets, flag) in [(mode_a, &args.set_a, "--set-a"), (mode_b, &args.set_b, "--set-b")] {
         let mut cfg = load_config(args.config.as_ref(), &args.set)?;
         for s in sets {
-            cfg.set(s)?;
+            cfg.set_from(flag, s)?;
         }
         cfg.set_write_mode(WriteMode::parse(&args.write_mode)?);
         cfg.validate()?;

@@ -209,6 +209,28 @@ fn sweep_refuses_big_grids_bad_metrics_and_doubled_keys_before_running() {
     assert!(estimate.contains(" more on ") && estimate.contains("thread(s)"), "{estimate}");
 }
 
+#[test]
+fn out_inside_the_dataset_or_a_file_is_refused_and_the_dataset_stays_loadable() {
+    let tmp = good_dataset();
+    let d = tmp.path();
+    for out in ["ds", "ds/conversations", "ds/sub/run", "./ds/../ds/x"] {
+        let line = refused(&["run", "--dataset", "ds", "--out", out], d);
+        assert!(line.contains(&format!("--out {out}: is ")) && line.contains("the dataset directory ds"), "{line}");
+    }
+    let line = refused(&["compare", "--dataset", "ds", "--modes", "rules,rules", "--set-b", "near_dup_threshold=0.9", "--out", "ds/cmp"], d);
+    assert!(line.contains("--out ds/cmp: is inside the dataset directory"), "{line}");
+    let line = refused(&["compare", "--dataset", "ds", "--modes", "rules,rules", "--set-b", "near_dup_threshold=0.9", "--runs-dir", "ds"], d);
+    assert!(line.contains("--runs-dir ds: is the dataset directory"), "{line}");
+    let line = refused(&["sweep", "--dataset", "ds", "--grid", "near_dup_threshold=0.9", "--out", "ds/conversations"], d);
+    assert!(line.contains("--out ds/conversations: is inside the dataset directory"), "{line}");
+    std::fs::write(d.join("afile"), "x").expect("write");
+    let line = refused(&["run", "--dataset", "ds", "--out", "afile"], d);
+    assert!(line.contains("--out afile: exists and is not a directory") && !line.contains("File exists"), "{line}");
+    assert_eq!(std::fs::read_dir(d.join("ds/conversations")).expect("ls").count(), 1, "nothing written into the dataset");
+    let (code, _, stderr) = memform(&["run", "--dataset", "ds", "--out", "o"], d);
+    assert_eq!(code, Some(0), "the dataset still loads: {stderr}");
+}
+
 #[cfg(unix)]
 #[test]
 fn dangling_links_loops_and_directories_among_conversations_are_never_silent() {
