@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod normalize;
 pub mod paths;
 pub mod pipeline;
+pub mod redact;
 pub mod report;
 pub mod resolve;
 pub mod run;

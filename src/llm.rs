@@ -217,6 +217,8 @@ impl ResponseFormat {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LlmSettings {
     pub provider: Provider,
+    /// Written without its userinfo (`http://user:key@host` → `http://[redacted]@host`).
+    #[serde(serialize_with = "serialize_redacted_url")]
     pub url: String,
     pub model: String,
     pub sampling: Sampling,
@@ -278,6 +280,10 @@ impl LlmSettings {
         }
         Ok(s)
     }
+}
+
+fn serialize_redacted_url<S: serde::Serializer>(url: &str, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&crate::redact::url(url))
 }
 
 /// One progress report, sent after every answered call (live or fixture).

@@ -355,7 +355,7 @@ fn main() -> ExitCode {
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {}", chain(&e));
+            eprintln!("error: {}", memform::error::one_line(&memform::redact::scrub(&chain(&e))));
             ExitCode::from(2)
         }
     }

@@ -127,22 +127,33 @@ impl HttpLlm {
         Ok(body)
     }
 
+    /// `text` without the API key, the URL's userinfo or bearer tokens:
+    /// servers echo requests in error bodies.
+    fn scrub(&self, text: &str) -> String {
+        let mut secrets: Vec<&str> = self.api_key.as_deref().into_iter().collect();
+        secrets.extend(crate::redact::userinfo(&self.settings.url));
+        crate::redact::text(text, &secrets)
+    }
+
     fn attempt(&self, url: &str, payload: &str, attempts: u32) -> Attempt {
         let started = Instant::now();
+        let shown = crate::redact::url(url);
         let (status, text) = match post_json(&self.agent, url, payload, self.api_key.as_deref(), BODY_LIMIT) {
             Exchange::Answered { status, body } => (status, body),
             Exchange::TimedOut => {
                 return Attempt::Retry(Error::LlmTimeout {
-                    url: url.to_string(),
+                    url: shown,
                     timeout_secs: self.settings.timeout_secs,
                     attempts,
                 });
             }
-            Exchange::Unreachable(message) => return Attempt::Fail(Error::LlmConnect { url: url.to_string(), message }),
-            Exchange::Failed(message) => return Attempt::Fail(Error::LlmBody { url: url.to_string(), message }),
+            Exchange::Unreachable(message) => {
+                return Attempt::Fail(Error::LlmConnect { url: shown, message: self.scrub(&message) });
+            }
+            Exchange::Failed(message) => return Attempt::Fail(Error::LlmBody { url: shown, message: self.scrub(&message) }),
         };
         if status >= 300 {
-            let error = Error::LlmStatus { url: url.to_string(), status, attempts, body: excerpt(&text, BODY_EXCERPT) };
+            let error = Error::LlmStatus { url: shown, status, attempts, body: excerpt(&self.scrub(&text), BODY_EXCERPT) };
             return if status >= 500 { Attempt::Retry(error) } else { Attempt::Fail(error) };
         }
         match self.read_answer(&text) {
@@ -154,8 +165,8 @@ impl HttpLlm {
                 wall: started.elapsed(),
             }),
             Err(message) => Attempt::Fail(Error::LlmBody {
-                url: url.to_string(),
-                message: format!("{message} in {:?}", excerpt(&text, BODY_EXCERPT)),
+                url: shown,
+                message: format!("{} in {:?}", self.scrub(&message), excerpt(&self.scrub(&text), BODY_EXCERPT)),
             }),
         }
     }
