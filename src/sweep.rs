@@ -285,7 +285,7 @@ pub fn run_sweep_with(
     for p in points {
         let mut c = base.clone();
         for (k, v) in &p.settings {
-            c.set(&format!("{k}={v}"))?;
+            c.set_from("--grid", &format!("{k}={v}"))?;
         }
         c.validate().map_err(|e| Error::Config(format!("grid point {}: {e}", p.index)))?;
         cfgs.push(c);
