@@ -10,7 +10,7 @@ LOCOMO ?= ../shared/datasets/locomo
 SCENARIOS := datasets/scenarios
 
 PHONY_EXTRA := locomo-embeddings
-.PHONY: all build run test bench locomo locomo-llm $(PHONY_EXTRA) record record-embeddings record-locomo \
+.PHONY: all build run test fuzz fuzz-build bench locomo locomo-llm $(PHONY_EXTRA) record record-embeddings record-locomo \
         models llm-server-deps llm-server-start llm-server-stop gate update-baseline clean-reports
 
 all: build
@@ -27,9 +27,42 @@ run: build
 	$(BIN) compare --dataset $(SCENARIOS) --modes rules,llm --embedder minilm --out reports/scenarios-compare > /dev/null
 
 ## Every test: unit, snapshots, CLI errors, determinism, kill-and-rerun, the
-## MiniLM reference and the live llama.cpp record/replay test.
-test: models llm-server-deps
+## MiniLM reference and the live llama.cpp record/replay test, and (first) a short
+## fuzzing run of the input boundaries.
+test: models llm-server-deps fuzz
 	$(CARGO) test --release --locked
+
+# ---- Fuzzing: cargo-fuzz (libFuzzer) targets in fuzz/, its own crate ----
+# cargo-fuzz needs nightly rustc flags; RUSTC_BOOTSTRAP=1 lets the stable
+# toolchain take them. No sanitizer (-s none): coverage-guided only, so the
+# instrumented build stays small; memform is built without `full` (no
+# polars, no candle). Seeds (committed, small) are in fuzz/seeds/<target>;
+# what a run discovers goes to $(FUZZ_WORK) outside the clone, kept for the
+# next run. A crash stops `make fuzz`; its input is in $(FUZZ_WORK)/artifacts.
+FUZZ_TARGETS := native locomo llm_parse config
+FUZZ_SECONDS ?= 60
+FUZZ_WORK ?= $(HOME)/.cache/memform/fuzz
+CARGO_FUZZ_VERSION := 0.13.1
+CARGO_FUZZ_ROOT ?= $(HOME)/.cache/memform/cargo-fuzz-$(CARGO_FUZZ_VERSION)
+FUZZ_ENV := RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/fuzz PATH="$(CARGO_FUZZ_ROOT)/bin:$$PATH"
+
+$(CARGO_FUZZ_ROOT)/bin/cargo-fuzz:
+	$(CARGO) install --locked --quiet cargo-fuzz --version $(CARGO_FUZZ_VERSION) --root $(CARGO_FUZZ_ROOT)
+
+## Build the fuzz targets (instrumented, release).
+fuzz-build: $(CARGO_FUZZ_ROOT)/bin/cargo-fuzz
+	cd fuzz && $(FUZZ_ENV) cargo fuzz build -s none
+
+## Run every fuzz target for FUZZ_SECONDS (default 60) from its seeds and the kept corpus.
+fuzz: fuzz-build
+	@set -e; cd fuzz; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_WORK)/corpus/$$t $(FUZZ_WORK)/artifacts/$$t; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s" >&2; \
+	  $(FUZZ_ENV) cargo fuzz run -s none $$t $(FUZZ_WORK)/corpus/$$t seeds/$$t -- \
+	    -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=$(FUZZ_WORK)/artifacts/$$t/ -print_final_stats=1 \
+	    2> $(FUZZ_WORK)/$$t.log || { tail -n 40 $(FUZZ_WORK)/$$t.log >&2; exit 1; }; \
+	  grep -E '^stat::(number_of_executed_units|new_units_added)' $(FUZZ_WORK)/$$t.log | sed "s/^/fuzz: $$t /" >&2; \
+	done
 
 ## The CI gate: this run against the committed baseline (both modes).
 gate: run

@@ -395,6 +395,22 @@ fn pair_episodes(a: &DataFrame, b: &DataFrame) -> Result<(DataFrame, DataFrame, 
     Ok((pa, pb, unpaired))
 }
 
+/// Refuses a bootstrap of `resamples` over `episodes` paired episodes that
+/// is out of range or would make more than
+/// [`crate::limits::MAX_BOOTSTRAP_DRAWS`] draws (each a row of every
+/// component): checked before the runs and again before allocating.
+pub fn check_bootstrap(episodes: usize, resamples: usize) -> Result<()> {
+    crate::limits::check("--resamples", resamples as u64, &crate::limits::RESAMPLES)?;
+    let max = crate::limits::MAX_BOOTSTRAP_DRAWS;
+    match episodes.checked_mul(resamples) {
+        Some(t) if t <= max => Ok(()),
+        _ => Err(Error::Config(format!(
+            "--resamples {resamples}: {episodes} episodes × {resamples} resamples is more than {max} bootstrap draws; use at most {}",
+            max / episodes.max(1)
+        ))),
+    }
+}
+
 /// (metric, 2.5th percentile, 97.5th percentile) of the bootstrap uplift
 /// B − A, for every compared metric.
 fn bootstrap(a: &DataFrame, b: &DataFrame, labels: &Labels, opts: CompareOptions) -> Result<Vec<(String, f64, f64)>> {
@@ -402,8 +418,9 @@ fn bootstrap(a: &DataFrame, b: &DataFrame, labels: &Labels, opts: CompareOptions
     if n == 0 || opts.resamples == 0 {
         return Ok(Vec::new());
     }
-    let mut rng = SplitMix64::new(opts.seed);
+    check_bootstrap(n, opts.resamples)?;
     let total = n * opts.resamples;
+    let mut rng = SplitMix64::new(opts.seed);
     let mut replicate = Vec::with_capacity(total);
     let mut row = Vec::with_capacity(total);
     for r in 0..opts.resamples {

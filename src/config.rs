@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 /// The pipeline's configuration. Field docs are the reference for each key;
-/// `memform config` prints the defaults.
+/// every numeric key's allowed range is in [`BOUNDS`]; `memform config`
+/// prints the defaults, each numeric one with its range.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -77,6 +78,8 @@ pub struct Config {
     pub multi_valued_predicates: Vec<String>,
     /// Antonym pairs for the polarity conflict rule.
     pub antonyms: Vec<[String; 2]>,
+    /// Most live facts one candidate is paired with for judging.
+    pub max_pairs_per_candidate: usize,
 
     // ---- stage 5: write ----
     /// Safety gate: facts below this confidence are not written
@@ -192,6 +195,7 @@ impl Default for Config {
             .iter()
             .map(|(a, b)| [a.to_string(), b.to_string()])
             .collect(),
+            max_pairs_per_candidate: 16,
             min_fact_confidence_for_write: 0.7,
             enabled: true,
             shadow_mode: false,
@@ -269,23 +273,46 @@ impl Config {
         self.allow_update_delete = mode == WriteMode::Full;
     }
 
+    /// Reads a TOML file of overrides. A key outside its range is an error
+    /// naming the file, the line and the range (relations between keys are
+    /// checked by [`Config::validate`], once every override is in).
     pub fn from_toml_file(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        toml::from_str(&text).map_err(|e| Error::input(path, format!("{}{}", span_line(&text, e.span()), e.message())))
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        crate::error::reject_bom(path, &bytes)?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            Error::input(path, format!("not UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to()))
+        })?;
+        Self::from_toml_str(path, &text)
+    }
+
+    /// [`Config::from_toml_file`] on text already read; `path` names it in errors.
+    pub fn from_toml_str(path: &Path, text: &str) -> Result<Self> {
+        let cfg: Config =
+            toml::from_str(text).map_err(|e| Error::input(path, format!("{}{}", span_line(text, e.span()), e.message())))?;
+        if let Err((key, message)) = cfg.check_ranges() {
+            return Err(Error::input(path, format!("{}{message}", key_line(text, key))));
+        }
+        Ok(cfg)
     }
 
     /// Applies one `key=value` override; the value is parsed as TOML (so
     /// `0.9`, `true`, `"hashed"`, `["a","b"]`), falling back to a bare string.
     pub fn set(&mut self, assignment: &str) -> Result<()> {
+        self.set_from("--set", assignment)
+    }
+
+    /// [`Config::set`] for an override given by `flag` (`--set`, `--grid`,
+    /// `--set-a`…), which errors name.
+    pub fn set_from(&mut self, flag: &str, assignment: &str) -> Result<()> {
         let (key, value) = assignment
             .split_once('=')
-            .ok_or_else(|| Error::Config(format!("--set {assignment:?}: expected key=value")))?;
+            .ok_or_else(|| Error::Config(format!("{flag} {assignment:?}: expected key=value")))?;
         let key = key.trim();
         let value = value.trim();
         let mut table = toml::Table::try_from(&*self)
             .map_err(|e| Error::Config(format!("serialise config: {e}")))?;
         let Some(old) = table.get(key) else {
-            return Err(Error::Config(format!("--set {key}: unknown config key")));
+            return Err(Error::Config(crate::error::one_line(&format!("{flag} {key}: unknown config key"))));
         };
         let parsed: toml::Value = toml::from_str::<toml::Table>(&format!("v = {value}"))
             .ok()
@@ -297,42 +324,183 @@ impl Config {
         };
         table.insert(key.to_string(), parsed);
         *self = Config::deserialize(toml::Value::Table(table))
-            .map_err(|e| Error::Config(format!("--set {key}={value}: {}", e.message())))?;
+            .map_err(|e| Error::Config(crate::error::one_line(&format!("{flag} {key}={value}: {}", e.message()))))?;
         Ok(())
     }
 
+    /// Every numeric key within its range ([`BOUNDS`]), then the relations
+    /// between keys. The first violation is the error.
     pub fn validate(&self) -> Result<()> {
-        let unit = [
-            ("value_core_min", self.value_core_min),
-            ("value_contextual_min", self.value_contextual_min),
-            ("entity_merge_threshold", self.entity_merge_threshold),
-            ("near_dup_threshold", self.near_dup_threshold),
-            ("contradiction_band_min", self.contradiction_band_min),
-            ("min_trusted_confidence", self.min_trusted_confidence),
-            ("min_fact_confidence_for_write", self.min_fact_confidence_for_write),
-        ];
-        for (k, v) in unit {
-            if !(-1.0..=1.0).contains(&v) || v.is_nan() {
-                return Err(Error::Config(format!("{k} = {v}: must be within [-1, 1]")));
-            }
+        self.check_ranges().map_err(|(_, message)| Error::Config(message))?;
+        self.check_relations().map_err(Error::Config)
+    }
+
+    /// `key`'s value within its range, when it has one.
+    pub fn check_key(&self, key: &str) -> Result<()> {
+        let values = self.numeric_values().map_err(|(_, m)| Error::Config(m))?;
+        match BOUNDS.iter().find(|b| b.key == key) {
+            Some(b) => b.check(values.get(key)).map_err(Error::Config),
+            None => Ok(()),
         }
-        if self.contradiction_band_min > self.near_dup_threshold {
-            return Err(Error::Config(format!(
-                "contradiction_band_min = {} is above near_dup_threshold = {}",
-                self.contradiction_band_min, self.near_dup_threshold
-            )));
-        }
-        if let Some(p) = self.single_valued_predicates.iter().find(|p| self.multi_valued_predicates.contains(p)) {
-            return Err(Error::Config(format!(
-                "predicate {p:?} is in both single_valued_predicates and multi_valued_predicates"
-            )));
-        }
-        crate::pipeline::profiles::by_name(&self.profile)?;
-        if self.hashed_dims == 0 {
-            return Err(Error::Config("hashed_dims must be positive".into()));
+    }
+
+    /// The first key outside its range: the key and the message.
+    fn check_ranges(&self) -> std::result::Result<(), (&'static str, String)> {
+        let values = self.numeric_values()?;
+        for b in BOUNDS {
+            b.check(values.get(b.key)).map_err(|m| (b.key, m))?;
         }
         Ok(())
     }
+
+    /// The config as a TOML table (floats keep NaN and infinities).
+    fn numeric_values(&self) -> std::result::Result<toml::Table, (&'static str, String)> {
+        if self.llm_seed > i64::MAX as u64 {
+            return Err(("llm_seed", format!("llm_seed = {}: must be within 0..={}", self.llm_seed, i64::MAX)));
+        }
+        toml::Table::try_from(self).map_err(|e| ("config", format!("serialise config: {e}")))
+    }
+
+    fn check_relations(&self) -> std::result::Result<(), String> {
+        if self.value_contextual_min > self.value_core_min {
+            return Err(format!(
+                "value_contextual_min = {:?} is above value_core_min = {:?} (the tiers are core >= contextual)",
+                self.value_contextual_min, self.value_core_min
+            ));
+        }
+        if self.min_fact_chars > self.max_fact_chars {
+            return Err(format!(
+                "min_fact_chars = {} is above max_fact_chars = {}",
+                self.min_fact_chars, self.max_fact_chars
+            ));
+        }
+        if self.contradiction_band_min > self.near_dup_threshold {
+            return Err(format!(
+                "contradiction_band_min = {:?} is above near_dup_threshold = {:?}",
+                self.contradiction_band_min, self.near_dup_threshold
+            ));
+        }
+        let norm = |p: &String| p.trim().to_lowercase();
+        let multi: std::collections::BTreeSet<String> = self.multi_valued_predicates.iter().map(norm).collect();
+        if let Some(p) = self.single_valued_predicates.iter().find(|p| multi.contains(&norm(p))) {
+            return Err(format!(
+                "predicate {:?} is in both single_valued_predicates and multi_valued_predicates",
+                p.trim()
+            ));
+        }
+        crate::pipeline::profiles::by_name(&self.profile).map(drop).map_err(|e| match e {
+            Error::Config(m) => m,
+            other => other.to_string(),
+        })
+    }
+}
+
+/// A numeric key's allowed values, both ends included.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Range {
+    Int(u64, u64),
+    Float(f64, f64),
+}
+
+impl std::fmt::Display for Range {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Range::Int(lo, hi) => write!(f, "{lo}..={hi}"),
+            Range::Float(lo, hi) => write!(f, "[{lo:?}, {hi:?}]"),
+        }
+    }
+}
+
+/// One numeric key and its range.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bound {
+    pub key: &'static str,
+    pub range: Range,
+}
+
+impl Bound {
+    /// `Err("key = value: must be within RANGE")` unless `value` is in range.
+    fn check(&self, value: Option<&toml::Value>) -> std::result::Result<(), String> {
+        let Some(v) = value else { return Err(format!("{}: missing", self.key)) };
+        let ok = match (self.range, v) {
+            (Range::Int(lo, hi), toml::Value::Integer(x)) => u64::try_from(*x).is_ok_and(|x| (lo..=hi).contains(&x)),
+            // NaN is in no range.
+            (Range::Float(lo, hi), toml::Value::Float(x)) => (lo..=hi).contains(x),
+            _ => false,
+        };
+        if ok {
+            return Ok(());
+        }
+        let shown = match v {
+            toml::Value::Float(f) => format!("{f:?}"),
+            other => other.to_string(),
+        };
+        Err(format!("{} = {shown}: must be within {}", self.key, self.range))
+    }
+}
+
+const fn int(key: &'static str, lo: u64, hi: u64) -> Bound {
+    Bound { key, range: Range::Int(lo, hi) }
+}
+
+const fn float(key: &'static str, lo: f64, hi: f64) -> Bound {
+    Bound { key, range: Range::Float(lo, hi) }
+}
+
+/// Every numeric key's range. Caps keep one run's memory and time bounded
+/// (a hashed vector of `hashed_dims` floats per text, `llm_max_retries`
+/// waits of at most a minute each); cosine thresholds and confidences are
+/// in [0, 1]. A test checks that every numeric key is here.
+pub const BOUNDS: &[Bound] = &[
+    int("max_facts", 1, 1000),
+    int("max_facts_graph", 1, 1000),
+    int("max_entities", 1, 10_000),
+    int("min_fact_chars", 0, 100_000),
+    int("max_fact_chars", 1, 100_000),
+    int("max_object_chars", 1, 100_000),
+    int("max_quote_chars", 1, 100_000),
+    int("max_input_chars", 1, 1_000_000),
+    float("value_core_min", 0.0, 1.0),
+    float("value_contextual_min", 0.0, 1.0),
+    float("entity_merge_threshold", 0.0, 1.0),
+    float("near_dup_threshold", 0.0, 1.0),
+    float("contradiction_band_min", 0.0, 1.0),
+    int("antonym_min_shared_tokens", 0, 100),
+    float("min_trusted_confidence", 0.0, 1.0),
+    int("max_pairs_per_candidate", 1, 1000),
+    float("min_fact_confidence_for_write", 0.0, 1.0),
+    int("hashed_dims", 1, 8192),
+    float("llm_temperature", 0.0, 2.0),
+    // TOML integers are signed 64-bit.
+    int("llm_seed", 0, i64::MAX as u64),
+    int("llm_max_tokens", 1, 131_072),
+    float("llm_timeout_secs", 0.1, 3600.0),
+    int("llm_max_retries", 0, 10),
+    int("llm_retry_backoff_ms", 0, 60_000),
+];
+
+/// The default configuration as TOML, each numeric key followed by its
+/// range as a comment (what `memform config` prints).
+pub fn documented_defaults() -> Result<String> {
+    let text = toml::to_string_pretty(&Config::default()).map_err(|e| Error::Config(format!("serialise config: {e}")))?;
+    let mut out = String::from("# memform config: every key with its default; numeric keys with their allowed range.\n");
+    for line in text.lines() {
+        out.push_str(line);
+        let key = line.split_once(" = ").map(|(k, _)| k.trim());
+        if let Some(b) = key.and_then(|k| BOUNDS.iter().find(|b| b.key == k)) {
+            out.push_str(&format!("  # {}", b.range));
+        }
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// `line N: ` for the line that sets `key` in a TOML text (empty if none does).
+fn key_line(text: &str, key: &str) -> String {
+    text.lines()
+        .position(|l| l.split_once('=').is_some_and(|(k, _)| k.trim() == key))
+        .map(|i| format!("line {}: ", i + 1))
+        .unwrap_or_default()
 }
 
 /// `line N: key: ` for the TOML line an error points at.
@@ -386,5 +554,85 @@ mod tests {
         std::fs::write(&p, "near_dup_threshold = 0.9\nbogus = 1\n").unwrap();
         let err = Config::from_toml_file(&p).unwrap_err().to_string();
         assert!(err.contains("c.toml: line 2: bogus: unknown field"), "{err}");
+    }
+
+    #[test]
+    fn every_numeric_key_has_a_range_and_the_defaults_are_in_it() {
+        let table = toml::Table::try_from(Config::default()).unwrap();
+        for (k, v) in &table {
+            let numeric = matches!(v, toml::Value::Integer(_) | toml::Value::Float(_));
+            assert_eq!(numeric, BOUNDS.iter().any(|b| b.key == k), "{k}: numeric keys and BOUNDS must agree");
+        }
+        assert_eq!(BOUNDS.len(), table.values().filter(|v| matches!(v, toml::Value::Integer(_) | toml::Value::Float(_))).count());
+        Config::default().validate().unwrap();
+        let printed = documented_defaults().unwrap();
+        assert!(printed.contains("hashed_dims = 256  # 1..=8192"), "{printed}");
+        assert!(printed.contains("entity_merge_threshold = 0.88  # [0.0, 1.0]"), "{printed}");
+        assert!(printed.contains("max_pairs_per_candidate = 16  # 1..=1000"), "{printed}");
+        let reread: Config = toml::from_str(&printed).unwrap();
+        assert_eq!(reread, Config::default());
+    }
+
+    fn refused(set: &str) -> String {
+        let mut c = Config::default();
+        match c.set(set) {
+            Err(e) => e.to_string(),
+            Ok(()) => c.validate().expect_err(set).to_string(),
+        }
+    }
+
+    #[test]
+    fn out_of_range_values_name_the_key_and_range() {
+        for (set, want) in [
+            ("hashed_dims=4000000000", "hashed_dims = 4000000000: must be within 1..=8192"),
+            ("hashed_dims=0", "hashed_dims = 0: must be within 1..=8192"),
+            ("llm_timeout_secs=1e300", "llm_timeout_secs = 1e300: must be within [0.1, 3600.0]"),
+            ("llm_timeout_secs=nan", "llm_timeout_secs = NaN: must be within [0.1, 3600.0]"),
+            ("llm_timeout_secs=inf", "llm_timeout_secs = inf: must be within"),
+            ("llm_max_retries=200", "llm_max_retries = 200: must be within 0..=10"),
+            ("entity_merge_threshold=-0.1", "entity_merge_threshold = -0.1: must be within [0.0, 1.0]"),
+            ("max_pairs_per_candidate=0", "max_pairs_per_candidate = 0: must be within 1..=1000"),
+            ("llm_temperature=3", "llm_temperature = 3.0: must be within [0.0, 2.0]"),
+        ] {
+            let err = refused(set);
+            assert!(err.contains(want), "{set}: {err}");
+            assert!(!err.contains('\n'), "{err}");
+        }
+    }
+
+    #[test]
+    fn relations_between_keys_are_checked() {
+        assert!(refused("value_contextual_min=0.9").contains("value_contextual_min = 0.9 is above value_core_min = 0.7"));
+        assert!(refused("min_fact_chars=3000").contains("min_fact_chars = 3000 is above max_fact_chars = 2000"));
+        assert!(refused("contradiction_band_min=0.99").contains("contradiction_band_min = 0.99 is above near_dup_threshold"));
+        let err = refused(r#"multi_valued_predicates=["likes", "Works At "]"#);
+        assert!(err.contains(r#"predicate "works at" is in both single_valued_predicates and multi_valued_predicates"#), "{err}");
+        let mut c = Config::default();
+        c.set("value_contextual_min=0.7").unwrap();
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn a_file_value_out_of_range_names_the_file_line_and_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.toml");
+        std::fs::write(&p, "max_facts = 5\nnear_dup_threshold = nan\n").unwrap();
+        let err = Config::from_toml_file(&p).unwrap_err().to_string();
+        assert!(err.contains("c.toml: line 2: near_dup_threshold = NaN: must be within [0.0, 1.0]"), "{err}");
+        std::fs::write(&p, b"\xEF\xBB\xBFmax_facts = 5\n").unwrap();
+        let err = Config::from_toml_file(&p).unwrap_err().to_string();
+        assert!(err.contains("c.toml: line 1 column 1: starts with a UTF-8 byte-order mark"), "{err}");
+    }
+
+    #[test]
+    fn set_from_names_its_flag() {
+        let mut c = Config::default();
+        let err = c.set_from("--grid", "bogus=1").unwrap_err().to_string();
+        assert!(err.contains("--grid bogus: unknown config key") && !err.contains("--set"), "{err}");
+        let err = c.set_from("--grid", "max_facts=x").unwrap_err().to_string();
+        assert!(err.contains("--grid max_facts=x"), "{err}");
+        c.set_from("--grid", "hashed_dims=9000").unwrap();
+        assert!(c.check_key("hashed_dims").unwrap_err().to_string().contains("1..=8192"));
+        assert!(c.check_key("embedder").is_ok());
     }
 }

@@ -122,13 +122,14 @@ enum Detected {
 fn detect_dir(dir: &Path, mut bad: Option<&mut Vec<BadFile>>) -> Result<Detected> {
     let conversations_dir = dir.join("conversations");
     if conversations_dir.is_dir() {
-        let paths = json_files(&conversations_dir)?;
-        if !paths.is_empty() {
+        let skipped_before = bad.as_deref().map_or(0, Vec::len);
+        let paths = json_files(&conversations_dir, bad.as_deref_mut())?;
+        if !paths.is_empty() || bad.as_deref().map_or(0, Vec::len) > skipped_before {
             return Ok(Detected::Native(paths));
         }
     }
     let mut parsed = Vec::new();
-    for path in json_files(dir)? {
+    for path in json_files(dir, bad.as_deref_mut())? {
         let read = fs::read(&path)
             .map_err(|e| Error::io(&path, e))
             .and_then(|bytes| parse_json_value(&path, &bytes).map(|v| (bytes, v)));
@@ -153,7 +154,7 @@ fn detect_dir(dir: &Path, mut bad: Option<&mut Vec<BadFile>>) -> Result<Detected
         return Err(Error::UnknownFormat {
             path: dir.to_path_buf(),
             message: format!(
-                "looked for conversations/*.json (memform native, \"format\": \"{}\") and for \
+                "looked for conversations/*.json (memform native, \"format\": {:?}) and for \
                  *.json files with LoCoMo keys (speaker_a, speaker_b, session_N), found neither",
                 native::FORMAT
             ),
@@ -175,6 +176,7 @@ fn load_native(dir: &Path, paths: &[PathBuf], mut bad: Option<&mut Vec<BadFile>>
     for path in paths {
         let read = fs::read(path)
             .map_err(|e| Error::io(path, e))
+            .and_then(|bytes| crate::error::reject_bom(path, &bytes).map(|()| bytes))
             .and_then(|bytes| native::parse(path, &bytes).map(|c| (bytes, c)));
         let (bytes, conversation) = match (read, bad.as_deref_mut()) {
             (Ok(x), _) => x,
@@ -257,7 +259,7 @@ fn sort_unique(conversations: Vec<(PathBuf, Conversation)>) -> Result<Vec<Conver
             return Err(Error::input(
                 &path,
                 format!(
-                    "id: conversation \"{}\" is also defined in {}",
+                    "id: conversation {:?} is also defined in {}",
                     conversation.id,
                     first.display()
                 ),
@@ -304,20 +306,51 @@ fn dataset_name(path: &Path, is_file: bool) -> String {
         .unwrap_or_default()
 }
 
-/// Regular `*.json` files directly in `dir`, sorted by name.
-fn json_files(dir: &Path) -> Result<Vec<PathBuf>> {
+/// The `*.json` files directly in `dir`, sorted by name. Every `*.json`
+/// entry must be a regular file or a symlink to one: a dangling symlink, a
+/// symlink loop, a directory or any other kind of entry is an error naming
+/// it, or, with `bad` (`--keep-going`), a skipped file counted there.
+fn json_files(dir: &Path, mut bad: Option<&mut Vec<BadFile>>) -> Result<Vec<PathBuf>> {
     let entries = fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
-    let mut out = Vec::new();
+    let mut paths = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| Error::io(dir, e))?;
         let path = entry.path();
-        let is_json = path.extension().is_some_and(|ext| ext == "json");
-        if is_json && path.is_file() {
-            out.push(path);
+        if path.extension().is_some_and(|ext| ext == "json") {
+            paths.push(path);
         }
     }
-    out.sort();
+    paths.sort();
+    let mut out = Vec::new();
+    for path in paths {
+        match (not_a_json_file(&path), bad.as_deref_mut()) {
+            (None, _) => out.push(path),
+            (Some(error), Some(bad)) => bad.push(BadFile { path, error }),
+            (Some(error), None) => return Err(error),
+        }
+    }
     Ok(out)
+}
+
+/// Why the `*.json` entry at `path` cannot be read as a file, if it cannot.
+fn not_a_json_file(path: &Path) -> Option<Error> {
+    let link = fs::symlink_metadata(path).ok().filter(|m| m.file_type().is_symlink()).map(|_| {
+        let target = fs::read_link(path).map(|t| t.display().to_string()).unwrap_or_default();
+        format!("symbolic link to {target:?}")
+    });
+    let problem = match fs::metadata(path) {
+        Ok(m) if m.is_file() => return None,
+        Ok(m) if m.is_dir() => "is a directory, not a conversation file".to_string(),
+        Ok(_) => "is not a regular file".to_string(),
+        Err(e) if e.raw_os_error() == Some(40) => "symbolic link loop (too many levels of symbolic links)".to_string(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "dangling symbolic link (its target does not exist)".to_string(),
+        Err(e) => format!("cannot be read: {e}"),
+    };
+    Some(Error::input(path, match link {
+        Some(l) if !problem.starts_with("symbolic link loop") && !problem.starts_with("dangling") => format!("{l} that {problem}"),
+        Some(l) => format!("{problem}: {l}"),
+        None => problem,
+    }))
 }
 
 fn file_name(path: &Path) -> String {
@@ -335,6 +368,7 @@ fn relative_string(relative: &Path) -> String {
 }
 
 fn parse_json_value(path: &Path, bytes: &[u8]) -> Result<serde_json::Value> {
+    crate::error::reject_bom(path, bytes)?;
     serde_json::from_slice(bytes).map_err(|e| json_error(path, "", &e))
 }
 
@@ -507,6 +541,51 @@ mod tests {
 
         let err = load(&tmp.path().join("data.json")).unwrap_err();
         assert!(matches!(err, Error::UnknownFormat { .. }), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn unreadable_json_entries_are_errors_or_skipped_files_never_silent() {
+        use std::os::unix::fs::symlink;
+        let cases: [(&str, fn(&Path), &str); 3] = [
+            ("dangling", |c| symlink(c.join("missing.json"), c.join("gone.json")).unwrap(), "gone.json: dangling symbolic link"),
+            ("loop", |c| {
+                symlink(c.join("b.json"), c.join("a.json")).unwrap();
+                symlink(c.join("a.json"), c.join("b.json")).unwrap();
+            }, "a.json: symbolic link loop"),
+            ("directory", |c| fs::create_dir(c.join("x.json")).unwrap(), "x.json: is a directory, not a conversation file"),
+        ];
+        for (name, make, want) in cases {
+            let tmp = native_dir(&["good"]);
+            make(&tmp.path().join("conversations"));
+            let err = load(tmp.path()).unwrap_err().to_string();
+            assert!(err.contains(want), "{name}: {err}");
+            let (ds, _, bad) = load_keep_going(tmp.path()).unwrap();
+            assert_eq!(ds.conversations.len(), 1, "{name}");
+            assert!(!bad.is_empty() && bad[0].error.to_string().contains(want), "{name}: {bad:?}");
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        write(tmp.path(), "1.json", LOCOMO);
+        fs::create_dir(tmp.path().join("2.json")).unwrap();
+        assert!(load(tmp.path()).unwrap_err().to_string().contains("2.json: is a directory"), "LoCoMo directories too");
+        let link = tmp.path().join("link.json");
+        fs::remove_dir(tmp.path().join("2.json")).unwrap();
+        symlink(tmp.path().join("1.json"), &link).unwrap();
+        let ds = load(tmp.path()).unwrap();
+        let ids: Vec<_> = ds.conversations.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["1", "link"], "a symlink to a good file is read like one");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_named() {
+        let tmp = native_dir(&[]);
+        write(tmp.path(), "conversations/a.json", &format!("\u{feff}{}", NATIVE.replace("ID", "a")));
+        let err = load(tmp.path()).unwrap_err().to_string();
+        assert!(err.contains("a.json: line 1 column 1: starts with a UTF-8 byte-order mark"), "{err}");
+        let tmp = tempfile::tempdir().unwrap();
+        write(tmp.path(), "7.json", &format!("\u{feff}{LOCOMO}"));
+        let err = load(tmp.path()).unwrap_err().to_string();
+        assert!(err.contains("7.json: line 1 column 1: starts with a UTF-8 byte-order mark"), "{err}");
     }
 
     #[test]

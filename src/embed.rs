@@ -6,6 +6,11 @@
 pub mod cache;
 pub mod hashed;
 pub mod http;
+#[cfg(feature = "full")]
+pub mod minilm;
+/// Without the `full` feature: MiniLM's constants and a loader that says so.
+#[cfg(not(feature = "full"))]
+#[path = "embed/minilm_stub.rs"]
 pub mod minilm;
 
 use std::path::{Path, PathBuf};

@@ -150,8 +150,10 @@ impl std::fmt::Display for FixtureMiss {
 }
 
 impl Error {
+    /// An input error; control characters in `message` (a quoted value
+    /// may hold a newline) are escaped, so it stays one line.
     pub fn input(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
-        Error::Input { path: path.into(), message: message.into() }
+        Error::Input { path: path.into(), message: one_line(&message.into()) }
     }
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), source }
@@ -159,6 +161,15 @@ impl Error {
     pub fn write(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Write { path: path.into(), source }
     }
+}
+
+/// `text` with its control characters escaped (`\n` for a newline…), so it
+/// prints on one line.
+pub fn one_line(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
 /// An error and all its sources on one line, joined by ": ".
@@ -171,4 +182,17 @@ pub fn chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     out
+}
+
+/// An input file that starts with a UTF-8 byte-order mark is refused by
+/// name (JSON and TOML readers would report a bare "expected value at
+/// line 1 column 1").
+pub fn reject_bom(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        return Err(Error::input(
+            path,
+            "line 1 column 1: starts with a UTF-8 byte-order mark (bytes EF BB BF); save the file as UTF-8 without it",
+        ));
+    }
+    Ok(())
 }

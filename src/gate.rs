@@ -94,9 +94,27 @@ impl Default for Rules {
 impl Rules {
     pub fn from_toml_file(path: &Path) -> Result<Rules> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        toml::from_str(&text).map_err(|e| Error::input(path, e.message().to_string()))
+        crate::error::reject_bom(path, text.as_bytes())?;
+        let rules: Rules = toml::from_str(&text).map_err(|e| Error::input(path, e.message().to_string()))?;
+        rules.validate().map_err(|m| Error::input(path, m))?;
+        Ok(rules)
+    }
+
+    /// Every tolerance a finite number within [0, MAX_TOLERANCE].
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        for (metric, rule) in &self.metrics {
+            for (name, v) in [("abs_tol", rule.abs_tol), ("rel_tol", rule.rel_tol)] {
+                if !(0.0..=MAX_TOLERANCE).contains(&v) {
+                    return Err(format!("metrics.{metric}.{name} = {v:?}: must be within [0.0, {MAX_TOLERANCE:?}]"));
+                }
+            }
+        }
+        Ok(())
     }
 }
+
+/// The largest tolerance a rule may give (absolute, or relative as a fraction).
+pub const MAX_TOLERANCE: f64 = 1e12;
 
 /// A committed baseline: per mode, the metrics of a reference run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -155,6 +173,7 @@ pub fn read_run(dir: &Path) -> Result<RunMetrics> {
 
 pub fn read_baseline(path: &Path) -> Result<Baseline> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    crate::error::reject_bom(path, text.as_bytes())?;
     let b: Baseline =
         serde_json::from_str(&text).map_err(|e| Error::input(path, format!("line {} column {}: {e}", e.line(), e.column())))?;
     if b.format != BASELINE_FORMAT {
@@ -163,16 +182,53 @@ pub fn read_baseline(path: &Path) -> Result<Baseline> {
     Ok(b)
 }
 
-/// Writes (or updates) `path` with `run`'s metrics under its mode. Other
-/// modes already in the file are kept when the dataset digest matches.
+/// Writes (or updates) `path` with `run`'s metrics under its mode, keeping
+/// every other mode; a run of another dataset is refused (see
+/// [`update_baseline_checked`] to force it).
 pub fn update_baseline(path: &Path, run: &RunMetrics) -> Result<Baseline> {
+    update_baseline_checked(path, run, false).map(|u| u.baseline)
+}
+
+/// What an update did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BaselineUpdate {
+    pub baseline: Baseline,
+    /// Modes already in the file and left as they were.
+    pub kept_modes: Vec<String>,
+    /// `name (digest)` of the dataset the baseline named before a forced update to another.
+    pub replaced_dataset: Option<String>,
+}
+
+/// Writes (or updates) `path` with `run`'s metrics under its mode. Only
+/// that mode's entry is replaced: every other mode is kept as it was. A
+/// baseline made on another dataset (digest) is an error unless `force`,
+/// which re-points it to the run's dataset (still keeping the other modes,
+/// now marked in [`BaselineUpdate::replaced_dataset`]). The file is
+/// replaced atomically (written beside it, then renamed).
+pub fn update_baseline_checked(path: &Path, run: &RunMetrics, force: bool) -> Result<BaselineUpdate> {
     let mut modes = BTreeMap::new();
+    let mut replaced_dataset = None;
     if path.exists() {
         let old = read_baseline(path)?;
-        if old.dataset.digest == run.dataset_digest {
-            modes = old.modes;
+        if old.dataset.digest != run.dataset_digest {
+            let short = |d: &str| d[..d.len().min(12)].to_string();
+            if !force {
+                return Err(Error::input(
+                    path,
+                    format!(
+                        "dataset.digest: the baseline is of {} ({}), the run is of {} ({}); pass --force to re-point the baseline to the run's dataset",
+                        old.dataset.name,
+                        short(&old.dataset.digest),
+                        run.dataset_name,
+                        short(&run.dataset_digest)
+                    ),
+                ));
+            }
+            replaced_dataset = Some(format!("{} ({})", old.dataset.name, short(&old.dataset.digest)));
         }
+        modes = old.modes;
     }
+    let kept_modes = modes.keys().filter(|m| **m != run.mode).cloned().collect();
     modes.insert(run.mode.clone(), run.metrics.clone());
     let b = Baseline {
         format: BASELINE_FORMAT.to_string(),
@@ -181,8 +237,12 @@ pub fn update_baseline(path: &Path, run: &RunMetrics) -> Result<Baseline> {
     };
     let mut text = serde_json::to_string_pretty(&b).map_err(|e| Error::Other(format!("serialise baseline: {e}")))?;
     text.push('\n');
-    std::fs::write(path, text).map_err(|e| Error::write(path, e))?;
-    Ok(b)
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    std::fs::write(&tmp, text).map_err(|e| Error::write(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| Error::write(path, e))?;
+    Ok(BaselineUpdate { baseline: b, kept_modes, replaced_dataset })
 }
 
 /// One row of the gate's table.
@@ -291,6 +351,50 @@ mod tests {
             dataset_digest: "abc".into(),
             metrics: metrics.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect(),
         }
+    }
+
+    #[test]
+    fn updating_refuses_another_dataset_and_keeps_other_modes() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("baseline.json");
+        let mut llm = run(&[("turn_f1", 0.4)]);
+        llm.mode = "llm".into();
+        update_baseline(&p, &run(&[("turn_f1", 0.5)])).unwrap();
+        let u = update_baseline_checked(&p, &llm, false).unwrap();
+        assert_eq!(u.kept_modes, ["rules"]);
+        let before = std::fs::read_to_string(&p).unwrap();
+
+        let mut other = run(&[("turn_f1", 0.9)]);
+        other.dataset_name = "other".into();
+        other.dataset_digest = "fff".into();
+        let err = update_baseline_checked(&p, &other, false).unwrap_err().to_string();
+        assert!(err.contains("baseline.json: dataset.digest") && err.contains("--force"), "{err}");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), before, "a refused update writes nothing");
+
+        let u = update_baseline_checked(&p, &other, true).unwrap();
+        assert_eq!(u.replaced_dataset.as_deref(), Some("d (abc)"));
+        assert_eq!(u.kept_modes, ["llm"]);
+        let b = read_baseline(&p).unwrap();
+        assert_eq!(b.dataset.digest, "fff");
+        assert_eq!(b.modes["rules"]["turn_f1"], 0.9);
+        assert_eq!(b.modes["llm"]["turn_f1"], 0.4, "the mode not asked for is kept");
+        assert!(!dir.path().join("baseline.json.tmp").exists());
+    }
+
+    #[test]
+    fn rules_with_bad_tolerances_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("rules.toml");
+        for (body, want) in [
+            ("[metrics.turn_f1]\ndirection = \"higher\"\nabs_tol = nan\n", "metrics.turn_f1.abs_tol = NaN"),
+            ("[metrics.x]\ndirection = \"both\"\nrel_tol = -0.1\n", "metrics.x.rel_tol = -0.1"),
+            ("[metrics.x]\ndirection = \"both\"\nabs_tol = inf\n", "metrics.x.abs_tol = inf"),
+        ] {
+            std::fs::write(&p, body).unwrap();
+            let err = Rules::from_toml_file(&p).unwrap_err().to_string();
+            assert!(err.contains("rules.toml: ") && err.contains(want) && err.contains("must be within"), "{err}");
+        }
+        assert!(Rules::default().validate().is_ok());
     }
 
     #[test]

@@ -3,6 +3,11 @@
 //! into a timeout (worth retrying), an unreachable server, or anything else.
 //! Retry policy and error types stay with each caller.
 
+/// Longest wait between two attempts: the doubling backoff stops here, so
+/// a run's sleeping is bounded by the retry count (at most 10, see
+/// `config::BOUNDS`) times this.
+pub(crate) const MAX_BACKOFF: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// What one POST came to.
 pub(crate) enum Exchange {
     /// The server answered, with any status.

@@ -1,6 +1,12 @@
 //! memform: an offline evaluation harness for LLM-agent memory formation.
 //! See ARCHITECTURE.md for the bird's-eye view and the code map.
+//!
+//! The default feature `full` brings runs, metrics, reports, compare and
+//! sweeps (polars, plotters) and the in-process MiniLM embedder (candle);
+//! without it (the fuzz targets' build) the importers, the config, the
+//! stages and the LLM boundary remain.
 
+#[cfg(feature = "full")]
 pub mod compare;
 pub mod config;
 pub mod dataset;
@@ -8,14 +14,21 @@ pub mod embed;
 pub mod error;
 pub mod gate;
 mod http;
+pub mod limits;
 pub mod llm;
+#[cfg(feature = "full")]
 pub mod metrics;
 pub mod normalize;
+pub mod paths;
 pub mod pipeline;
+pub mod redact;
+#[cfg(feature = "full")]
 pub mod report;
+#[cfg(feature = "full")]
 pub mod run;
 pub mod rundir;
 pub mod state;
 pub mod store;
+#[cfg(feature = "full")]
 pub mod sweep;
 pub mod types;

@@ -214,6 +214,8 @@ impl ResponseFormat {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LlmSettings {
     pub provider: Provider,
+    /// Written without its userinfo (`http://user:key@host` → `http://[redacted]@host`).
+    #[serde(serialize_with = "serialize_redacted_url")]
     pub url: String,
     pub model: String,
     pub sampling: Sampling,
@@ -228,17 +230,8 @@ pub struct LlmSettings {
 impl LlmSettings {
     /// Settings from the config alone.
     pub fn from_config(cfg: &Config) -> Result<Self> {
-        if !(cfg.llm_timeout_secs > 0.0 && cfg.llm_timeout_secs.is_finite()) {
-            return Err(Error::Config(format!(
-                "llm_timeout_secs = {}: must be a positive number",
-                cfg.llm_timeout_secs
-            )));
-        }
-        if !(0.0..=2.0).contains(&cfg.llm_temperature) {
-            return Err(Error::Config(format!(
-                "llm_temperature = {}: must be within [0, 2]",
-                cfg.llm_temperature
-            )));
+        for key in ["llm_timeout_secs", "llm_temperature", "llm_max_retries", "llm_retry_backoff_ms", "llm_max_tokens"] {
+            cfg.check_key(key)?;
         }
         if cfg.llm_model.trim().is_empty() {
             return Err(Error::Config("llm_model is empty".into()));
@@ -284,6 +277,10 @@ impl LlmSettings {
         }
         Ok(s)
     }
+}
+
+fn serialize_redacted_url<S: serde::Serializer>(url: &str, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&crate::redact::url(url))
 }
 
 /// One progress report, sent after every answered call (live or fixture).

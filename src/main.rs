@@ -128,8 +128,12 @@ struct SweepArgs {
     /// Run only slice K of N (0-based), e.g. from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID.
     #[arg(long)]
     shard: Option<String>,
-    #[arg(long)]
+    /// Worker threads (default: one per core; 1..=1024).
+    #[arg(long, value_parser = threads_arg())]
     threads: Option<usize>,
+    /// Refuse a grid of more points than this (the product of the axes; 1..=1000000).
+    #[arg(long, default_value_t = memform::limits::DEFAULT_MAX_POINTS, value_parser = ranged(memform::limits::MAX_POINTS))]
+    max_points: usize,
     #[command(flatten)]
     stage: StageArgs,
 }
@@ -163,6 +167,9 @@ struct GateArgs {
     /// Write the run's metrics into the baseline (under its mode) instead of checking.
     #[arg(long)]
     update_baseline: bool,
+    /// With --update-baseline: accept a run of another dataset than the baseline's.
+    #[arg(long, requires = "update_baseline")]
+    force: bool,
 }
 
 #[derive(clap::Args)]
@@ -194,14 +201,14 @@ struct CompareArgs {
     /// Run both even when a matching run exists.
     #[arg(long)]
     rerun: bool,
-    /// Bootstrap resamples.
-    #[arg(long, default_value_t = memform::compare::DEFAULT_RESAMPLES)]
+    /// Bootstrap resamples (0..=100000; 0: no intervals).
+    #[arg(long, default_value_t = memform::compare::DEFAULT_RESAMPLES, value_parser = ranged(memform::limits::RESAMPLES))]
     resamples: usize,
     /// Bootstrap seed.
     #[arg(long, default_value_t = memform::compare::DEFAULT_SEED)]
     seed: u64,
-    /// Worker threads per run (default: one per core).
-    #[arg(long)]
+    /// Worker threads per run (default: one per core; 1..=1024).
+    #[arg(long, value_parser = threads_arg())]
     threads: Option<usize>,
     #[command(flatten)]
     stage: StageArgs,
@@ -230,8 +237,8 @@ struct RunArgs {
     /// Skip a conversation that fails, count it, and exit 2 at the end.
     #[arg(long)]
     keep_going: bool,
-    /// Worker threads (default: one per core).
-    #[arg(long)]
+    /// Worker threads (default: one per core; 1..=1024).
+    #[arg(long, value_parser = threads_arg())]
     threads: Option<usize>,
     #[command(flatten)]
     stage: StageArgs,
@@ -255,8 +262,8 @@ struct StageArgs {
     /// Model name sent to an HTTP embedder.
     #[arg(long)]
     embed_model: Option<String>,
-    /// Dimensions of an HTTP embedder's vectors.
-    #[arg(long)]
+    /// Dimensions of an HTTP embedder's vectors (1..=65536).
+    #[arg(long, value_parser = ranged(memform::limits::EMBED_DIMS))]
     embed_dims: Option<usize>,
     /// Embedding cache directory (default: DATASET/embeddings; for LoCoMo, locomo-fixtures/<name>/embeddings).
     #[arg(long)]
@@ -356,15 +363,64 @@ fn mode_name(mode: Mode) -> &'static str {
     }
 }
 
+/// A clap parser for a `usize` within `range`.
+fn ranged(range: std::ops::RangeInclusive<u64>) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(range)
+}
+
+fn threads_arg() -> clap::builder::RangedU64ValueParser<usize> {
+    ranged(memform::limits::THREADS)
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse_cli() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {}", chain(&e));
+            eprintln!("error: {}", memform::error::one_line(&memform::redact::scrub(&chain(&e))));
             ExitCode::from(exit_code::ERROR)
         }
     }
+}
+
+/// Parses the command line. A usage error is printed as one `error:` line
+/// (clap's message and tips joined), then clap's usage and help hint;
+/// exit 2. `--help` and `--version` print as clap prints them.
+fn parse_cli() -> std::result::Result<Cli, ExitCode> {
+    let err = match Cli::try_parse() {
+        Ok(cli) => return Ok(cli),
+        Err(e) => e,
+    };
+    if !err.use_stderr() {
+        let _ = err.print();
+        return Err(ExitCode::SUCCESS);
+    }
+    eprint!("{}", one_line_clap_error(&err.render().to_string()));
+    Err(ExitCode::from(exit_code::ERROR))
+}
+
+/// Clap's rendered error as one `error:` line followed by its `Usage:` and
+/// `For more information` lines.
+fn one_line_clap_error(rendered: &str) -> String {
+    let mut message = Vec::new();
+    let mut hints = Vec::new();
+    for line in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if line.starts_with("Usage:") || line.starts_with("For more information") {
+            hints.push(line);
+        } else {
+            let line = line.strip_prefix("error:").map_or(line, str::trim);
+            message.push(if line.starts_with("tip:") { format!("({line})") } else { line.to_string() });
+        }
+    }
+    let mut out = format!("error: {}\n", message.join(" "));
+    for h in hints {
+        out.push_str(h);
+        out.push('\n');
+    }
+    out
 }
 
 fn chain(e: &anyhow::Error) -> String {
@@ -387,7 +443,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Config => {
-            print!("{}", toml::to_string_pretty(&Config::default()).context("serialise config")?);
+            print!("{}", memform::config::documented_defaults()?);
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -424,6 +480,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         .collect();
     let mode = mode_name(args.mode);
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-{mode}", dataset.name)));
+    memform::paths::check_out_dir("--out", &out, Some(&args.dataset))?;
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{spinner} {prefix} [{bar:30}] {pos}/{len} episodes {elapsed} eta {eta} {msg}")
@@ -497,7 +554,13 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
 fn cmd_gate(args: GateArgs) -> Result<ExitCode> {
     let run = memform::gate::read_run(&args.run)?;
     if args.update_baseline {
-        memform::gate::update_baseline(&args.baseline, &run)?;
+        let update = memform::gate::update_baseline_checked(&args.baseline, &run, args.force)?;
+        if let Some(old) = &update.replaced_dataset {
+            eprintln!("warning: --force: the baseline was made on {old}; it now names {} ({})", run.dataset_name, run.dataset_digest);
+        }
+        if !update.kept_modes.is_empty() {
+            eprintln!("kept mode(s) {} as they were", update.kept_modes.join(", "));
+        }
         eprintln!("updated {} ({} mode)", args.baseline.display(), run.mode);
         return Ok(ExitCode::SUCCESS);
     }
@@ -558,6 +621,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         if let Some((d, _)) = dirs.iter().zip(&metas).find(|(_, m)| m.grid != first.grid || m.dataset != first.dataset || m.mode != first.mode) {
             bail!("merge: {} was swept over another grid, dataset or mode than {}", d.display(), dirs[0].display());
         }
+        memform::paths::check_out_dir("--out", &out, None)?;
         let refs: Vec<&std::path::Path> = dirs.iter().map(PathBuf::as_path).collect();
         let rows = memform::sweep::read_rows(&refs)?;
         std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
@@ -572,16 +636,14 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
     let cfg = args.config.load()?;
     cfg.validate()?;
     let axes = args.grid.iter().map(|g| memform::sweep::parse_axis(g)).collect::<Result<Vec<_>, _>>()?;
+    let total = memform::sweep::check_grid(&axes, args.max_points)?;
     let (px, py) = args.pareto.split_once(',').context("--pareto: expected METRIC_X,METRIC_Y")?;
-    let all = memform::sweep::points(&axes);
-    let total = all.len();
-    let points = match &args.shard {
-        Some(s) => {
-            let (k, n) = memform::sweep::parse_shard(s)?;
-            memform::sweep::shard(all, k, n)
-        }
-        None => all,
+    let (k, n) = match &args.shard {
+        Some(s) => memform::sweep::parse_shard(s)?,
+        None => (0, 1),
     };
+    let points = memform::sweep::shard_points(&axes, k, n);
+    memform::sweep::check_metrics(&args.objective, px.trim(), py.trim())?;
     let dataset = memform::dataset::load(&dataset_dir)?;
     let cfg_value = serde_json::to_value(&cfg).context("serialise config")?;
     let defaults = axes
@@ -590,6 +652,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         .collect();
     let mode_name = mode_name(args.mode);
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-sweep", dataset.name)));
+    memform::paths::check_out_dir("--out", &out, Some(&dataset_dir))?;
     let mut cfg = cfg;
     let built = build_stages(args.mode, &args.stage, &mut cfg, &dataset_dir, &dataset, None)?;
     let cfg = cfg;
@@ -599,9 +662,16 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         ProgressStyle::with_template("{spinner} sweep [{bar:30}] {pos}/{len} points {elapsed} eta {eta}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     let pb = bar.clone();
     let done = move |_i: usize| pb.inc(1);
-    let work = || memform::sweep::run_sweep(&dataset, &cfg, stages, &points, Some(&done));
+    let eb = bar.clone();
+    let estimate = move |e: &memform::sweep::Estimate| {
+        eprintln!("{}", e.describe());
+        eb.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    };
+    let hooks = memform::sweep::Hooks { done: Some(&done), estimate: Some(&estimate) };
+    let work = || memform::sweep::run_sweep_with(&dataset, &cfg, stages, &points, &hooks);
     let (rows, shared) = match args.threads {
         Some(n) => rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build().context("start threads")?.install(work)?,
         None => work()?,
@@ -692,13 +762,16 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
         .collect::<Result<_>>()?;
     let [mode_a, mode_b] = modes[..] else { bail!("--modes: expected two modes, A,B (got {:?})", args.modes) };
     let dataset = memform::dataset::load(&args.dataset)?;
+    memform::compare::check_bootstrap(dataset.conversations.iter().map(|c| c.episodes.len()).sum(), args.resamples)?;
     let runs_dir = args.runs_dir.clone().unwrap_or_else(|| PathBuf::from("reports"));
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-compare", dataset.name)));
+    memform::paths::check_out_dir("--out", &out, Some(&args.dataset))?;
+    memform::paths::check_out_dir("--runs-dir", &runs_dir, Some(&args.dataset))?;
     let mut sides = Vec::new();
-    for (mode, sets) in [(mode_a, &args.set_a), (mode_b, &args.set_b)] {
+    for (mode, sets, flag) in [(mode_a, &args.set_a, "--set-a"), (mode_b, &args.set_b, "--set-b")] {
         let mut cfg = args.config.load()?;
         for s in sets {
-            cfg.set(s)?;
+            cfg.set_from(flag, s)?;
         }
         cfg.set_write_mode(args.write_mode);
         cfg.validate()?;

@@ -327,6 +327,41 @@ pub fn point_metrics(dataset: &Dataset, gold: &GoldIndex<'_>, episodes: &[Episod
     Ok(a.summary.metrics.into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))).collect())
 }
 
+/// The keys [`point_metrics`] returns for `dataset`: the metrics its gold
+/// labels allow (no cosine matches), `skipped_conversations`, and the
+/// numeric extras of its labels.
+pub fn point_metric_names(dataset: &Dataset) -> Vec<String> {
+    let convs: Vec<_> = dataset.conversations.iter().filter(|c| !c.episodes.is_empty()).collect();
+    names_for(&Labels {
+        gold_facts: convs.iter().any(|c| !c.gold.facts.is_empty()),
+        cosine: false,
+        qa: convs.iter().any(|c| c.gold.qa.iter().any(|q| !q.evidence.is_empty())),
+        duplicate_groups: convs.iter().any(|c| !c.gold.duplicate_groups.is_empty()),
+        contradictions: convs.iter().any(|c| !c.gold.contradictions.is_empty()),
+    })
+}
+
+/// Every key [`point_metrics`] can return, on a dataset with every kind of
+/// gold label: what a sweep's `--objective` and `--pareto` may name.
+pub fn all_point_metric_names() -> Vec<String> {
+    names_for(&Labels { gold_facts: true, cosine: false, qa: true, duplicate_groups: true, contradictions: true })
+}
+
+fn names_for(labels: &Labels) -> Vec<String> {
+    let mut names: Vec<String> = labels.metrics().map(|d| d.key.to_string()).collect();
+    names.push("skipped_conversations".into());
+    if labels.gold_facts {
+        names.push("content_lexical_threshold".into());
+    }
+    if labels.qa {
+        names.extend(["qa_items".to_string(), "qa_item_coverage".to_string()]);
+    }
+    if labels.duplicate_groups {
+        names.push("duplicate_groups".into());
+    }
+    names
+}
+
 /// How much of the analysis to compute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scope {

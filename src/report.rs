@@ -23,26 +23,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::metrics::{Analysis, Formula, METRICS, Needs};
 
-/// Files the reports add to a run directory (removed before a re-run).
-pub const REPORT_FILES: &[&str] = &[
-    "facts.parquet",
-    "facts.csv",
-    "episodes.parquet",
-    "episodes.csv",
-    "per_conversation.csv",
-    "report.md",
-    PLOT_STORED,
-    PLOT_OUTCOMES,
-    PLOT_VERDICTS,
-    PLOT_WARNINGS,
-    PLOT_SCORES,
-];
-
-pub const PLOT_STORED: &str = "plot_stored_facts.svg";
-pub const PLOT_OUTCOMES: &str = "plot_outcomes.svg";
-pub const PLOT_VERDICTS: &str = "plot_verdicts.svg";
-pub const PLOT_WARNINGS: &str = "plot_warnings.svg";
-pub const PLOT_SCORES: &str = "plot_precision_recall.svg";
+pub use crate::rundir::{PLOT_OUTCOMES, PLOT_SCORES, PLOT_STORED, PLOT_VERDICTS, PLOT_WARNINGS, REPORT_FILES};
 
 /// Most stored facts shown as examples in `report.md` (three per conversation).
 const EXAMPLES: usize = 24;

@@ -66,6 +66,9 @@ pub struct RunOutput {
 /// Runs `dataset` through the pipeline and writes the run's files.
 pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOptions) -> Result<RunOutput> {
     cfg.validate()?;
+    if let Some(n) = opts.threads {
+        crate::limits::check_threads(n)?;
+    }
     let started = Instant::now();
     let dir = RunDir::new(&opts.out_dir);
     dir.prepare()?;

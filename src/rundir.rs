@@ -105,7 +105,7 @@ impl RunDir {
     pub const FACTS: &'static str = "facts.jsonl";
     pub const EPISODES: &'static str = "episodes.jsonl";
     pub const STORE: &'static str = "store.sqlite";
-    /// Files the run itself writes (the reports add [`crate::report::REPORT_FILES`]).
+    /// Files the run itself writes (the reports add [`REPORT_FILES`]).
     pub const RUN_FILES: &'static [&'static str] =
         &[Self::MANIFEST, Self::SUMMARY, Self::FACTS, Self::EPISODES, Self::STORE, "store.sqlite-wal", "store.sqlite-shm"];
 
@@ -126,7 +126,7 @@ impl RunDir {
     /// a re-run starts clean.
     pub fn prepare(&self) -> Result<()> {
         std::fs::create_dir_all(&self.path).map_err(|e| Error::write(&self.path, e))?;
-        for f in Self::RUN_FILES.iter().chain(crate::report::REPORT_FILES) {
+        for f in Self::RUN_FILES.iter().chain(REPORT_FILES) {
             let p = self.file(f);
             if p.exists() {
                 std::fs::remove_file(&p).map_err(|e| Error::write(&p, e))?;
@@ -156,6 +156,27 @@ impl RunDir {
     }
 }
 
+/// Files the reports add to a run directory (removed before a re-run).
+pub const REPORT_FILES: &[&str] = &[
+    "facts.parquet",
+    "facts.csv",
+    "episodes.parquet",
+    "episodes.csv",
+    "per_conversation.csv",
+    "report.md",
+    PLOT_STORED,
+    PLOT_OUTCOMES,
+    PLOT_VERDICTS,
+    PLOT_WARNINGS,
+    PLOT_SCORES,
+];
+
+pub const PLOT_STORED: &str = "plot_stored_facts.svg";
+pub const PLOT_OUTCOMES: &str = "plot_outcomes.svg";
+pub const PLOT_VERDICTS: &str = "plot_verdicts.svg";
+pub const PLOT_WARNINGS: &str = "plot_warnings.svg";
+pub const PLOT_SCORES: &str = "plot_precision_recall.svg";
+
 /// Writes `value` as pretty JSON with a trailing newline.
 pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
     let mut text = serde_json::to_string_pretty(value).map_err(|e| Error::Other(format!("serialise {}: {e}", path.display())))?;
@@ -166,6 +187,7 @@ pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
 /// Reads a JSON file; a parse error names the file, line and column.
 pub fn read_json(path: &Path) -> Result<Value> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    crate::error::reject_bom(path, text.as_bytes())?;
     serde_json::from_str(&text).map_err(|e| Error::input(path, format!("line {} column {}: {e}", e.line(), e.column())))
 }
 

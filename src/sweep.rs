@@ -43,6 +43,9 @@ pub struct Axis {
     pub values: Vec<String>,
 }
 
+/// Most values one `--grid` range expands to.
+pub const MAX_AXIS_VALUES: usize = 10_000;
+
 /// Parses `KEY=START:STOP:STEP` (inclusive, numeric) or `KEY=v1,v2,…`.
 pub fn parse_axis(spec: &str) -> Result<Axis> {
     let bad = |m: &str| Error::Config(format!("--grid {spec:?}: {m}"));
@@ -50,16 +53,19 @@ pub fn parse_axis(spec: &str) -> Result<Axis> {
     let key = key.trim().to_string();
     let parts: Vec<&str> = rhs.split(':').collect();
     let values: Vec<String> = if parts.len() == 3 {
-        let num = |s: &str| s.trim().parse::<f64>().map_err(|_| bad(&format!("{s:?} is not a number")));
+        let num = |s: &str| {
+            s.trim().parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| bad(&format!("{s:?} is not a finite number")))
+        };
         let (start, stop, step) = (num(parts[0])?, num(parts[1])?, num(parts[2])?);
-        if step <= 0.0 || stop < start {
+        if !(step > 0.0 && stop >= start) {
             return Err(bad("needs START <= STOP and STEP > 0"));
         }
-        let decimals = parts.iter().map(|p| p.trim().split_once('.').map_or(0, |(_, d)| d.len())).max().unwrap_or(0);
-        let n = ((stop - start) / step + 1e-9).floor() as usize + 1;
-        if n > 10_000 {
-            return Err(bad("more than 10000 values"));
+        let decimals = parts.iter().map(|p| p.trim().split_once('.').map_or(0, |(_, d)| d.len())).max().unwrap_or(0).min(12);
+        let steps = ((stop - start) / step + 1e-9).floor();
+        if !(steps < MAX_AXIS_VALUES as f64) {
+            return Err(bad(&format!("more than {MAX_AXIS_VALUES} values")));
         }
+        let n = steps as usize + 1;
         (0..n).map(|i| format!("{:.*}", decimals, start + step * i as f64)).collect()
     } else if parts.len() == 1 {
         rhs.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect()
@@ -69,8 +75,11 @@ pub fn parse_axis(spec: &str) -> Result<Axis> {
     if values.is_empty() {
         return Err(bad("no values"));
     }
-    let mut probe = Config::default();
-    probe.set(&format!("{key}={}", values[0]))?;
+    for v in &values {
+        let mut probe = Config::default();
+        probe.set_from("--grid", &format!("{key}={v}"))?;
+        probe.check_key(&key).map_err(|e| bad(&crate::error::chain(&e)))?;
+    }
     Ok(Axis { key, values })
 }
 
@@ -97,6 +106,63 @@ pub fn points(axes: &[Axis]) -> Vec<Point> {
             .collect();
     }
     out.into_iter().enumerate().map(|(index, settings)| Point { index, settings }).collect()
+}
+
+/// The number of points of the grid over `axes` (the product of their
+/// lengths), checked before any point is built: a key on two axes, or more
+/// than `max_points` points, is an error.
+pub fn check_grid(axes: &[Axis], max_points: usize) -> Result<usize> {
+    let mut seen = std::collections::BTreeSet::new();
+    for a in axes {
+        if !seen.insert(a.key.as_str()) {
+            return Err(Error::Config(format!("--grid {}: the key is given twice; put all its values on one --grid", a.key)));
+        }
+    }
+    let total = axes.iter().try_fold(1usize, |t, a| t.checked_mul(a.values.len()));
+    match total {
+        Some(t) if t <= max_points => Ok(t),
+        _ => {
+            let sizes: Vec<String> = axes.iter().map(|a| a.values.len().to_string()).collect();
+            let product: f64 = axes.iter().map(|a| a.values.len() as f64).product();
+            Err(Error::Config(format!(
+                "--grid: {product:.0} points ({}) is more than --max-points {max_points}; narrow the grid, or raise --max-points (at most {})",
+                sizes.join(" × "),
+                crate::limits::MAX_POINTS.end()
+            )))
+        }
+    }
+}
+
+/// Point `index` of the grid over `axes` (the order of [`points`]).
+pub fn point_at(axes: &[Axis], index: usize) -> Point {
+    let mut rest = index;
+    let mut settings = vec![(String::new(), String::new()); axes.len()];
+    for (slot, a) in settings.iter_mut().zip(axes).rev() {
+        let n = a.values.len().max(1);
+        *slot = (a.key.clone(), a.values[rest % n].clone());
+        rest /= n;
+    }
+    Point { index, settings }
+}
+
+/// The points of shard `k` of `n` of the grid over `axes`, built without
+/// building the others (the grid's size must have passed [`check_grid`]).
+pub fn shard_points(axes: &[Axis], k: usize, n: usize) -> Vec<Point> {
+    let total: usize = axes.iter().map(|a| a.values.len()).product();
+    (k..total).step_by(n.max(1)).map(|i| point_at(axes, i)).collect()
+}
+
+/// Checks that the objective and the Pareto metrics are metrics a sweep
+/// point can have (one whose gold labels `dataset` lacks is accepted: its
+/// rows simply have no value); the error lists them all.
+pub fn check_metrics(objective: &str, pareto_x: &str, pareto_y: &str) -> Result<()> {
+    let names = crate::metrics::all_point_metric_names();
+    for (flag, m) in [("--objective", objective), ("--pareto", pareto_x), ("--pareto", pareto_y)] {
+        if !names.iter().any(|n| n == m) {
+            return Err(Error::Config(format!("{flag} {m:?}: not a metric of a sweep point; one of: {}", names.join(", "))));
+        }
+    }
+    Ok(())
 }
 
 /// Parses `K/N` (0-based K < N).
@@ -136,6 +202,63 @@ pub struct SharedWork {
     pub fronts_computed: usize,
 }
 
+/// What a sweep will take, known once the fronts and one point have run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    /// Points this sweep runs (its shard's).
+    pub points: usize,
+    /// The front pass (extraction and embeddings, once).
+    pub fronts: std::time::Duration,
+    /// The first point, run alone.
+    pub one_point: std::time::Duration,
+    /// Threads the other points share.
+    pub threads: usize,
+}
+
+impl Estimate {
+    /// The time the remaining points should take, on [`Estimate::threads`].
+    pub fn remaining(&self) -> std::time::Duration {
+        let rest = self.points.saturating_sub(1);
+        let rounds = rest.div_ceil(self.threads.max(1)) as u32;
+        self.one_point.saturating_mul(rounds)
+    }
+
+    /// One line for a person.
+    pub fn describe(&self) -> String {
+        format!(
+            "sweep: {} points; the front pass took {}, one point {}: about {} more on {} thread(s)",
+            self.points,
+            human(self.fronts),
+            human(self.one_point),
+            human(self.remaining()),
+            self.threads
+        )
+    }
+}
+
+/// `0.4 s`, `12 s`, `3 min 5 s`, `2 h 10 min`.
+fn human(d: std::time::Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 10.0 {
+        format!("{s:.1} s")
+    } else if s < 60.0 {
+        format!("{s:.0} s")
+    } else if s < 3600.0 {
+        format!("{} min {} s", (s / 60.0) as u64, (s % 60.0) as u64)
+    } else {
+        format!("{} h {} min", (s / 3600.0) as u64, ((s % 3600.0) / 60.0) as u64)
+    }
+}
+
+/// What a sweep reports while it runs.
+#[derive(Default)]
+pub struct Hooks<'a> {
+    /// After each point.
+    pub done: Option<&'a PointDone>,
+    /// Once, after the fronts and the first point, before the others.
+    pub estimate: Option<&'a (dyn Fn(&Estimate) + Send + Sync)>,
+}
+
 /// Runs `points` of the grid over `dataset`, on top of `base`.
 pub fn run_sweep(
     dataset: &Dataset,
@@ -144,11 +267,25 @@ pub fn run_sweep(
     points: &[Point],
     done: Option<&PointDone>,
 ) -> Result<(Vec<Row>, SharedWork)> {
+    run_sweep_with(dataset, base, stages, points, &Hooks { done, estimate: None })
+}
+
+/// [`run_sweep`], reporting through `hooks`: the first point runs alone,
+/// timed, so the estimate can be given before the others start.
+pub fn run_sweep_with(
+    dataset: &Dataset,
+    base: &Config,
+    stages: Stages<'_>,
+    points: &[Point],
+    hooks: &Hooks<'_>,
+) -> Result<(Vec<Row>, SharedWork)> {
+    let done = hooks.done;
+    let started = std::time::Instant::now();
     let mut cfgs = Vec::with_capacity(points.len());
     for p in points {
         let mut c = base.clone();
         for (k, v) in &p.settings {
-            c.set(&format!("{k}={v}"))?;
+            c.set_from("--grid", &format!("{k}={v}"))?;
         }
         c.validate().map_err(|e| Error::Config(format!("grid point {}: {e}", p.index)))?;
         cfgs.push(c);
@@ -166,24 +303,40 @@ pub fn run_sweep(
         }
     }
     let gold = GoldIndex::new(dataset)?;
-    let idx: Vec<usize> = (0..points.len()).collect();
+    let fronts_took = started.elapsed();
+    let run_one = |i: usize| {
+        let fronts = &front_sets[&front_key(&cfgs[i])];
+        let row = run_point(dataset, &cfgs[i], stages, fronts, &gold, &points[i]);
+        if let Some(d) = done {
+            d(points[i].index);
+        }
+        row
+    };
+    let mut first = Vec::new();
+    let mut idx: Vec<usize> = (0..points.len()).collect();
+    if let Some(report) = hooks.estimate
+        && !points.is_empty()
+    {
+        let t = std::time::Instant::now();
+        first.push(run_one(0));
+        let threads = if rayon::current_thread_index().is_some() {
+            rayon::current_num_threads()
+        } else {
+            polars_core::runtime::THREAD_POOL.current_num_threads()
+        };
+        report(&Estimate { points: points.len(), fronts: fronts_took, one_point: t.elapsed(), threads });
+        idx.remove(0);
+    }
     let run_points = || -> Vec<Result<Row>> {
         idx.par_iter()
-            .map(|&i| {
-                let fronts = &front_sets[&front_key(&cfgs[i])];
-                let row = run_point(dataset, &cfgs[i], stages, fronts, &gold, &points[i]);
-                if let Some(d) = done {
-                    d(points[i].index);
-                }
-                row
-            })
+            .map(|&i| run_one(i))
             .collect()
     };
     // Points run on polars' own pool (one thread per core), so each point's
     // metric queries stay on the thread that runs it instead of waiting on
     // another pool; a caller that installed its own pool (`--threads`) keeps it.
     let rows = if rayon::current_thread_index().is_some() { run_points() } else { polars_core::runtime::THREAD_POOL.install(run_points) };
-    let mut out = rows.into_iter().collect::<Result<Vec<_>>>()?;
+    let mut out = first.into_iter().chain(rows).collect::<Result<Vec<_>>>()?;
     out.sort_by_key(|r| r.index);
     Ok((out, shared))
 }
@@ -362,6 +515,47 @@ mod tests {
         assert!(parse_axis("nope=1,2").unwrap_err().to_string().contains("unknown config key"));
         assert!(parse_axis("near_dup_threshold=0.9:0.8:0.01").is_err());
         assert!(parse_axis("near_dup_threshold").is_err());
+    }
+
+    #[test]
+    fn grids_are_sized_and_checked_before_any_point_is_built() {
+        let axes = vec![parse_axis("near_dup_threshold=0.90:0.95:0.01").unwrap(), parse_axis("max_facts=10,20,30").unwrap()];
+        assert_eq!(check_grid(&axes, 18).unwrap(), 18);
+        let all = points(&axes);
+        assert_eq!((0..all.len()).map(|i| point_at(&axes, i)).collect::<Vec<_>>(), all);
+        assert_eq!(shard_points(&axes, 1, 4), shard(all, 1, 4));
+        let err = check_grid(&axes, 17).unwrap_err().to_string();
+        assert!(err.contains("18 points (6 × 3) is more than --max-points 17"), "{err}");
+        let big = vec![parse_axis("near_dup_threshold=0:0.9999:0.0001").unwrap(), parse_axis("entity_merge_threshold=0:0.9999:0.0001").unwrap()];
+        let err = check_grid(&big, 10_000).unwrap_err().to_string();
+        assert!(err.contains("100000000 points (10000 × 10000)"), "{err}");
+        let twice = vec![parse_axis("max_facts=1,2").unwrap(), parse_axis("max_facts=3").unwrap()];
+        assert!(check_grid(&twice, 100).unwrap_err().to_string().contains("--grid max_facts: the key is given twice"));
+    }
+
+    #[test]
+    fn axis_values_are_each_checked_under_the_grid_flag() {
+        let err = parse_axis("max_facts=10,lots").unwrap_err().to_string();
+        assert!(err.contains("--grid max_facts=lots") && !err.contains("--set"), "{err}");
+        let err = parse_axis("hashed_dims=256,4000000000").unwrap_err().to_string();
+        assert!(err.contains("hashed_dims = 4000000000: must be within 1..=8192"), "{err}");
+        let err = parse_axis("bogus=1").unwrap_err().to_string();
+        assert!(err.contains("--grid bogus: unknown config key"), "{err}");
+        for bad in ["near_dup_threshold=0:1e300:1e-300", "near_dup_threshold=nan:1:0.1", "near_dup_threshold=0:1:inf"] {
+            assert!(parse_axis(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn estimate_scales_one_point_by_the_rounds_left() {
+        let e = Estimate {
+            points: 9,
+            fronts: std::time::Duration::from_secs(2),
+            one_point: std::time::Duration::from_millis(500),
+            threads: 2,
+        };
+        assert_eq!(e.remaining(), std::time::Duration::from_secs(2));
+        assert_eq!(e.describe(), "sweep: 9 points; the front pass took 2.0 s, one point 0.5 s: about 2.0 s more on 2 thread(s)");
     }
 
     #[test]

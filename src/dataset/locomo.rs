@@ -49,7 +49,7 @@ fn looks_like_object(value: &Value) -> bool {
     let flat = |m: &Map<String, Value>| {
         m.contains_key("speaker_a")
             || m.contains_key("speaker_b")
-            || m.keys().any(|k| session_number(k).is_some())
+            || m.keys().any(|k| session_key(k).is_some())
     };
     flat(map)
         || map
@@ -143,11 +143,14 @@ fn import_one(
 
     let mut sessions: BTreeMap<u64, (&String, &Vec<Value>)> = BTreeMap::new();
     for (key, value) in conv {
-        if let Some(n) = session_number(key) {
-            let turns = value
-                .as_array()
-                .ok_or_else(|| ctx.err(&join(&conv_prefix, key), "expected a list of turns"))?;
-            sessions.insert(n, (key, turns));
+        let Some(n) = session_key(key) else { continue };
+        let field = join(&conv_prefix, key);
+        let n = n.map_err(|m| ctx.err(&field, m))?;
+        let turns = value
+            .as_array()
+            .ok_or_else(|| ctx.err(&field, "expected a list of turns"))?;
+        if let Some((other, _)) = sessions.insert(n, (key, turns)) {
+            return Err(ctx.err(&field, format!("session number {n} is also given by {other}")));
         }
     }
 
@@ -162,7 +165,7 @@ fn import_one(
             Some(Value::String(s)) => Some(parse_date_time(s).ok_or_else(|| {
                 ctx.err(
                     &date_field,
-                    format!("cannot read \"{s}\" as a date like \"1:56 pm on 8 May, 2023\""),
+                    format!("cannot read {s:?} as a date like \"1:56 pm on 8 May, 2023\""),
                 )
             })?),
             Some(_) => return Err(ctx.err(&date_field, "expected a string")),
@@ -186,14 +189,14 @@ fn import_one(
             if !turn_ids.insert(turn.id.clone()) {
                 return Err(ctx.err(
                     &format!("{here}.dia_id"),
-                    format!("duplicate turn id \"{}\"", turn.id),
+                    format!("duplicate turn id {:?}", turn.id),
                 ));
             }
             if !speakers.contains(&turn.speaker) {
                 ctx.warn(
                     WARN_UNKNOWN_SPEAKER,
                     &format!("{here}.speaker"),
-                    format!("\"{}\" is neither speaker_a nor speaker_b", turn.speaker),
+                    format!("{:?} is neither speaker_a nor speaker_b", turn.speaker),
                 );
             }
             turns.push(turn);
@@ -215,8 +218,11 @@ fn import_one(
     for (source, source_prefix) in observation_sources {
         let mut observations: BTreeMap<u64, (&String, &Value)> = BTreeMap::new();
         for (key, value) in source {
-            if let Some(n) = key.strip_suffix("_observation").and_then(session_number) {
-                observations.insert(n, (key, value));
+            let Some(n) = key.strip_suffix("_observation").and_then(session_key) else { continue };
+            let field = join(&source_prefix, key);
+            let n = n.map_err(|m| ctx.err(&field, m))?;
+            if let Some((other, _)) = observations.insert(n, (key, value)) {
+                return Err(ctx.err(&field, format!("session number {n} is also given by {other}")));
             }
         }
         for (n, (key, value)) in observations {
@@ -262,13 +268,14 @@ fn import_one(
     })
 }
 
-/// `session_12` → 12; anything else (`session_12_date_time`) → None.
-fn session_number(key: &str) -> Option<u64> {
+/// `session_12` → `Some(Ok(12))`; a session key whose number does not fit
+/// in 64 bits → `Some(Err(why))`; anything else (`session_12_date_time`) → None.
+fn session_key(key: &str) -> Option<std::result::Result<u64, &'static str>> {
     let digits = key.strip_prefix("session_")?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    digits.parse().ok()
+    Some(digits.parse().map_err(|_| "session number too large (at most 18446744073709551615)"))
 }
 
 fn string_field(ctx: &Ctx, here: &str, obj: &Map<String, Value>, key: &str) -> Result<String> {
@@ -409,7 +416,7 @@ fn read_evidence(
                 ctx.warn(
                     WARN_UNKNOWN_EVIDENCE,
                     &here,
-                    format!("unknown turn id \"{part}\" dropped"),
+                    format!("unknown turn id {part:?} dropped"),
                 );
                 continue;
             }
@@ -707,6 +714,22 @@ mod tests {
         );
         let msg = import_err(&CONV.replace(r#""category": 1"#, r#""category": "one""#));
         assert!(msg.contains("qa[0].category: expected an integer"), "{msg}");
+    }
+
+    #[test]
+    fn session_numbers_that_overflow_or_repeat_name_file_and_key() {
+        let text = r#"{"speaker_a": "A", "speaker_b": "B", "session_1": [],
+            "session_99999999999999999999": [{"speaker": "A", "dia_id": "D9:1", "text": "Lost?"}]}"#;
+        let msg = import_err(text);
+        assert!(msg.contains("7.json: session_99999999999999999999: session number too large"), "{msg}");
+        let msg = import_err(r#"{"speaker_a": "A", "speaker_b": "B", "session_1": [], "session_01": []}"#);
+        assert!(msg.contains("session number 1 is also given by session_01") || msg.contains("session number 1 is also given by session_1"), "{msg}");
+        let msg = import_err(r#"{"speaker_a": "A", "speaker_b": "B", "session_1": [], "session_99999999999999999999_observation": {}}"#);
+        assert!(msg.contains("session_99999999999999999999_observation: session number too large"), "{msg}");
+        assert!(looks_like(&serde_json::json!({"session_99999999999999999999": []})));
+        // Found by the fuzz target: a quoted value with a newline made a two-line error.
+        let msg = import_err(r#"{"speaker_a": "A", "speaker_b": "B", "session_1_date_time": "1 pm\non 8 May, 2023", "session_1": []}"#);
+        assert!(!msg.contains('\n') && msg.contains(r#"cannot read "1 pm\non 8 May, 2023""#), "{msg}");
     }
 
     #[test]

@@ -49,11 +49,11 @@ fn check_format(path: &Path, bytes: &[u8]) -> Result<()> {
         Some(serde_json::Value::String(s)) if s == FORMAT => Ok(()),
         Some(other) => Err(Error::input(
             path,
-            format!("format: unknown value {other}, expected \"{FORMAT}\""),
+            format!("format: unknown value {other}, expected {FORMAT:?}"),
         )),
         None => Err(Error::input(
             path,
-            format!("format: missing field (expected \"{FORMAT}\")"),
+            format!("format: missing field (expected {FORMAT:?})"),
         )),
     }
 }
@@ -148,7 +148,7 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
     }
     if stem != Some(file.id.as_str()) {
         return Err(format!(
-            "id: \"{}\" does not match the file name (expected {}.json)",
+            "id: {:?} does not match the file name (expected {}.json)",
             file.id, file.id
         ));
     }
@@ -161,7 +161,7 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
             return Err(format!("speakers[{i}]: empty"));
         }
         if !speakers.insert(speaker.as_str()) {
-            return Err(format!("speakers[{i}]: duplicate speaker \"{speaker}\""));
+            return Err(format!("speakers[{i}]: duplicate speaker {speaker:?}"));
         }
     }
 
@@ -176,14 +176,14 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
         }
         if !episodes.insert(episode.id.as_str()) {
             return Err(format!(
-                "episodes[{e}].id: duplicate episode id \"{}\"",
+                "episodes[{e}].id: duplicate episode id {:?}",
                 episode.id
             ));
         }
         if let Some(ts) = episode.timestamp.as_deref() {
             if !is_local_datetime(ts) {
                 return Err(format!(
-                    "episodes[{e}].timestamp: \"{ts}\" is not an ISO 8601 local date-time \
+                    "episodes[{e}].timestamp: {ts:?} is not an ISO 8601 local date-time \
                      (YYYY-MM-DDTHH:MM:SS)"
                 ));
             }
@@ -204,7 +204,7 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
             }
             if let Some((_, first)) = turns.get(turn.id.as_str()) {
                 return Err(format!(
-                    "{here}.id: duplicate turn id \"{}\" (first at {first})",
+                    "{here}.id: duplicate turn id {:?} (first at {first})",
                     turn.id
                 ));
             }
@@ -212,7 +212,7 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
                 && !UNLISTED_SPEAKERS.contains(&turn.speaker.as_str())
             {
                 return Err(format!(
-                    "{here}.speaker: \"{}\" is not in speakers (only \"tool\" and \"system\" may \
+                    "{here}.speaker: {:?} is not in speakers (only \"tool\" and \"system\" may \
                      speak unlisted)",
                     turn.speaker
                 ));
@@ -226,7 +226,7 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
         turns
             .get(id)
             .map(|(pos, _)| *pos)
-            .ok_or_else(|| format!("{field}: unknown turn id \"{id}\""))
+            .ok_or_else(|| format!("{field}: unknown turn id {id:?}"))
     };
     let mut fact_ids = HashSet::new();
     for (i, fact) in file.gold.facts.iter().enumerate() {
@@ -235,11 +235,11 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
             return Err(format!("{here}.id: empty"));
         }
         if !fact_ids.insert(fact.id.as_str()) {
-            return Err(format!("{here}.id: duplicate gold fact id \"{}\"", fact.id));
+            return Err(format!("{here}.id: duplicate gold fact id {:?}", fact.id));
         }
         if !episodes.contains(fact.episode.as_str()) {
             return Err(format!(
-                "{here}.episode: unknown episode id \"{}\"",
+                "{here}.episode: unknown episode id {:?}",
                 fact.episode
             ));
         }
@@ -268,7 +268,7 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
             known(format!("gold.duplicate_groups[{i}][{j}]"), id)?;
             if !seen.insert(id.as_str()) {
                 return Err(format!(
-                    "gold.duplicate_groups[{i}][{j}]: turn id \"{id}\" listed twice"
+                    "gold.duplicate_groups[{i}][{j}]: turn id {id:?} listed twice"
                 ));
             }
         }
@@ -278,7 +278,7 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
         let new = known(format!("gold.contradictions[{i}].new_turn"), &c.new_turn)?;
         if old >= new {
             return Err(format!(
-                "gold.contradictions[{i}]: old_turn \"{}\" does not come before new_turn \"{}\"",
+                "gold.contradictions[{i}]: old_turn {:?} does not come before new_turn {:?}",
                 c.old_turn, c.new_turn
             ));
         }

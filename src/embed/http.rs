@@ -155,20 +155,28 @@ impl HttpEmbedder {
                 Attempt::Retry(m) if attempts > self.settings.max_retries => m,
                 Attempt::Retry(_) => {
                     std::thread::sleep(backoff);
-                    backoff = backoff.saturating_mul(2);
+                    backoff = backoff.saturating_mul(2).min(crate::http::MAX_BACKOFF);
                     continue;
                 }
             };
             let plural = if attempts == 1 { "" } else { "s" };
             return Err(Error::EmbedHttp {
-                url: url.to_string(),
-                message: format!("{message} ({attempts} attempt{plural})"),
+                url: crate::redact::url(url),
+                message: self.scrub(&format!("{message} ({attempts} attempt{plural})")),
             });
         }
     }
 
+    /// `text` without the API key, the URL's userinfo or bearer tokens.
+    fn scrub(&self, text: &str) -> String {
+        let mut secrets: Vec<&str> = self.settings.api_key.as_deref().into_iter().collect();
+        secrets.extend(crate::redact::userinfo(&self.settings.url));
+        crate::redact::text(text, &secrets)
+    }
+
     fn attempt(&self, url: &str, payload: &str, expected: usize) -> Attempt {
         let (status, text) = match post_json(&self.agent, url, payload, self.settings.api_key.as_deref(), BODY_LIMIT) {
+            Exchange::Answered { status, body } if status >= 300 => (status, self.scrub(&body)),
             Exchange::Answered { status, body } => (status, body),
             Exchange::TimedOut => return Attempt::Retry(format!("no answer within {}s", self.settings.timeout_secs)),
             Exchange::Unreachable(m) => return Attempt::Fail(format!("cannot connect ({m}); is the server running?")),

@@ -22,6 +22,13 @@ const BODY_EXCERPT: usize = 300;
 /// Most bytes of an answer read.
 const BODY_LIMIT: u64 = 64 << 20;
 
+/// `secs` as a timeout; a value no `Duration` holds (negative, NaN, huge:
+/// settings built without `Config::validate`) becomes an hour, the
+/// configurable maximum, instead of a panic.
+fn timeout(secs: f64) -> Duration {
+    Duration::try_from_secs_f64(secs).ok().filter(|d| !d.is_zero()).unwrap_or(Duration::from_secs(3600)).min(Duration::from_secs(3600))
+}
+
 /// The live HTTP client.
 pub struct HttpLlm {
     settings: LlmSettings,
@@ -57,7 +64,7 @@ impl HttpLlm {
     pub fn with_api_key(settings: LlmSettings, api_key: Option<String>) -> Self {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs_f64(settings.timeout_secs)))
+            .timeout_global(Some(timeout(settings.timeout_secs)))
             .build()
             .into();
         HttpLlm { settings, api_key, agent }
@@ -120,22 +127,33 @@ impl HttpLlm {
         Ok(body)
     }
 
+    /// `text` without the API key, the URL's userinfo or bearer tokens:
+    /// servers echo requests in error bodies.
+    fn scrub(&self, text: &str) -> String {
+        let mut secrets: Vec<&str> = self.api_key.as_deref().into_iter().collect();
+        secrets.extend(crate::redact::userinfo(&self.settings.url));
+        crate::redact::text(text, &secrets)
+    }
+
     fn attempt(&self, url: &str, payload: &str, attempts: u32) -> Attempt {
         let started = Instant::now();
+        let shown = crate::redact::url(url);
         let (status, text) = match post_json(&self.agent, url, payload, self.api_key.as_deref(), BODY_LIMIT) {
             Exchange::Answered { status, body } => (status, body),
             Exchange::TimedOut => {
                 return Attempt::Retry(Error::LlmTimeout {
-                    url: url.to_string(),
+                    url: shown,
                     timeout_secs: self.settings.timeout_secs,
                     attempts,
                 });
             }
-            Exchange::Unreachable(message) => return Attempt::Fail(Error::LlmConnect { url: url.to_string(), message }),
-            Exchange::Failed(message) => return Attempt::Fail(Error::LlmBody { url: url.to_string(), message }),
+            Exchange::Unreachable(message) => {
+                return Attempt::Fail(Error::LlmConnect { url: shown, message: self.scrub(&message) });
+            }
+            Exchange::Failed(message) => return Attempt::Fail(Error::LlmBody { url: shown, message: self.scrub(&message) }),
         };
         if status >= 300 {
-            let error = Error::LlmStatus { url: url.to_string(), status, attempts, body: excerpt(&text, BODY_EXCERPT) };
+            let error = Error::LlmStatus { url: shown, status, attempts, body: excerpt(&self.scrub(&text), BODY_EXCERPT) };
             return if status >= 500 { Attempt::Retry(error) } else { Attempt::Fail(error) };
         }
         match self.read_answer(&text) {
@@ -147,8 +165,8 @@ impl HttpLlm {
                 wall: started.elapsed(),
             }),
             Err(message) => Attempt::Fail(Error::LlmBody {
-                url: url.to_string(),
-                message: format!("{message} in {:?}", excerpt(&text, BODY_EXCERPT)),
+                url: shown,
+                message: format!("{} in {:?}", self.scrub(&message), excerpt(&self.scrub(&text), BODY_EXCERPT)),
             }),
         }
     }
@@ -207,7 +225,7 @@ impl Llm for HttpLlm {
                 Attempt::Retry(e) if attempts > self.settings.max_retries => return Err(e),
                 Attempt::Retry(_) => {
                     std::thread::sleep(backoff);
-                    backoff = backoff.saturating_mul(2);
+                    backoff = backoff.saturating_mul(2).min(crate::http::MAX_BACKOFF);
                 }
             }
         }

@@ -113,3 +113,217 @@ fn minilm_replay_needs_no_model_and_a_miss_names_the_record_command() {
     assert!(stderr.contains("no recorded vector") && stderr.contains("--embed record"), "{stderr}");
     assert_eq!(stderr.lines().filter(|l| l.starts_with("error:")).count(), 1, "{stderr}");
 }
+
+/// Runs memform in `cwd`, expects exit 2 with exactly one `error:` line and
+/// no panic, and returns that line.
+fn refused(args: &[&str], cwd: &Path) -> String {
+    let started = std::time::Instant::now();
+    let (code, _stdout, stderr) = memform(args, cwd);
+    assert_eq!(code, Some(2), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{args:?}: one error line: {stderr}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "{args:?} took {:?}", started.elapsed());
+    errors[0].to_string()
+}
+
+fn good_dataset() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    native(&tmp.path().join("ds"), "ok.json", GOOD);
+    tmp
+}
+
+#[test]
+fn numeric_knobs_out_of_range_exit_2_naming_the_key_and_range() {
+    let tmp = good_dataset();
+    let d = tmp.path();
+    let run = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = ["run", "--dataset", "ds", "--out", "o"].iter().map(|s| s.to_string()).collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (run(&["--set", "hashed_dims=4000000000"]), "hashed_dims = 4000000000: must be within 1..=8192"),
+        (run(&["--mode", "llm", "--set", "llm_timeout_secs=1e300"]), "llm_timeout_secs = 1e300: must be within [0.1, 3600.0]"),
+        (run(&["--set", "llm_max_retries=200"]), "llm_max_retries = 200: must be within 0..=10"),
+        (run(&["--threads", "100000"]), "--threads <THREADS>': 100000 is not in 1..=1024"),
+        (run(&["--threads", "0"]), "0 is not in 1..=1024"),
+        (run(&["--set", "entity_merge_threshold=-0.5"]), "entity_merge_threshold = -0.5: must be within [0.0, 1.0]"),
+        (run(&["--set", "value_contextual_min=0.9"]), "value_contextual_min = 0.9 is above value_core_min = 0.7"),
+        (run(&["--set", "min_fact_chars=3000"]), "min_fact_chars = 3000 is above max_fact_chars = 2000"),
+        (run(&["--set", r#"multi_valued_predicates=["lives in"]"#]), r#"predicate "lives in" is in both"#),
+        (
+            ["compare", "--dataset", "ds", "--modes", "rules,rules", "--set-b", "near_dup_threshold=0.9", "--resamples", "1000000000"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            "1000000000 is not in 0..=100000",
+        ),
+    ];
+    for (args, want) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let line = refused(&args, d);
+        assert!(line.contains(want), "{args:?}: {line}");
+    }
+    assert!(!d.join("o").exists(), "nothing written by a refused run");
+
+    std::fs::write(d.join("c.toml"), "max_facts = 5\nnear_dup_threshold = nan\n").expect("write");
+    let line = refused(&["run", "--dataset", "ds", "--config", "c.toml", "--out", "o"], d);
+    assert!(line.contains("c.toml: line 2: near_dup_threshold = NaN: must be within [0.0, 1.0]"), "{line}");
+
+    std::fs::write(d.join("rules.toml"), "[metrics.turn_f1]\ndirection = \"higher\"\nabs_tol = nan\n").expect("write");
+    let (code, _, stderr) = memform(&["run", "--dataset", "ds", "--out", "o"], d);
+    assert_eq!(code, Some(0), "{stderr}");
+    let line = refused(&["gate", "--baseline", "b.json", "--run", "o", "--rules", "rules.toml"], d);
+    assert!(line.contains("rules.toml: metrics.turn_f1.abs_tol = NaN: must be within"), "{line}");
+}
+
+#[test]
+fn sweep_refuses_big_grids_bad_metrics_and_doubled_keys_before_running() {
+    let tmp = good_dataset();
+    let d = tmp.path();
+    let sweep = |extra: &[&str]| -> String {
+        let mut a = vec!["sweep", "--dataset", "ds", "--out", "sw"];
+        a.extend(extra);
+        refused(&a, d)
+    };
+    let line = sweep(&["--grid", "near_dup_threshold=0:0.9999:0.0001", "--grid", "entity_merge_threshold=0:0.9999:0.0001"]);
+    assert!(line.contains("100000000 points (10000 × 10000) is more than --max-points 10000"), "{line}");
+    let line = sweep(&["--grid", "near_dup_threshold=0.9,0.95", "--max-points", "1"]);
+    assert!(line.contains("2 points (2) is more than --max-points 1"), "{line}");
+    let line = sweep(&["--grid", "near_dup_threshold=0.9", "--objective", "bogus"]);
+    assert!(line.contains(r#"--objective "bogus": not a metric"#) && line.contains("turn_f1") && line.contains("stored_facts"), "{line}");
+    let line = sweep(&["--grid", "near_dup_threshold=0.9", "--pareto", "foo,bar"]);
+    assert!(line.contains(r#"--pareto "foo": not a metric"#) && line.contains("content_recall"), "{line}");
+    let line = sweep(&["--grid", "near_dup_threshold=0.9", "--grid", "near_dup_threshold=0.95"]);
+    assert!(line.contains("--grid near_dup_threshold: the key is given twice"), "{line}");
+    let line = sweep(&["--grid", "bogus=1,2"]);
+    assert!(line.contains("--grid bogus: unknown config key") && !line.contains("--set"), "{line}");
+    let line = sweep(&["--grid", "near_dup_threshold=0.9", "--threads", "0"]);
+    assert!(line.contains("0 is not in 1..=1024"), "{line}");
+    assert!(!d.join("sw").exists());
+
+    let (code, _, stderr) = memform(&["sweep", "--dataset", "ds", "--out", "sw", "--grid", "near_dup_threshold=0.9,0.95,0.99"], d);
+    assert_eq!(code, Some(0), "{stderr}");
+    let estimate = stderr.lines().find(|l| l.starts_with("sweep: 3 points; the front pass took ")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(estimate.contains(" more on ") && estimate.contains("thread(s)"), "{estimate}");
+}
+
+#[test]
+fn out_inside_the_dataset_or_a_file_is_refused_and_the_dataset_stays_loadable() {
+    let tmp = good_dataset();
+    let d = tmp.path();
+    for out in ["ds", "ds/conversations", "ds/sub/run", "./ds/../ds/x"] {
+        let line = refused(&["run", "--dataset", "ds", "--out", out], d);
+        assert!(line.contains(&format!("--out {out}: is ")) && line.contains("the dataset directory ds"), "{line}");
+    }
+    let line = refused(&["compare", "--dataset", "ds", "--modes", "rules,rules", "--set-b", "near_dup_threshold=0.9", "--out", "ds/cmp"], d);
+    assert!(line.contains("--out ds/cmp: is inside the dataset directory"), "{line}");
+    let line = refused(&["compare", "--dataset", "ds", "--modes", "rules,rules", "--set-b", "near_dup_threshold=0.9", "--runs-dir", "ds"], d);
+    assert!(line.contains("--runs-dir ds: is the dataset directory"), "{line}");
+    let line = refused(&["sweep", "--dataset", "ds", "--grid", "near_dup_threshold=0.9", "--out", "ds/conversations"], d);
+    assert!(line.contains("--out ds/conversations: is inside the dataset directory"), "{line}");
+    std::fs::write(d.join("afile"), "x").expect("write");
+    let line = refused(&["run", "--dataset", "ds", "--out", "afile"], d);
+    assert!(line.contains("--out afile: exists and is not a directory") && !line.contains("File exists"), "{line}");
+    assert_eq!(std::fs::read_dir(d.join("ds/conversations")).expect("ls").count(), 1, "nothing written into the dataset");
+    let (code, _, stderr) = memform(&["run", "--dataset", "ds", "--out", "o"], d);
+    assert_eq!(code, Some(0), "the dataset still loads: {stderr}");
+}
+
+#[cfg(unix)]
+#[test]
+fn dangling_links_loops_and_directories_among_conversations_are_never_silent() {
+    use std::os::unix::fs::symlink;
+    let setups: [(&str, fn(&Path)); 3] = [
+        ("gone.json: dangling symbolic link", |c| symlink(c.join("nowhere.json"), c.join("gone.json")).expect("link")),
+        ("a.json: symbolic link loop", |c| {
+            symlink(c.join("b.json"), c.join("a.json")).expect("link");
+            symlink(c.join("a.json"), c.join("b.json")).expect("link");
+        }),
+        ("x.json: is a directory", |c| std::fs::create_dir(c.join("x.json")).expect("mkdir")),
+    ];
+    for (want, setup) in setups {
+        let tmp = good_dataset();
+        let d = tmp.path();
+        setup(&d.join("ds/conversations"));
+        let line = refused(&["run", "--dataset", "ds", "--out", "o"], d);
+        assert!(line.contains(want), "{line}");
+        let (code, stdout, stderr) = memform(&["run", "--dataset", "ds", "--out", "k", "--keep-going"], d);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains("error: skipped conversation") && stderr.contains(want), "{stderr}");
+        let summary: serde_json::Value = serde_json::from_str(&stdout).expect("summary");
+        assert!(summary["metrics"]["skipped_conversations"].as_u64() >= Some(1), "{summary}");
+        assert_eq!(summary["metrics"]["episodes"], 1);
+    }
+}
+
+#[test]
+fn a_byte_order_mark_is_named_with_the_file() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    native(&tmp.path().join("ds"), "bom.json", &format!("\u{feff}{GOOD}"));
+    let line = refused(&["run", "--dataset", "ds", "--out", "o"], tmp.path());
+    assert!(line.contains("ds/conversations/bom.json: line 1 column 1: starts with a UTF-8 byte-order mark"), "{line}");
+}
+
+#[test]
+fn usage_errors_are_one_line_then_the_usage_hint() {
+    let tmp = good_dataset();
+    for (args, want) in [
+        (vec!["run", "--dataset", "ds", "--bogus"], "unexpected argument '--bogus' found"),
+        (vec!["run"], "the following required arguments were not provided: --dataset <DATASET>"),
+        (vec!["run", "--dataset", "ds", "--mode", "magic"], "invalid value 'magic' for '--mode <MODE>'"),
+    ] {
+        let (code, _, stderr) = memform(&args, tmp.path());
+        assert_eq!(code, Some(2), "{stderr}");
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert!(lines[0].starts_with("error: ") && lines[0].contains(want), "{stderr}");
+        assert!(lines.len() >= 2, "the hint follows: {stderr}");
+        assert!(lines[1..].iter().all(|l| l.starts_with("Usage: memform run") || l.starts_with("For more information")), "{stderr}");
+    }
+    let (code, stdout, _) = memform(&["--version"], tmp.path());
+    assert_eq!((code, stdout.starts_with("memform ")), (Some(0), true));
+}
+
+#[test]
+fn config_prints_every_numeric_key_with_its_range() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (code, stdout, _) = memform(&["config"], tmp.path());
+    assert_eq!(code, Some(0));
+    for line in ["hashed_dims = 256  # 1..=8192", "llm_max_retries = 2  # 0..=10", "max_pairs_per_candidate = 16  # 1..=1000"] {
+        assert!(stdout.lines().any(|l| l == line), "{line} in {stdout}");
+    }
+    let parsed: memform::config::Config = toml::from_str(&stdout).expect("the output is TOML");
+    assert_eq!(parsed, memform::config::Config::default());
+}
+
+#[test]
+fn update_baseline_keeps_the_dataset_and_the_other_modes_unless_forced() {
+    let tmp = good_dataset();
+    let d = tmp.path();
+    native(&d.join("other"), "ok.json", &GOOD.replace("Google", "Acme"));
+    for (ds, out, mode) in [("ds", "r", "rules"), ("other", "x", "rules")] {
+        let (code, _, stderr) = memform(&["run", "--dataset", ds, "--mode", mode, "--out", out], d);
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+    let (code, _, stderr) = memform(&["gate", "--update-baseline", "--baseline", "b.json", "--run", "r"], d);
+    assert_eq!(code, Some(0), "{stderr}");
+    // A second mode under the same dataset, written by hand from the first.
+    let mut b: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("b.json")).expect("read")).expect("json");
+    b["modes"]["llm"] = b["modes"]["rules"].clone();
+    std::fs::write(d.join("b.json"), serde_json::to_string_pretty(&b).expect("ser")).expect("write");
+    let before = std::fs::read_to_string(d.join("b.json")).expect("read");
+
+    let line = refused(&["gate", "--update-baseline", "--baseline", "b.json", "--run", "x"], d);
+    assert!(line.contains("b.json: dataset.digest: the baseline is of ds") && line.contains("--force"), "{line}");
+    assert_eq!(std::fs::read_to_string(d.join("b.json")).expect("read"), before, "a refused update changes nothing");
+
+    let (code, _, stderr) = memform(&["gate", "--update-baseline", "--force", "--baseline", "b.json", "--run", "x"], d);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("kept mode(s) llm"), "{stderr}");
+    let after: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("b.json")).expect("read")).expect("json");
+    assert_eq!(after["dataset"]["name"], "other");
+    assert_eq!(after["modes"]["llm"], b["modes"]["llm"], "the entry not asked for is kept");
+    let line = refused(&["gate", "--force", "--baseline", "b.json", "--run", "x"], d);
+    assert!(line.contains("--update-baseline"), "{line}");
+}

@@ -360,6 +360,74 @@ fn record_mode_writes_answers_only_and_never_the_key() {
     assert_eq!((seen[1].prompt_tokens, seen[1].completion_tokens), (60, 40));
 }
 
+/// Every file under `dir`, recursively.
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// A planted API key and URL password appear in no output, fixture or log
+/// of a run: not when the server echoes the Authorization header in a 401,
+/// not in run.json's LLM settings, not in a recorded run's files.
+#[test]
+fn a_planted_key_is_in_no_output_fixture_or_log() {
+    const KEY: &str = "sk-planted-0123456789";
+    const PASSWORD: &str = "pw-planted-9876";
+    let tmp = tempfile::tempdir().unwrap();
+    let conv = tmp.path().join("ds/conversations");
+    std::fs::create_dir_all(&conv).unwrap();
+    std::fs::write(
+        conv.join("a.json"),
+        r#"{"format": "memform-conversation/1", "id": "a", "speakers": ["Ann", "Bo"], "episodes": [{"id": "e1",
+            "timestamp": "2024-03-01T10:00:00", "turns": [{"id": "t1", "speaker": "Ann", "text": "I started working at Acme Corp last month."},
+            {"id": "t2", "speaker": "Bo", "text": "Nice! I adopted a dog named Rex."}]}]}"#,
+    )
+    .unwrap();
+    let mut logs = String::new();
+    let run = |server: &FakeServer, out: &str, logs: &mut String| -> Option<i32> {
+        let url = server.url.replace("http://", &format!("http://user:{PASSWORD}@"));
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_memform"))
+            .args(["run", "--dataset", "ds", "--mode", "llm", "--llm", "record", "--fixtures", "fx", "--out", out])
+            .args(["--set", "llm_retry_backoff_ms=1"])
+            .env("MEMFORM_LLM_API_KEY", KEY)
+            .env("MEMFORM_LLM_URL", &url)
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        logs.push_str(&String::from_utf8_lossy(&o.stdout));
+        logs.push_str(&String::from_utf8_lossy(&o.stderr));
+        o.status.code()
+    };
+    let echo = FakeServer::start(vec![Reply::EchoHeaders(401)]);
+    assert_eq!(run(&echo, "refused", &mut logs), Some(2), "{logs}");
+    let seen = echo.requests();
+    assert_eq!(seen[0].header("authorization"), Some(format!("Bearer {KEY}").as_str()), "the key was sent");
+    assert!(logs.contains("http status 401") && logs.contains("authorization"), "the echo is reported: {logs}");
+    let manifest = std::fs::read_to_string(tmp.path().join("refused/run.json")).unwrap();
+    assert!(manifest.contains("\"url\": \"http://[redacted]@127.0.0.1:"), "{manifest}");
+
+    let ok = FakeServer::start((0..8).map(|_| Reply::openai(&answer(REL, LIT), 30, 20)).collect());
+    assert_eq!(run(&ok, "recorded", &mut logs), Some(0), "{logs}");
+    assert!(!ok.requests().is_empty());
+    let files = files_under(tmp.path());
+    assert!(files.iter().any(|f| f.starts_with(tmp.path().join("fx"))), "fixtures were recorded: {files:?}");
+    assert!(files.iter().any(|f| f.ends_with("recorded/facts.jsonl")));
+    for f in files {
+        let bytes = std::fs::read(&f).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(KEY) && !text.contains(PASSWORD), "{} holds a secret", f.display());
+    }
+    assert!(!logs.contains(KEY) && !logs.contains(PASSWORD), "{logs}");
+}
+
 #[test]
 fn settings_provider_parse_is_case_insensitive() {
     assert_eq!(Provider::parse("OpenAI").unwrap(), Provider::OpenAi);

@@ -117,6 +117,48 @@ fn each_point_equals_a_run_with_its_config() {
     assert!(differ > 0, "the grid changes some metric, so the comparison means something");
 }
 
+/// The metric names a sweep checks `--objective` against are exactly a
+/// point's keys, on a labelled dataset and on one without gold; the
+/// estimating run (first point alone) gives the same rows.
+#[test]
+fn point_metric_names_are_a_points_keys_and_estimating_changes_no_row() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bare = tmp.path().join("bare/conversations");
+    std::fs::create_dir_all(&bare).expect("mkdir");
+    std::fs::write(
+        bare.join("a.json"),
+        r#"{"format": "memform-conversation/1", "id": "a", "speakers": ["Ann"], "episodes": [{"id": "e1",
+            "turns": [{"id": "t1", "speaker": "Ann", "text": "I work at Google."}]}]}"#,
+    )
+    .expect("write");
+    let cfg = Config::default();
+    let extractor = RulesExtractor::new(cfg.max_input_chars);
+    let embedder = HashedEmbedder::new(cfg.hashed_dims);
+    let judge = RulesJudge::new(&cfg);
+    let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
+    let pts = points(&[parse_axis("near_dup_threshold=0.8,0.9,0.95").expect("axis")]);
+    for dir in [scenarios_dir(), tmp.path().join("bare")] {
+        let dataset = memform::dataset::load(&dir).expect("load");
+        let (rows, _) = run_sweep(&dataset, &cfg, stages, &pts, None).expect("sweep");
+        let mut names = memform::metrics::point_metric_names(&dataset);
+        names.sort();
+        let keys: Vec<String> = rows[0].metrics.keys().cloned().collect();
+        assert_eq!(names, keys, "{}", dir.display());
+        let all = memform::metrics::all_point_metric_names();
+        assert!(keys.iter().all(|k| all.contains(k)));
+
+        let estimates = std::sync::Mutex::new(Vec::new());
+        let report = |e: &memform::sweep::Estimate| estimates.lock().expect("lock").push(*e);
+        let hooks = memform::sweep::Hooks { done: None, estimate: Some(&report) };
+        let (timed, _) = memform::sweep::run_sweep_with(&dataset, &cfg, stages, &pts, &hooks).expect("sweep");
+        assert_eq!(timed, rows);
+        let estimates = estimates.into_inner().expect("lock");
+        assert_eq!(estimates.len(), 1);
+        assert_eq!(estimates[0].points, 3);
+    }
+    assert!(memform::metrics::point_metric_names(&memform::dataset::load(&tmp.path().join("bare")).expect("load")).iter().all(|n| !n.starts_with("turn_")));
+}
+
 fn cli(args: &[&str], cwd: &Path) {
     let out = Command::new(bin()).args(args).current_dir(cwd).output().expect("spawn");
     assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));

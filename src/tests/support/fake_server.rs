@@ -14,6 +14,9 @@ pub enum Reply {
     Status(u16, String),
     /// Wait, then reply.
     After(Duration, Box<Reply>),
+    /// A status whose JSON body echoes the request's headers and path, as
+    /// some servers do in their 401 answers.
+    EchoHeaders(u16),
 }
 
 impl Reply {
@@ -109,6 +112,12 @@ fn serve(stream: TcpStream, reply: Reply, rec: Arc<Mutex<Vec<Received>>>) {
     if reader.read_exact(&mut body).is_err() {
         return;
     }
+    let echo = serde_json::json!({
+        "error": "unauthorized",
+        "path": path,
+        "headers": headers.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect::<serde_json::Map<_, _>>(),
+    })
+    .to_string();
     rec.lock().unwrap().push(Received {
         method,
         path,
@@ -116,6 +125,9 @@ fn serve(stream: TcpStream, reply: Reply, rec: Arc<Mutex<Vec<Received>>>) {
         body: String::from_utf8_lossy(&body).into_owned(),
     });
     let mut reply = reply;
+    if let Reply::EchoHeaders(status) = reply {
+        reply = Reply::Status(status, echo);
+    }
     while let Reply::After(d, inner) = reply {
         std::thread::sleep(d);
         reply = *inner;
