@@ -9,6 +9,7 @@ pub mod embed;
 pub mod error;
 pub mod extract;
 pub mod gate;
+pub mod housekeeping;
 mod http;
 pub mod judge;
 pub mod llm;

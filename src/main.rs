@@ -39,10 +39,15 @@ enum Command {
     Gate(GateArgs),
     /// Sweep config keys over a grid, sharing extraction and embeddings across points.
     Sweep(SweepArgs),
-    /// Recorded LLM answers: `fixtures check` lists missing and unused fixtures.
+    /// Recorded LLM answers: list, check, prune, rehash.
     Fixtures {
         #[command(subcommand)]
         command: FixturesCommand,
+    },
+    /// Recorded embedding vectors: list, prune, rehash.
+    Embeddings {
+        #[command(subcommand)]
+        command: EmbeddingsCommand,
     },
     /// Run (or reuse) two configurations on one dataset and compare them: compare.json, compare.md.
     Compare(CompareArgs),
@@ -62,6 +67,79 @@ enum FixturesCommand {
         set: Vec<String>,
         #[command(flatten)]
         stage: StageArgs,
+    },
+    /// Per fixture directory, model and stage: count, size on disk, oldest and
+    /// newest recording (every dataset under datasets/ and locomo-fixtures/ by default).
+    List {
+        #[arg(long)]
+        dataset: Option<PathBuf>,
+        /// One fixture directory instead.
+        #[arg(long)]
+        fixtures: Option<PathBuf>,
+    },
+    /// Remove the fixtures no request of a replay of the dataset needs (as
+    /// `check` finds them; pass the embedder and config the runs use).
+    Prune {
+        #[arg(long)]
+        dataset: PathBuf,
+        /// List what would be removed; remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        config: Option<PathBuf>,
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        #[command(flatten)]
+        stage: StageArgs,
+    },
+    /// Accept the recorded answers as they are now: write each fixture's
+    /// answer_sha256 (after a deliberate edit, or for format-1 files).
+    Rehash {
+        #[arg(long)]
+        dataset: Option<PathBuf>,
+        /// One fixture directory instead.
+        #[arg(long)]
+        fixtures: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum EmbeddingsCommand {
+    /// Per cache (dataset and embedder): dims, vectors, size on disk, when
+    /// written, integrity (every dataset under datasets/ and locomo-fixtures/ by default).
+    List {
+        #[arg(long)]
+        dataset: Option<PathBuf>,
+        /// One cache directory (DATASET/embeddings/<embedder>) instead.
+        #[arg(long)]
+        cache: Option<PathBuf>,
+    },
+    /// Remove the vectors no replay of the dataset in --modes needs (pass
+    /// --embedder and the config the runs use).
+    Prune {
+        #[arg(long)]
+        dataset: PathBuf,
+        /// The modes whose runs' vectors are kept.
+        #[arg(long, default_value = "rules,llm")]
+        modes: String,
+        /// List what would be removed; remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        config: Option<PathBuf>,
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        #[command(flatten)]
+        stage: StageArgs,
+    },
+    /// Accept a cache as it is now: write its integrity record (after a
+    /// deliberate edit, or for a format-1 cache).
+    Rehash {
+        #[arg(long)]
+        dataset: Option<PathBuf>,
+        /// One cache directory (DATASET/embeddings/<embedder>) instead.
+        #[arg(long)]
+        cache: Option<PathBuf>,
     },
 }
 
@@ -354,6 +432,8 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Fixtures { command: FixturesCommand::Check { dataset, config, set, stage } } => {
             cmd_fixtures_check(&dataset, config.as_ref(), &set, &stage)
         }
+        Command::Fixtures { command } => housekeeping::fixtures(command),
+        Command::Embeddings { command } => housekeeping::embeddings(command),
         Command::Compare(args) => cmd_compare(args),
         Command::Config => {
             print!("{}", toml::to_string_pretty(&Config::default()).context("serialise config")?);
@@ -604,21 +684,12 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
 }
 
 fn cmd_fixtures_check(dataset_dir: &std::path::Path, config: Option<&PathBuf>, sets: &[String], stage: &StageArgs) -> Result<ExitCode> {
-    let mut cfg = load_config(config, sets)?;
+    let cfg = load_config(config, sets)?;
     cfg.validate()?;
     let dataset = memform::dataset::load(dataset_dir)?;
-    let settings = LlmSettings::from_config_and_env(&cfg)?;
-    let dir = stage.fixtures.clone().unwrap_or_else(|| default_fixtures_dir(&recorded_root(dataset_dir, &dataset), &settings.model));
-    let boundary = Arc::new(RecordedLlm::replay(memform::llm::FixtureStore::new(&dir)).collecting_misses());
-    let mut built = build_stages(Mode::Rules, stage, &mut cfg, dataset_dir, &dataset, None)?;
-    built.extractor = Box::new(LlmExtractor::new(boundary.clone(), &settings)?);
-    built.judge = Box::new(LlmJudge::new(boundary.clone(), &settings)?);
-    let scratch = std::env::temp_dir().join(format!("memform-fixtures-check-{}", std::process::id()));
-    let opts = RunOptions { out_dir: scratch.clone(), ..RunOptions::default() };
-    let result = run(&dataset, &cfg, built.stages(), &opts);
-    let _ = std::fs::remove_dir_all(&scratch);
-    result?;
-    let needed: std::collections::BTreeSet<String> = boundary.used_keys().union(&boundary.missed_keys()).cloned().collect();
+    let keys = replay_for_keys(Mode::Llm, dataset_dir, &dataset, &cfg, stage)?;
+    let dir = keys.fixtures_dir.context("llm replay without a fixture directory")?;
+    let needed: std::collections::BTreeSet<String> = keys.llm_used.union(&keys.llm_missed).cloned().collect();
     let check = memform::llm::fixtures::fixtures_check(&dir, &needed)?;
     println!("fixtures: {} ({} needed)", dir.display(), needed.len());
     for k in &check.missing {
@@ -642,6 +713,238 @@ fn cmd_fixtures_check(dataset_dir: &std::path::Path, config: Option<&PathBuf>, s
             dataset_dir.display()
         );
         Ok(ExitCode::from(1))
+    }
+}
+
+/// The recorded keys a replay of a dataset needs.
+struct ReplayKeys {
+    fixtures_dir: Option<PathBuf>,
+    /// LLM requests answered from fixtures, and those without one.
+    llm_used: std::collections::BTreeSet<String>,
+    llm_missed: std::collections::BTreeSet<String>,
+    /// The embedding cache read (none for the hashed embedder) and the keys looked up.
+    embed_dir: Option<PathBuf>,
+    embed_used: std::collections::BTreeSet<String>,
+}
+
+/// Replays `dataset` in `mode` into a scratch directory, LLM misses
+/// answered empty instead of failing (as `fixtures check` needs), and
+/// returns the recorded keys it needed.
+fn replay_for_keys(mode: Mode, dataset_dir: &std::path::Path, dataset: &Dataset, cfg: &Config, stage: &StageArgs) -> Result<ReplayKeys> {
+    static SCRATCH: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let mut cfg = cfg.clone();
+    let mut built = build_stages(Mode::Rules, stage, &mut cfg, dataset_dir, dataset, None)?;
+    let mut boundary = None;
+    if let Mode::Llm = mode {
+        let settings = LlmSettings::from_config_and_env(&cfg)?;
+        let dir = stage.fixtures.clone().unwrap_or_else(|| default_fixtures_dir(&recorded_root(dataset_dir, dataset), &settings.model));
+        let b = Arc::new(RecordedLlm::replay(memform::llm::FixtureStore::new(&dir)).collecting_misses());
+        built.extractor = Box::new(LlmExtractor::new(b.clone(), &settings)?);
+        built.judge = Box::new(LlmJudge::new(b.clone(), &settings)?);
+        boundary = Some((dir, b));
+    }
+    let n = SCRATCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let scratch = std::env::temp_dir().join(format!("memform-replay-keys-{}-{n}", std::process::id()));
+    let opts = RunOptions { out_dir: scratch.clone(), ..RunOptions::default() };
+    let result = run(dataset, &cfg, built.stages(), &opts);
+    let _ = std::fs::remove_dir_all(&scratch);
+    result?;
+    let stats = built.embedder.cache_stats();
+    Ok(ReplayKeys {
+        fixtures_dir: boundary.as_ref().map(|(d, _)| d.clone()),
+        llm_used: boundary.as_ref().map(|(_, b)| b.used_keys()).unwrap_or_default(),
+        llm_missed: boundary.as_ref().map(|(_, b)| b.missed_keys()).unwrap_or_default(),
+        embed_dir: stats.as_ref().map(|s| s.dir.clone()),
+        embed_used: stats.map(|s| s.used).unwrap_or_default(),
+    })
+}
+
+/// `memform fixtures list|prune|rehash` and `memform embeddings list|prune|rehash`.
+mod housekeeping {
+    use std::collections::BTreeSet;
+    use std::path::{Path, PathBuf};
+    use std::process::ExitCode;
+
+    use anyhow::{Result, bail};
+    use clap::ValueEnum;
+    use memform::housekeeping as hk;
+    use memform::llm::fixtures::{FixtureStore, default_fixtures_dir};
+    use memform::llm::LlmSettings;
+
+    use super::{EmbeddingsCommand, FixturesCommand, Mode, load_config, recorded_root, replay_for_keys};
+
+    /// The recorded roots to list: one dataset's, or every one under the working directory.
+    fn roots(dataset: Option<&PathBuf>) -> Result<Vec<PathBuf>> {
+        Ok(match dataset {
+            Some(d) => vec![recorded_root(d, &memform::dataset::load(d)?)],
+            None => hk::recorded_roots(Path::new("."))?,
+        })
+    }
+
+    pub fn fixtures(command: FixturesCommand) -> Result<ExitCode> {
+        match command {
+            FixturesCommand::Check { .. } => bail!("fixtures check is dispatched elsewhere"),
+            FixturesCommand::List { dataset, fixtures } => {
+                let dirs = match fixtures {
+                    Some(f) => vec![f],
+                    None => hk::fixture_dirs(&roots(dataset.as_ref())?)?,
+                };
+                let groups = hk::list_fixtures(&dirs)?;
+                print!("{}", hk::render_fixture_groups(&groups));
+                eprintln!("{} fixtures in {} directories", groups.iter().map(|g| g.count).sum::<usize>(), dirs.len());
+                Ok(ExitCode::SUCCESS)
+            }
+            FixturesCommand::Rehash { dataset, fixtures } => {
+                let dirs = match fixtures {
+                    Some(f) => vec![f],
+                    None => hk::fixture_dirs(&roots(dataset.as_ref())?)?,
+                };
+                let (mut rewritten, mut unchanged, mut refused) = (0, 0, 0);
+                for dir in &dirs {
+                    let r = memform::llm::fixtures::rehash(dir)?;
+                    for p in &r.rewritten {
+                        println!("rehashed {}", p.display());
+                    }
+                    for (p, why) in &r.refused {
+                        println!("refused {}: {why}", p.display());
+                    }
+                    rewritten += r.rewritten.len();
+                    unchanged += r.unchanged;
+                    refused += r.refused.len();
+                }
+                eprintln!("fixtures rehash: {rewritten} rewritten, {unchanged} unchanged, {refused} refused");
+                Ok(if refused > 0 { ExitCode::from(2) } else { ExitCode::SUCCESS })
+            }
+            FixturesCommand::Prune { dataset, dry_run, config, set, stage } => {
+                let cfg = load_config(config.as_ref(), &set)?;
+                cfg.validate()?;
+                let ds = memform::dataset::load(&dataset)?;
+                let keys = replay_for_keys(Mode::Llm, &dataset, &ds, &cfg, &stage)?;
+                let settings = LlmSettings::from_config_and_env(&cfg)?;
+                let dir = keys.fixtures_dir.clone().unwrap_or_else(|| default_fixtures_dir(&recorded_root(&dataset, &ds), &settings.model));
+                let needed: BTreeSet<String> = keys.llm_used.union(&keys.llm_missed).cloned().collect();
+                let check = memform::llm::fixtures::fixtures_check(&dir, &needed)?;
+                if !check.missing.is_empty() {
+                    let what = format!(
+                        "{} needed fixtures are missing in {}, so the replay did not see every request a full run makes                          (another embedder or config than the recording? record them with `memform run --dataset {} --mode llm --llm record`)",
+                        check.missing.len(),
+                        dir.display(),
+                        dataset.display()
+                    );
+                    if !dry_run {
+                        bail!("fixtures prune: {what}; nothing removed");
+                    }
+                    eprintln!("warning: {what}; the list may be too long");
+                }
+                let store = FixtureStore::new(&dir);
+                for key in &check.unused {
+                    let path = store.path_of(key);
+                    let what = match store.get(key) {
+                        Ok(Some(f)) => format!(
+                            " ({} {} v{}, {}/{})",
+                            f.request.stage.as_str(),
+                            f.request.template.name,
+                            f.request.template.version,
+                            f.context.conversation,
+                            f.context.episode
+                        ),
+                        _ => String::new(),
+                    };
+                    if dry_run {
+                        println!("would remove {}{what}", path.display());
+                    } else {
+                        std::fs::remove_file(&path).map_err(|e| memform::error::Error::write(&path, e))?;
+                        println!("removed {}{what}", path.display());
+                    }
+                }
+                for (p, why) in &check.invalid {
+                    eprintln!("warning: kept {} (cannot be read as a fixture: {why})", p.display());
+                }
+                eprintln!(
+                    "fixtures prune: {} {} of {} in {} ({} needed)",
+                    if dry_run { "would remove" } else { "removed" },
+                    check.unused.len(),
+                    check.unused.len() + needed.len() - check.missing.len(),
+                    dir.display(),
+                    needed.len()
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+    }
+
+    pub fn embeddings(command: EmbeddingsCommand) -> Result<ExitCode> {
+        match command {
+            EmbeddingsCommand::List { dataset, cache } => {
+                let dirs = match cache {
+                    Some(c) => vec![c],
+                    None => hk::cache_dirs(&roots(dataset.as_ref())?)?,
+                };
+                let caches = hk::list_caches(&dirs)?;
+                print!("{}", hk::render_caches(&caches));
+                eprintln!("{} vectors in {} caches", caches.iter().map(|c| c.vectors).sum::<usize>(), caches.len());
+                Ok(ExitCode::SUCCESS)
+            }
+            EmbeddingsCommand::Rehash { dataset, cache } => {
+                let dirs = match cache {
+                    Some(c) => vec![c],
+                    None => hk::cache_dirs(&roots(dataset.as_ref())?)?,
+                };
+                let mut changed = 0;
+                for dir in &dirs {
+                    match memform::embed::cache::rehash(dir)? {
+                        Some(r) if r.changed => {
+                            changed += 1;
+                            println!("rehashed {} (was {})", r.dir.display(), r.from_format);
+                        }
+                        Some(_) => {}
+                        None => eprintln!("warning: nothing recorded in {}", dir.display()),
+                    }
+                }
+                eprintln!("embeddings rehash: {changed} of {} caches rewritten", dirs.len());
+                Ok(ExitCode::SUCCESS)
+            }
+            EmbeddingsCommand::Prune { dataset, modes, dry_run, config, set, stage } => {
+                let cfg = load_config(config.as_ref(), &set)?;
+                cfg.validate()?;
+                let ds = memform::dataset::load(&dataset)?;
+                let mut keep = BTreeSet::new();
+                let mut cache = None;
+                for m in modes.split(',') {
+                    let mode = Mode::from_str(m.trim(), true)
+                        .map_err(|_| anyhow::anyhow!("--modes: unknown mode {:?} (expected rules or llm)", m.trim()))?;
+                    let keys = replay_for_keys(mode, &dataset, &ds, &cfg, &stage)?;
+                    if !keys.llm_missed.is_empty() {
+                        bail!(
+                            "embeddings prune: {} LLM answers are missing in {}, so the vectors LLM mode needs are unknown;                              record them, or prune with --modes rules; nothing removed",
+                            keys.llm_missed.len(),
+                            keys.fixtures_dir.as_deref().unwrap_or(Path::new("?")).display()
+                        );
+                    }
+                    let Some(dir) = keys.embed_dir else {
+                        bail!(
+                            "embeddings prune: the {} embedder has no recorded cache (pass --embedder minilm|ollama|openai)",
+                            stage.embedder.as_deref().unwrap_or(&cfg.embedder)
+                        );
+                    };
+                    cache = Some(dir);
+                    keep.extend(keys.embed_used);
+                }
+                let Some(dir) = cache else { bail!("--modes: no mode given") };
+                let removed = memform::embed::cache::prune(&dir, &keep, dry_run)?;
+                for (key, text) in &removed {
+                    println!("{} {key} {text:?}", if dry_run { "would remove" } else { "removed" });
+                }
+                eprintln!(
+                    "embeddings prune: {} {} vectors from {} ({} needed)",
+                    if dry_run { "would remove" } else { "removed" },
+                    removed.len(),
+                    dir.display(),
+                    keep.len()
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+        }
     }
 }
 
