@@ -16,6 +16,8 @@ pub mod llm;
 pub mod metrics;
 pub mod normalize;
 pub mod pipeline;
+pub mod provenance;
+pub mod regenerate;
 pub mod report;
 pub mod resolve;
 pub mod run;

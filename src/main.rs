@@ -51,6 +51,11 @@ enum Command {
     },
     /// Run (or reuse) two configurations on one dataset and compare them: compare.json, compare.md.
     Compare(CompareArgs),
+    /// Redraw a finished run's report.md and plots from its files (no pipeline work).
+    Report {
+        /// The run directory (holds run.json, summary.json, the frames and records).
+        run_dir: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -174,6 +179,9 @@ struct SweepArgs {
     shard: Option<String>,
     #[arg(long)]
     threads: Option<usize>,
+    /// A label recorded in sweep.json (repeatable): --tag experiment=thresholds
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    tag: Vec<String>,
     #[command(flatten)]
     stage: StageArgs,
 }
@@ -250,6 +258,9 @@ struct CompareArgs {
     /// Worker threads per run (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
+    /// A label recorded in both runs' run.json (repeatable); a run is reused only with the same tags.
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    tag: Vec<String>,
     #[command(flatten)]
     stage: StageArgs,
 }
@@ -285,6 +296,9 @@ struct RunArgs {
     /// Worker threads (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
+    /// A label recorded in run.json (repeatable): --tag experiment=baseline
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    tag: Vec<String>,
     #[command(flatten)]
     stage: StageArgs,
 }
@@ -399,7 +413,32 @@ fn build_stages(
             )
         }
     };
+    manifest.insert("recorded".into(), recorded_digests(embedder.as_ref(), llm.as_deref())?);
     Ok(Built { extractor, embedder, judge, llm, manifest })
+}
+
+/// The `recorded` object of run.json: digests of the fixture set and the
+/// embedding cache the stages read (see memform::provenance).
+fn recorded_digests(embedder: &dyn Embedder, llm: Option<&RecordedLlm>) -> Result<serde_json::Value> {
+    let fixtures = match llm.and_then(RecordedLlm::store) {
+        Some(store) => memform::provenance::fixture_set_digest(store.dir())?,
+        None => serde_json::Value::Null,
+    };
+    let embeddings = match embedder.cache_stats() {
+        Some(s) => memform::provenance::embedding_cache_value(&s.dir, s.entries, &s.sha256),
+        None => serde_json::Value::Null,
+    };
+    Ok(serde_json::json!({"fixtures": fixtures, "embeddings": embeddings}))
+}
+
+/// After a run that recorded answers or vectors: run.json's digests become
+/// the recorded set's as it ends, and report.md is redrawn to show them.
+fn finish_recording(built: &Built, out: &std::path::Path) -> Result<()> {
+    let recorded = recorded_digests(built.embedder.as_ref(), built.llm.as_deref())?;
+    if memform::provenance::update_recorded(out, &recorded)? {
+        memform::regenerate::regenerate(out)?;
+    }
+    Ok(())
 }
 
 fn mode_name(mode: Mode) -> &'static str {
@@ -435,6 +474,14 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Fixtures { command } => housekeeping::fixtures(command),
         Command::Embeddings { command } => housekeeping::embeddings(command),
         Command::Compare(args) => cmd_compare(args),
+        Command::Report { run_dir } => {
+            let r = memform::regenerate::regenerate(&run_dir)?;
+            for p in &r.removed {
+                eprintln!("removed {} (no longer drawn)", p.display());
+            }
+            eprintln!("wrote {}", r.written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Config => {
             print!("{}", toml::to_string_pretty(&Config::default()).context("serialise config")?);
             Ok(ExitCode::SUCCESS)
@@ -468,6 +515,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
     let mut cfg = load_config(args.config.as_ref(), &args.set)?;
     cfg.set_write_mode(WriteMode::parse(&args.write_mode)?);
     cfg.validate()?;
+    let tags = memform::provenance::parse_tags(&args.tag)?;
     let (dataset, load_warnings, bad) = if args.keep_going {
         memform::dataset::load_keep_going(&args.dataset)?
     } else {
@@ -502,6 +550,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
     let mut extra = built.manifest.clone();
     extra.insert("mode".into(), mode.into());
     extra.insert("dataset_path".into(), args.dataset.display().to_string().into());
+    extra.insert("tags".into(), memform::provenance::tags_value(&tags));
     let opts = RunOptions {
         out_dir: out.clone(),
         threads: args.threads,
@@ -517,6 +566,9 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
     bar.finish_and_clear();
     built.embedder.flush()?;
     let output = output?;
+    if args.stage.llm == "record" || args.stage.embed == "record" {
+        finish_recording(&built, &output.out_dir)?;
+    }
     if let Some(llm) = &built.llm {
         let t = llm.totals();
         eprintln!(
@@ -583,6 +635,13 @@ struct SweepMeta {
     pareto_y: String,
     defaults: Vec<(String, String)>,
     grid: Vec<String>,
+    /// memform's build, the recorded answers and vectors read, and --tag labels (as in run.json).
+    #[serde(default)]
+    build: serde_json::Value,
+    #[serde(default)]
+    recorded: serde_json::Value,
+    #[serde(default)]
+    tags: serde_json::Value,
 }
 
 fn write_sweep(dir: &std::path::Path, rows: &[memform::sweep::Row], meta: &SweepMeta) -> Result<()> {
@@ -626,6 +685,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
     }
     let cfg = load_config(args.config.as_ref(), &args.set)?;
     cfg.validate()?;
+    let tags = memform::provenance::parse_tags(&args.tag)?;
     let axes = args.grid.iter().map(|g| memform::sweep::parse_axis(g)).collect::<Result<Vec<_>, _>>()?;
     let (px, py) = args.pareto.split_once(',').context("--pareto: expected METRIC_X,METRIC_Y")?;
     let all = memform::sweep::points(&axes);
@@ -671,6 +731,9 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         pareto_y: py.trim().to_string(),
         defaults,
         grid: args.grid.clone(),
+        build: memform::provenance::build_info(),
+        recorded: built.manifest.get("recorded").cloned().unwrap_or_default(),
+        tags: memform::provenance::tags_value(&tags),
     };
     write_sweep(&out, &rows, &meta)?;
     eprintln!(
@@ -969,6 +1032,7 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
         .map(|m| Mode::from_str(m.trim(), true).map_err(|_| anyhow::anyhow!("--modes: unknown mode {:?} (expected rules or llm)", m.trim())))
         .collect::<Result<_>>()?;
     let [mode_a, mode_b] = modes[..] else { bail!("--modes: expected two modes, A,B (got {:?})", args.modes) };
+    let tags = memform::provenance::tags_value(&memform::provenance::parse_tags(&args.tag)?);
     let dataset = memform::dataset::load(&args.dataset)?;
     let runs_dir = args.runs_dir.clone().unwrap_or_else(|| PathBuf::from("reports"));
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-compare", dataset.name)));
@@ -981,7 +1045,8 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
         cfg.set_write_mode(WriteMode::parse(&args.write_mode)?);
         cfg.validate()?;
         let (label, slug) = side_label(mode, sets, args.stage.embedder.as_deref());
-        let built = build_stages(mode, &args.stage, &mut cfg, &args.dataset, &dataset, None)?;
+        let mut built = build_stages(mode, &args.stage, &mut cfg, &args.dataset, &dataset, None)?;
+        built.manifest.insert("tags".into(), tags.clone());
         sides.push((mode, cfg, label, runs_dir.join(format!("{}-{slug}", dataset.name)), built));
     }
     if sides[0].2 == sides[1].2 {
@@ -998,6 +1063,7 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
         expected.insert("embedder".into(), stages.embedder.id().into());
         expected.insert("judge".into(), stages.judge.id().into());
         expected.insert("memform_version".into(), env!("CARGO_PKG_VERSION").into());
+        expected.insert("build".into(), memform::provenance::build_info());
         for (k, v) in &built.manifest {
             expected.insert(k.clone(), v.clone());
         }
@@ -1012,6 +1078,9 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
             let result = run(&dataset, &cfg, stages, &opts);
             built.embedder.flush()?;
             result.with_context(|| format!("run {label}"))?;
+            if args.stage.llm == "record" || args.stage.embed == "record" {
+                finish_recording(&built, &dir)?;
+            }
         }
         compared.push(memform::compare::Side { label, dir });
     }

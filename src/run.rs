@@ -175,6 +175,7 @@ fn prepare_out_dir(dir: &Path) -> Result<()> {
 fn write_manifest(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOptions) -> Result<serde_json::Value> {
     let mut m = serde_json::Map::new();
     m.insert("memform_version".into(), env!("CARGO_PKG_VERSION").into());
+    m.insert("build".into(), crate::provenance::build_info());
     m.insert(
         "dataset".into(),
         serde_json::json!({

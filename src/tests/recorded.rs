@@ -1,6 +1,7 @@
 //! The recorded boundary's integrity and housekeeping, through the CLI on a
 //! copy of the bundled scenarios: an edited fixture answer or a moved
-//! embedding key is loud (exit 2 naming the file) until rehashed; `fixtures
+//! embedding key is loud (exit 2 naming the file) until rehashed; `compare`
+//! does not reuse a run made with other fixtures or vectors; `fixtures
 //! prune --dry-run` after a prompt-version bump lists exactly the old
 //! version's fixtures; `embeddings prune` drops exactly an unneeded vector.
 
@@ -151,6 +152,45 @@ fn moved_embedding_keys_are_loud_until_rehashed() {
     assert_eq!(code, Some(0), "the deliberate edit is accepted: {stderr}");
     let m = |s: &str| serde_json::from_str::<serde_json::Value>(s).expect("summary")["metrics"].clone();
     assert_ne!(m(&before), m(&after), "moved vectors change the metrics, now visibly");
+}
+
+/// Runs `compare --modes rules,llm` (MiniLM) in `tmp` and returns stderr.
+fn compare(tmp: &Path) -> String {
+    let (code, _, stderr) = memform(
+        &["compare", "--dataset", "scenarios", "--modes", "rules,llm", "--embedder", "minilm", "--set", "llm_url=http://127.0.0.1:9", "--runs-dir", "runs", "--out", "cmp"],
+        tmp,
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    stderr
+}
+
+#[test]
+fn compare_reruns_when_fixtures_or_vectors_changed() {
+    let tmp = scenarios_copy();
+    let ds = tmp.path().join("scenarios");
+    assert_eq!(compare(tmp.path()).matches("running ").count(), 2);
+    assert_eq!(compare(tmp.path()).matches("reusing ").count(), 2, "nothing changed");
+
+    // An edited, rehashed answer: the LLM run is stale, the rules run is not.
+    let victim = job_change_e1(&ds);
+    let mut v = read_json(&victim);
+    v["response"]["text"] = format!("{} ", v["response"]["text"].as_str().expect("text")).into();
+    write_json(&victim, &v);
+    let (code, _, stderr) = memform(&["fixtures", "rehash", "--dataset", "scenarios"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    let stderr = compare(tmp.path());
+    assert!(stderr.contains("reusing runs/scenarios-rules+embedder=minilm"), "{stderr}");
+    assert!(stderr.contains("running llm+embedder=minilm"), "{stderr}");
+    let manifest = read_json(&tmp.path().join("runs/scenarios-llm+embedder=minilm/run.json"));
+    let digest = memform::provenance::fixture_set_digest(&fixtures_dir(Path::new(&ds))).expect("digest");
+    assert_eq!(manifest["recorded"]["fixtures"]["sha256"], digest["sha256"]);
+    assert_eq!(manifest["recorded"]["fixtures"]["files"], digest["files"]);
+
+    // A changed vector cache: both runs read it.
+    reverse_keys(&cache_dir(&ds));
+    let (code, _, stderr) = memform(&["embeddings", "rehash", "--dataset", "scenarios"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(compare(tmp.path()).matches("running ").count(), 2);
 }
 
 #[test]
