@@ -5,6 +5,7 @@ mod determinism;
 mod gate;
 mod kill_rerun;
 mod llm_replay;
+mod locomo_data;
 mod provenance;
 mod recorded;
 mod reports;
