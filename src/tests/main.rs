@@ -1,5 +1,6 @@
 //! Integration tests: one binary (faster to build) with a module per concern.
 
+mod ci;
 mod cli;
 mod determinism;
 mod gate;
