@@ -872,6 +872,14 @@ mod housekeeping {
 
     use super::{EmbeddingsCommand, FixturesCommand, Mode, load_config, recorded_root, replay_for_keys};
 
+    /// A directory named on the command line, which must exist.
+    fn given(dir: PathBuf) -> Result<Vec<PathBuf>> {
+        if !dir.is_dir() {
+            bail!("{}: not a directory", dir.display());
+        }
+        Ok(vec![dir])
+    }
+
     /// The recorded roots to list: one dataset's, or every one under the working directory.
     fn roots(dataset: Option<&PathBuf>) -> Result<Vec<PathBuf>> {
         Ok(match dataset {
@@ -885,7 +893,7 @@ mod housekeeping {
             FixturesCommand::Check { .. } => bail!("fixtures check is dispatched elsewhere"),
             FixturesCommand::List { dataset, fixtures } => {
                 let dirs = match fixtures {
-                    Some(f) => vec![f],
+                    Some(f) => given(f)?,
                     None => hk::fixture_dirs(&roots(dataset.as_ref())?)?,
                 };
                 let groups = hk::list_fixtures(&dirs)?;
@@ -895,7 +903,7 @@ mod housekeeping {
             }
             FixturesCommand::Rehash { dataset, fixtures } => {
                 let dirs = match fixtures {
-                    Some(f) => vec![f],
+                    Some(f) => given(f)?,
                     None => hk::fixture_dirs(&roots(dataset.as_ref())?)?,
                 };
                 let (mut rewritten, mut unchanged, mut refused) = (0, 0, 0);
@@ -976,7 +984,7 @@ mod housekeeping {
         match command {
             EmbeddingsCommand::List { dataset, cache } => {
                 let dirs = match cache {
-                    Some(c) => vec![c],
+                    Some(c) => given(c)?,
                     None => hk::cache_dirs(&roots(dataset.as_ref())?)?,
                 };
                 let caches = hk::list_caches(&dirs)?;
@@ -986,7 +994,7 @@ mod housekeeping {
             }
             EmbeddingsCommand::Rehash { dataset, cache } => {
                 let dirs = match cache {
-                    Some(c) => vec![c],
+                    Some(c) => given(c)?,
                     None => hk::cache_dirs(&roots(dataset.as_ref())?)?,
                 };
                 let mut changed = 0;

@@ -305,4 +305,8 @@ fn lists_show_models_stages_and_caches() {
     let (code, stdout, stderr) = memform(&["embeddings", "list", "--dataset", "scenarios"], tmp.path());
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.contains("| minilm:all-MiniLM-L6-v2 | 384 |") && stdout.contains("| ok |"), "{stdout}");
+    for args in [["fixtures", "rehash", "--fixtures", "nope"], ["embeddings", "list", "--cache", "nope"]] {
+        let (code, _, stderr) = memform(&args, tmp.path());
+        assert_eq!((code, stderr.trim()), (Some(2), "error: nope: not a directory"), "{args:?}");
+    }
 }
