@@ -138,6 +138,9 @@ pub struct RunInfo {
     pub write_mode: String,
     /// Config keys that differ from the defaults, `key = value`.
     pub config_changes: Vec<String>,
+    /// What produced the run (see [`crate::provenance::report_rows`]).
+    #[serde(default)]
+    pub provenance: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -351,6 +354,7 @@ fn run_info(side: &Side, m: &Value, out: &Path) -> RunInfo {
         judge: s("judge"),
         write_mode: s("write_mode"),
         config_changes: config_changes(&m["config"]).into_iter().map(|c| c.trim_matches('`').to_string()).collect(),
+        provenance: crate::provenance::report_rows(m),
     }
 }
 
@@ -624,6 +628,11 @@ pub fn render_markdown(c: &Comparison) -> String {
     rows[0].insert(0, "A".into());
     rows[1].insert(0, "B".into());
     table(&mut o, &["", "label", "run directory", "mode", "extractor / judge / embedder", "write mode", "config"], &rows);
+    let provenance: Vec<Vec<String>> =
+        c.a.provenance.iter().zip(&c.b.provenance).map(|((k, a), (_, b))| vec![k.clone(), a.clone(), b.clone()]).collect();
+    if !provenance.is_empty() {
+        table(&mut o, &["what produced it", "A", "B"], &provenance);
+    }
     let digest: String = c.dataset.digest.chars().take(12).collect();
     let _ = writeln!(
         o,

@@ -55,8 +55,11 @@ pub struct CacheStats {
     pub hits: u64,
     /// Vectors computed and added in this run.
     pub recorded: u64,
-    /// SHA-256 of the vectors file the cache's contents give.
-    pub vectors_sha256: String,
+    /// The integrity record the cache's contents give (keys and vectors,
+    /// see [`cache::integrity_sha256`]): run.json's `recorded.embeddings.sha256`.
+    pub sha256: String,
+    /// Keys looked up so far (answered or recorded).
+    pub used: std::collections::BTreeSet<String>,
 }
 
 /// The embedders a run can ask for.

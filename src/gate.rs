@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::rundir::RunDir;
 
+pub mod ci;
+
 /// Which way a metric may move without failing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -254,6 +256,9 @@ pub struct GateRow {
     pub delta: f64,
     pub rule: String,
     pub pass: bool,
+    pub direction: Direction,
+    /// The change the rule allows at this baseline value.
+    pub allowed: f64,
 }
 
 /// Checks `run` against `baseline` under `rules`. Errors (exit 2): the run's
@@ -293,7 +298,16 @@ pub fn check(baseline: &Baseline, baseline_path: &Path, run: &RunMetrics, rules:
             .get(metric)
             .and_then(|v| v.as_f64())
             .ok_or_else(|| Error::Other(format!("run summary.json: metrics.{metric}: missing or not a number")))?;
-        rows.push(GateRow { metric: metric.clone(), baseline: b, now: n, delta: n - b, rule: rule.describe(), pass: rule.passes(b, n) });
+        rows.push(GateRow {
+            metric: metric.clone(),
+            baseline: b,
+            now: n,
+            delta: n - b,
+            rule: rule.describe(),
+            pass: rule.passes(b, n),
+            direction: rule.direction,
+            allowed: rule.allowed(b),
+        });
     }
     Ok(rows)
 }

@@ -13,6 +13,7 @@ pub mod dataset;
 pub mod embed;
 pub mod error;
 pub mod gate;
+pub mod housekeeping;
 mod http;
 pub mod limits;
 pub mod llm;
@@ -21,7 +22,10 @@ pub mod metrics;
 pub mod normalize;
 pub mod paths;
 pub mod pipeline;
+pub mod provenance;
 pub mod redact;
+#[cfg(feature = "full")]
+pub mod regenerate;
 #[cfg(feature = "full")]
 pub mod report;
 #[cfg(feature = "full")]

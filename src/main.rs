@@ -44,15 +44,25 @@ enum Command {
     Gate(GateArgs),
     /// Sweep config keys over a grid, sharing extraction and embeddings across points.
     Sweep(SweepArgs),
-    /// Recorded LLM answers: `fixtures check` lists missing and unused fixtures.
+    /// Recorded LLM answers: list, check, prune, rehash.
     Fixtures {
         #[command(subcommand)]
         command: FixturesCommand,
+    },
+    /// Recorded embedding vectors: list, prune, rehash.
+    Embeddings {
+        #[command(subcommand)]
+        command: EmbeddingsCommand,
     },
     /// Run (or reuse) two configurations on one dataset and compare them: compare.json, compare.md.
     Compare(CompareArgs),
     /// List the pipeline profiles (`--profile NAME`), one line each.
     Profiles,
+    /// Redraw a finished run's report.md and plots from its files (no pipeline work).
+    Report {
+        /// The run directory (holds run.json, summary.json, the frames and records).
+        run_dir: PathBuf,
+    },
 }
 
 /// The configuration every command that runs the pipeline takes.
@@ -99,6 +109,75 @@ enum FixturesCommand {
         #[command(flatten)]
         stage: StageArgs,
     },
+    /// Per fixture directory, model and stage: count, size on disk, oldest and
+    /// newest recording (every dataset under datasets/ and locomo-fixtures/ by default).
+    List {
+        #[arg(long)]
+        dataset: Option<PathBuf>,
+        /// One fixture directory instead.
+        #[arg(long)]
+        fixtures: Option<PathBuf>,
+    },
+    /// Remove the fixtures no request of a replay of the dataset needs (as
+    /// `check` finds them; pass the embedder and config the runs use).
+    Prune {
+        #[arg(long)]
+        dataset: PathBuf,
+        /// List what would be removed; remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        config: ConfigArgs,
+        #[command(flatten)]
+        stage: StageArgs,
+    },
+    /// Accept the recorded answers as they are now: write each fixture's
+    /// answer_sha256 (after a deliberate edit, or for format-1 files).
+    Rehash {
+        #[arg(long)]
+        dataset: Option<PathBuf>,
+        /// One fixture directory instead.
+        #[arg(long)]
+        fixtures: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum EmbeddingsCommand {
+    /// Per cache (dataset and embedder): dims, vectors, size on disk, when
+    /// written, integrity (every dataset under datasets/ and locomo-fixtures/ by default).
+    List {
+        #[arg(long)]
+        dataset: Option<PathBuf>,
+        /// One cache directory (DATASET/embeddings/<embedder>) instead.
+        #[arg(long)]
+        cache: Option<PathBuf>,
+    },
+    /// Remove the vectors no replay of the dataset in --modes needs (pass
+    /// --embedder and the config the runs use).
+    Prune {
+        #[arg(long)]
+        dataset: PathBuf,
+        /// The modes whose runs' vectors are kept.
+        #[arg(long, default_value = "rules,llm")]
+        modes: String,
+        /// List what would be removed; remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        config: ConfigArgs,
+        #[command(flatten)]
+        stage: StageArgs,
+    },
+    /// Accept a cache as it is now: write its integrity record (after a
+    /// deliberate edit, or for a format-1 cache).
+    Rehash {
+        #[arg(long)]
+        dataset: Option<PathBuf>,
+        /// One cache directory (DATASET/embeddings/<embedder>) instead.
+        #[arg(long)]
+        cache: Option<PathBuf>,
+    },
 }
 
 #[derive(clap::Args)]
@@ -134,6 +213,9 @@ struct SweepArgs {
     /// Refuse a grid of more points than this (the product of the axes; 1..=1000000).
     #[arg(long, default_value_t = memform::limits::DEFAULT_MAX_POINTS, value_parser = ranged(memform::limits::MAX_POINTS))]
     max_points: usize,
+    /// A label recorded in sweep.json (repeatable): --tag experiment=thresholds
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    tag: Vec<String>,
     #[command(flatten)]
     stage: StageArgs,
 }
@@ -155,9 +237,9 @@ struct GateArgs {
     /// Baseline file (memform-baseline/1 JSON).
     #[arg(long)]
     baseline: PathBuf,
-    /// Run directory (holds run.json and summary.json).
-    #[arg(long)]
-    run: PathBuf,
+    /// Run directory (holds run.json and summary.json); repeat for several runs.
+    #[arg(long, required = true)]
+    run: Vec<PathBuf>,
     /// TOML rules (`[metrics.NAME] direction = "higher"|"lower"|"both", abs_tol, rel_tol`); default rules otherwise.
     #[arg(long)]
     rules: Option<PathBuf>,
@@ -170,6 +252,18 @@ struct GateArgs {
     /// With --update-baseline: accept a run of another dataset than the baseline's.
     #[arg(long, requires = "update_baseline")]
     force: bool,
+    /// Also write the verdict as JUnit XML: a test suite per run, a test case per ruled metric.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// text: the table per run; github: workflow annotations (::error per regression), then the tables.
+    #[arg(long, value_enum, default_value = "text")]
+    format: GateFormat,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum GateFormat {
+    Text,
+    Github,
 }
 
 #[derive(clap::Args)]
@@ -210,6 +304,9 @@ struct CompareArgs {
     /// Worker threads per run (default: one per core; 1..=1024).
     #[arg(long, value_parser = threads_arg())]
     threads: Option<usize>,
+    /// A label recorded in both runs' run.json (repeatable); a run is reused only with the same tags.
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    tag: Vec<String>,
     #[command(flatten)]
     stage: StageArgs,
 }
@@ -240,6 +337,9 @@ struct RunArgs {
     /// Worker threads (default: one per core; 1..=1024).
     #[arg(long, value_parser = threads_arg())]
     threads: Option<usize>,
+    /// A label recorded in run.json (repeatable): --tag experiment=baseline
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    tag: Vec<String>,
     #[command(flatten)]
     stage: StageArgs,
 }
@@ -283,6 +383,8 @@ struct Built {
     judge: Box<dyn Judge>,
     llm: Option<Arc<RecordedLlm>>,
     recorded: Recorded,
+    /// run.json's `recorded`: digests of the fixture set and the vector cache.
+    digests: serde_json::Value,
 }
 
 impl Built {
@@ -353,7 +455,32 @@ fn build_stages(
             )
         }
     };
-    Ok(Built { extractor, embedder, judge, llm, recorded })
+    let digests = recorded_digests(embedder.as_ref(), llm.as_deref())?;
+    Ok(Built { extractor, embedder, judge, llm, recorded, digests })
+}
+
+/// The `recorded` object of run.json: digests of the fixture set and the
+/// embedding cache the stages read (see memform::provenance).
+fn recorded_digests(embedder: &dyn Embedder, llm: Option<&RecordedLlm>) -> Result<serde_json::Value> {
+    let fixtures = match llm.and_then(RecordedLlm::store) {
+        Some(store) => memform::provenance::fixture_set_digest(store.dir())?,
+        None => serde_json::Value::Null,
+    };
+    let embeddings = match embedder.cache_stats() {
+        Some(s) => memform::provenance::embedding_cache_value(&s.dir, s.entries, &s.sha256),
+        None => serde_json::Value::Null,
+    };
+    Ok(serde_json::json!({"fixtures": fixtures, "embeddings": embeddings}))
+}
+
+/// After a run that recorded answers or vectors: run.json's digests become
+/// the recorded set's as it ends, and report.md is redrawn to show them.
+fn finish_recording(built: &Built, out: &std::path::Path) -> Result<()> {
+    let recorded = recorded_digests(built.embedder.as_ref(), built.llm.as_deref())?;
+    if memform::provenance::update_recorded(out, &recorded)? {
+        memform::regenerate::regenerate(out)?;
+    }
+    Ok(())
 }
 
 fn mode_name(mode: Mode) -> &'static str {
@@ -435,11 +562,21 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Fixtures { command: FixturesCommand::Check { dataset, config, stage } } => {
             cmd_fixtures_check(&dataset, &config, &stage)
         }
+        Command::Fixtures { command } => housekeeping::fixtures(command),
+        Command::Embeddings { command } => housekeeping::embeddings(command),
         Command::Compare(args) => cmd_compare(args),
         Command::Profiles => {
             for p in profiles::PROFILES {
                 println!("{:<8} {}", p.name(), p.summary());
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Report { run_dir } => {
+            let r = memform::regenerate::regenerate(&run_dir)?;
+            for p in &r.removed {
+                eprintln!("removed {} (no longer drawn)", p.display());
+            }
+            eprintln!("wrote {}", r.written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
             Ok(ExitCode::SUCCESS)
         }
         Command::Config => {
@@ -464,6 +601,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
     let mut cfg = args.config.load()?;
     cfg.set_write_mode(args.write_mode);
     cfg.validate()?;
+    let tags = memform::provenance::parse_tags(&args.tag)?;
     let (dataset, load_warnings, bad) = if args.keep_going {
         memform::dataset::load_keep_going(&args.dataset)?
     } else {
@@ -514,11 +652,16 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         })),
         recorded: built.recorded.clone(),
         dataset_path: Some(args.dataset.clone()),
+        digests: built.digests.clone(),
+        tags,
     };
     let output = run(&dataset, &cfg, built.stages(), &opts);
     bar.finish_and_clear();
     built.embedder.flush()?;
     let output = output?;
+    if args.stage.llm == "record" || args.stage.embed == "record" {
+        finish_recording(&built, &output.out_dir)?;
+    }
     if let Some(llm) = &built.llm {
         let t = llm.totals();
         eprintln!(
@@ -552,16 +695,19 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
 }
 
 fn cmd_gate(args: GateArgs) -> Result<ExitCode> {
-    let run = memform::gate::read_run(&args.run)?;
+    use memform::gate::ci;
     if args.update_baseline {
-        let update = memform::gate::update_baseline_checked(&args.baseline, &run, args.force)?;
-        if let Some(old) = &update.replaced_dataset {
-            eprintln!("warning: --force: the baseline was made on {old}; it now names {} ({})", run.dataset_name, run.dataset_digest);
+        for dir in &args.run {
+            let run = memform::gate::read_run(dir)?;
+            let update = memform::gate::update_baseline_checked(&args.baseline, &run, args.force)?;
+            if let Some(old) = &update.replaced_dataset {
+                eprintln!("warning: --force: the baseline was made on {old}; it now names {} ({})", run.dataset_name, run.dataset_digest);
+            }
+            if !update.kept_modes.is_empty() {
+                eprintln!("kept mode(s) {} as they were", update.kept_modes.join(", "));
+            }
+            eprintln!("updated {} ({} mode)", args.baseline.display(), run.mode);
         }
-        if !update.kept_modes.is_empty() {
-            eprintln!("kept mode(s) {} as they were", update.kept_modes.join(", "));
-        }
-        eprintln!("updated {} ({} mode)", args.baseline.display(), run.mode);
         return Ok(ExitCode::SUCCESS);
     }
     let rules = match &args.rules {
@@ -569,16 +715,37 @@ fn cmd_gate(args: GateArgs) -> Result<ExitCode> {
         None => memform::gate::Rules::default(),
     };
     let baseline = memform::gate::read_baseline(&args.baseline)?;
-    let rows = memform::gate::check(&baseline, &args.baseline, &run, &rules, args.allow_dataset_change)?;
-    print!("{}", memform::gate::render_table(&rows));
-    let failed = rows.iter().filter(|r| !r.pass).count();
-    if failed > 0 {
-        eprintln!("gate failed: {failed} of {} metrics regressed ({} mode, {})", rows.len(), run.mode, args.run.display());
-        Ok(ExitCode::from(exit_code::FAILED))
-    } else {
-        eprintln!("gate passed: {} metrics ({} mode)", rows.len(), run.mode);
-        Ok(ExitCode::SUCCESS)
+    let runs = args
+        .run
+        .iter()
+        .map(|dir| ci::gate_run(&baseline, &args.baseline, dir, &rules, args.allow_dataset_change))
+        .collect::<Result<Vec<_>, _>>()?;
+    if args.format == GateFormat::Github {
+        print!("{}", ci::github_annotations(&runs, &args.baseline));
     }
+    for run in &runs {
+        if runs.len() > 1 || args.format == GateFormat::Github {
+            println!("{}:", run.name());
+        }
+        print!("{}", memform::gate::render_table(&run.rows));
+    }
+    if let Some(path) = &args.junit {
+        memform::report::write_text(path, &ci::junit_xml(&runs, &args.baseline))?;
+    }
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        ci::append(std::path::Path::new(&path), &ci::step_summary(&runs))?;
+    }
+    let mut code = ExitCode::SUCCESS;
+    for run in &runs {
+        let failed = run.failed();
+        if failed > 0 {
+            eprintln!("gate failed: {failed} of {} metrics regressed ({} mode, {})", run.rows.len(), run.run.mode, run.dir.display());
+            code = ExitCode::from(1);
+        } else {
+            eprintln!("gate passed: {} metrics ({} mode)", run.rows.len(), run.run.mode);
+        }
+    }
+    Ok(code)
 }
 
 /// What `sweep.md` needs to be rewritten by `merge`: kept beside the rows.
@@ -591,6 +758,13 @@ struct SweepMeta {
     pareto_y: String,
     defaults: Vec<(String, String)>,
     grid: Vec<String>,
+    /// memform's build, the recorded answers and vectors read, and --tag labels (as in run.json).
+    #[serde(default)]
+    build: serde_json::Value,
+    #[serde(default)]
+    recorded: serde_json::Value,
+    #[serde(default)]
+    tags: serde_json::Value,
 }
 
 fn write_sweep(dir: &std::path::Path, rows: &[memform::sweep::Row], meta: &SweepMeta) -> Result<()> {
@@ -635,6 +809,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
     }
     let cfg = args.config.load()?;
     cfg.validate()?;
+    let tags = memform::provenance::parse_tags(&args.tag)?;
     let axes = args.grid.iter().map(|g| memform::sweep::parse_axis(g)).collect::<Result<Vec<_>, _>>()?;
     let total = memform::sweep::check_grid(&axes, args.max_points)?;
     let (px, py) = args.pareto.split_once(',').context("--pareto: expected METRIC_X,METRIC_Y")?;
@@ -686,6 +861,9 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         pareto_y: py.trim().to_string(),
         defaults,
         grid: args.grid.clone(),
+        build: memform::provenance::build_info(),
+        recorded: built.digests.clone(),
+        tags: memform::provenance::tags_value(&tags),
     };
     write_sweep(&out, &rows, &meta)?;
     eprintln!(
@@ -699,21 +877,12 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
 }
 
 fn cmd_fixtures_check(dataset_dir: &std::path::Path, config: &ConfigArgs, stage: &StageArgs) -> Result<ExitCode> {
-    let mut cfg = config.load()?;
+    let cfg = config.load()?;
     cfg.validate()?;
     let dataset = memform::dataset::load(dataset_dir)?;
-    let settings = LlmSettings::from_config_and_env(&cfg)?;
-    let dir = stage.fixtures.clone().unwrap_or_else(|| default_fixtures_dir(&recorded_root(dataset_dir, &dataset), &settings.model));
-    let boundary = Arc::new(RecordedLlm::replay(memform::llm::FixtureStore::new(&dir)).collecting_misses());
-    let mut built = build_stages(Mode::Rules, stage, &mut cfg, dataset_dir, &dataset, None)?;
-    built.extractor = Box::new(LlmExtractor::new(boundary.clone(), &settings)?);
-    built.judge = Box::new(LlmJudge::new(boundary.clone(), &settings)?);
-    let scratch = std::env::temp_dir().join(format!("memform-fixtures-check-{}", std::process::id()));
-    let opts = RunOptions { out_dir: scratch.clone(), ..RunOptions::default() };
-    let result = run(&dataset, &cfg, built.stages(), &opts);
-    let _ = std::fs::remove_dir_all(&scratch);
-    result?;
-    let needed: std::collections::BTreeSet<String> = boundary.used_keys().union(&boundary.missed_keys()).cloned().collect();
+    let keys = replay_for_keys(Mode::Llm, dataset_dir, &dataset, &cfg, stage)?;
+    let dir = keys.fixtures_dir.context("llm replay without a fixture directory")?;
+    let needed: std::collections::BTreeSet<String> = keys.llm_used.union(&keys.llm_missed).cloned().collect();
     let check = memform::llm::fixtures::fixtures_check(&dir, &needed)?;
     println!("fixtures: {} ({} needed)", dir.display(), needed.len());
     for k in &check.missing {
@@ -740,6 +909,246 @@ fn cmd_fixtures_check(dataset_dir: &std::path::Path, config: &ConfigArgs, stage:
     }
 }
 
+/// The recorded keys a replay of a dataset needs.
+struct ReplayKeys {
+    fixtures_dir: Option<PathBuf>,
+    /// LLM requests answered from fixtures, and those without one.
+    llm_used: std::collections::BTreeSet<String>,
+    llm_missed: std::collections::BTreeSet<String>,
+    /// The embedding cache read (none for the hashed embedder) and the keys looked up.
+    embed_dir: Option<PathBuf>,
+    embed_used: std::collections::BTreeSet<String>,
+}
+
+/// Replays `dataset` in `mode` into a scratch directory, LLM misses
+/// answered empty instead of failing (as `fixtures check` needs), and
+/// returns the recorded keys it needed.
+fn replay_for_keys(mode: Mode, dataset_dir: &std::path::Path, dataset: &Dataset, cfg: &Config, stage: &StageArgs) -> Result<ReplayKeys> {
+    static SCRATCH: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let mut cfg = cfg.clone();
+    let mut built = build_stages(Mode::Rules, stage, &mut cfg, dataset_dir, dataset, None)?;
+    let mut boundary = None;
+    if let Mode::Llm = mode {
+        let settings = LlmSettings::from_config_and_env(&cfg)?;
+        let dir = stage.fixtures.clone().unwrap_or_else(|| default_fixtures_dir(&recorded_root(dataset_dir, dataset), &settings.model));
+        let b = Arc::new(RecordedLlm::replay(memform::llm::FixtureStore::new(&dir)).collecting_misses());
+        built.extractor = Box::new(LlmExtractor::new(b.clone(), &settings)?);
+        built.judge = Box::new(LlmJudge::new(b.clone(), &settings)?);
+        boundary = Some((dir, b));
+    }
+    let n = SCRATCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let scratch = std::env::temp_dir().join(format!("memform-replay-keys-{}-{n}", std::process::id()));
+    let opts = RunOptions { out_dir: scratch.clone(), ..RunOptions::default() };
+    let result = run(dataset, &cfg, built.stages(), &opts);
+    let _ = std::fs::remove_dir_all(&scratch);
+    result?;
+    let stats = built.embedder.cache_stats();
+    Ok(ReplayKeys {
+        fixtures_dir: boundary.as_ref().map(|(d, _)| d.clone()),
+        llm_used: boundary.as_ref().map(|(_, b)| b.used_keys()).unwrap_or_default(),
+        llm_missed: boundary.as_ref().map(|(_, b)| b.missed_keys()).unwrap_or_default(),
+        embed_dir: stats.as_ref().map(|s| s.dir.clone()),
+        embed_used: stats.map(|s| s.used).unwrap_or_default(),
+    })
+}
+
+/// `memform fixtures list|prune|rehash` and `memform embeddings list|prune|rehash`.
+mod housekeeping {
+    use std::collections::BTreeSet;
+    use std::path::{Path, PathBuf};
+    use std::process::ExitCode;
+
+    use anyhow::{Result, bail};
+    use clap::ValueEnum;
+    use memform::housekeeping as hk;
+    use memform::llm::fixtures::{FixtureStore, default_fixtures_dir};
+    use memform::llm::LlmSettings;
+
+    use super::{EmbeddingsCommand, FixturesCommand, Mode, recorded_root, replay_for_keys};
+
+    /// A directory named on the command line, which must exist.
+    fn given(dir: PathBuf) -> Result<Vec<PathBuf>> {
+        if !dir.is_dir() {
+            bail!("{}: not a directory", dir.display());
+        }
+        Ok(vec![dir])
+    }
+
+    /// The recorded roots to list: one dataset's, or every one under the working directory.
+    fn roots(dataset: Option<&PathBuf>) -> Result<Vec<PathBuf>> {
+        Ok(match dataset {
+            Some(d) => vec![recorded_root(d, &memform::dataset::load(d)?)],
+            None => hk::recorded_roots(Path::new("."))?,
+        })
+    }
+
+    pub fn fixtures(command: FixturesCommand) -> Result<ExitCode> {
+        match command {
+            FixturesCommand::Check { .. } => bail!("fixtures check is dispatched elsewhere"),
+            FixturesCommand::List { dataset, fixtures } => {
+                let dirs = match fixtures {
+                    Some(f) => given(f)?,
+                    None => hk::fixture_dirs(&roots(dataset.as_ref())?)?,
+                };
+                let groups = hk::list_fixtures(&dirs)?;
+                print!("{}", hk::render_fixture_groups(&groups));
+                eprintln!("{} fixtures in {} directories", groups.iter().map(|g| g.count).sum::<usize>(), dirs.len());
+                Ok(ExitCode::SUCCESS)
+            }
+            FixturesCommand::Rehash { dataset, fixtures } => {
+                let dirs = match fixtures {
+                    Some(f) => given(f)?,
+                    None => hk::fixture_dirs(&roots(dataset.as_ref())?)?,
+                };
+                let (mut rewritten, mut unchanged, mut refused) = (0, 0, 0);
+                for dir in &dirs {
+                    let r = memform::llm::fixtures::rehash(dir)?;
+                    for p in &r.rewritten {
+                        println!("rehashed {}", p.display());
+                    }
+                    for (p, why) in &r.refused {
+                        println!("refused {}: {why}", p.display());
+                    }
+                    rewritten += r.rewritten.len();
+                    unchanged += r.unchanged;
+                    refused += r.refused.len();
+                }
+                eprintln!("fixtures rehash: {rewritten} rewritten, {unchanged} unchanged, {refused} refused");
+                Ok(if refused > 0 { ExitCode::from(2) } else { ExitCode::SUCCESS })
+            }
+            FixturesCommand::Prune { dataset, dry_run, config, stage } => {
+                let cfg = config.load()?;
+                cfg.validate()?;
+                let ds = memform::dataset::load(&dataset)?;
+                let keys = replay_for_keys(Mode::Llm, &dataset, &ds, &cfg, &stage)?;
+                let settings = LlmSettings::from_config_and_env(&cfg)?;
+                let dir = keys.fixtures_dir.clone().unwrap_or_else(|| default_fixtures_dir(&recorded_root(&dataset, &ds), &settings.model));
+                let needed: BTreeSet<String> = keys.llm_used.union(&keys.llm_missed).cloned().collect();
+                let check = memform::llm::fixtures::fixtures_check(&dir, &needed)?;
+                if !check.missing.is_empty() {
+                    let what = format!(
+                        "{} needed fixtures are missing in {}, so the replay did not see every request a full run makes                          (another embedder or config than the recording? record them with `memform run --dataset {} --mode llm --llm record`)",
+                        check.missing.len(),
+                        dir.display(),
+                        dataset.display()
+                    );
+                    if !dry_run {
+                        bail!("fixtures prune: {what}; nothing removed");
+                    }
+                    eprintln!("warning: {what}; the list may be too long");
+                }
+                let store = FixtureStore::new(&dir);
+                for key in &check.unused {
+                    let path = store.path_of(key);
+                    let what = match store.get(key) {
+                        Ok(Some(f)) => format!(
+                            " ({} {} v{}, {}/{})",
+                            f.request.stage.as_str(),
+                            f.request.template.name,
+                            f.request.template.version,
+                            f.context.conversation,
+                            f.context.episode
+                        ),
+                        _ => String::new(),
+                    };
+                    if dry_run {
+                        println!("would remove {}{what}", path.display());
+                    } else {
+                        std::fs::remove_file(&path).map_err(|e| memform::error::Error::write(&path, e))?;
+                        println!("removed {}{what}", path.display());
+                    }
+                }
+                for (p, why) in &check.invalid {
+                    eprintln!("warning: kept {} (cannot be read as a fixture: {why})", p.display());
+                }
+                eprintln!(
+                    "fixtures prune: {} {} of {} in {} ({} needed)",
+                    if dry_run { "would remove" } else { "removed" },
+                    check.unused.len(),
+                    check.unused.len() + needed.len() - check.missing.len(),
+                    dir.display(),
+                    needed.len()
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+    }
+
+    pub fn embeddings(command: EmbeddingsCommand) -> Result<ExitCode> {
+        match command {
+            EmbeddingsCommand::List { dataset, cache } => {
+                let dirs = match cache {
+                    Some(c) => given(c)?,
+                    None => hk::cache_dirs(&roots(dataset.as_ref())?)?,
+                };
+                let caches = hk::list_caches(&dirs)?;
+                print!("{}", hk::render_caches(&caches));
+                eprintln!("{} vectors in {} caches", caches.iter().map(|c| c.vectors).sum::<usize>(), caches.len());
+                Ok(ExitCode::SUCCESS)
+            }
+            EmbeddingsCommand::Rehash { dataset, cache } => {
+                let dirs = match cache {
+                    Some(c) => given(c)?,
+                    None => hk::cache_dirs(&roots(dataset.as_ref())?)?,
+                };
+                let mut changed = 0;
+                for dir in &dirs {
+                    match memform::embed::cache::rehash(dir)? {
+                        Some(r) if r.changed => {
+                            changed += 1;
+                            println!("rehashed {} (was {})", r.dir.display(), r.from_format);
+                        }
+                        Some(_) => {}
+                        None => eprintln!("warning: nothing recorded in {}", dir.display()),
+                    }
+                }
+                eprintln!("embeddings rehash: {changed} of {} caches rewritten", dirs.len());
+                Ok(ExitCode::SUCCESS)
+            }
+            EmbeddingsCommand::Prune { dataset, modes, dry_run, config, stage } => {
+                let cfg = config.load()?;
+                cfg.validate()?;
+                let ds = memform::dataset::load(&dataset)?;
+                let mut keep = BTreeSet::new();
+                let mut cache = None;
+                for m in modes.split(',') {
+                    let mode = Mode::from_str(m.trim(), true)
+                        .map_err(|_| anyhow::anyhow!("--modes: unknown mode {:?} (expected rules or llm)", m.trim()))?;
+                    let keys = replay_for_keys(mode, &dataset, &ds, &cfg, &stage)?;
+                    if !keys.llm_missed.is_empty() {
+                        bail!(
+                            "embeddings prune: {} LLM answers are missing in {}, so the vectors LLM mode needs are unknown;                              record them, or prune with --modes rules; nothing removed",
+                            keys.llm_missed.len(),
+                            keys.fixtures_dir.as_deref().unwrap_or(Path::new("?")).display()
+                        );
+                    }
+                    let Some(dir) = keys.embed_dir else {
+                        bail!(
+                            "embeddings prune: the {} embedder has no recorded cache (pass --embedder minilm|ollama|openai)",
+                            stage.embedder.as_deref().unwrap_or(&cfg.embedder)
+                        );
+                    };
+                    cache = Some(dir);
+                    keep.extend(keys.embed_used);
+                }
+                let Some(dir) = cache else { bail!("--modes: no mode given") };
+                let removed = memform::embed::cache::prune(&dir, &keep, dry_run)?;
+                for (key, text) in &removed {
+                    println!("{} {key} {text:?}", if dry_run { "would remove" } else { "removed" });
+                }
+                eprintln!(
+                    "embeddings prune: {} {} vectors from {} ({} needed)",
+                    if dry_run { "would remove" } else { "removed" },
+                    removed.len(),
+                    dir.display(),
+                    keep.len()
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+    }
+}
+
 /// A label and a directory-safe slug for one side of a comparison.
 fn side_label(mode: Mode, sets: &[String], embedder: Option<&str>) -> (String, String) {
     let mut label = mode_name(mode).to_string();
@@ -761,6 +1170,7 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
         .map(|m| Mode::from_str(m.trim(), true).map_err(|_| anyhow::anyhow!("--modes: unknown mode {:?} (expected rules or llm)", m.trim())))
         .collect::<Result<_>>()?;
     let [mode_a, mode_b] = modes[..] else { bail!("--modes: expected two modes, A,B (got {:?})", args.modes) };
+    let tags = memform::provenance::parse_tags(&args.tag)?;
     let dataset = memform::dataset::load(&args.dataset)?;
     memform::compare::check_bootstrap(dataset.conversations.iter().map(|c| c.episodes.len()).sum(), args.resamples)?;
     let runs_dir = args.runs_dir.clone().unwrap_or_else(|| PathBuf::from("reports"));
@@ -785,8 +1195,10 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
     let mut compared = Vec::new();
     for (_, cfg, label, dir, built) in sides {
         let stages = built.stages();
-        // A run is reused when its manifest matches on everything but where the dataset was read from.
-        let manifest = Manifest::new(&dataset, &cfg, stages, &built.recorded, None).to_value()?;
+        // A run is reused when its manifest matches on everything but where
+        // the dataset was read from: config, stages, build, recorded digests, tags.
+        let manifest =
+            Manifest::with(&dataset, &cfg, stages, &built.recorded, None, built.digests.clone(), tags.clone()).to_value()?;
         let mut expected = manifest.as_object().cloned().unwrap_or_default();
         expected.remove("dataset");
         expected.insert("dataset.digest".into(), dataset.digest.clone().into());
@@ -799,11 +1211,16 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
                 threads: args.threads,
                 recorded: built.recorded.clone(),
                 dataset_path: Some(args.dataset.clone()),
+                digests: built.digests.clone(),
+                tags: tags.clone(),
                 ..RunOptions::default()
             };
             let result = run(&dataset, &cfg, stages, &opts);
             built.embedder.flush()?;
             result.with_context(|| format!("run {label}"))?;
+            if args.stage.llm == "record" || args.stage.embed == "record" {
+                finish_recording(&built, &dir)?;
+            }
         }
         compared.push(memform::compare::Side { label, dir });
     }

@@ -756,6 +756,12 @@ fn warnings_frame(episodes: &[EpisodeRecord]) -> std::result::Result<DataFrame, 
     )
 }
 
+/// The verdicts and warnings frames of a run's records (`memform report`
+/// rebuilds a finished run's [`Analysis`] from its files with these).
+pub fn record_frames(episodes: &[EpisodeRecord]) -> Result<(DataFrame, DataFrame)> {
+    Ok((verdicts_frame(episodes).ctx("build the verdicts frame")?, warnings_frame(episodes).ctx("build the warnings frame")?))
+}
+
 fn decisions_frame(episodes: &[EpisodeRecord]) -> std::result::Result<DataFrame, PolarsError> {
     let rows: Vec<_> = episodes.iter().flat_map(|e| e.entity_decisions.iter().map(move |d| (e, d))).collect();
     let kind = |d: &EntityDecision| match d {

@@ -36,6 +36,12 @@ pub fn write_run_reports(dir: &Path, manifest: &Value, analysis: &Analysis) -> R
     write_parquet(&dir.join("episodes.parquet"), &analysis.episodes)?;
     write_csv(&dir.join("episodes.csv"), &analysis.episodes)?;
     write_csv(&dir.join("per_conversation.csv"), &analysis.per_conversation)?;
+    write_report_md(dir, manifest, analysis)
+}
+
+/// Writes `report.md` and its plots into `dir` (`memform report` redraws
+/// them alone).
+pub fn write_report_md(dir: &Path, manifest: &Value, analysis: &Analysis) -> Result<()> {
     let plots = plots(analysis)?;
     for (name, svg) in &plots {
         write_text(&dir.join(name), svg)?;
@@ -206,6 +212,7 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
         vec!["write mode".into(), s(manifest, &["write_mode"]).to_string()],
         vec!["run size".into(), format!("{} episodes, {} turns, {} candidate facts", num(get("episodes")), num(get("turns")), num(get("candidates")))],
     ];
+    rows.extend(crate::provenance::report_rows(manifest).into_iter().map(|(k, v)| vec![k, v]));
     let changed = config_changes(&manifest["config"]);
     rows.push(vec!["config".into(), if changed.is_empty() { "defaults (`memform config` prints them)".into() } else { format!("defaults except {}", changed.join(", ")) }]);
     let cfg = &manifest["config"];

@@ -46,6 +46,10 @@ pub struct RunOptions {
     pub recorded: Recorded,
     /// Where the dataset was read from, for the manifest.
     pub dataset_path: Option<PathBuf>,
+    /// Digests of the fixture set and vector cache the stages read (run.json's `recorded`).
+    pub digests: serde_json::Value,
+    /// The user's labels (`--tag key=value`).
+    pub tags: std::collections::BTreeMap<String, String>,
 }
 
 /// A conversation the run skipped, and why.
@@ -72,7 +76,8 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     let started = Instant::now();
     let dir = RunDir::new(&opts.out_dir);
     dir.prepare()?;
-    let manifest = Manifest::new(dataset, cfg, stages, &opts.recorded, opts.dataset_path.as_deref());
+    let manifest =
+        Manifest::with(dataset, cfg, stages, &opts.recorded, opts.dataset_path.as_deref(), opts.digests.clone(), opts.tags.clone());
     dir.write_manifest(&manifest)?;
     let store = Store::open(&dir.file(RunDir::STORE))?;
     let total: usize = dataset.conversations.iter().map(|c| c.episodes.len()).sum();

@@ -2,6 +2,7 @@
 //! manifest (`run.json`), and the reading and writing of both. Everything
 //! that opens a run's files (run, report, compare, gate) goes through here.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -18,6 +19,8 @@ use crate::types::{Dataset, DatasetFormat};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     pub memform_version: String,
+    /// The build: memform's git revision and whether the checkout was dirty.
+    pub build: Value,
     pub dataset: DatasetInfo,
     /// Where the dataset was read from, as given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -32,6 +35,13 @@ pub struct Manifest {
     pub judge: String,
     #[serde(flatten)]
     pub recorded: Recorded,
+    /// Digests of the fixture set and the vector cache the run read
+    /// (`fixtures`, `embeddings`; null when unused).
+    #[serde(rename = "recorded", default)]
+    pub digests: Value,
+    /// The user's labels (`--tag key=value`).
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
     pub config: Config,
 }
 
@@ -66,9 +76,23 @@ pub struct Recorded {
 impl Manifest {
     /// The manifest of a run of `dataset` with `cfg` through `stages`.
     pub fn new(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, recorded: &Recorded, dataset_path: Option<&Path>) -> Manifest {
+        Manifest::with(dataset, cfg, stages, recorded, dataset_path, Value::Null, BTreeMap::new())
+    }
+
+    /// [`Manifest::new`] with the recorded digests and the user's tags.
+    pub fn with(
+        dataset: &Dataset,
+        cfg: &Config,
+        stages: Stages<'_>,
+        recorded: &Recorded,
+        dataset_path: Option<&Path>,
+        digests: Value,
+        tags: BTreeMap<String, String>,
+    ) -> Manifest {
         let (extract, judge) = (stages.extractor.mode(), stages.judge.mode());
         Manifest {
             memform_version: env!("CARGO_PKG_VERSION").to_string(),
+            build: crate::provenance::build_info(),
             dataset: DatasetInfo {
                 name: dataset.name.clone(),
                 format: dataset.format,
@@ -83,6 +107,8 @@ impl Manifest {
             embedder: stages.embedder.id(),
             judge: stages.judge.id(),
             recorded: recorded.clone(),
+            digests,
+            tags,
             config: cfg.clone(),
         }
     }

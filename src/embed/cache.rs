@@ -11,9 +11,11 @@
 //! `datasets/<name>/embeddings/<embedder-slug>/`:
 //! - `vectors.f32`: the vectors, `dims` little-endian IEEE-754 f32 values per
 //!   row, rows in key order, nothing else (exact, no header);
-//! - `index.json`: format, embedder id, dims, row count, the SHA-256 of
-//!   `vectors.f32`, and one entry per row (key, row, first 80 characters of
-//!   the normalised text, for people reading diffs).
+//! - `index.json`: format, embedder id, dims, row count, the integrity
+//!   record `sha256` (see [`integrity_sha256`]: every row's key followed by
+//!   its vector, so an edited vector *and* a key moved to another row are
+//!   refused), and one entry per row (key, row, first 80 characters of the
+//!   normalised text, for people reading diffs).
 //!
 //! Both files are a function of the recorded set alone (sorted by key, no
 //! timestamps), so recording the same texts twice gives byte-identical files.
@@ -38,7 +40,10 @@ use crate::normalize::{normalize_content, sha256_hex};
 
 pub const INDEX_FILE: &str = "index.json";
 pub const VECTORS_FILE: &str = "vectors.f32";
-const FORMAT: &str = "memform-embeddings/1";
+const FORMAT: &str = "memform-embeddings/2";
+/// The format before the integrity record covered the keys (its
+/// `vectors_sha256` covered the vectors only).
+const FORMAT_V1: &str = "memform-embeddings/1";
 const DTYPE: &str = "f32le";
 const PREVIEW_CHARS: usize = 80;
 
@@ -117,9 +122,41 @@ struct IndexFile {
     dims: usize,
     dtype: String,
     vectors: String,
-    vectors_sha256: String,
+    /// [`integrity_sha256`] of the rows.
+    sha256: String,
     count: usize,
     entries: Vec<IndexEntry>,
+}
+
+/// `index.json` as [`rehash`] reads it: either format, no digest checked.
+#[derive(Deserialize)]
+struct AnyIndexFile {
+    format: String,
+    embedder: String,
+    dims: usize,
+    dtype: String,
+    vectors: String,
+    #[serde(default)]
+    sha256: Option<String>,
+    #[serde(default)]
+    vectors_sha256: Option<String>,
+    count: usize,
+    entries: Vec<IndexEntry>,
+}
+
+/// The integrity record of a cache: SHA-256 of, for each row in order, its
+/// key (64 ASCII hex digits) followed by its vector's bytes (little-endian
+/// f32). It changes when a vector changes and when a key moves to another
+/// row, is dropped or is added.
+pub fn integrity_sha256<'a>(rows: impl Iterator<Item = (&'a str, &'a [f32])>) -> String {
+    let mut bytes = Vec::new();
+    for (key, vector) in rows {
+        bytes.extend_from_slice(key.as_bytes());
+        for x in vector {
+            bytes.extend_from_slice(&x.to_le_bytes());
+        }
+    }
+    sha256_hex(&bytes)
 }
 
 #[derive(Serialize, Deserialize)]
@@ -139,6 +176,8 @@ struct Entry {
 struct State {
     entries: BTreeMap<String, Entry>,
     dirty: bool,
+    /// Keys this run looked up (hits and recorded), for `memform embeddings prune`.
+    used: std::collections::BTreeSet<String>,
 }
 
 pub struct CachedEmbedder {
@@ -187,7 +226,7 @@ impl CachedEmbedder {
             dims,
             dir,
             record_command: record_command.to_string(),
-            state: RwLock::new(State { entries, dirty: false }),
+            state: RwLock::new(State { entries, dirty: false, used: Default::default() }),
             hits: AtomicU64::new(0),
             recorded: AtomicU64::new(0),
         })
@@ -229,9 +268,9 @@ impl CachedEmbedder {
         Ok(vectors)
     }
 
-    /// The SHA-256 of the vectors file the current contents would give.
+    /// The integrity record the current contents would give.
     fn digest(state: &State) -> String {
-        sha256_hex(&vector_bytes(state))
+        integrity_sha256(state.entries.iter().map(|(k, e)| (k.as_str(), e.vector.as_slice())))
     }
 
     fn read_state(&self) -> Result<std::sync::RwLockReadGuard<'_, State>> {
@@ -259,6 +298,10 @@ impl Embedder for CachedEmbedder {
             return self.embed_with_model(&refs, source);
         }
         let keys: Vec<String> = normalized.iter().map(|t| cache_key(&self.id, t)).collect();
+        {
+            let mut state = self.write_state()?;
+            state.used.extend(keys.iter().cloned());
+        }
         let mut out: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
         let mut missing: BTreeMap<&str, usize> = BTreeMap::new();
         {
@@ -326,32 +369,7 @@ impl Embedder for CachedEmbedder {
         if !state.dirty {
             return Ok(());
         }
-        std::fs::create_dir_all(&self.dir).map_err(|e| Error::write(&self.dir, e))?;
-        let bytes = vector_bytes(&state);
-        let index = IndexFile {
-            format: FORMAT.to_string(),
-            embedder: self.id.clone(),
-            dims: self.dims,
-            dtype: DTYPE.to_string(),
-            vectors: VECTORS_FILE.to_string(),
-            vectors_sha256: sha256_hex(&bytes),
-            count: state.entries.len(),
-            entries: state
-                .entries
-                .iter()
-                .enumerate()
-                .map(|(row, (key, e))| IndexEntry {
-                    key: key.clone(),
-                    row,
-                    text: e.preview.clone(),
-                })
-                .collect(),
-        };
-        let mut json = serde_json::to_string_pretty(&index)
-            .map_err(|e| Error::Embed(format!("serialise embedding index: {e}")))?;
-        json.push('\n');
-        write_atomic(&self.dir.join(VECTORS_FILE), &bytes)?;
-        write_atomic(&self.dir.join(INDEX_FILE), json.as_bytes())?;
+        write_files(&self.dir, &self.id, self.dims, &state.entries)?;
         state.dirty = false;
         Ok(())
     }
@@ -367,7 +385,8 @@ impl Embedder for CachedEmbedder {
             entries: state.entries.len(),
             hits: self.hits.load(Ordering::Relaxed),
             recorded: self.recorded.load(Ordering::Relaxed),
-            vectors_sha256: Self::digest(&state),
+            sha256: Self::digest(&state),
+            used: state.used.clone(),
         })
     }
 }
@@ -376,16 +395,41 @@ fn preview(text: &str) -> String {
     text.chars().take(PREVIEW_CHARS).collect()
 }
 
-fn vector_bytes(state: &State) -> Vec<u8> {
-    let rows = state.entries.len();
-    let dims = state.entries.values().next().map_or(0, |e| e.vector.len());
+fn vector_bytes(entries: &BTreeMap<String, Entry>) -> Vec<u8> {
+    let rows = entries.len();
+    let dims = entries.values().next().map_or(0, |e| e.vector.len());
     let mut bytes = Vec::with_capacity(rows * dims * 4);
-    for e in state.entries.values() {
+    for e in entries.values() {
         for x in &e.vector {
             bytes.extend_from_slice(&x.to_le_bytes());
         }
     }
     bytes
+}
+
+/// Writes `entries` as `dir`'s `vectors.f32` and `index.json` (rows in key order).
+fn write_files(dir: &Path, id: &str, dims: usize, entries: &BTreeMap<String, Entry>) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
+    let bytes = vector_bytes(entries);
+    let index = IndexFile {
+        format: FORMAT.to_string(),
+        embedder: id.to_string(),
+        dims,
+        dtype: DTYPE.to_string(),
+        vectors: VECTORS_FILE.to_string(),
+        sha256: integrity_sha256(entries.iter().map(|(k, e)| (k.as_str(), e.vector.as_slice()))),
+        count: entries.len(),
+        entries: entries
+            .iter()
+            .enumerate()
+            .map(|(row, (key, e))| IndexEntry { key: key.clone(), row, text: e.preview.clone() })
+            .collect(),
+    };
+    let mut json = serde_json::to_string_pretty(&index)
+        .map_err(|e| Error::Embed(format!("serialise embedding index: {e}")))?;
+    json.push('\n');
+    write_atomic(&dir.join(VECTORS_FILE), &bytes)?;
+    write_atomic(&dir.join(INDEX_FILE), json.as_bytes())
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -396,24 +440,36 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::rename(&tmp, path).map_err(|e| Error::write(path, e))
 }
 
-/// The recorded vectors in `dir`, or none when nothing was recorded there.
-fn load(dir: &Path, id: &str, dims: usize) -> Result<BTreeMap<String, Entry>> {
+/// A cache directory's rows as recorded (row order), with its index.
+struct Recorded {
+    index: AnyIndexFile,
+    /// (key, vector, preview) per row.
+    rows: Vec<(String, Vec<f32>, String)>,
+}
+
+impl Recorded {
+    fn integrity(&self) -> String {
+        integrity_sha256(self.rows.iter().map(|(k, v, _)| (k.as_str(), v.as_slice())))
+    }
+
+    fn entries(self) -> BTreeMap<String, Entry> {
+        self.rows.into_iter().map(|(k, vector, preview)| (k, Entry { vector, preview })).collect()
+    }
+}
+
+/// Reads `dir`'s index and vectors, checking their shape (count, rows,
+/// size, keys given once) but no digest; `None` when nothing is recorded.
+fn read_recorded(dir: &Path) -> Result<Option<Recorded>> {
     let index_path = dir.join(INDEX_FILE);
     if !index_path.exists() {
-        return Ok(BTreeMap::new());
+        return Ok(None);
     }
     let bad = |message: String| Error::EmbedCache { path: index_path.clone(), message };
     let text = std::fs::read_to_string(&index_path).map_err(|e| Error::io(&index_path, e))?;
-    let index: IndexFile =
+    let index: AnyIndexFile =
         serde_json::from_str(&text).map_err(|e| bad(format!("not a valid index: {e}")))?;
-    if index.format != FORMAT {
+    if index.format != FORMAT && index.format != FORMAT_V1 {
         return Err(bad(format!("format {:?}, expected {FORMAT:?}", index.format)));
-    }
-    if index.embedder != id {
-        return Err(bad(format!("recorded for embedder {:?}, not {id:?}", index.embedder)));
-    }
-    if index.dims != dims {
-        return Err(bad(format!("{} dimensions recorded, the embedder has {dims}", index.dims)));
     }
     if index.dtype != DTYPE {
         return Err(bad(format!("dtype {:?}, expected {DTYPE:?}", index.dtype)));
@@ -421,6 +477,7 @@ fn load(dir: &Path, id: &str, dims: usize) -> Result<BTreeMap<String, Entry>> {
     if index.count != index.entries.len() {
         return Err(bad(format!("count {} but {} entries", index.count, index.entries.len())));
     }
+    let dims = index.dims;
     let vectors_path = dir.join(&index.vectors);
     let bytes = std::fs::read(&vectors_path).map_err(|e| Error::io(&vectors_path, e))?;
     if bytes.len() != index.count * dims * 4 {
@@ -431,24 +488,148 @@ fn load(dir: &Path, id: &str, dims: usize) -> Result<BTreeMap<String, Entry>> {
             index.count
         )));
     }
-    if sha256_hex(&bytes) != index.vectors_sha256 {
-        return Err(bad(format!("{} does not match its recorded SHA-256", index.vectors)));
-    }
-    let mut entries = BTreeMap::new();
-    for (pos, e) in index.entries.into_iter().enumerate() {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut rows = Vec::with_capacity(index.count);
+    for (pos, e) in index.entries.iter().enumerate() {
         if e.row != pos {
             return Err(bad(format!("entry {pos} has row {}", e.row)));
+        }
+        if !seen.insert(e.key.as_str()) {
+            return Err(bad(format!("key {} appears twice", e.key)));
         }
         let start = pos * dims * 4;
         let vector: Vec<f32> = bytes[start..start + dims * 4]
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
-        if entries.insert(e.key.clone(), Entry { vector, preview: e.text }).is_some() {
-            return Err(bad(format!("key {} appears twice", e.key)));
-        }
+        rows.push((e.key.clone(), vector, e.text.clone()));
     }
-    Ok(entries)
+    if index.format == FORMAT_V1 && index.vectors_sha256.as_deref() != Some(sha256_hex(&bytes).as_str()) {
+        return Err(bad(format!("{} does not match its recorded SHA-256", index.vectors)));
+    }
+    Ok(Some(Recorded { index, rows }))
+}
+
+/// Reads `dir`'s cache and checks its integrity record.
+fn read_checked(dir: &Path) -> Result<Option<Recorded>> {
+    let Some(rec) = read_recorded(dir)? else { return Ok(None) };
+    let index_path = dir.join(INDEX_FILE);
+    let bad = |message: String| Error::EmbedCache { path: index_path.clone(), message };
+    if rec.index.format == FORMAT_V1 {
+        return Err(bad(format!(
+            "format {FORMAT_V1:?} checks its vectors but not which key each belongs to; \
+             accept it as it is with `memform embeddings rehash --cache {}`, or re-record it",
+            dir.display()
+        )));
+    }
+    match &rec.index.sha256 {
+        None => return Err(bad("sha256: missing field".to_string())),
+        Some(recorded) if *recorded != rec.integrity() => {
+            return Err(bad(format!(
+                "the cache (keys and {}) does not match its recorded SHA-256 (edited by hand? \
+                 accept a deliberate edit with `memform embeddings rehash --cache {}`)",
+                rec.index.vectors,
+                dir.display()
+            )));
+        }
+        Some(_) => {}
+    }
+    Ok(Some(rec))
+}
+
+/// The recorded vectors in `dir`, or none when nothing was recorded there.
+fn load(dir: &Path, id: &str, dims: usize) -> Result<BTreeMap<String, Entry>> {
+    let Some(rec) = read_checked(dir)? else { return Ok(BTreeMap::new()) };
+    let index_path = dir.join(INDEX_FILE);
+    let bad = |message: String| Error::EmbedCache { path: index_path.clone(), message };
+    if rec.index.embedder != id {
+        return Err(bad(format!("recorded for embedder {:?}, not {id:?}", rec.index.embedder)));
+    }
+    if rec.index.dims != dims {
+        return Err(bad(format!("{} dimensions recorded, the embedder has {dims}", rec.index.dims)));
+    }
+    Ok(rec.entries())
+}
+
+/// What `memform embeddings list` shows of one cache directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheInfo {
+    pub dir: PathBuf,
+    pub embedder: String,
+    pub dims: usize,
+    pub vectors: usize,
+    /// Bytes of `index.json` and the vectors file.
+    pub bytes: u64,
+    /// Seconds since the epoch `index.json` was last written.
+    pub written: Option<u64>,
+    /// `None` when the integrity check passes, else why it fails.
+    pub problem: Option<String>,
+}
+
+/// Describes the cache in `dir` (`None` when nothing is recorded there).
+pub fn cache_info(dir: &Path) -> Result<Option<CacheInfo>> {
+    let index_path = dir.join(INDEX_FILE);
+    let Some(rec) = read_recorded(dir)? else { return Ok(None) };
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let written = std::fs::metadata(&index_path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs());
+    let problem = read_checked(dir).err().map(|e| e.to_string());
+    Ok(Some(CacheInfo {
+        dir: dir.to_path_buf(),
+        embedder: rec.index.embedder.clone(),
+        dims: rec.index.dims,
+        vectors: rec.rows.len(),
+        bytes: size(&index_path) + size(&dir.join(&rec.index.vectors)),
+        written,
+        problem,
+    }))
+}
+
+/// What [`rehash`] did to a cache directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rehashed {
+    pub dir: PathBuf,
+    /// The format it was in.
+    pub from_format: String,
+    /// True when the files changed (a new integrity record or format).
+    pub changed: bool,
+}
+
+/// `memform embeddings rehash`: accepts the cache in `dir` as it is (after
+/// a deliberate edit, or a cache of the older format whose digest did not
+/// cover the keys) by writing a new integrity record. The rows are kept,
+/// each key with the vector it has now, in key order. The shape is still
+/// checked; a format-1 cache whose vectors no longer match their own
+/// SHA-256 is refused (re-record it).
+pub fn rehash(dir: &Path) -> Result<Option<Rehashed>> {
+    let Some(rec) = read_recorded(dir)? else { return Ok(None) };
+    let before = (std::fs::read(dir.join(INDEX_FILE)), std::fs::read(dir.join(&rec.index.vectors)));
+    let from_format = rec.index.format.clone();
+    let (id, dims) = (rec.index.embedder.clone(), rec.index.dims);
+    write_files(dir, &id, dims, &rec.entries())?;
+    let after = (std::fs::read(dir.join(INDEX_FILE)), std::fs::read(dir.join(VECTORS_FILE)));
+    let changed = before.0.ok() != after.0.ok() || before.1.ok() != after.1.ok();
+    Ok(Some(Rehashed { dir: dir.to_path_buf(), from_format, changed }))
+}
+
+/// `memform embeddings prune`: removes from the cache in `dir` every vector
+/// whose key is not in `keep` (nothing when `dry_run`). Returns the removed
+/// rows as (key, text preview), in key order. The cache must pass its
+/// integrity check first.
+pub fn prune(dir: &Path, keep: &std::collections::BTreeSet<String>, dry_run: bool) -> Result<Vec<(String, String)>> {
+    let Some(rec) = read_checked(dir)? else { return Ok(Vec::new()) };
+    let (id, dims) = (rec.index.embedder.clone(), rec.index.dims);
+    let mut entries = rec.entries();
+    let removed: Vec<(String, String)> =
+        entries.iter().filter(|(k, _)| !keep.contains(*k)).map(|(k, e)| (k.clone(), e.preview.clone())).collect();
+    if !dry_run && !removed.is_empty() {
+        entries.retain(|k, _| keep.contains(k));
+        write_files(dir, &id, dims, &entries)?;
+    }
+    Ok(removed)
 }
 
 #[cfg(test)]
@@ -532,7 +713,7 @@ mod tests {
         let replayed =
             replay.embed(&["Bob likes tea", "Alice works at Google"], "c1/e1").expect("replay");
         assert_eq!(replayed, vec![recorded[1].clone(), recorded[0].clone()]);
-        assert_eq!(replay.cache_stats().expect("stats").vectors_sha256, stats.vectors_sha256);
+        assert_eq!(replay.cache_stats().expect("stats").sha256, stats.sha256);
         let leftovers: Vec<_> = std::fs::read_dir(root.path().join("fake-m1"))
             .expect("dir")
             .filter_map(|e| e.ok())
@@ -659,6 +840,101 @@ mod tests {
             .expect("bad index")
             .to_string();
         assert!(msg.contains("not a valid index"), "{msg}");
+    }
+
+    /// Reverses the keys of `index.json`'s entries, keeping their rows: each
+    /// key now names another key's vector.
+    fn reverse_keys(dir: &Path) {
+        let path = dir.join(INDEX_FILE);
+        let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
+        let entries = v["entries"].as_array_mut().expect("entries");
+        let mut keys: Vec<serde_json::Value> = entries.iter().map(|e| e["key"].clone()).collect();
+        keys.reverse();
+        for (e, k) in entries.iter_mut().zip(keys) {
+            e["key"] = k;
+        }
+        std::fs::write(&path, serde_json::to_string_pretty(&v).expect("json")).expect("write");
+    }
+
+    #[test]
+    fn moved_keys_are_refused_until_rehashed() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let rec = open(root.path(), EmbedMode::Record, Some(fake().0));
+        let recorded = rec.embed(&["a fact", "b fact", "c fact"], "c/e").expect("record");
+        rec.flush().expect("flush");
+        let dir = root.path().join("fake-m1");
+        let index = std::fs::read_to_string(dir.join(INDEX_FILE)).expect("index");
+        assert!(index.contains("\"format\": \"memform-embeddings/2\""), "{index}");
+
+        reverse_keys(&dir);
+        let msg = CachedEmbedder::open(root.path(), "fake:m1", 3, EmbedMode::Replay, None, CMD)
+            .err()
+            .expect("keys moved")
+            .to_string();
+        assert!(msg.contains("index.json") && msg.contains("does not match its recorded SHA-256"), "{msg}");
+        assert!(msg.contains("memform embeddings rehash --cache"), "{msg}");
+        let info = cache_info(&dir).expect("info").expect("recorded");
+        assert!(info.problem.is_some() && info.vectors == 3, "{info:?}");
+
+        let r = rehash(&dir).expect("rehash").expect("recorded");
+        assert!(r.changed);
+        let replay = open(root.path(), EmbedMode::Replay, None);
+        let got = replay.embed(&["a fact", "b fact", "c fact"], "c/e").expect("accepted");
+        // Rows are in key order; reversing swaps the first and last row's keys.
+        let mut by_key: Vec<(String, usize)> =
+            ["a fact", "b fact", "c fact"].iter().enumerate().map(|(i, t)| (cache_key("fake:m1", &normalize_content(t)), i)).collect();
+        by_key.sort();
+        let (first, middle, last) = (by_key[0].1, by_key[1].1, by_key[2].1);
+        assert_eq!(got[middle], recorded[middle], "the middle row kept its key");
+        assert_eq!((&got[first], &got[last]), (&recorded[last], &recorded[first]), "the edit is what replays");
+        assert!(!rehash(&dir).expect("again").expect("recorded").changed, "rehashing an intact cache changes nothing");
+    }
+
+    #[test]
+    fn a_format_1_cache_is_refused_and_rehash_upgrades_it() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let rec = open(root.path(), EmbedMode::Record, Some(fake().0));
+        rec.embed(&["a fact", "b fact"], "c/e").expect("record");
+        rec.flush().expect("flush");
+        let dir = root.path().join("fake-m1");
+        let (bytes, _) = files(root.path());
+        let path = dir.join(INDEX_FILE);
+        let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
+        let m = v.as_object_mut().expect("object");
+        m.remove("sha256");
+        m.insert("format".into(), FORMAT_V1.into());
+        m.insert("vectors_sha256".into(), sha256_hex(&bytes).into());
+        std::fs::write(&path, serde_json::to_string_pretty(&v).expect("json")).expect("write");
+        let msg = CachedEmbedder::open(root.path(), "fake:m1", 3, EmbedMode::Replay, None, CMD)
+            .err()
+            .expect("old format")
+            .to_string();
+        assert!(msg.contains("memform-embeddings/1") && msg.contains("rehash"), "{msg}");
+        let r = rehash(&dir).expect("rehash").expect("recorded");
+        assert_eq!((r.from_format.as_str(), r.changed), (FORMAT_V1, true));
+        assert_eq!(open(root.path(), EmbedMode::Replay, None).cache_stats().expect("stats").entries, 2);
+    }
+
+    #[test]
+    fn prune_keeps_what_is_needed_and_tracks_used_keys() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let rec = open(root.path(), EmbedMode::Record, Some(fake().0));
+        rec.embed(&["keep me", "drop me"], "c/e").expect("record");
+        rec.flush().expect("flush");
+        let dir = root.path().join("fake-m1");
+        let replay = open(root.path(), EmbedMode::Replay, None);
+        replay.embed(&["Keep me."], "c/e").expect("hit");
+        let used = replay.cache_stats().expect("stats").used;
+        assert_eq!(used, std::collections::BTreeSet::from([cache_key("fake:m1", "keep me")]));
+        let before = files(root.path());
+        let dry = prune(&dir, &used, true).expect("dry run");
+        assert_eq!(dry, vec![(cache_key("fake:m1", "drop me"), "drop me".to_string())]);
+        assert_eq!(files(root.path()), before, "a dry run changes nothing");
+        assert_eq!(prune(&dir, &used, false).expect("prune"), dry);
+        let after = open(root.path(), EmbedMode::Replay, None);
+        assert_eq!(after.cache_stats().expect("stats").entries, 1);
+        assert!(after.embed(&["drop me"], "c/e").is_err());
+        assert!(prune(&dir, &used, false).expect("again").is_empty());
     }
 
     #[test]

@@ -27,7 +27,9 @@ use crate::normalize::sha256_hex;
 use crate::types::LlmUsage;
 
 /// The `format` field of every fixture file.
-pub const FIXTURE_FORMAT: &str = "memform-llm-fixture/1";
+pub const FIXTURE_FORMAT: &str = "memform-llm-fixture/2";
+/// The format before fixtures carried `answer_sha256`.
+pub const FIXTURE_FORMAT_V1: &str = "memform-llm-fixture/1";
 
 /// The part of a request that is hashed into its key (and stored, so a
 /// fixture can be checked against its name and diffed against a miss).
@@ -131,6 +133,10 @@ pub struct FixtureFile {
     pub context: CallContext,
     pub request: KeyMaterial,
     pub response: RecordedAnswer,
+    /// [`answer_sha256`] of `response`: replay refuses a file whose answer
+    /// was edited without `memform fixtures rehash`. Absent in format 1.
+    #[serde(default)]
+    pub answer_sha256: String,
     /// UTC, `YYYY-MM-DDTHH:MM:SSZ`.
     pub recorded_at: String,
     /// Wall time of the live call.
@@ -181,23 +187,30 @@ impl FixtureStore {
     pub fn put(&self, req: &LlmRequest, resp: &LlmResponse) -> Result<PathBuf> {
         let request = KeyMaterial::of(req)?;
         let key = request.key()?;
+        let response =
+            RecordedAnswer { text: resp.text.clone(), usage: resp.usage, model: resp.model.clone() };
         let file = FixtureFile {
             format: FIXTURE_FORMAT.to_string(),
             key: key.clone(),
             context: req.context.clone(),
             request,
-            response: RecordedAnswer {
-                text: resp.text.clone(),
-                usage: resp.usage,
-                model: resp.model.clone(),
-            },
+            answer_sha256: answer_sha256(&response)?,
+            response,
             recorded_at: utc_now(),
             wall_ms: u64::try_from(resp.wall.as_millis()).unwrap_or(u64::MAX),
         };
-        let text = serde_json::to_string_pretty(&file)
+        let path = self.path_of(&key);
+        self.write_file(&file)?;
+        Ok(path)
+    }
+
+    /// Writes `file` as `<key>.json` (atomically: temp file, then rename).
+    fn write_file(&self, file: &FixtureFile) -> Result<()> {
+        let key = &file.key;
+        let text = serde_json::to_string_pretty(file)
             .map_err(|e| Error::Other(format!("serialise fixture {key}: {e}")))?;
         std::fs::create_dir_all(&self.dir).map_err(|e| Error::write(&self.dir, e))?;
-        let path = self.path_of(&key);
+        let path = self.path_of(key);
         let tmp = self.dir.join(format!(
             ".{key}.{}.{}.tmp",
             std::process::id(),
@@ -205,12 +218,27 @@ impl FixtureStore {
         ));
         std::fs::write(&tmp, text + "\n").map_err(|e| Error::write(&tmp, e))?;
         std::fs::rename(&tmp, &path).map_err(|e| Error::write(&path, e))?;
-        Ok(path)
+        Ok(())
     }
 
     /// Every `*.json` file of the directory, parsed (or why it does not parse),
     /// in file-name order. A missing directory has none.
     pub fn scan(&self) -> Result<Vec<(PathBuf, std::result::Result<FixtureFile, String>)>> {
+        Ok(self
+            .json_paths()?
+            .into_iter()
+            .map(|p| {
+                let parsed = std::fs::read_to_string(&p)
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| read_fixture(&p, &t).map_err(|e| e.to_string()));
+                (p, parsed)
+            })
+            .collect())
+    }
+
+    /// Every `*.json` file of the directory, in name order (none when the
+    /// directory does not exist).
+    pub fn json_paths(&self) -> Result<Vec<PathBuf>> {
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -224,15 +252,7 @@ impl FixtureStore {
             }
         }
         paths.sort();
-        Ok(paths
-            .into_iter()
-            .map(|p| {
-                let parsed = std::fs::read_to_string(&p)
-                    .map_err(|e| e.to_string())
-                    .and_then(|t| read_fixture(&p, &t).map_err(|e| e.to_string()));
-                (p, parsed)
-            })
-            .collect())
+        Ok(paths)
     }
 
     /// Describes the recorded request of `req`'s stage closest to it, and
@@ -275,10 +295,23 @@ impl FixtureStore {
     }
 }
 
-fn read_fixture(path: &Path, text: &str) -> Result<FixtureFile> {
+/// The SHA-256 of a recorded answer: of the canonical JSON (keys sorted, no
+/// whitespace) of `{"model", "text", "usage"}`, so an edit of the text or of
+/// the token counts is caught.
+pub fn answer_sha256(answer: &RecordedAnswer) -> Result<String> {
+    let value = serde_json::to_value(answer)
+        .map_err(|e| Error::Other(format!("serialise a recorded answer: {e}")))?;
+    let mut out = String::new();
+    canonical_json(&value, &mut out);
+    Ok(sha256_hex(out.as_bytes()))
+}
+
+/// Parses a fixture file of either format and checks that its request
+/// hashes to its key; not its answer.
+fn read_fixture_unchecked(path: &Path, text: &str) -> Result<FixtureFile> {
     let bad = |message: String| Error::Fixture { path: path.to_path_buf(), message };
     let file: FixtureFile = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
-    if file.format != FIXTURE_FORMAT {
+    if file.format != FIXTURE_FORMAT && file.format != FIXTURE_FORMAT_V1 {
         return Err(bad(format!("format {:?}, expected {FIXTURE_FORMAT:?}", file.format)));
     }
     let actual = file.request.key()?;
@@ -289,6 +322,71 @@ fn read_fixture(path: &Path, text: &str) -> Result<FixtureFile> {
         )));
     }
     Ok(file)
+}
+
+fn read_fixture(path: &Path, text: &str) -> Result<FixtureFile> {
+    let file = read_fixture_unchecked(path, text)?;
+    let bad = |message: String| Error::Fixture { path: path.to_path_buf(), message };
+    let dir = path.parent().unwrap_or(Path::new(".")).display().to_string();
+    if file.format == FIXTURE_FORMAT_V1 {
+        return Err(bad(format!(
+            "format {FIXTURE_FORMAT_V1:?} has no answer_sha256; check the answers and accept them with \
+             `memform fixtures rehash --fixtures {dir}`"
+        )));
+    }
+    let actual = answer_sha256(&file.response)?;
+    if actual != file.answer_sha256 {
+        return Err(bad(format!(
+            "its answer hashes to {actual}, not its answer_sha256 {:?} (edited by hand? accept a deliberate \
+             edit with `memform fixtures rehash --fixtures {dir}`)",
+            file.answer_sha256
+        )));
+    }
+    Ok(file)
+}
+
+/// What `memform fixtures rehash` did to one directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rehashed {
+    /// Files given a new `answer_sha256` (an edited answer, or format 1).
+    pub rewritten: Vec<PathBuf>,
+    /// Files already in order.
+    pub unchanged: usize,
+    /// Files that cannot be rehashed: unparseable, or a request that does
+    /// not hash to the key (a changed request is a new fixture: re-record).
+    pub refused: Vec<(PathBuf, String)>,
+}
+
+/// `memform fixtures rehash`: accepts every fixture's answer in `dir` as it
+/// is now, writing its `answer_sha256` (and the current format).
+pub fn rehash(dir: &Path) -> Result<Rehashed> {
+    let store = FixtureStore::new(dir);
+    let mut out = Rehashed::default();
+    for path in store.json_paths()? {
+        let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        let mut file = match read_fixture_unchecked(&path, &text) {
+            Ok(f) => f,
+            Err(e) => {
+                out.refused.push((path, crate::error::chain(&e)));
+                continue;
+            }
+        };
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+        if file.key != stem {
+            out.refused.push((path, format!("its key field is {}, not the file name", file.key)));
+            continue;
+        }
+        let hash = answer_sha256(&file.response)?;
+        if file.format == FIXTURE_FORMAT && file.answer_sha256 == hash {
+            out.unchanged += 1;
+            continue;
+        }
+        file.format = FIXTURE_FORMAT.to_string();
+        file.answer_sha256 = hash;
+        store.write_file(&file)?;
+        out.rewritten.push(path);
+    }
+    Ok(out)
 }
 
 /// What differs between a recorded request and a wanted one.
@@ -630,7 +728,8 @@ fn utc_now() -> String {
     utc_from_unix(secs)
 }
 
-fn utc_from_unix(secs: u64) -> String {
+/// `secs` since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn utc_from_unix(secs: u64) -> String {
     let days = i64::try_from(secs / 86_400).unwrap_or(0);
     let rem = secs % 86_400;
     // Howard Hinnant's civil_from_days.

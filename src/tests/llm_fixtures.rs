@@ -160,7 +160,8 @@ fn fixture_files_are_readable_json_named_by_key() {
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert!(text.contains("\n  \"key\": "), "pretty-printed: {text}");
     assert_eq!(v["key"], key.as_str());
-    assert_eq!(v["format"], "memform-llm-fixture/1");
+    assert_eq!(v["format"], "memform-llm-fixture/2");
+    assert_eq!(v["answer_sha256"].as_str().map(str::len), Some(64));
     assert_eq!(v["context"]["episode"], "s1");
     assert_eq!(v["request"]["template"]["name"], "extract");
     assert_eq!(v["request"]["stage"], "extract");

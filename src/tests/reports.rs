@@ -23,7 +23,7 @@ fn run_scenarios(out: &Path, cfg: &Config) {
     let embedder = HashedEmbedder::new(cfg.hashed_dims);
     let judge = RulesJudge::new(cfg);
     let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
-    let opts = RunOptions { out_dir: out.to_path_buf(), ..RunOptions::default() };
+    let opts = RunOptions { out_dir: out.to_path_buf(), tags: [("suite".to_string(), "reports".to_string())].into(), ..RunOptions::default() };
     run(&dataset, cfg, stages, &opts).expect("run");
 }
 
@@ -37,6 +37,12 @@ fn snapshot_settings() -> insta::Settings {
 /// `compare.md` or `report.md` without its wall-clock section (the last one).
 fn without_timings_section(md: &str) -> &str {
     md.find("## Timings").map_or(md, |i| &md[..i])
+}
+
+/// Without the row naming the git revision memform was built from (it
+/// changes with every commit).
+fn without_build_row(md: &str) -> String {
+    md.lines().filter(|l| !l.starts_with("| memform build |")).map(|l| format!("{l}\n")).collect()
 }
 
 #[test]
@@ -54,7 +60,8 @@ fn scenarios_report_md_matches_its_snapshot() {
     run_scenarios(dir.path(), &Config::default());
     let md = std::fs::read_to_string(dir.path().join("report.md")).expect("report.md");
     assert!(md.contains("## Timings"), "the wall-clock section is last and is what the snapshot drops");
-    snapshot_settings().bind(|| insta::assert_snapshot!("report__scenarios_rules", without_timings_section(&md)));
+    assert!(md.contains("| memform build | "), "{md}");
+    snapshot_settings().bind(|| insta::assert_snapshot!("report__scenarios_rules", without_build_row(without_timings_section(&md))));
 }
 
 #[test]
@@ -69,7 +76,8 @@ fn scenarios_compare_md_matches_its_snapshot() {
     let c = compare_runs(&a, &b, &root.path().join("out"), CompareOptions::default()).expect("compare");
     let md = render_markdown(&c);
     assert!(md.contains("## Timings"), "the wall-clock section is last and is what the snapshot drops");
-    snapshot_settings().bind(|| insta::assert_snapshot!("compare__scenarios_rules_vs_no_dedup", without_timings_section(&md)));
+    assert!(md.contains("| memform build | "), "{md}");
+    snapshot_settings().bind(|| insta::assert_snapshot!("compare__scenarios_rules_vs_no_dedup", without_build_row(without_timings_section(&md))));
 }
 
 #[test]
