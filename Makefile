@@ -27,7 +27,7 @@ LOCOMO_PREREQ = $(if $(LOCOMO),,locomo-data)
 LOCOMO_RUN = d=$(LOCOMO_DIR); echo "$(BIN) run --dataset $$d $(1)"; $(BIN) run --dataset "$$d" $(1)
 
 PHONY_EXTRA := locomo-embeddings
-.PHONY: all build run test fuzz fuzz-build bench locomo locomo-llm locomo-data $(PHONY_EXTRA) record record-embeddings record-locomo \
+.PHONY: all build run test lint fuzz fuzz-build bench locomo locomo-llm locomo-data $(PHONY_EXTRA) record record-embeddings record-locomo \
         models test-py-deps llm-server-deps llm-server-start llm-server-stop gate update-baseline clean-reports
 
 all: build
@@ -47,7 +47,7 @@ run: build
 ## MiniLM reference, the live llama.cpp record/replay test, the CI outputs
 ## read by independent parsers (JUnit XML, the docs' workflow YAML), and
 ## (first) a short fuzzing run of the input boundaries.
-test: models llm-server-deps test-py-deps fuzz
+test: lint models llm-server-deps test-py-deps fuzz
 	$(CARGO) test --release --locked
 
 # ---- Fuzzing: cargo-fuzz (libFuzzer) targets in fuzz/, its own crate ----
@@ -81,6 +81,11 @@ fuzz: fuzz-build
 	    2> $(FUZZ_WORK)/$$t.log || { tail -n 40 $(FUZZ_WORK)/$$t.log >&2; exit 1; }; \
 	  grep -E '^stat::(number_of_executed_units|new_units_added)' $(FUZZ_WORK)/$$t.log | sed "s/^/fuzz: $$t /" >&2; \
 	done
+
+## Formatting (rustfmt.toml) and lints (Cargo.toml [lints], clippy.toml), both enforced.
+lint:
+	$(CARGO) fmt --check
+	$(CARGO) clippy --release --locked --all-targets -- -D warnings
 
 ## The CI gate: this run against the committed baseline (both modes).
 ## GATE_FLAGS adds output for CI systems, e.g. GATE_FLAGS="--junit reports/gate.xml --format github".

@@ -2,6 +2,9 @@
 //! and the hashed embedder, one sentence per call and 32 per call. Needs the
 //! model (`make models`).
 
+// Test and bench code may unwrap and print (the library may not).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
+
 use std::hint::black_box;
 use std::path::Path;
 
@@ -38,10 +41,7 @@ fn sentences(n: usize) -> Vec<String> {
 }
 
 fn bench_embed(c: &mut Criterion) {
-    assert!(
-        Path::new(MODEL_DIR).join("model.safetensors").is_file(),
-        "no MiniLM model in {MODEL_DIR}: run `make models` first"
-    );
+    assert!(Path::new(MODEL_DIR).join("model.safetensors").is_file(), "no MiniLM model in {MODEL_DIR}: run `make models` first");
     let minilm = MiniLmEmbedder::load(Path::new(MODEL_DIR)).expect("load MiniLM");
     let hashed = HashedEmbedder::new(256);
     let pool = sentences(256);
@@ -49,14 +49,11 @@ fn bench_embed(c: &mut Criterion) {
     group.sample_size(20);
     for batch in [1usize, 32] {
         group.throughput(Throughput::Elements(batch as u64));
-        for (name, model) in
-            [("minilm", &minilm as &dyn Embedder), ("hashed", &hashed as &dyn Embedder)]
-        {
+        for (name, model) in [("minilm", &minilm as &dyn Embedder), ("hashed", &hashed as &dyn Embedder)] {
             let mut start = 0usize;
             group.bench_function(BenchmarkId::new(name, batch), |b| {
                 b.iter(|| {
-                    let texts: Vec<&str> =
-                        (0..batch).map(|k| pool[(start + k) % pool.len()].as_str()).collect();
+                    let texts: Vec<&str> = (0..batch).map(|k| pool[(start + k) % pool.len()].as_str()).collect();
                     start = (start + batch) % pool.len();
                     black_box(model.embed(&texts, "bench").expect("embed"))
                 })

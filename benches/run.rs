@@ -8,6 +8,9 @@
 //! locomo-fixtures/). The MiniLM bench is skipped, with a note on stderr,
 //! when that cache does not exist.
 
+// Test and bench code may unwrap and print (the library may not).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
+
 use std::path::PathBuf;
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -16,9 +19,9 @@ use memform::config::Config;
 use memform::embed::cache::EmbedMode;
 use memform::embed::hashed::HashedEmbedder;
 use memform::embed::{Embedder, EmbedderKind, EmbedderSpec, build_embedder};
+use memform::pipeline::Stages;
 use memform::pipeline::extract::RulesExtractor;
 use memform::pipeline::judge::RulesJudge;
-use memform::pipeline::Stages;
 use memform::run::{RunOptions, run};
 
 fn bench_run(c: &mut Criterion) {

@@ -15,8 +15,7 @@ use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
 use polars::prelude::{
-    Column, DataFrame, DataType, Expr, IntoLazy, JoinArgs, JoinType, LazyFrame, PolarsError, QuantileMethod, SortMultipleOptions, col,
-    lit,
+    Column, DataFrame, DataType, Expr, IntoLazy, JoinArgs, JoinType, LazyFrame, PolarsError, QuantileMethod, SortMultipleOptions, col, lit,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -214,7 +213,10 @@ fn load(dir: &Path) -> Result<Loaded> {
     let episodes = read_parquet(&dir.join("episodes.parquet"))?;
     for c in COMPONENTS.iter().chain(&["conversation", "episode"]) {
         if episodes.column(c).is_err() {
-            return Err(Error::input(dir.join("episodes.parquet"), format!("column {c}: missing (written by an older memform? re-run it)")));
+            return Err(Error::input(
+                dir.join("episodes.parquet"),
+                format!("column {c}: missing (written by an older memform? re-run it)"),
+            ));
         }
     }
     Ok(Loaded {
@@ -443,9 +445,8 @@ fn bootstrap(a: &DataFrame, b: &DataFrame, labels: &Labels, opts: CompareOptions
         summed.select(std::iter::once(col("replicate")).chain(keys.iter().map(|k| col(k.0))).collect::<Vec<_>>())
     };
     let ra = replicate_metrics(a);
-    let rb = replicate_metrics(b).select(
-        std::iter::once(col("replicate")).chain(keys.iter().map(|k| col(k.0).alias(format!("{}__b", k.0)))).collect::<Vec<_>>(),
-    );
+    let rb = replicate_metrics(b)
+        .select(std::iter::once(col("replicate")).chain(keys.iter().map(|k| col(k.0).alias(format!("{}__b", k.0)))).collect::<Vec<_>>());
     let uplift = ra
         .join(rb, [col("replicate")], [col("replicate")], JoinArgs::new(JoinType::Inner))
         .select(keys.iter().map(|k| (col(format!("{}__b", k.0)) - col(k.0)).cast(DataType::Float64).alias(k.0)).collect::<Vec<_>>());
@@ -479,8 +480,9 @@ static METRIC_KEYS: std::sync::LazyLock<Vec<MetricKey>> = std::sync::LazyLock::n
 fn per_conversation(a: &DataFrame, b: &DataFrame, labels: &Labels) -> Result<Vec<ConversationRow>> {
     let keys: Vec<&str> = PER_CONVERSATION.iter().copied().filter(|k| labels.metrics().any(|d| d.key == *k)).collect();
     let side = |df: &DataFrame, suffix: &str| {
-        aggregate(df.clone().lazy(), Some("conversation"), labels)
-            .select(std::iter::once(col("conversation")).chain(keys.iter().map(|k| col(*k).alias(format!("{k}{suffix}")))).collect::<Vec<_>>())
+        aggregate(df.clone().lazy(), Some("conversation"), labels).select(
+            std::iter::once(col("conversation")).chain(keys.iter().map(|k| col(*k).alias(format!("{k}{suffix}")))).collect::<Vec<_>>(),
+        )
     };
     let joined = side(a, "__a")
         .join(side(b, "__b"), [col("conversation")], [col("conversation")], JoinArgs::new(JoinType::Inner))
@@ -492,7 +494,8 @@ fn per_conversation(a: &DataFrame, b: &DataFrame, labels: &Labels) -> Result<Vec
         let mut metrics = Vec::new();
         for k in &keys {
             let get = |suffix: &str| -> Result<f64> {
-                let c = joined.column(&format!("{k}{suffix}")).and_then(|c| c.cast(&DataType::Float64)).map_err(perr("per-conversation"))?;
+                let c =
+                    joined.column(&format!("{k}{suffix}")).and_then(|c| c.cast(&DataType::Float64)).map_err(perr("per-conversation"))?;
                 Ok(c.f64().map_err(perr("per-conversation"))?.get(i).unwrap_or(0.0))
             };
             let (va, vb) = (round6(get("__a")?), round6(get("__b")?));
@@ -506,7 +509,9 @@ fn per_conversation(a: &DataFrame, b: &DataFrame, labels: &Labels) -> Result<Vec
 fn fact_diff(a: &DataFrame, b: &DataFrame) -> Result<FactDiff> {
     let stored = |df: &DataFrame| df.clone().lazy().filter(col("stored"));
     let key = [col("conversation"), col("content_hash")];
-    let marker = |df: &DataFrame| stored(df).select(key.clone()).unique(None, polars::prelude::UniqueKeepStrategy::Any).with_column(lit(true).alias("other"));
+    let marker = |df: &DataFrame| {
+        stored(df).select(key.clone()).unique(None, polars::prelude::UniqueKeepStrategy::Any).with_column(lit(true).alias("other"))
+    };
     let only = |x: &DataFrame, y: &DataFrame| -> std::result::Result<DataFrame, PolarsError> {
         stored(x)
             .join(marker(y), key.clone(), key.clone(), JoinArgs::new(JoinType::Left))
@@ -581,7 +586,8 @@ fn total(episodes: &DataFrame, column: &str) -> Result<i64> {
     if episodes.column(column).is_err() {
         return Ok(0);
     }
-    let sum = episodes.clone().lazy().select([col(column).sum()]).collect().map_err(|e| Error::Other(format!("compare: sum {column}: {e}")))?;
+    let sum =
+        episodes.clone().lazy().select([col(column).sum()]).collect().map_err(|e| Error::Other(format!("compare: sum {column}: {e}")))?;
     crate::metrics::scalar_i64(&sum, column).map_err(|e| Error::Other(format!("compare: sum {column}: {e}")))
 }
 
@@ -606,6 +612,35 @@ fn reading_of_interval(r: &MetricRow) -> &'static str {
         (true, Some(false)) => "B better",
         (true, None) if up => "B higher",
         (true, None) => "A higher",
+    }
+}
+
+/// "Facts one run stored and the other did not", with examples of each side.
+fn fact_diff_section(o: &mut String, c: &Comparison) {
+    let _ = writeln!(o, "## Facts one run stored and the other did not\n");
+    let _ = writeln!(
+        o,
+        "Matched by conversation and content hash: {} stored by both, {} only by A, {} only by B. \
+         `gold` names the gold fact a stored fact matched (lexical), if any.\n",
+        c.facts.both, c.facts.only_a, c.facts.only_b
+    );
+    for (title, ex) in [("Only in A", &c.facts.examples_only_a), ("Only in B", &c.facts.examples_only_b)] {
+        let _ = writeln!(o, "### {title}\n");
+        if ex.is_empty() {
+            let _ = writeln!(o, "None.\n");
+            continue;
+        }
+        let rows: Vec<Vec<String>> = ex
+            .iter()
+            .map(|e| {
+                vec![
+                    format!("{} / {} / {}", md(&e.conversation), md(&e.episode), md(&e.turn)),
+                    md(&e.content),
+                    e.gold_match.as_deref().map_or("–".into(), md),
+                ]
+            })
+            .collect();
+        table(o, &["conversation / episode / turn", "fact", "gold"], &rows);
     }
 }
 
@@ -671,7 +706,10 @@ pub fn render_markdown(c: &Comparison) -> String {
     let header = ["metric", "A", "B", "uplift B − A", "95% CI", "reading"];
     let headline: Vec<Vec<String>> = HEADLINE.iter().filter_map(|k| c.metrics.iter().find(|r| r.metric == *k)).map(row).collect();
     table(&mut o, &header, &headline);
-    let _ = writeln!(o, "↑: higher is better; ↓: lower is better; unmarked metrics describe formation and have no better direction. Every metric is defined in docs/metrics.md.\n");
+    let _ = writeln!(
+        o,
+        "↑: higher is better; ↓: lower is better; unmarked metrics describe formation and have no better direction. Every metric is defined in docs/metrics.md.\n"
+    );
     let _ = writeln!(o, "## All metrics\n");
     table(&mut o, &header, &c.metrics.iter().map(row).collect::<Vec<_>>());
 
@@ -692,31 +730,7 @@ pub fn render_markdown(c: &Comparison) -> String {
         table(&mut o, &header, &rows);
     }
 
-    let _ = writeln!(o, "## Facts one run stored and the other did not\n");
-    let _ = writeln!(
-        o,
-        "Matched by conversation and content hash: {} stored by both, {} only by A, {} only by B. \
-         `gold` names the gold fact a stored fact matched (lexical), if any.\n",
-        c.facts.both, c.facts.only_a, c.facts.only_b
-    );
-    for (title, ex) in [("Only in A", &c.facts.examples_only_a), ("Only in B", &c.facts.examples_only_b)] {
-        let _ = writeln!(o, "### {title}\n");
-        if ex.is_empty() {
-            let _ = writeln!(o, "None.\n");
-            continue;
-        }
-        let rows: Vec<Vec<String>> = ex
-            .iter()
-            .map(|e| {
-                vec![
-                    format!("{} / {} / {}", md(&e.conversation), md(&e.episode), md(&e.turn)),
-                    md(&e.content),
-                    e.gold_match.as_deref().map_or("–".into(), md),
-                ]
-            })
-            .collect();
-        table(&mut o, &["conversation / episode / turn", "fact", "gold"], &rows);
-    }
+    fact_diff_section(&mut o, c);
 
     let _ = writeln!(o, "## Timings\n");
     let _ = writeln!(o, "Wall-clock milliseconds (not deterministic; the only such section).\n");

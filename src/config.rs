@@ -173,8 +173,21 @@ impl Default for Config {
                 "has birthday",
             ]),
             multi_valued_predicates: s(&[
-                "likes", "loves", "enjoys", "visited", "owns", "has", "has sister", "has brother",
-                "has friend", "has pet", "plays", "went to", "attended", "dislikes", "hates",
+                "likes",
+                "loves",
+                "enjoys",
+                "visited",
+                "owns",
+                "has",
+                "has sister",
+                "has brother",
+                "has friend",
+                "has pet",
+                "plays",
+                "went to",
+                "attended",
+                "dislikes",
+                "hates",
             ]),
             antonyms: [
                 ("enabled", "disabled"),
@@ -236,9 +249,7 @@ impl WriteMode {
             "shadow" => Ok(WriteMode::Shadow),
             "controlled" => Ok(WriteMode::Controlled),
             "full" => Ok(WriteMode::Full),
-            other => Err(Error::Config(format!(
-                "unknown write mode {other:?} (expected shadow, controlled or full)"
-            ))),
+            other => Err(Error::Config(format!("unknown write mode {other:?} (expected shadow, controlled or full)"))),
         }
     }
     pub fn as_str(self) -> &'static str {
@@ -279,16 +290,14 @@ impl Config {
     pub fn from_toml_file(path: &Path) -> Result<Self> {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         crate::error::reject_bom(path, &bytes)?;
-        let text = String::from_utf8(bytes).map_err(|e| {
-            Error::input(path, format!("not UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to()))
-        })?;
+        let text = String::from_utf8(bytes)
+            .map_err(|e| Error::input(path, format!("not UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to())))?;
         Self::from_toml_str(path, &text)
     }
 
     /// [`Config::from_toml_file`] on text already read; `path` names it in errors.
     pub fn from_toml_str(path: &Path, text: &str) -> Result<Self> {
-        let cfg: Config =
-            toml::from_str(text).map_err(|e| Error::input(path, format!("{}{}", span_line(text, e.span()), e.message())))?;
+        let cfg: Config = toml::from_str(text).map_err(|e| Error::input(path, format!("{}{}", span_line(text, e.span()), e.message())))?;
         if let Err((key, message)) = cfg.check_ranges() {
             return Err(Error::input(path, format!("{}{message}", key_line(text, key))));
         }
@@ -304,13 +313,10 @@ impl Config {
     /// [`Config::set`] for an override given by `flag` (`--set`, `--grid`,
     /// `--set-a`…), which errors name.
     pub fn set_from(&mut self, flag: &str, assignment: &str) -> Result<()> {
-        let (key, value) = assignment
-            .split_once('=')
-            .ok_or_else(|| Error::Config(format!("{flag} {assignment:?}: expected key=value")))?;
+        let (key, value) = assignment.split_once('=').ok_or_else(|| Error::Config(format!("{flag} {assignment:?}: expected key=value")))?;
         let key = key.trim();
         let value = value.trim();
-        let mut table = toml::Table::try_from(&*self)
-            .map_err(|e| Error::Config(format!("serialise config: {e}")))?;
+        let mut table = toml::Table::try_from(&*self).map_err(|e| Error::Config(format!("serialise config: {e}")))?;
         let Some(old) = table.get(key) else {
             return Err(Error::Config(crate::error::one_line(&format!("{flag} {key}: unknown config key"))));
         };
@@ -369,10 +375,7 @@ impl Config {
             ));
         }
         if self.min_fact_chars > self.max_fact_chars {
-            return Err(format!(
-                "min_fact_chars = {} is above max_fact_chars = {}",
-                self.min_fact_chars, self.max_fact_chars
-            ));
+            return Err(format!("min_fact_chars = {} is above max_fact_chars = {}", self.min_fact_chars, self.max_fact_chars));
         }
         if self.contradiction_band_min > self.near_dup_threshold {
             return Err(format!(
@@ -383,10 +386,7 @@ impl Config {
         let norm = |p: &String| p.trim().to_lowercase();
         let multi: std::collections::BTreeSet<String> = self.multi_valued_predicates.iter().map(norm).collect();
         if let Some(p) = self.single_valued_predicates.iter().find(|p| multi.contains(&norm(p))) {
-            return Err(format!(
-                "predicate {:?} is in both single_valued_predicates and multi_valued_predicates",
-                p.trim()
-            ));
+            return Err(format!("predicate {:?} is in both single_valued_predicates and multi_valued_predicates", p.trim()));
         }
         crate::pipeline::profiles::by_name(&self.profile).map(drop).map_err(|e| match e {
             Error::Config(m) => m,

@@ -70,12 +70,7 @@ fn load_inner(path: &Path, mut bad: Option<&mut Vec<BadFile>>) -> Result<(Datase
         }
     };
     let conversations = sort_unique(conversations)?;
-    let dataset = Dataset {
-        name: dataset_name(path, meta.is_file()),
-        format,
-        digest: digest(&files),
-        conversations,
-    };
+    let dataset = Dataset { name: dataset_name(path, meta.is_file()), format, digest: digest(&files), conversations };
     Ok((dataset, warnings))
 }
 
@@ -85,11 +80,7 @@ pub fn detect(path: &Path) -> Result<DatasetFormat> {
     if meta.is_file() {
         let bytes = fs::read(path).map_err(|e| Error::io(path, e))?;
         let value = parse_json_value(path, &bytes)?;
-        return if locomo::looks_like(&value) {
-            Ok(DatasetFormat::Locomo)
-        } else {
-            Err(not_locomo_file(path))
-        };
+        return if locomo::looks_like(&value) { Ok(DatasetFormat::Locomo) } else { Err(not_locomo_file(path)) };
     }
     Ok(match detect_dir(path, None)? {
         Detected::Native(_) => DatasetFormat::Native,
@@ -130,9 +121,7 @@ fn detect_dir(dir: &Path, mut bad: Option<&mut Vec<BadFile>>) -> Result<Detected
     }
     let mut parsed = Vec::new();
     for path in json_files(dir, bad.as_deref_mut())? {
-        let read = fs::read(&path)
-            .map_err(|e| Error::io(&path, e))
-            .and_then(|bytes| parse_json_value(&path, &bytes).map(|v| (bytes, v)));
+        let read = fs::read(&path).map_err(|e| Error::io(&path, e)).and_then(|bytes| parse_json_value(&path, &bytes).map(|v| (bytes, v)));
         let (bytes, value) = match (read, bad.as_deref_mut()) {
             (Ok(x), _) => x,
             (Err(error), Some(bad)) => {
@@ -141,14 +130,7 @@ fn detect_dir(dir: &Path, mut bad: Option<&mut Vec<BadFile>>) -> Result<Detected
             }
             (Err(e), None) => return Err(e),
         };
-        parsed.push(ParsedJson {
-            file: InputFile {
-                relative: file_name(&path),
-                bytes,
-            },
-            path,
-            value,
-        });
+        parsed.push(ParsedJson { file: InputFile { relative: file_name(&path), bytes }, path, value });
     }
     if !parsed.iter().any(|p| locomo::looks_like(&p.value)) {
         return Err(Error::UnknownFormat {
@@ -187,10 +169,7 @@ fn load_native(dir: &Path, paths: &[PathBuf], mut bad: Option<&mut Vec<BadFile>>
             (Err(e), None) => return Err(e),
         };
         conversations.push((path.clone(), conversation));
-        let relative = path
-            .strip_prefix(dir)
-            .map(relative_string)
-            .unwrap_or_else(|_| file_name(path));
+        let relative = path.strip_prefix(dir).map(relative_string).unwrap_or_else(|_| file_name(path));
         files.push(InputFile { relative, bytes });
     }
     Ok((files, conversations))
@@ -202,30 +181,15 @@ fn load_locomo_file(path: &Path, warnings: &mut Vec<Warning>) -> Result<Loaded> 
     if !locomo::looks_like(&value) {
         return Err(not_locomo_file(path));
     }
-    let parsed = ParsedJson {
-        path: path.to_path_buf(),
-        file: InputFile {
-            relative: file_name(path),
-            bytes,
-        },
-        value,
-    };
+    let parsed = ParsedJson { path: path.to_path_buf(), file: InputFile { relative: file_name(path), bytes }, value };
     load_locomo_parsed(vec![parsed], warnings, None)
 }
 
-fn load_locomo_parsed(
-    parsed: Vec<ParsedJson>,
-    warnings: &mut Vec<Warning>,
-    mut bad: Option<&mut Vec<BadFile>>,
-) -> Result<Loaded> {
+fn load_locomo_parsed(parsed: Vec<ParsedJson>, warnings: &mut Vec<Warning>, mut bad: Option<&mut Vec<BadFile>>) -> Result<Loaded> {
     let mut files = Vec::new();
     let mut conversations = Vec::new();
     for p in parsed {
-        let stem = p
-            .path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let stem = p.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let imported = match (locomo::import(&p.path, &stem, &p.value, warnings), bad.as_deref_mut()) {
             (Ok(c), _) => c,
             (Err(error), Some(bad)) => {
@@ -256,14 +220,7 @@ fn sort_unique(conversations: Vec<(PathBuf, Conversation)>) -> Result<Vec<Conver
     let mut by_id: BTreeMap<String, (PathBuf, Conversation)> = BTreeMap::new();
     for (path, conversation) in conversations {
         if let Some((first, _)) = by_id.get(&conversation.id) {
-            return Err(Error::input(
-                &path,
-                format!(
-                    "id: conversation {:?} is also defined in {}",
-                    conversation.id,
-                    first.display()
-                ),
-            ));
+            return Err(Error::input(&path, format!("id: conversation {:?} is also defined in {}", conversation.id, first.display())));
         }
         by_id.insert(conversation.id.clone(), (path, conversation));
     }
@@ -275,12 +232,7 @@ fn sort_unique(conversations: Vec<(PathBuf, Conversation)>) -> Result<Vec<Conver
 fn digest(files: &[InputFile]) -> String {
     let mut sorted: Vec<&InputFile> = files.iter().collect();
     sorted.sort_by(|a, b| a.relative.cmp(&b.relative));
-    let mut buf = Vec::with_capacity(
-        files
-            .iter()
-            .map(|f| f.bytes.len() + f.relative.len() + 24)
-            .sum(),
-    );
+    let mut buf = Vec::with_capacity(files.iter().map(|f| f.bytes.len() + f.relative.len() + 24).sum());
     for f in sorted {
         buf.extend_from_slice(f.relative.as_bytes());
         buf.push(0);
@@ -292,18 +244,11 @@ fn digest(files: &[InputFile]) -> String {
 }
 
 fn dataset_name(path: &Path, is_file: bool) -> String {
-    let own = if is_file {
-        path.file_stem()
-    } else {
-        path.file_name()
-    };
+    let own = if is_file { path.file_stem() } else { path.file_name() };
     if let Some(name) = own {
         return name.to_string_lossy().into_owned();
     }
-    fs::canonicalize(path)
-        .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_default()
+    fs::canonicalize(path).ok().and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).unwrap_or_default()
 }
 
 /// The `*.json` files directly in `dir`, sorted by name. Every `*.json`
@@ -346,25 +291,22 @@ fn not_a_json_file(path: &Path) -> Option<Error> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => "dangling symbolic link (its target does not exist)".to_string(),
         Err(e) => format!("cannot be read: {e}"),
     };
-    Some(Error::input(path, match link {
-        Some(l) if !problem.starts_with("symbolic link loop") && !problem.starts_with("dangling") => format!("{l} that {problem}"),
-        Some(l) => format!("{problem}: {l}"),
-        None => problem,
-    }))
+    Some(Error::input(
+        path,
+        match link {
+            Some(l) if !problem.starts_with("symbolic link loop") && !problem.starts_with("dangling") => format!("{l} that {problem}"),
+            Some(l) => format!("{problem}: {l}"),
+            None => problem,
+        },
+    ))
 }
 
 fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 fn relative_string(relative: &Path) -> String {
-    relative
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/")
+    relative.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")
 }
 
 fn parse_json_value(path: &Path, bytes: &[u8]) -> Result<serde_json::Value> {
@@ -380,27 +322,12 @@ pub(crate) fn json_error(path: &Path, field: &str, err: &serde_json::Error) -> E
         message = stripped.to_string();
     }
     let mut field = field.to_string();
-    if let Some(name) = message
-        .strip_prefix("missing field `")
-        .and_then(|m| m.strip_suffix('`'))
-    {
-        field = if field.is_empty() {
-            name.to_string()
-        } else {
-            format!("{field}.{name}")
-        };
+    if let Some(name) = message.strip_prefix("missing field `").and_then(|m| m.strip_suffix('`')) {
+        field = if field.is_empty() { name.to_string() } else { format!("{field}.{name}") };
         message = "missing field".into();
     }
-    let position = if err.line() > 0 {
-        format!("line {} column {}: ", err.line(), err.column())
-    } else {
-        String::new()
-    };
-    let field = if field.is_empty() {
-        String::new()
-    } else {
-        format!("{field}: ")
-    };
+    let position = if err.line() > 0 { format!("line {} column {}: ", err.line(), err.column()) } else { String::new() };
+    let field = if field.is_empty() { String::new() } else { format!("{field}: ") };
     Error::input(path, format!("{position}{field}{message}"))
 }
 
@@ -421,21 +348,14 @@ pub(crate) fn is_local_datetime(s: &str) -> bool {
     let num = |r: std::ops::Range<usize>| s[r].parse::<u32>().unwrap_or(u32::MAX);
     let (year, month, day) = (num(0..4), num(5..7), num(8..10));
     let (hour, minute, second) = (num(11..13), num(14..16), num(17..19));
-    (1..=12).contains(&month)
-        && day >= 1
-        && day <= days_in_month(year, month)
-        && hour < 24
-        && minute < 60
-        && second < 60
+    (1..=12).contains(&month) && day >= 1 && day <= days_in_month(year, month) && hour < 24 && minute < 60 && second < 60
 }
 
 pub(crate) fn days_in_month(year: u32, month: u32) -> u32 {
     match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,
-        2 if (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400) => {
-            29
-        }
+        2 if (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400) => 29,
         2 => 28,
         _ => 0,
     }
@@ -464,11 +384,7 @@ mod tests {
     fn native_dir(ids: &[&str]) -> tempfile::TempDir {
         let tmp = tempfile::tempdir().unwrap();
         for id in ids {
-            write(
-                tmp.path(),
-                &format!("conversations/{id}.json"),
-                &NATIVE.replace("ID", id),
-            );
+            write(tmp.path(), &format!("conversations/{id}.json"), &NATIVE.replace("ID", id));
         }
         tmp
     }
@@ -527,17 +443,11 @@ mod tests {
         assert!(matches!(err, Error::UnknownFormat { .. }), "{err}");
         let msg = err.to_string();
         assert!(msg.contains(&tmp.path().display().to_string()), "{msg}");
-        assert!(
-            msg.contains("conversations/*.json") && msg.contains("speaker_a"),
-            "{msg}"
-        );
+        assert!(msg.contains("conversations/*.json") && msg.contains("speaker_a"), "{msg}");
 
         let empty = tempfile::tempdir().unwrap();
         fs::create_dir(empty.path().join("conversations")).unwrap();
-        assert!(matches!(
-            load(empty.path()).unwrap_err(),
-            Error::UnknownFormat { .. }
-        ));
+        assert!(matches!(load(empty.path()).unwrap_err(), Error::UnknownFormat { .. }));
 
         let err = load(&tmp.path().join("data.json")).unwrap_err();
         assert!(matches!(err, Error::UnknownFormat { .. }), "{err}");
@@ -547,12 +457,17 @@ mod tests {
     #[test]
     fn unreadable_json_entries_are_errors_or_skipped_files_never_silent() {
         use std::os::unix::fs::symlink;
-        let cases: [(&str, fn(&Path), &str); 3] = [
+        type Case = (&'static str, fn(&Path), &'static str);
+        let cases: [Case; 3] = [
             ("dangling", |c| symlink(c.join("missing.json"), c.join("gone.json")).unwrap(), "gone.json: dangling symbolic link"),
-            ("loop", |c| {
-                symlink(c.join("b.json"), c.join("a.json")).unwrap();
-                symlink(c.join("a.json"), c.join("b.json")).unwrap();
-            }, "a.json: symbolic link loop"),
+            (
+                "loop",
+                |c| {
+                    symlink(c.join("b.json"), c.join("a.json")).unwrap();
+                    symlink(c.join("a.json"), c.join("b.json")).unwrap();
+                },
+                "a.json: symbolic link loop",
+            ),
             ("directory", |c| fs::create_dir(c.join("x.json")).unwrap(), "x.json: is a directory, not a conversation file"),
         ];
         for (name, make, want) in cases {
@@ -610,16 +525,9 @@ mod tests {
     #[test]
     fn malformed_json_in_a_candidate_directory_names_file_and_line() {
         let tmp = tempfile::tempdir().unwrap();
-        write(
-            tmp.path(),
-            "1.json",
-            "{\n  \"speaker_a\": \"Ann\",\n  oops\n}",
-        );
+        write(tmp.path(), "1.json", "{\n  \"speaker_a\": \"Ann\",\n  oops\n}");
         let msg = load(tmp.path()).unwrap_err().to_string();
-        assert!(
-            msg.contains("1.json") && msg.contains("line 3 column"),
-            "{msg}"
-        );
+        assert!(msg.contains("1.json") && msg.contains("line 3 column"), "{msg}");
     }
 
     #[test]
@@ -629,10 +537,7 @@ mod tests {
         write(tmp.path(), "a.json", &with_id("same"));
         write(tmp.path(), "b.json", &with_id("same"));
         let msg = load(tmp.path()).unwrap_err().to_string();
-        assert!(
-            msg.contains("a.json") && msg.contains("b.json") && msg.contains("\"same\""),
-            "{msg}"
-        );
+        assert!(msg.contains("a.json") && msg.contains("b.json") && msg.contains("\"same\""), "{msg}");
     }
 
     #[test]
@@ -645,49 +550,24 @@ mod tests {
         assert_eq!(load(b.path()).unwrap().digest, da);
         assert_eq!(load(a.path()).unwrap().digest, da);
 
-        write(
-            b.path(),
-            "conversations/two.json",
-            &NATIVE.replace("ID", "two").replace("Oslo", "Bergen"),
-        );
+        write(b.path(), "conversations/two.json", &NATIVE.replace("ID", "two").replace("Oslo", "Bergen"));
         assert_ne!(load(b.path()).unwrap().digest, da);
 
         let c = native_dir(&["one", "two"]);
-        write(
-            c.path(),
-            "conversations/two.json",
-            &format!("{} ", NATIVE.replace("ID", "two")),
-        );
-        assert_ne!(
-            load(c.path()).unwrap().digest,
-            da,
-            "a trailing space changes the bytes"
-        );
+        write(c.path(), "conversations/two.json", &format!("{} ", NATIVE.replace("ID", "two")));
+        assert_ne!(load(c.path()).unwrap().digest, da, "a trailing space changes the bytes");
 
         let d = native_dir(&["one", "two"]);
-        write(
-            d.path(),
-            "notes.md",
-            "files outside conversations/ are not inputs",
-        );
+        write(d.path(), "notes.md", "files outside conversations/ are not inputs");
         assert_eq!(load(d.path()).unwrap().digest, da);
     }
 
     #[test]
     fn digest_separates_path_from_content() {
-        let f = |rel: &str, bytes: &str| InputFile {
-            relative: rel.into(),
-            bytes: bytes.as_bytes().to_vec(),
-        };
+        let f = |rel: &str, bytes: &str| InputFile { relative: rel.into(), bytes: bytes.as_bytes().to_vec() };
         assert_ne!(digest(&[f("ab", "c")]), digest(&[f("a", "bc")]));
-        assert_ne!(
-            digest(&[f("a", "x"), f("b", "")]),
-            digest(&[f("a", ""), f("b", "x")])
-        );
-        assert_eq!(
-            digest(&[f("a", "1"), f("b", "2")]),
-            digest(&[f("b", "2"), f("a", "1")])
-        );
+        assert_ne!(digest(&[f("a", "x"), f("b", "")]), digest(&[f("a", ""), f("b", "x")]));
+        assert_eq!(digest(&[f("a", "1"), f("b", "2")]), digest(&[f("b", "2"), f("a", "1")]));
     }
 
     fn bundled() -> Dataset {
@@ -695,18 +575,11 @@ mod tests {
     }
 
     fn scenario<'a>(ds: &'a Dataset, id: &str) -> &'a Conversation {
-        ds.conversations
-            .iter()
-            .find(|c| c.id == id)
-            .unwrap_or_else(|| panic!("scenario {id} missing"))
+        ds.conversations.iter().find(|c| c.id == id).unwrap_or_else(|| panic!("scenario {id} missing"))
     }
 
     fn texts(c: &Conversation) -> Vec<&str> {
-        c.episodes
-            .iter()
-            .flat_map(|e| &e.turns)
-            .map(|t| t.text.as_str())
-            .collect()
+        c.episodes.iter().flat_map(|e| &e.turns).map(|t| t.text.as_str()).collect()
     }
 
     #[test]
@@ -743,35 +616,18 @@ mod tests {
     #[test]
     fn bundled_scenarios_keep_their_edge_cases() {
         let ds = bundled();
-        let verdicts = |id: &str| -> Vec<Verdict> {
-            scenario(&ds, id)
-                .gold
-                .contradictions
-                .iter()
-                .map(|c| c.verdict)
-                .collect()
-        };
+        let verdicts = |id: &str| -> Vec<Verdict> { scenario(&ds, id).gold.contradictions.iter().map(|c| c.verdict).collect() };
         assert!(verdicts("job-change").contains(&Verdict::Old));
         assert_eq!(verdicts("budgets"), [Verdict::Old, Verdict::Neither]);
         assert_eq!(verdicts("historical"), [Verdict::Neither]);
         assert_eq!(verdicts("low-confidence"), [Verdict::Neither, Verdict::Neither]);
         assert_eq!(verdicts("negation-antonym"), [Verdict::Old, Verdict::Old]);
-        assert!(
-            !scenario(&ds, "paraphrase-duplicates")
-                .gold
-                .duplicate_groups
-                .is_empty()
-        );
+        assert!(!scenario(&ds, "paraphrase-duplicates").gold.duplicate_groups.is_empty());
 
         let hash = texts(scenario(&ds, "content-hash-variants"));
         assert!(hash.iter().any(|t| t.contains("\r\n")));
-        assert!(
-            hash.iter().any(|t| t.contains("Zürich")) && hash.iter().any(|t| t.contains("café"))
-        );
-        assert!(
-            hash.iter().any(|t| t.contains("u\u{308}")),
-            "decomposed umlaut"
-        );
+        assert!(hash.iter().any(|t| t.contains("Zürich")) && hash.iter().any(|t| t.contains("café")));
+        assert!(hash.iter().any(|t| t.contains("u\u{308}")), "decomposed umlaut");
         assert!(hash.iter().any(|t| t.starts_with(' ') && t.contains("   ")));
 
         let sizes = texts(scenario(&ds, "empty-and-long-turns"));
@@ -779,19 +635,9 @@ mod tests {
         assert!(sizes.iter().any(|t| t.chars().count() > 3000));
 
         let noise = scenario(&ds, "noise");
-        assert!(
-            noise
-                .episodes
-                .iter()
-                .flat_map(|e| &e.turns)
-                .any(|t| t.speaker == "tool")
-        );
+        assert!(noise.episodes.iter().flat_map(|e| &e.turns).any(|t| t.speaker == "tool"));
         assert_eq!(noise.gold.facts.len(), 1);
-        assert!(
-            texts(scenario(&ds, "prompt-injection"))
-                .iter()
-                .any(|t| t.contains("Ignore all previous instructions"))
-        );
+        assert!(texts(scenario(&ds, "prompt-injection")).iter().any(|t| t.contains("Ignore all previous instructions")));
     }
 
     #[test]

@@ -100,9 +100,7 @@ impl FromStr for EmbedderKind {
             "minilm" => Ok(EmbedderKind::MiniLm),
             "ollama" => Ok(EmbedderKind::Ollama),
             "openai" => Ok(EmbedderKind::OpenAi),
-            other => Err(Error::Config(format!(
-                "unknown embedder {other:?} (expected hashed, minilm, ollama or openai)"
-            ))),
+            other => Err(Error::Config(format!("unknown embedder {other:?} (expected hashed, minilm, ollama or openai)"))),
         }
     }
 }
@@ -179,14 +177,9 @@ impl EmbedderSpec {
             (EmbedderKind::Hashed, d) => Ok(d.unwrap_or(256)),
             (EmbedderKind::MiniLm, None) => Ok(minilm::DIMS),
             (EmbedderKind::MiniLm, Some(d)) if d == minilm::DIMS => Ok(d),
-            (EmbedderKind::MiniLm, Some(d)) => {
-                Err(Error::Config(format!("minilm has {} dimensions, not {d}", minilm::DIMS)))
-            }
+            (EmbedderKind::MiniLm, Some(d)) => Err(Error::Config(format!("minilm has {} dimensions, not {d}", minilm::DIMS))),
             (_, Some(d)) if d > 0 => Ok(d),
-            _ => Err(Error::Config(format!(
-                "the {} embedder needs its dimensions (--embed-dims)",
-                self.kind
-            ))),
+            _ => Err(Error::Config(format!("the {} embedder needs its dimensions (--embed-dims)", self.kind))),
         }
     }
 
@@ -196,15 +189,10 @@ impl EmbedderSpec {
             EmbedderKind::MiniLm => Box::new(MiniLmEmbedder::load(&self.model_dir)?),
             EmbedderKind::Ollama | EmbedderKind::OpenAi => {
                 let (api, url) = match self.kind {
-                    EmbedderKind::Ollama => (
-                        HttpApi::Ollama,
-                        self.url.clone().unwrap_or_else(|| OLLAMA_URL.to_string()),
-                    ),
+                    EmbedderKind::Ollama => (HttpApi::Ollama, self.url.clone().unwrap_or_else(|| OLLAMA_URL.to_string())),
                     _ => (
                         HttpApi::OpenAi,
-                        self.url.clone().ok_or_else(|| {
-                            Error::Config("the openai embedder needs a base URL".to_string())
-                        })?,
+                        self.url.clone().ok_or_else(|| Error::Config("the openai embedder needs a base URL".to_string()))?,
                     ),
                 };
                 let mut settings = HttpEmbedderSettings::new(api, &url, self.http_model()?, dims);
@@ -221,14 +209,8 @@ impl EmbedderSpec {
             Some(n) if n == "embeddings" => cache_dir.parent().unwrap_or(cache_dir),
             _ => cache_dir,
         };
-        let mut cmd = format!(
-            "memform run --dataset {} --embedder {} --embed record",
-            dataset.display(),
-            self.kind
-        );
-        if self.kind == EmbedderKind::MiniLm
-            && self.model_dir != Path::new(minilm::DEFAULT_MODEL_DIR)
-        {
+        let mut cmd = format!("memform run --dataset {} --embedder {} --embed record", dataset.display(), self.kind);
+        if self.kind == EmbedderKind::MiniLm && self.model_dir != Path::new(minilm::DEFAULT_MODEL_DIR) {
             cmd.push_str(&format!(" --model-dir {}", self.model_dir.display()));
         }
         cmd
@@ -251,18 +233,14 @@ pub fn build_embedder(spec: &EmbedderSpec) -> Result<Box<dyn Embedder>> {
         (Some(dir), _) => dir.clone(),
         (None, EmbedMode::Live) => PathBuf::new(),
         (None, mode) => {
-            return Err(Error::Config(format!(
-                "--embed {mode} with the {} embedder needs a cache directory",
-                spec.kind
-            )));
+            return Err(Error::Config(format!("--embed {mode} with the {} embedder needs a cache directory", spec.kind)));
         }
     };
     let inner = match spec.mode {
         EmbedMode::Replay => None,
         EmbedMode::Record | EmbedMode::Live => Some(spec.load_model(dims)?),
     };
-    let command =
-        spec.record_command.clone().unwrap_or_else(|| spec.default_record_command(&cache_dir));
+    let command = spec.record_command.clone().unwrap_or_else(|| spec.default_record_command(&cache_dir));
     Ok(Box::new(CachedEmbedder::open(&cache_dir, &id, dims, spec.mode, inner, &command)?))
 }
 
@@ -333,10 +311,7 @@ mod tests {
         let e = build_embedder(&s).expect("replay needs no model");
         assert_eq!(e.id(), "minilm:all-MiniLM-L6-v2");
         assert_eq!(e.dims(), 384);
-        let msg = e
-            .embed(&["Dana adopted a cat"], "conv-1/session-4")
-            .expect_err("empty cache")
-            .to_string();
+        let msg = e.embed(&["Dana adopted a cat"], "conv-1/session-4").expect_err("empty cache").to_string();
         let expected = format!(
             "memform run --dataset {} --embedder minilm --embed record --model-dir {}",
             root.path().join("datasets/demo").display(),
@@ -351,9 +326,7 @@ mod tests {
     fn missing_pieces_are_config_errors() {
         let root = tempfile::tempdir().expect("tempdir");
         let no_cache = build_embedder(&spec(EmbedderKind::MiniLm, EmbedMode::Replay, None));
-        assert!(
-            no_cache.err().expect("no cache dir").to_string().contains("needs a cache directory")
-        );
+        assert!(no_cache.err().expect("no cache dir").to_string().contains("needs a cache directory"));
 
         let mut record = spec(EmbedderKind::MiniLm, EmbedMode::Record, Some(root.path()));
         record.model_dir = root.path().join("absent");

@@ -60,14 +60,10 @@ pub enum Error {
     #[error("embedding cache {path}: {message}")]
     EmbedCache { path: PathBuf, message: String },
     /// The LLM server could not be reached at all (refused, unresolvable).
-    #[error(
-        "connect to llm server at {url}: {message} (is the server running? `make llm-server-start` starts the local one)"
-    )]
+    #[error("connect to llm server at {url}: {message} (is the server running? `make llm-server-start` starts the local one)")]
     LlmConnect { url: String, message: String },
     /// Every attempt timed out.
-    #[error(
-        "call llm server at {url}: no answer within {timeout_secs}s after {attempts} attempt(s)"
-    )]
+    #[error("call llm server at {url}: no answer within {timeout_secs}s after {attempts} attempt(s)")]
     LlmTimeout { url: String, timeout_secs: f64, attempts: u32 },
     /// The server answered with an error status (4xx at once, 5xx after the retries).
     #[error("call llm server at {url}: http status {status} after {attempts} attempt(s): {body}")]

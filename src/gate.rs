@@ -270,7 +270,13 @@ fn short(digest: &str) -> String {
 
 /// mode is not in the baseline, a ruled metric is missing or not a number,
 /// the dataset digest differs (unless allowed).
-pub fn check(baseline: &Baseline, baseline_path: &Path, run: &RunMetrics, rules: &Rules, allow_dataset_change: bool) -> Result<Vec<GateRow>> {
+pub fn check(
+    baseline: &Baseline,
+    baseline_path: &Path,
+    run: &RunMetrics,
+    rules: &Rules,
+    allow_dataset_change: bool,
+) -> Result<Vec<GateRow>> {
     if baseline.dataset.digest != run.dataset_digest && !allow_dataset_change {
         return Err(Error::input(
             baseline_path,
@@ -314,10 +320,7 @@ pub fn check(baseline: &Baseline, baseline_path: &Path, run: &RunMetrics, rules:
 
 /// The table as Markdown-style text.
 pub fn render_table(rows: &[GateRow]) -> String {
-    let mut lines = vec![
-        "| metric | baseline | now | delta | rule | result |".to_string(),
-        "|---|---:|---:|---:|---|---|".to_string(),
-    ];
+    let mut lines = vec!["| metric | baseline | now | delta | rule | result |".to_string(), "|---|---:|---:|---:|---|---|".to_string()];
     for r in rows {
         lines.push(format!(
             "| {} | {} | {} | {:+} | {} | {} |",

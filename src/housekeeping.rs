@@ -193,7 +193,7 @@ mod tests {
     #[test]
     fn the_bundled_scenarios_list_by_model_and_stage() {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/scenarios");
-        let groups = list_fixtures(&fixture_dirs(&[root.clone()]).unwrap()).unwrap();
+        let groups = list_fixtures(&fixture_dirs(std::slice::from_ref(&root)).unwrap()).unwrap();
         let stages: Vec<&str> = groups.iter().map(|g| g.stage.as_str()).collect();
         // SmolLM2-135M extracts no candidate from the scenarios: nothing was judged.
         assert_eq!(stages, ["extract"], "{groups:?}");

@@ -57,9 +57,7 @@ fn classify(e: ureq::Error) -> Exchange {
         {
             Exchange::Unreachable(io.to_string())
         }
-        ureq::Error::HostNotFound | ureq::Error::ConnectionFailed | ureq::Error::BadUri(_) => {
-            Exchange::Unreachable(e.to_string())
-        }
+        ureq::Error::HostNotFound | ureq::Error::ConnectionFailed | ureq::Error::BadUri(_) => Exchange::Unreachable(e.to_string()),
         other => Exchange::Failed(other.to_string()),
     }
 }

@@ -25,10 +25,7 @@ use crate::error::{Error, Result};
 use crate::types::LlmUsage;
 
 pub use client::HttpLlm;
-pub use fixtures::{
-    FixtureFile, FixtureStore, FixturesCheck, RecordedLlm, default_fixtures_dir, fixtures_check,
-    model_slug, request_key,
-};
+pub use fixtures::{FixtureFile, FixtureStore, FixturesCheck, RecordedLlm, default_fixtures_dir, fixtures_check, model_slug, request_key};
 
 /// Environment variable holding the API key (sent as a bearer token).
 pub const API_KEY_ENV: &str = "MEMFORM_LLM_API_KEY";
@@ -142,9 +139,7 @@ impl LlmMode {
             "replay" => Ok(LlmMode::Replay),
             "record" => Ok(LlmMode::Record),
             "live" => Ok(LlmMode::Live),
-            other => Err(Error::Config(format!(
-                "unknown llm mode {other:?} (expected replay, record or live)"
-            ))),
+            other => Err(Error::Config(format!("unknown llm mode {other:?} (expected replay, record or live)"))),
         }
     }
     pub fn as_str(self) -> &'static str {
@@ -171,9 +166,7 @@ impl Provider {
         match s.trim().to_ascii_lowercase().as_str() {
             "openai" => Ok(Provider::OpenAi),
             "ollama" => Ok(Provider::Ollama),
-            other => Err(Error::Config(format!(
-                "unknown llm provider {other:?} (expected openai or ollama)"
-            ))),
+            other => Err(Error::Config(format!("unknown llm provider {other:?} (expected openai or ollama)"))),
         }
     }
     pub fn as_str(self) -> &'static str {
@@ -202,9 +195,7 @@ impl ResponseFormat {
             "json_schema" => Ok(ResponseFormat::JsonSchema),
             "json_object" => Ok(ResponseFormat::JsonObject),
             "none" => Ok(ResponseFormat::None),
-            other => Err(Error::Config(format!(
-                "unknown llm_response_format {other:?} (expected json_schema, json_object or none)"
-            ))),
+            other => Err(Error::Config(format!("unknown llm_response_format {other:?} (expected json_schema, json_object or none)"))),
         }
     }
 }
@@ -240,11 +231,7 @@ impl LlmSettings {
             provider: Provider::parse(&cfg.llm_provider)?,
             url: cfg.llm_url.trim_end_matches('/').to_string(),
             model: cfg.llm_model.clone(),
-            sampling: Sampling {
-                temperature: cfg.llm_temperature,
-                seed: cfg.llm_seed,
-                max_tokens: cfg.llm_max_tokens,
-            },
+            sampling: Sampling { temperature: cfg.llm_temperature, seed: cfg.llm_seed, max_tokens: cfg.llm_max_tokens },
             response_format: ResponseFormat::parse(&cfg.llm_response_format)?,
             timeout_secs: cfg.llm_timeout_secs,
             max_retries: cfg.llm_max_retries,
@@ -260,10 +247,7 @@ impl LlmSettings {
     }
 
     /// As [`LlmSettings::from_config_and_env`], reading variables through `var`.
-    pub fn from_config_and_vars(
-        cfg: &Config,
-        var: impl Fn(&str) -> Option<String>,
-    ) -> Result<Self> {
+    pub fn from_config_and_vars(cfg: &Config, var: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let mut s = Self::from_config(cfg)?;
         let get = |k: &str| var(k).filter(|v| !v.trim().is_empty());
         if let Some(p) = get("MEMFORM_LLM_PROVIDER") {
@@ -334,11 +318,8 @@ mod tests {
         assert_eq!(s.provider, Provider::Ollama);
         assert_eq!(s.url, "http://h:1");
         assert_eq!(s.model, cfg.llm_model);
-        let err = LlmSettings::from_config_and_vars(&cfg, |k| {
-            (k == "MEMFORM_LLM_PROVIDER").then(|| "gpt".to_string())
-        })
-        .unwrap_err()
-        .to_string();
+        let err =
+            LlmSettings::from_config_and_vars(&cfg, |k| (k == "MEMFORM_LLM_PROVIDER").then(|| "gpt".to_string())).unwrap_err().to_string();
         assert!(err.contains("unknown llm provider"), "{err}");
     }
 

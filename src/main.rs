@@ -2,6 +2,9 @@
 //! machine-readable output only; progress and errors go to stderr.
 //! Exit codes: [`exit_code`] (0 ok, 1 a gate failed, 2 an error).
 
+// The CLI is the one place that prints; it may also unwrap.
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -142,6 +145,8 @@ enum FixturesCommand {
     },
 }
 
+// Parsed once per process: the size difference between variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum EmbeddingsCommand {
     /// Per cache (dataset and embedder): dims, vectors, size on disk, when
@@ -440,10 +445,8 @@ fn build_stages(
                 boundary = boundary.with_progress(hook);
             }
             let boundary = Arc::new(boundary);
-            let templates: Vec<String> = memform::llm::prompts::all_templates()?
-                .iter()
-                .map(|t| format!("{} v{}", t.id.name, t.id.version))
-                .collect();
+            let templates: Vec<String> =
+                memform::llm::prompts::all_templates()?.iter().map(|t| format!("{} v{}", t.id.name, t.id.version)).collect();
             recorded.llm_mode = Some(llm_mode.as_str().to_string());
             recorded.llm = Some(settings.clone());
             recorded.fixtures_dir = Some(dir.display().to_string());
@@ -559,9 +562,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Run(args) => cmd_run(args),
         Command::Gate(args) => cmd_gate(args),
         Command::Sweep(args) => cmd_sweep(args),
-        Command::Fixtures { command: FixturesCommand::Check { dataset, config, stage } } => {
-            cmd_fixtures_check(&dataset, &config, &stage)
-        }
+        Command::Fixtures { command: FixturesCommand::Check { dataset, config, stage } } => cmd_fixtures_check(&dataset, &config, &stage),
         Command::Fixtures { command } => housekeeping::fixtures(command),
         Command::Embeddings { command } => housekeeping::embeddings(command),
         Command::Compare(args) => cmd_compare(args),
@@ -792,7 +793,9 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
             })
             .collect::<Result<_>>()?;
         let Some(first) = metas.first() else { bail!("merge: no shard directories given") };
-        if let Some((d, _)) = dirs.iter().zip(&metas).find(|(_, m)| m.grid != first.grid || m.dataset != first.dataset || m.mode != first.mode) {
+        if let Some((d, _)) =
+            dirs.iter().zip(&metas).find(|(_, m)| m.grid != first.grid || m.dataset != first.dataset || m.mode != first.mode)
+        {
             bail!("merge: {} was swept over another grid, dataset or mode than {}", d.display(), dirs[0].display());
         }
         memform::paths::check_out_dir("--out", &out, None)?;
@@ -821,10 +824,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
     memform::sweep::check_metrics(&args.objective, px.trim(), py.trim())?;
     let dataset = memform::dataset::load(&dataset_dir)?;
     let cfg_value = serde_json::to_value(&cfg).context("serialise config")?;
-    let defaults = axes
-        .iter()
-        .map(|a| (a.key.clone(), cfg_value.get(&a.key).map(|v| v.to_string()).unwrap_or_default()))
-        .collect();
+    let defaults = axes.iter().map(|a| (a.key.clone(), cfg_value.get(&a.key).map(|v| v.to_string()).unwrap_or_default())).collect();
     let mode_name = mode_name(args.mode);
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-sweep", dataset.name)));
     memform::paths::check_out_dir("--out", &out, Some(&dataset_dir))?;
@@ -961,8 +961,8 @@ mod housekeeping {
     use anyhow::{Result, bail};
     use clap::ValueEnum;
     use memform::housekeeping as hk;
-    use memform::llm::fixtures::{FixtureStore, default_fixtures_dir};
     use memform::llm::LlmSettings;
+    use memform::llm::fixtures::{FixtureStore, default_fixtures_dir};
 
     use super::{EmbeddingsCommand, FixturesCommand, Mode, recorded_root, replay_for_keys};
 
@@ -1167,7 +1167,9 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
     let modes: Vec<Mode> = args
         .modes
         .split(',')
-        .map(|m| Mode::from_str(m.trim(), true).map_err(|_| anyhow::anyhow!("--modes: unknown mode {:?} (expected rules or llm)", m.trim())))
+        .map(|m| {
+            Mode::from_str(m.trim(), true).map_err(|_| anyhow::anyhow!("--modes: unknown mode {:?} (expected rules or llm)", m.trim()))
+        })
         .collect::<Result<_>>()?;
     let [mode_a, mode_b] = modes[..] else { bail!("--modes: expected two modes, A,B (got {:?})", args.modes) };
     let tags = memform::provenance::parse_tags(&args.tag)?;
@@ -1197,8 +1199,7 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
         let stages = built.stages();
         // A run is reused when its manifest matches on everything but where
         // the dataset was read from: config, stages, build, recorded digests, tags.
-        let manifest =
-            Manifest::with(&dataset, &cfg, stages, &built.recorded, None, built.digests.clone(), tags.clone()).to_value()?;
+        let manifest = Manifest::with(&dataset, &cfg, stages, &built.recorded, None, built.digests.clone(), tags.clone()).to_value()?;
         let mut expected = manifest.as_object().cloned().unwrap_or_default();
         expected.remove("dataset");
         expected.insert("dataset.digest".into(), dataset.digest.clone().into());

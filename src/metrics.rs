@@ -309,7 +309,8 @@ impl<'a> GoldIndex<'a> {
     pub fn new(dataset: &'a Dataset) -> Result<Self> {
         let convs: Vec<_> = dataset.conversations.iter().filter(|c| !c.episodes.is_empty()).collect();
         let frames = GoldFrames::new(&convs).ctx("build gold frames")?;
-        let tokens = convs.iter().flat_map(|c| c.gold.facts.iter().map(|g| ((c.id.as_str(), g.id.as_str()), TokenSet::new(&g.text)))).collect();
+        let tokens =
+            convs.iter().flat_map(|c| c.gold.facts.iter().map(|g| ((c.id.as_str(), g.id.as_str()), TokenSet::new(&g.text)))).collect();
         Ok(GoldIndex { convs, frames, tokens })
     }
 }
@@ -317,7 +318,12 @@ impl<'a> GoldIndex<'a> {
 /// Every numeric metric of `summary.json` for one grid point's records,
 /// computed as [`analyze`] computes them (lexical content matching; no
 /// per-conversation table, no breakdown objects, no timings).
-pub fn point_metrics(dataset: &Dataset, gold: &GoldIndex<'_>, episodes: &[EpisodeRecord], live_ids: &BTreeSet<String>) -> Result<BTreeMap<String, f64>> {
+pub fn point_metrics(
+    dataset: &Dataset,
+    gold: &GoldIndex<'_>,
+    episodes: &[EpisodeRecord],
+    live_ids: &BTreeSet<String>,
+) -> Result<BTreeMap<String, f64>> {
     let ran: BTreeSet<&str> = episodes.iter().map(|e| e.conversation.as_str()).collect();
     if gold.convs.iter().any(|c| !ran.contains(c.id.as_str())) {
         return Err(Error::Other("point metrics: a conversation with episodes has no records".into()));
@@ -399,7 +405,8 @@ fn analyze_with(
     }
     let facts = facts_frame(data.episodes, data.live_ids, &matches, scope).ctx("build the facts frame")?;
     let verdicts = verdicts_frame(data.episodes).ctx("build the verdicts frame")?;
-    let episodes = episodes_frame(data.episodes, data.dataset, &facts, &verdicts, gold, &labels, scope).ctx("compute per-episode components")?;
+    let episodes =
+        episodes_frame(data.episodes, data.dataset, &facts, &verdicts, gold, &labels, scope).ctx("compute per-episode components")?;
     let per_conversation = if full {
         aggregate(episodes.clone().lazy(), Some("conversation"), &labels)
             .sort(["conversation"], SortMultipleOptions::default())
@@ -668,9 +675,7 @@ fn facts_frame(
         ]);
     }
     let df = frame(n, cols)?;
-    let linked = col("subject_entity")
-        .is_not_null()
-        .and(col("kind").eq(lit("literal")).or(col("object_entity").is_not_null()));
+    let linked = col("subject_entity").is_not_null().and(col("kind").eq(lit("literal")).or(col("object_entity").is_not_null()));
     let df = df.lazy().with_column(col("stored").and(linked).alias("coherent"));
     if scope == Scope::Full { df.select(FACT_COLUMNS.iter().map(|c| col(*c)).collect::<Vec<_>>()).collect() } else { df.collect() }
 }
@@ -738,9 +743,7 @@ fn verdicts_frame(episodes: &[EpisodeRecord]) -> std::result::Result<DataFrame, 
 }
 
 fn s_reason(rows: &[(&crate::pipeline::CandidateRecord, &crate::pipeline::judge::FinalVerdict)]) -> Vec<String> {
-    rows.iter()
-        .map(|(_, v)| serde_json::to_value(v.reason).ok().and_then(|x| x.as_str().map(str::to_string)).unwrap_or_default())
-        .collect()
+    rows.iter().map(|(_, v)| serde_json::to_value(v.reason).ok().and_then(|x| x.as_str().map(str::to_string)).unwrap_or_default()).collect()
 }
 
 fn warnings_frame(episodes: &[EpisodeRecord]) -> std::result::Result<DataFrame, PolarsError> {
@@ -858,14 +861,19 @@ impl GoldFrames {
         let contradictions =
             frame(ct.0.len(), vec![scol("conversation", ct.0), scol("old_turn", ct.1), scol("new_turn", ct.2), scol("gold", ct.3)])?;
         let by_ep = |lf: LazyFrame, aggs: Vec<Expr>| lf.group_by(keys(EP)).agg(aggs);
-        let evidence_turns =
-            join(distinct(fact_turns.clone().lazy(), &["conversation", "turn"]), turns.clone().lazy(), &["conversation", "turn"], JoinType::Inner)
-                .collect()?;
+        let evidence_turns = join(
+            distinct(fact_turns.clone().lazy(), &["conversation", "turn"]),
+            turns.clone().lazy(),
+            &["conversation", "turn"],
+            JoinType::Inner,
+        )
+        .collect()?;
         let evidence_turn_keys = distinct(evidence_turns.clone().lazy(), &["conversation", "turn"]).collect()?;
         let gold_turn_counts = by_ep(evidence_turns.clone().lazy(), vec![count("gold_turns")]).collect()?;
         let gold_fact_counts = by_ep(facts.clone().lazy(), vec![count("gold_facts")]).collect()?;
-        let qa_turns = join(distinct(qa.clone().lazy(), &["conversation", "turn"]), turns.clone().lazy(), &["conversation", "turn"], JoinType::Inner)
-            .collect()?;
+        let qa_turns =
+            join(distinct(qa.clone().lazy(), &["conversation", "turn"]), turns.clone().lazy(), &["conversation", "turn"], JoinType::Inner)
+                .collect()?;
         let items = distinct(contradictions.clone().lazy(), &["conversation", "old_turn", "new_turn", "gold"]);
         let new_turns = turns.clone().lazy().select([col("conversation"), col("episode"), col("turn").alias("new_turn")]);
         let contradiction_items = join(items, new_turns, &["conversation", "new_turn"], JoinType::Inner).collect()?;
@@ -886,15 +894,8 @@ impl GoldFrames {
 // Per-episode components: one group-by per source, left-joined onto the
 // episodes.
 
-fn episodes_frame(
-    records: &[EpisodeRecord],
-    dataset: &Dataset,
-    facts: &DataFrame,
-    verdicts: &DataFrame,
-    gold: &GoldFrames,
-    labels: &Labels,
-    scope: Scope,
-) -> std::result::Result<DataFrame, PolarsError> {
+/// One row per episode record: its keys, counts from the record, usage and timings.
+fn base_episodes_frame(records: &[EpisodeRecord], dataset: &Dataset) -> std::result::Result<DataFrame, PolarsError> {
     let index: HashMap<(&str, &str), i64> = dataset
         .conversations
         .iter()
@@ -903,7 +904,7 @@ fn episodes_frame(
     let n = records.len();
     let u = |f: &dyn Fn(&EpisodeRecord) -> u64| records.iter().map(|r| f(r) as i64).collect::<Vec<_>>();
     let ms = |f: &dyn Fn(&EpisodeRecord) -> f64| records.iter().map(f).collect::<Vec<_>>();
-    let base = frame(
+    frame(
         n,
         vec![
             icol("ord", (0..n as i64).collect()),
@@ -930,7 +931,19 @@ fn episodes_frame(
             fcol("judge_ms", ms(&|r| r.timings.judge_ms)),
             fcol("write_ms", ms(&|r| r.timings.write_ms)),
         ],
-    )?;
+    )
+}
+
+fn episodes_frame(
+    records: &[EpisodeRecord],
+    dataset: &Dataset,
+    facts: &DataFrame,
+    verdicts: &DataFrame,
+    gold: &GoldFrames,
+    labels: &Labels,
+    scope: Scope,
+) -> std::result::Result<DataFrame, PolarsError> {
+    let base = base_episodes_frame(records, dataset)?;
     let f = facts.clone().lazy();
     let by_ep = |lf: LazyFrame, aggs: Vec<Expr>| lf.group_by(keys(EP)).agg(aggs);
 
@@ -962,10 +975,7 @@ fn episodes_frame(
     let warning_counts = by_ep(warnings_frame(records)?.lazy(), vec![count("warnings")]);
     let decision_counts = by_ep(
         decisions_frame(records)?.lazy(),
-        vec![
-            count_if(col("decision").eq(lit("merge")), "alias_merges"),
-            count_if(col("decision").eq(lit("insert")), "entities_created"),
-        ],
+        vec![count_if(col("decision").eq(lit("merge")), "alias_merges"), count_if(col("decision").eq(lit("insert")), "entities_created")],
     );
 
     // Turn level: distinct source turns of stored facts vs gold evidence turns.
@@ -1001,19 +1011,10 @@ fn episodes_frame(
     }
 
     let mut lf = base.lazy();
-    for part in [
-        fact_counts,
-        verdict_counts,
-        warning_counts,
-        decision_counts,
-        pred_counts,
-        gold_counts,
-        hit_counts,
-        gold_fact_counts,
-        qa_counts,
-    ]
-    .into_iter()
-    .chain(parts)
+    for part in
+        [fact_counts, verdict_counts, warning_counts, decision_counts, pred_counts, gold_counts, hit_counts, gold_fact_counts, qa_counts]
+            .into_iter()
+            .chain(parts)
     {
         lf = join(lf, part, EP, JoinType::Left);
     }
@@ -1021,17 +1022,11 @@ fn episodes_frame(
         lf = lf.with_columns(absent.iter().map(|c| lit(0i64).alias(*c)).collect::<Vec<_>>());
     }
     let derived = ["dup", "not_stored"];
-    let fill: Vec<Expr> = COMPONENTS
-        .iter()
-        .filter(|c| !derived.contains(c))
-        .map(|c| col(*c).cast(DataType::Int64).fill_null(lit(0i64)).alias(*c))
-        .collect();
+    let fill: Vec<Expr> =
+        COMPONENTS.iter().filter(|c| !derived.contains(c)).map(|c| col(*c).cast(DataType::Int64).fill_null(lit(0i64)).alias(*c)).collect();
     let lf = lf
         .with_columns(fill)
-        .with_columns([
-            (col("exact_dup") + col("near_dup")).alias("dup"),
-            (col("candidates") - col("stored")).alias("not_stored"),
-        ])
+        .with_columns([(col("exact_dup") + col("near_dup")).alias("dup"), (col("candidates") - col("stored")).alias("not_stored")])
         .sort(["ord"], SortMultipleOptions::default());
     if scope == Scope::Metrics {
         // The components are all the run's aggregate needs.
@@ -1055,10 +1050,7 @@ fn judge_counts(f: &LazyFrame, verdicts: &DataFrame, gold: &GoldFrames) -> std::
             count_if(col("judged"), "judge_judged"),
             count_if(col("judged").and(col("predicted").eq(col("gold"))), "judge_correct"),
             count_if(col("judged").and(col("predicted_raw").eq(col("gold"))), "judge_correct_raw"),
-            count_if(
-                col("predicted").eq(col("gold")).or(col("gold").eq(lit("neither")).and(col("judged").not())),
-                "contradiction_correct",
-            ),
+            count_if(col("predicted").eq(col("gold")).or(col("gold").eq(lit("neither")).and(col("judged").not())), "contradiction_correct"),
         ],
     ))
 }
@@ -1073,16 +1065,23 @@ fn judge_counts(f: &LazyFrame, verdicts: &DataFrame, gold: &GoldFrames) -> std::
 fn dedup_components(f: &LazyFrame, gold: &GoldFrames) -> [LazyFrame; 3] {
     let dup_outcomes: Vec<&str> = EXACT_DUP_OUTCOMES.iter().chain(NEAR_DUP_OUTCOMES).copied().collect();
     let targets = f.clone().select([col("id").alias("related"), col("turn").alias("turn_r")]);
-    let links = f
-        .clone()
-        .filter(one_of("outcome", &dup_outcomes).and(col("related").is_not_null()))
-        .select([col("conversation"), col("episode"), col("turn").alias("turn_c"), col("related")]);
+    let links = f.clone().filter(one_of("outcome", &dup_outcomes).and(col("related").is_not_null())).select([
+        col("conversation"),
+        col("episode"),
+        col("turn").alias("turn_c"),
+        col("related"),
+    ]);
     let links = join(links, targets, &["related"], JoinType::Inner).filter(col("turn_c").neq(col("turn_r")));
     let links = distinct(links, &["conversation", "episode", "turn_c", "turn_r"]);
     let groups = gold.dup_groups.clone().lazy();
     let gc = groups.clone().select([col("conversation"), col("group"), col("turn").alias("turn_c")]);
     let gr = groups.clone().select([col("conversation"), col("group"), col("turn").alias("turn_r")]);
-    let correct = join(join(links.clone(), gc, &["conversation", "turn_c"], JoinType::Inner), gr, &["conversation", "group", "turn_r"], JoinType::Inner);
+    let correct = join(
+        join(links.clone(), gc, &["conversation", "turn_c"], JoinType::Inner),
+        gr,
+        &["conversation", "group", "turn_r"],
+        JoinType::Inner,
+    );
     let link_counts = links.group_by(keys(EP)).agg([count("dedup_links")]);
     let correct_counts =
         distinct(correct.clone(), &["conversation", "episode", "turn_c", "turn_r"]).group_by(keys(EP)).agg([count("dedup_correct")]);
@@ -1096,8 +1095,9 @@ fn dedup_components(f: &LazyFrame, gold: &GoldFrames) -> [LazyFrame; 3] {
     );
     let firsts = eligible.clone().group_by([col("conversation"), col("group")]).agg([col("turn_index").min().alias("first")]);
     let expected = join(eligible, firsts, &["conversation", "group"], JoinType::Inner).filter(col("turn_index").gt(col("first")));
-    let found = distinct(correct.select([col("conversation"), col("group"), col("turn_c").alias("turn")]), &["conversation", "group", "turn"])
-        .with_column(lit(true).alias("found"));
+    let found =
+        distinct(correct.select([col("conversation"), col("group"), col("turn_c").alias("turn")]), &["conversation", "group", "turn"])
+            .with_column(lit(true).alias("found"));
     let expected_counts = join(expected, found, &["conversation", "group", "turn"], JoinType::Left)
         .group_by(keys(EP))
         .agg([count("dedup_expected"), count_if(col("found").fill_null(lit(false)), "dedup_found")]);
@@ -1142,11 +1142,7 @@ fn judge_items(f: &LazyFrame, verdicts: &LazyFrame, gold: &GoldFrames) -> std::r
 
 fn judge_confusion(facts: &DataFrame, verdicts: &DataFrame, gold: &GoldFrames) -> Result<Value> {
     let items = judge_items(&facts.clone().lazy(), &verdicts.clone().lazy(), gold).ctx("judge items")?;
-    let out = items
-        .group_by([col("gold"), col("predicted")])
-        .agg([count("n")])
-        .collect()
-        .ctx("judge confusion")?;
+    let out = items.group_by([col("gold"), col("predicted")]).agg([count("n")]).collect().ctx("judge confusion")?;
     let g = string_counts(&out, "gold", "n").ctx("gold")?;
     let p = string_counts(&out, "predicted", "n").ctx("predicted")?;
     let cells = ["old", "new", "neither", "not_judged"];
@@ -1166,9 +1162,13 @@ fn judge_confusion(facts: &DataFrame, verdicts: &DataFrame, gold: &GoldFrames) -
     Ok(Value::Object(matrix))
 }
 
-fn qa_extras(facts: &DataFrame, gold: &GoldFrames, metrics: &mut BTreeMap<String, Value>, scope: Scope) -> std::result::Result<(), PolarsError> {
-    let live_turns =
-        distinct(facts.clone().lazy().filter(col("live")), &["conversation", "turn"]).with_column(lit(true).alias("covered"));
+fn qa_extras(
+    facts: &DataFrame,
+    gold: &GoldFrames,
+    metrics: &mut BTreeMap<String, Value>,
+    scope: Scope,
+) -> std::result::Result<(), PolarsError> {
+    let live_turns = distinct(facts.clone().lazy().filter(col("live")), &["conversation", "turn"]).with_column(lit(true).alias("covered"));
     let known = distinct(gold.turns.clone().lazy(), &["conversation", "turn"]);
     let qa = join(gold.qa.clone().lazy(), known, &["conversation", "turn"], JoinType::Inner);
     let covered = join(qa, live_turns, &["conversation", "turn"], JoinType::Left).with_column(col("covered").fill_null(lit(false)));
@@ -1279,9 +1279,8 @@ fn dice(a: &TokenSet, b: &TokenSet) -> f64 {
 /// paths), each left item trying its candidates from most to least similar.
 /// Returns, per left item, the matched right item and the similarity.
 pub fn max_matching(n_left: usize, n_right: usize, threshold: f64, sim: impl Fn(usize, usize) -> f64) -> Vec<Option<(usize, f64)>> {
-    let mut adj: Vec<Vec<(usize, f64)>> = (0..n_left)
-        .map(|l| (0..n_right).map(|r| (r, sim(l, r))).filter(|(_, s)| *s >= threshold).collect())
-        .collect();
+    let mut adj: Vec<Vec<(usize, f64)>> =
+        (0..n_left).map(|l| (0..n_right).map(|r| (r, sim(l, r))).filter(|(_, s)| *s >= threshold).collect()).collect();
     for a in &mut adj {
         a.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
     }
@@ -1351,7 +1350,9 @@ fn match_content(
                 let st: Vec<_> = s.iter().map(|f| TokenSet::new(&f.content)).collect();
                 let computed: Vec<TokenSet>;
                 let gt: Vec<&TokenSet> = match gold_tokens {
-                    Some(t) if g.iter().all(|x| t.contains_key(&(*conv, x.id.as_str()))) => g.iter().map(|x| &t[&(*conv, x.id.as_str())]).collect(),
+                    Some(t) if g.iter().all(|x| t.contains_key(&(*conv, x.id.as_str()))) => {
+                        g.iter().map(|x| &t[&(*conv, x.id.as_str())]).collect()
+                    }
                     _ => {
                         computed = g.iter().map(|x| TokenSet::new(&x.text)).collect();
                         computed.iter().collect()

@@ -18,11 +18,7 @@ pub struct NormalizedContent {
 pub fn normalize_and_hash_content(raw: &str) -> NormalizedContent {
     let storage = raw.replace("\r\n", "\n").trim().to_string();
     let normalized = normalize_content(&storage);
-    let hash = if normalized.is_empty() {
-        sha256_hex(storage.to_lowercase().as_bytes())
-    } else {
-        sha256_hex(normalized.as_bytes())
-    };
+    let hash = if normalized.is_empty() { sha256_hex(storage.to_lowercase().as_bytes()) } else { sha256_hex(normalized.as_bytes()) };
     NormalizedContent { storage, normalized, hash }
 }
 
@@ -76,12 +72,7 @@ mod tests {
     #[test]
     fn variants_of_one_fact_share_a_hash() {
         let base = normalize_and_hash_content("Alice works at Google");
-        for v in [
-            "Alice works at Google.",
-            "  alice WORKS at google!!  ",
-            "Alice\r\nworks   at\tGoogle?;",
-            "Alice works at Google ...",
-        ] {
+        for v in ["Alice works at Google.", "  alice WORKS at google!!  ", "Alice\r\nworks   at\tGoogle?;", "Alice works at Google ..."] {
             assert_eq!(normalize_and_hash_content(v).hash, base.hash, "{v:?}");
         }
         assert_ne!(normalize_and_hash_content("Alice works at Googles").hash, base.hash);
@@ -114,9 +105,6 @@ mod tests {
 
     #[test]
     fn known_hash() {
-        assert_eq!(
-            normalize_and_hash_content("abc").hash,
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
+        assert_eq!(normalize_and_hash_content("abc").hash, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 }

@@ -138,7 +138,11 @@ pub fn report_rows(manifest: &Value) -> Vec<(String, String)> {
     let tags = match manifest.get("tags").and_then(Value::as_object) {
         None => old,
         Some(t) if t.is_empty() => "none".to_string(),
-        Some(t) => t.iter().map(|(k, v)| format!("`{k}={}`", crate::report::md(v.as_str().unwrap_or("?")).replace('`', "'"))).collect::<Vec<_>>().join(", "),
+        Some(t) => t
+            .iter()
+            .map(|(k, v)| format!("`{k}={}`", crate::report::md(v.as_str().unwrap_or("?")).replace('`', "'")))
+            .collect::<Vec<_>>()
+            .join(", "),
     };
     vec![
         ("memform build".to_string(), build),

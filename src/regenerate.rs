@@ -74,7 +74,9 @@ pub fn load_analysis(dir: &Path) -> Result<(Value, Analysis)> {
     let per_conversation = aggregate(episodes.clone().lazy(), Some("conversation"), &labels)
         .sort(["conversation"], SortMultipleOptions::default())
         .collect()
-        .map_err(|e| Error::input(dir.join("episodes.parquet"), format!("aggregate per conversation: {e} (written by an older memform? re-run it)")))?;
+        .map_err(|e| {
+            Error::input(dir.join("episodes.parquet"), format!("aggregate per conversation: {e} (written by an older memform? re-run it)"))
+        })?;
     let mut records: Vec<EpisodeRecord> = read_jsonl(&dir.join("episodes.jsonl"))?;
     let candidates: Vec<CandidateRecord> = read_jsonl(&dir.join("facts.jsonl"))?;
     let mut by_episode: BTreeMap<(String, String), Vec<CandidateRecord>> = BTreeMap::new();
@@ -85,7 +87,10 @@ pub fn load_analysis(dir: &Path) -> Result<(Value, Analysis)> {
         r.facts = by_episode.remove(&(r.conversation.clone(), r.episode.clone())).unwrap_or_default();
     }
     if let Some(((c, e), _)) = by_episode.into_iter().next() {
-        return Err(Error::input(dir.join("facts.jsonl"), format!("candidates of conversation {c}, episode {e}, which episodes.jsonl does not have")));
+        return Err(Error::input(
+            dir.join("facts.jsonl"),
+            format!("candidates of conversation {c}, episode {e}, which episodes.jsonl does not have"),
+        ));
     }
     let (verdicts, warnings) = record_frames(&records)?;
     Ok((manifest, Analysis { summary, labels, facts, episodes, per_conversation, verdicts, warnings }))

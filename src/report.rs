@@ -10,8 +10,8 @@ use std::path::Path;
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::{
-    BLACK, Cartesian2d, ChartBuilder, ChartContext, Circle, Color, DrawingArea, IntoDrawingArea, IntoFont, IntoSegmentedCoord, IntoTextStyle, LineSeries, PathElement, RGBColor,
-    Rectangle, SVGBackend, SegmentValue, SeriesLabelPosition, Text, WHITE,
+    BLACK, Cartesian2d, ChartBuilder, ChartContext, Circle, Color, DrawingArea, IntoDrawingArea, IntoFont, IntoSegmentedCoord,
+    IntoTextStyle, LineSeries, PathElement, RGBColor, Rectangle, SVGBackend, SegmentValue, SeriesLabelPosition, Text, WHITE,
 };
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use polars::prelude::{AnyValue, DataFrame, IntoLazy, SortMultipleOptions, col};
@@ -188,14 +188,64 @@ pub fn meaning(key: &str) -> &'static str {
 
 /// Renders `report.md`. `plots` names the SVG files written beside it.
 pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<String> {
-    let m = &a.summary.metrics;
-    let get = |k: &str| m.get(k);
     let mut o = String::new();
     let dataset = s(manifest, &["dataset", "name"]);
     let mode = manifest["mode"].as_str().unwrap_or("?");
     let _ = writeln!(o, "# memform run: {dataset}, {mode} mode\n");
 
     let _ = writeln!(o, "## What was run\n");
+    table(&mut o, &["", ""], &run_rows(manifest, a, dataset, mode));
+    headline(&mut o, a, plots);
+    formation(&mut o, a, plots)?;
+    let m = &a.summary.metrics;
+    let get = |k: &str| m.get(k);
+    let l = &a.labels;
+    if l.qa {
+        let _ = writeln!(o, "## QA evidence coverage\n");
+        let _ = writeln!(
+            o,
+            "{} of the QA evidence turns yielded a live fact; {} of {} QA items have every evidence turn covered.\n",
+            pct(get("qa_evidence_coverage")),
+            pct(get("qa_item_coverage")),
+            num(get("qa_items")),
+        );
+        if let Some(Value::Object(map)) = get("qa_evidence_coverage_by_category") {
+            let rows: Vec<Vec<String>> = map.iter().map(|(k, v)| vec![k.clone(), num(Some(v))]).collect();
+            table(&mut o, &["QA category", "evidence coverage"], &rows);
+        }
+    }
+
+    let _ = writeln!(o, "## Per conversation\n");
+    per_conversation_table(&mut o, a);
+    if plots.contains(&PLOT_STORED) {
+        let _ = writeln!(o, "![stored facts over episodes]({PLOT_STORED})\n");
+    }
+
+    let _ = writeln!(o, "## Example stored facts\n");
+    stored_examples(&mut o, a)?;
+
+    let _ = writeln!(o, "## Files\n");
+    let _ = writeln!(
+        o,
+        "`summary.json` (every metric), `facts.parquet`/`facts.csv` (one row per candidate, with its outcome and gold match), \
+         `episodes.parquet`/`episodes.csv` (one row per episode: counts, metric components, per-episode metrics, timings), \
+         `per_conversation.csv`, `facts.jsonl`/`episodes.jsonl` (the raw records), `store.sqlite` (the memory store), `run.json` (the manifest).\n"
+    );
+
+    let _ = writeln!(o, "## Timings\n");
+    let _ = writeln!(o, "Wall-clock milliseconds (not deterministic; the only such section).\n");
+    let rows: Vec<Vec<String>> = crate::metrics::TIMING_COLUMNS
+        .iter()
+        .chain(&["wall_ms"])
+        .filter_map(|k| a.summary.timings.get(*k).map(|v| vec![format!("`{k}`"), format!("{v:.1}")]))
+        .collect();
+    table(&mut o, &["stage", "ms"], &rows);
+    Ok(o)
+}
+
+/// The rows of "What was run": dataset, profile, mode, provenance, config, gold labels.
+fn run_rows(manifest: &Value, a: &Analysis, dataset: &str, mode: &str) -> Vec<Vec<String>> {
+    let get = |k: &str| a.summary.metrics.get(k);
     let digest = s(manifest, &["dataset", "digest"]);
     let mut rows = vec![
         vec![
@@ -208,13 +258,31 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
             ),
         ],
         vec!["profile".into(), format!("`{}` (`memform profiles` describes it)", manifest["profile"].as_str().unwrap_or("soda"))],
-        vec!["mode".into(), format!("{mode}: extractor `{}`, judge `{}`, embedder `{}`", s(manifest, &["extractor"]), s(manifest, &["judge"]), s(manifest, &["embedder"]))],
+        vec![
+            "mode".into(),
+            format!(
+                "{mode}: extractor `{}`, judge `{}`, embedder `{}`",
+                s(manifest, &["extractor"]),
+                s(manifest, &["judge"]),
+                s(manifest, &["embedder"])
+            ),
+        ],
         vec!["write mode".into(), s(manifest, &["write_mode"]).to_string()],
-        vec!["run size".into(), format!("{} episodes, {} turns, {} candidate facts", num(get("episodes")), num(get("turns")), num(get("candidates")))],
+        vec![
+            "run size".into(),
+            format!("{} episodes, {} turns, {} candidate facts", num(get("episodes")), num(get("turns")), num(get("candidates"))),
+        ],
     ];
     rows.extend(crate::provenance::report_rows(manifest).into_iter().map(|(k, v)| vec![k, v]));
     let changed = config_changes(&manifest["config"]);
-    rows.push(vec!["config".into(), if changed.is_empty() { "defaults (`memform config` prints them)".into() } else { format!("defaults except {}", changed.join(", ")) }]);
+    rows.push(vec![
+        "config".into(),
+        if changed.is_empty() {
+            "defaults (`memform config` prints them)".into()
+        } else {
+            format!("defaults except {}", changed.join(", "))
+        },
+    ]);
     let cfg = &manifest["config"];
     rows.push(vec![
         "key thresholds".into(),
@@ -249,8 +317,13 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
     if let Some(n) = get("skipped_conversations").and_then(Value::as_u64).filter(|n| *n > 0) {
         rows.push(vec!["skipped".into(), format!("**{n} conversation(s) skipped** (see stderr of the run)")]);
     }
-    table(&mut o, &["", ""], &rows);
+    rows
+}
 
+/// "Headline": the run in two sentences and its metrics against the baselines.
+fn headline(o: &mut String, a: &Analysis, plots: &[&str]) {
+    let get = |k: &str| a.summary.metrics.get(k);
+    let l = &a.labels;
     let _ = writeln!(o, "## Headline\n");
     let _ = writeln!(
         o,
@@ -314,7 +387,7 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
                 rows.push(row(k, None, None));
             }
         }
-        table(&mut o, &["metric", "this run", "baseline: every turn", "baseline: no turn", "meaning"], &rows);
+        table(o, &["metric", "this run", "baseline: every turn", "baseline: no turn", "meaning"], &rows);
         if l.gold_facts {
             let _ = writeln!(
                 o,
@@ -322,7 +395,8 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
                  matching) when their token Dice similarity is ≥ {}{}. Definitions: [docs/metrics.md](../../docs/metrics.md).\n",
                 num(get("content_lexical_threshold")),
                 match (get("content_cosine_threshold"), get("content_embedder")) {
-                    (Some(t), Some(e)) if l.cosine => format!(", or, for the cosine variant, their cosine under `{}` is ≥ {}", num(Some(e)), num(Some(t))),
+                    (Some(t), Some(e)) if l.cosine =>
+                        format!(", or, for the cosine variant, their cosine under `{}` is ≥ {}", num(Some(e)), num(Some(t))),
                     _ => String::new(),
                 }
             );
@@ -334,7 +408,11 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
             let _ = writeln!(o, "![precision and recall]({PLOT_SCORES})\n");
         }
     }
+}
 
+/// "Formation": every formation metric, the outcomes, contradictions and warnings.
+fn formation(o: &mut String, a: &Analysis, plots: &[&str]) -> Result<()> {
+    let get = |k: &str| a.summary.metrics.get(k);
     let _ = writeln!(o, "## Formation\n");
     let rows: Vec<Vec<String>> = METRICS
         .iter()
@@ -347,7 +425,7 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
             vec![format!("`{}`", d.key), num(get(d.key)), kind.to_string(), md(meaning(d.key))]
         })
         .collect();
-    table(&mut o, &["metric", "value", "kind", "meaning"], &rows);
+    table(o, &["metric", "value", "kind", "meaning"], &rows);
 
     let _ = writeln!(o, "### What happened to each candidate\n");
     let outcomes: Vec<Vec<String>> = match get("outcomes") {
@@ -357,8 +435,8 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
     if outcomes.is_empty() {
         let _ = writeln!(o, "No candidate facts were extracted.\n");
     } else {
-        table(&mut o, &["outcome", "candidates"], &outcomes);
-        outcome_examples(&mut o, a)?;
+        table(o, &["outcome", "candidates"], &outcomes);
+        outcome_examples(o, a)?;
     }
     if plots.contains(&PLOT_OUTCOMES) {
         let _ = writeln!(o, "![candidate outcomes]({PLOT_OUTCOMES})\n");
@@ -378,7 +456,7 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
         num(get("review_needed")),
         num(get("blocked")),
     );
-    verdict_examples(&mut o, a)?;
+    verdict_examples(o, a)?;
     if let Some(Value::Object(conf)) = get("judge_confusion") {
         let _ = writeln!(o, "Labelled pairs, gold verdict (rows) × pipeline outcome (columns):\n");
         let cols = ["old", "new", "neither", "not_judged"];
@@ -386,59 +464,18 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
             .iter()
             .map(|g| std::iter::once(format!("**{g}**")).chain(cols.iter().map(|c| num(conf.get(*g).and_then(|r| r.get(*c))))).collect())
             .collect();
-        table(&mut o, &["gold \\ pipeline", "old", "new", "neither", "not judged"], &rows);
+        table(o, &["gold \\ pipeline", "old", "new", "neither", "not judged"], &rows);
     }
     if plots.contains(&PLOT_VERDICTS) {
         let _ = writeln!(o, "![verdicts]({PLOT_VERDICTS})\n");
     }
 
     let _ = writeln!(o, "### Warnings\n");
-    warning_table(&mut o, a)?;
+    warning_table(o, a)?;
     if plots.contains(&PLOT_WARNINGS) {
         let _ = writeln!(o, "![warnings]({PLOT_WARNINGS})\n");
     }
-
-    if l.qa {
-        let _ = writeln!(o, "## QA evidence coverage\n");
-        let _ = writeln!(
-            o,
-            "{} of the QA evidence turns yielded a live fact; {} of {} QA items have every evidence turn covered.\n",
-            pct(get("qa_evidence_coverage")),
-            pct(get("qa_item_coverage")),
-            num(get("qa_items")),
-        );
-        if let Some(Value::Object(map)) = get("qa_evidence_coverage_by_category") {
-            let rows: Vec<Vec<String>> = map.iter().map(|(k, v)| vec![k.clone(), num(Some(v))]).collect();
-            table(&mut o, &["QA category", "evidence coverage"], &rows);
-        }
-    }
-
-    let _ = writeln!(o, "## Per conversation\n");
-    per_conversation_table(&mut o, a);
-    if plots.contains(&PLOT_STORED) {
-        let _ = writeln!(o, "![stored facts over episodes]({PLOT_STORED})\n");
-    }
-
-    let _ = writeln!(o, "## Example stored facts\n");
-    stored_examples(&mut o, a)?;
-
-    let _ = writeln!(o, "## Files\n");
-    let _ = writeln!(
-        o,
-        "`summary.json` (every metric), `facts.parquet`/`facts.csv` (one row per candidate, with its outcome and gold match), \
-         `episodes.parquet`/`episodes.csv` (one row per episode: counts, metric components, per-episode metrics, timings), \
-         `per_conversation.csv`, `facts.jsonl`/`episodes.jsonl` (the raw records), `store.sqlite` (the memory store), `run.json` (the manifest).\n"
-    );
-
-    let _ = writeln!(o, "## Timings\n");
-    let _ = writeln!(o, "Wall-clock milliseconds (not deterministic; the only such section).\n");
-    let rows: Vec<Vec<String>> = crate::metrics::TIMING_COLUMNS
-        .iter()
-        .chain(&["wall_ms"])
-        .filter_map(|k| a.summary.timings.get(*k).map(|v| vec![format!("`{k}`"), format!("{v:.1}")]))
-        .collect();
-    table(&mut o, &["stage", "ms"], &rows);
-    Ok(o)
+    Ok(())
 }
 
 fn pct(v: Option<&Value>) -> String {
@@ -452,11 +489,9 @@ fn pct(v: Option<&Value>) -> String {
 pub fn config_changes(config: &Value) -> Vec<String> {
     let defaults = serde_json::to_value(Config::default()).unwrap_or(Value::Null);
     match config {
-        Value::Object(map) => map
-            .iter()
-            .filter(|(k, v)| defaults.get(k.as_str()) != Some(v))
-            .map(|(k, v)| format!("`{k} = {v}`"))
-            .collect(),
+        Value::Object(map) => {
+            map.iter().filter(|(k, v)| defaults.get(k.as_str()) != Some(v)).map(|(k, v)| format!("`{k} = {v}`")).collect()
+        }
         _ => Vec::new(),
     }
 }
@@ -518,7 +553,13 @@ fn verdict_examples(o: &mut String, a: &Analysis) -> Result<()> {
                 format!("`{}`", cell(&ex, "verdict", i)),
                 cell(&ex, "reason", i),
                 cell(&ex, "n", i),
-                format!("{} / {}: «{}» vs live «{}»", cell(&ex, "conversation", i), cell(&ex, "candidate_turn", i), cell(&ex, "candidate_content", i), cell(&ex, "live_content", i)),
+                format!(
+                    "{} / {}: «{}» vs live «{}»",
+                    cell(&ex, "conversation", i),
+                    cell(&ex, "candidate_turn", i),
+                    cell(&ex, "candidate_content", i),
+                    cell(&ex, "live_content", i)
+                ),
             ]
         })
         .collect();
@@ -604,7 +645,10 @@ fn stored_examples(o: &mut String, a: &Analysis) -> Result<()> {
         let _ = writeln!(o, "No facts were stored.\n");
         return Ok(());
     }
-    let _ = writeln!(o, "The first three stored facts of each conversation (at most {EXAMPLES}); `gold` is the gold fact it matched (lexical).\n");
+    let _ = writeln!(
+        o,
+        "The first three stored facts of each conversation (at most {EXAMPLES}); `gold` is the gold fact it matched (lexical).\n"
+    );
     let rows: Vec<Vec<String>> = (0..ex.height())
         .map(|i| {
             vec![
@@ -662,7 +706,13 @@ pub fn bar_chart(title: &str, x_desc: &str, bars: &[(String, f64, usize)]) -> Re
     let n = bars.len().max(1);
     let max = bars.iter().map(|b| b.1).fold(0.0f64, f64::max);
     let counts = bars.iter().all(|b| b.1.fract() == 0.0);
-    let top = if max <= 0.0 { 1.0 } else if counts { (max * 1.15).ceil().max(max + 1.0) } else { max * 1.15 };
+    let top = if max <= 0.0 {
+        1.0
+    } else if counts {
+        (max * 1.15).ceil().max(max + 1.0)
+    } else {
+        max * 1.15
+    };
     let x_labels = if counts { (top as usize + 1).min(11) } else { 11 };
     let h = 90 + 28 * n as u32;
     let label_w = bars.iter().map(|b| b.0.chars().count()).max().unwrap_or(4).clamp(4, 40) as u32 * 7 + 10;
@@ -688,10 +738,8 @@ pub fn bar_chart(title: &str, x_desc: &str, bars: &[(String, f64, usize)]) -> Re
             .draw()?;
         let rev: Vec<(usize, &(String, f64, usize))> = bars.iter().rev().enumerate().collect();
         chart.draw_series(rev.iter().map(|(i, b)| {
-            let mut r = Rectangle::new(
-                [(0.0, SegmentValue::Exact(*i as u32)), (b.1, SegmentValue::Exact(*i as u32 + 1))],
-                colour(b.2).filled(),
-            );
+            let mut r =
+                Rectangle::new([(0.0, SegmentValue::Exact(*i as u32)), (b.1, SegmentValue::Exact(*i as u32 + 1))], colour(b.2).filled());
             r.set_margin(4, 4, 0, 0);
             r
         }))?;
@@ -790,9 +838,11 @@ pub fn plots(a: &Analysis) -> Result<Vec<(&'static str, String)>> {
     let verdicts: Vec<(String, f64, usize)> = [("old", 2), ("new", 6), ("neither", 3)]
         .iter()
         .map(|(v, c)| (format!("verdict {v}"), m.get(&format!("verdict_{v}")).and_then(Value::as_f64).unwrap_or(0.0), *c))
-        .chain([("invalidations", 1), ("closures", 8), ("review_needed", 7), ("blocked", 9)].iter().map(|(k, c)| {
-            (k.to_string(), m.get(*k).and_then(Value::as_f64).unwrap_or(0.0), *c)
-        }))
+        .chain(
+            [("invalidations", 1), ("closures", 8), ("review_needed", 7), ("blocked", 9)]
+                .iter()
+                .map(|(k, c)| (k.to_string(), m.get(*k).and_then(Value::as_f64).unwrap_or(0.0), *c)),
+        )
         .collect();
     if verdicts.iter().any(|v| v.1 > 0.0) {
         out.push((PLOT_VERDICTS, bar_chart("Judge verdicts and write effects", "count", &verdicts)?));
@@ -826,79 +876,6 @@ pub fn plots(a: &Analysis) -> Result<Vec<(&'static str, String)>> {
         out.push((PLOT_SCORES, bar_chart("Precision, recall and F1 against gold", "score", &scores)?));
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use polars::prelude::DataType;
-    use serde_json::json;
-
-    use super::{PLOT_SCORES, PLOT_STORED, REPORT_FILES, bar_chart, cell, read_parquet, render_report, write_run_reports};
-    use crate::metrics::tests::analysis_with;
-
-    fn manifest() -> serde_json::Value {
-        let mut config = serde_json::to_value(crate::config::Config::default()).expect("config");
-        config["near_dup_threshold"] = json!(0.9);
-        json!({
-            "dataset": {"name": "tiny", "format": "native", "digest": "0123456789abcdef", "conversations": 2},
-            "mode": "rules", "extractor": "rules:v1", "judge": "rules:v1", "embedder": "hashed:char3+word:256",
-            "write_mode": "full", "config": config,
-        })
-    }
-
-    #[test]
-    fn writes_every_report_file_and_parquet_round_trips() {
-        let a = analysis_with(None);
-        let dir = tempfile::tempdir().expect("tempdir");
-        write_run_reports(dir.path(), &manifest(), &a).expect("write reports");
-        // The fixture has outcomes, verdicts, warnings and gold, so every plot is drawn.
-        for f in REPORT_FILES {
-            assert!(dir.path().join(f).is_file(), "{f} not written");
-        }
-        let facts = read_parquet(&dir.path().join("facts.parquet")).expect("read facts.parquet");
-        assert_eq!(facts.height(), 9);
-        assert_eq!(facts.column("outcome").expect("outcome").dtype(), &DataType::String);
-        assert_eq!(cell(&facts, "gold_match", 0), "g1");
-        let episodes = read_parquet(&dir.path().join("episodes.parquet")).expect("read episodes.parquet");
-        assert_eq!(episodes.shape(), a.episodes.shape());
-        let csv = std::fs::read_to_string(dir.path().join("per_conversation.csv")).expect("csv");
-        assert!(csv.starts_with("conversation,"), "{csv}");
-        assert_eq!(csv.lines().count(), 3, "header and two conversations");
-    }
-
-    #[test]
-    fn report_explains_the_run() {
-        let a = analysis_with(None);
-        let md = render_report(&manifest(), &a, &[PLOT_STORED, PLOT_SCORES]).expect("render");
-        for needle in [
-            "# memform run: tiny, rules mode",
-            "`tiny` (native format, 2 conversations, digest `0123456789ab`)",
-            "defaults except `near_dup_threshold = 0.9`",
-            "9 candidate facts became **5 stored facts** (1.667 per episode, 62.500 per 100 turns)",
-            "| `turn_f1` | **0.727** | 0.857 | 0.000 |",
-            "| gold \\ pipeline | old | new | neither | not judged |",
-            "| **old** | 1 | 0 | 0 | 1 |",
-            "| `fact_too_short` | 1 | c1 / e1: fact \"ok\" is shorter than 10 characters |",
-            "| `c2` | 1 | 1 | 1 | 1 | 1 | 1.000 |",
-            "| 1 | 0.500 |",
-            "![stored facts over episodes](plot_stored_facts.svg)",
-            "| c1 / e1 / t1 | Ann works at Acme | fact | 0.900 | no | g1 |",
-        ] {
-            assert!(md.contains(needle), "report.md lacks {needle:?}:\n{md}");
-        }
-        assert!(!md.contains("plot_warnings.svg"), "only the plots written are linked");
-        let timings = md.find("## Timings").expect("timings section");
-        assert!(md[timings..].contains("`extract_ms` | 5.0"), "{}", &md[timings..]);
-    }
-
-    #[test]
-    fn bar_chart_draws_labelled_bars() {
-        let svg = bar_chart("Outcomes", "candidates", &[("created".into(), 5.0, 0), ("noise_rejected".into(), 1.0, 1)]).expect("svg");
-        assert!(svg.starts_with("<svg"), "{svg}");
-        assert!(svg.contains("created") && svg.contains("noise_rejected") && svg.contains("Outcomes"));
-        assert!(svg.matches("<rect").count() >= 3, "background and two bars");
-        assert_eq!(svg, bar_chart("Outcomes", "candidates", &[("created".into(), 5.0, 0), ("noise_rejected".into(), 1.0, 1)]).expect("svg"));
-    }
 }
 
 /// A metric against a swept threshold: one line per (name, points), and a
@@ -993,22 +970,19 @@ pub fn heat_map(
                 _ => String::new(),
             })
             .draw()?;
-        let cells: Vec<(u32, u32, Option<f64>)> = values
-            .iter()
-            .enumerate()
-            .flat_map(|(r, row)| row.iter().enumerate().map(move |(c, v)| (c as u32, r as u32, *v)))
-            .collect();
+        let cells: Vec<(u32, u32, Option<f64>)> =
+            values.iter().enumerate().flat_map(|(r, row)| row.iter().enumerate().map(move |(c, v)| (c as u32, r as u32, *v))).collect();
         chart.draw_series(cells.iter().map(|(c, r, v)| {
             let fill = v.map_or(RGBColor(0xee, 0xee, 0xee), shade);
-            Rectangle::new([(SegmentValue::Exact(*c), SegmentValue::Exact(*r)), (SegmentValue::Exact(c + 1), SegmentValue::Exact(r + 1))], fill.filled())
+            Rectangle::new(
+                [(SegmentValue::Exact(*c), SegmentValue::Exact(*r)), (SegmentValue::Exact(c + 1), SegmentValue::Exact(r + 1))],
+                fill.filled(),
+            )
         }))?;
         chart.draw_series(cells.iter().map(|(c, r, v)| {
             let text = v.map_or("–".to_string(), |x| format!("{x:.4}"));
             let dark = v.is_some_and(|x| hi > lo && (x - lo) / (hi - lo) > 0.6);
-            let style = ("sans-serif", 10)
-                .into_font()
-                .color(if dark { &WHITE } else { &BLACK })
-                .pos(Pos::new(HPos::Center, VPos::Center));
+            let style = ("sans-serif", 10).into_font().color(if dark { &WHITE } else { &BLACK }).pos(Pos::new(HPos::Center, VPos::Center));
             Text::new(text, (SegmentValue::CenterOf(*c), SegmentValue::CenterOf(*r)), style)
         }))?;
         if let Some((c, r)) = marked {
@@ -1020,4 +994,80 @@ pub fn heat_map(
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use polars::prelude::DataType;
+    use serde_json::json;
+
+    use super::{PLOT_SCORES, PLOT_STORED, REPORT_FILES, bar_chart, cell, read_parquet, render_report, write_run_reports};
+    use crate::metrics::tests::analysis_with;
+
+    fn manifest() -> serde_json::Value {
+        let mut config = serde_json::to_value(crate::config::Config::default()).expect("config");
+        config["near_dup_threshold"] = json!(0.9);
+        json!({
+            "dataset": {"name": "tiny", "format": "native", "digest": "0123456789abcdef", "conversations": 2},
+            "mode": "rules", "extractor": "rules:v1", "judge": "rules:v1", "embedder": "hashed:char3+word:256",
+            "write_mode": "full", "config": config,
+        })
+    }
+
+    #[test]
+    fn writes_every_report_file_and_parquet_round_trips() {
+        let a = analysis_with(None);
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_run_reports(dir.path(), &manifest(), &a).expect("write reports");
+        // The fixture has outcomes, verdicts, warnings and gold, so every plot is drawn.
+        for f in REPORT_FILES {
+            assert!(dir.path().join(f).is_file(), "{f} not written");
+        }
+        let facts = read_parquet(&dir.path().join("facts.parquet")).expect("read facts.parquet");
+        assert_eq!(facts.height(), 9);
+        assert_eq!(facts.column("outcome").expect("outcome").dtype(), &DataType::String);
+        assert_eq!(cell(&facts, "gold_match", 0), "g1");
+        let episodes = read_parquet(&dir.path().join("episodes.parquet")).expect("read episodes.parquet");
+        assert_eq!(episodes.shape(), a.episodes.shape());
+        let csv = std::fs::read_to_string(dir.path().join("per_conversation.csv")).expect("csv");
+        assert!(csv.starts_with("conversation,"), "{csv}");
+        assert_eq!(csv.lines().count(), 3, "header and two conversations");
+    }
+
+    #[test]
+    fn report_explains_the_run() {
+        let a = analysis_with(None);
+        let md = render_report(&manifest(), &a, &[PLOT_STORED, PLOT_SCORES]).expect("render");
+        for needle in [
+            "# memform run: tiny, rules mode",
+            "`tiny` (native format, 2 conversations, digest `0123456789ab`)",
+            "defaults except `near_dup_threshold = 0.9`",
+            "9 candidate facts became **5 stored facts** (1.667 per episode, 62.500 per 100 turns)",
+            "| `turn_f1` | **0.727** | 0.857 | 0.000 |",
+            "| gold \\ pipeline | old | new | neither | not judged |",
+            "| **old** | 1 | 0 | 0 | 1 |",
+            "| `fact_too_short` | 1 | c1 / e1: fact \"ok\" is shorter than 10 characters |",
+            "| `c2` | 1 | 1 | 1 | 1 | 1 | 1.000 |",
+            "| 1 | 0.500 |",
+            "![stored facts over episodes](plot_stored_facts.svg)",
+            "| c1 / e1 / t1 | Ann works at Acme | fact | 0.900 | no | g1 |",
+        ] {
+            assert!(md.contains(needle), "report.md lacks {needle:?}:\n{md}");
+        }
+        assert!(!md.contains("plot_warnings.svg"), "only the plots written are linked");
+        let timings = md.find("## Timings").expect("timings section");
+        assert!(md[timings..].contains("`extract_ms` | 5.0"), "{}", &md[timings..]);
+    }
+
+    #[test]
+    fn bar_chart_draws_labelled_bars() {
+        let svg = bar_chart("Outcomes", "candidates", &[("created".into(), 5.0, 0), ("noise_rejected".into(), 1.0, 1)]).expect("svg");
+        assert!(svg.starts_with("<svg"), "{svg}");
+        assert!(svg.contains("created") && svg.contains("noise_rejected") && svg.contains("Outcomes"));
+        assert!(svg.matches("<rect").count() >= 3, "background and two bars");
+        assert_eq!(
+            svg,
+            bar_chart("Outcomes", "candidates", &[("created".into(), 5.0, 0), ("noise_rejected".into(), 1.0, 1)]).expect("svg")
+        );
+    }
 }

@@ -15,12 +15,12 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::metrics::{Analysis, RunData, Summary, analyze};
+use crate::pipeline::write::EntityRow;
 use crate::pipeline::{EpisodeRecord, Stages, front, profiles, speaker_entities};
+use crate::rundir::{Manifest, Recorded, RunDir};
 use crate::state::ConvState;
 use crate::store::Store;
 use crate::types::{Conversation, Dataset};
-use crate::pipeline::write::EntityRow;
-use crate::rundir::{Manifest, Recorded, RunDir};
 
 /// Progress events for the CLI's bar (the library never prints).
 #[derive(Debug, Clone)]
@@ -85,13 +85,7 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         p(Progress::Start { episodes: total });
     }
     let work = || -> Vec<(String, Result<Vec<EpisodeRecord>>)> {
-        dataset
-            .conversations
-            .par_iter()
-            .map(|c| {
-                (c.id.clone(), run_conversation(c, cfg, stages, &store, opts.progress.as_ref()))
-            })
-            .collect()
+        dataset.conversations.par_iter().map(|c| (c.id.clone(), run_conversation(c, cfg, stages, &store, opts.progress.as_ref()))).collect()
     };
     let results = match opts.threads {
         Some(n) => rayon::ThreadPoolBuilder::new()

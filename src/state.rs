@@ -134,7 +134,6 @@ impl FactRec {
     }
 }
 
-
 /// True when `date` (YYYY-MM-DD) is at or before the date of `now`.
 pub fn is_past(date: Option<&str>, now: Option<&str>) -> bool {
     match (date, now) {
@@ -229,9 +228,7 @@ impl ConvState {
     /// The entity whose name or alias is `name` (case-insensitive), any type.
     pub fn entity_by_name(&self, name: &str) -> Option<&EntityRec> {
         let n = name.trim().to_lowercase();
-        self.entities.iter().find(|e| {
-            e.name.to_lowercase() == n || e.aliases.iter().any(|a| a.to_lowercase() == n)
-        })
+        self.entities.iter().find(|e| e.name.to_lowercase() == n || e.aliases.iter().any(|a| a.to_lowercase() == n))
     }
 }
 

@@ -10,10 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::WriteMode;
 use crate::error::{Error, Result};
-use crate::state::FactRec;
-use crate::types::{Episode, FactKind, Verdict};
 use crate::pipeline::judge::PairReason;
 use crate::pipeline::write::{AuditAction, AuditRow, EntityRow, LiveByHash, Outcome, VerdictRow, WritePlan, WriteResult, WriteTx};
+use crate::state::FactRec;
+use crate::types::{Episode, FactKind, Verdict};
 
 /// Named migrations, applied in order, each once, each in a transaction.
 /// Append only: never edit or reorder a released entry.
@@ -90,8 +90,7 @@ impl Store {
     pub fn open(path: &Path) -> Result<Store> {
         let err = |e| Error::Store { path: path.to_path_buf(), source: e };
         let mut conn = Connection::open(path).map_err(err)?;
-        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
-            .map_err(err)?;
+        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;").map_err(err)?;
         migrate(&mut conn).map_err(err)?;
         Ok(Store { conn: Mutex::new(conn), path: path.to_path_buf() })
     }
@@ -216,7 +215,7 @@ impl Store {
 
     /// Every entity as (conversation, id, name, type, aliases), ordered by
     /// conversation and creation.
-    pub fn entities(&self) -> Result<Vec<(String, String, String, String, Vec<String>)>> {
+    pub fn entities(&self) -> Result<Vec<EntityListing>> {
         self.with(|c| {
             let mut st = c.prepare(
                 "SELECT e.conversation_id, e.id, e.name, e.entity_type,
@@ -371,6 +370,9 @@ impl Store {
     }
 }
 
+/// An entity as read back: (conversation, id, name, type, aliases).
+pub type EntityListing = (String, String, String, String, Vec<String>);
+
 /// A fact row as read back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredFact {
@@ -392,18 +394,15 @@ pub struct StoredFact {
 /// Reads a stored string column into its enum; an unknown value is an error.
 fn parse_column<T>(r: &rusqlite::Row<'_>, i: usize, parse: fn(&str) -> Option<T>) -> rusqlite::Result<T> {
     let s: String = r.get(i)?;
-    parse(&s).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, format!("unknown value {s:?}").into())
-    })
+    parse(&s)
+        .ok_or_else(|| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, format!("unknown value {s:?}").into()))
 }
 
 fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     conn.execute_batch("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY)")?;
     for (name, sql) in MIGRATIONS {
         let tx = conn.transaction()?;
-        let done: Option<String> = tx
-            .query_row("SELECT name FROM schema_migrations WHERE name = ?1", [name], |r| r.get(0))
-            .optional()?;
+        let done: Option<String> = tx.query_row("SELECT name FROM schema_migrations WHERE name = ?1", [name], |r| r.get(0)).optional()?;
         if done.is_none() {
             tx.execute_batch(sql)?;
             tx.execute("INSERT INTO schema_migrations (name) VALUES (?1)", [name])?;
@@ -436,8 +435,7 @@ impl WriteTx for SqlTx<'_> {
                    AND invalid_at IS NULL AND superseded_by IS NULL",
             )
             .and_then(|mut st| {
-                st.query_row(params![self.conversation_id, hash], |r| Ok(LiveByHash { id: r.get(0)?, valid_until: r.get(1)? }))
-                    .optional()
+                st.query_row(params![self.conversation_id, hash], |r| Ok(LiveByHash { id: r.get(0)?, valid_until: r.get(1)? })).optional()
             })
             .map_err(|e| self.err(e))
     }
@@ -582,9 +580,9 @@ fn kind_str(k: FactKind) -> &'static str {
 mod tests {
     use super::*;
     use crate::normalize::normalize_and_hash_content;
-    use crate::types::Turn;
     use crate::pipeline::records::CandidateOutcome;
     use crate::pipeline::write::{Action, Effect, Proposal, policy};
+    use crate::types::Turn;
 
     /// The write policy applied through the real store.
     trait Apply {
@@ -631,7 +629,7 @@ mod tests {
     }
 
     fn insert(f: FactRec) -> Proposal {
-        Proposal { candidate_id: f.id.clone(), action: Action::Insert { fact: f } }
+        Proposal { candidate_id: f.id.clone(), action: Action::Insert { fact: Box::new(f) } }
     }
 
     fn outcomes(r: &WriteResult) -> Vec<(String, &'static str, String)> {
@@ -691,7 +689,11 @@ mod tests {
     fn partial_unique_index_allows_one_live_row_per_hash() {
         let s = store();
         let r = s
-            .apply(&plan("e1", "2024-01-01", vec![insert(fact("f1", "Alice likes tea", 0.9)), insert(fact("f2", "Alice likes tea", 0.9))]), WriteMode::Full, 0.7)
+            .apply(
+                &plan("e1", "2024-01-01", vec![insert(fact("f1", "Alice likes tea", 0.9)), insert(fact("f2", "Alice likes tea", 0.9))]),
+                WriteMode::Full,
+                0.7,
+            )
             .unwrap();
         assert_eq!(outcomes(&r)[1], ("insert".into(), "skipped", "conflict with a live fact".into()));
         assert_eq!(s.facts().unwrap().len(), 1);
@@ -701,13 +703,24 @@ mod tests {
     fn invalidation_with_cascade_in_full_blocked_in_controlled_recorded_in_shadow() {
         for (mode, live_after) in [(WriteMode::Full, 1), (WriteMode::Controlled, 3), (WriteMode::Shadow, 2)] {
             let s = store();
-            s.apply(&plan("e1", "2024-01-01", vec![insert(fact("f1", "Alice works at Google", 0.9)), insert(fact("f9", "Google is in Mountain View", 0.9))]), WriteMode::Full, 0.7)
-                .unwrap();
+            s.apply(
+                &plan(
+                    "e1",
+                    "2024-01-01",
+                    vec![insert(fact("f1", "Alice works at Google", 0.9)), insert(fact("f9", "Google is in Mountain View", 0.9))],
+                ),
+                WriteMode::Full,
+                0.7,
+            )
+            .unwrap();
             let p = plan(
                 "e2",
                 "2024-02-01",
                 vec![
-                    Proposal { candidate_id: "f2".into(), action: Action::Invalidate { target: "f1".into(), by: "f2".into(), cascade: vec!["f9".into()] } },
+                    Proposal {
+                        candidate_id: "f2".into(),
+                        action: Action::Invalidate { target: "f1".into(), by: "f2".into(), cascade: vec!["f9".into()] },
+                    },
                     insert(fact("f2", "Alice works at Anthropic", 0.9)),
                 ],
             );
@@ -738,7 +751,10 @@ mod tests {
             "e2",
             "2024-02-01",
             vec![
-                Proposal { candidate_id: "f2".into(), action: Action::Invalidate { target: "f1".into(), by: "f2".into(), cascade: vec![] } },
+                Proposal {
+                    candidate_id: "f2".into(),
+                    action: Action::Invalidate { target: "f1".into(), by: "f2".into(), cascade: vec![] },
+                },
                 insert(fact("f2", "Alice works at Anthropic", 0.9)),
             ],
         );
@@ -755,7 +771,10 @@ mod tests {
             "e2",
             "2024-02-01",
             vec![
-                Proposal { candidate_id: "f2".into(), action: Action::Invalidate { target: "f1".into(), by: "f2".into(), cascade: vec![] } },
+                Proposal {
+                    candidate_id: "f2".into(),
+                    action: Action::Invalidate { target: "f1".into(), by: "f2".into(), cascade: vec![] },
+                },
                 insert(fact("f2", "Alice works at Anthropic", 0.5)),
             ],
         );
@@ -770,7 +789,8 @@ mod tests {
         let mut old = fact("f1", "Alice drives a Honda Civic", 0.9);
         old.valid_until = Some("2024-01-15".into());
         s.apply(&plan("e1", "2024-01-01", vec![insert(old)]), WriteMode::Full, 0.7).unwrap();
-        let r = s.apply(&plan("e2", "2024-02-01", vec![insert(fact("f2", "Alice drives a Honda Civic", 0.9))]), WriteMode::Full, 0.7).unwrap();
+        let r =
+            s.apply(&plan("e2", "2024-02-01", vec![insert(fact("f2", "Alice drives a Honda Civic", 0.9))]), WriteMode::Full, 0.7).unwrap();
         let o: Vec<(&str, &str)> = r.audit.iter().map(|a| (a.action.as_str(), a.outcome.as_str())).collect();
         assert_eq!(o, vec![("renew", "invalidated"), ("insert", "created")]);
         let facts = s.facts().unwrap();
@@ -786,9 +806,18 @@ mod tests {
             "e2",
             "2024-02-01",
             vec![
-                Proposal { candidate_id: "c1".into(), action: Action::Close { target: "f1".into(), valid_until: "2024-02-01".into(), cascade: vec![] } },
-                Proposal { candidate_id: "c2".into(), action: Action::Reject { outcome: CandidateOutcome::NoiseRejected, reason: "value".into(), related: None } },
-                Proposal { candidate_id: "c3".into(), action: Action::Reject { outcome: CandidateOutcome::NearDuplicate, reason: "cos".into(), related: Some("f1".into()) } },
+                Proposal {
+                    candidate_id: "c1".into(),
+                    action: Action::Close { target: "f1".into(), valid_until: "2024-02-01".into(), cascade: vec![] },
+                },
+                Proposal {
+                    candidate_id: "c2".into(),
+                    action: Action::Reject { outcome: CandidateOutcome::NoiseRejected, reason: "value".into(), related: None },
+                },
+                Proposal {
+                    candidate_id: "c3".into(),
+                    action: Action::Reject { outcome: CandidateOutcome::NearDuplicate, reason: "cos".into(), related: Some("f1".into()) },
+                },
             ],
         );
         let r = s.apply(&p, WriteMode::Full, 0.7).unwrap();

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::metrics::{GoldIndex, point_metrics};
-use crate::pipeline::{EpisodeFront, EpisodeRecord, Stages, front, profiles, speaker_entities};
 use crate::pipeline::judge::{Judge, RulesJudge};
+use crate::pipeline::{EpisodeFront, EpisodeRecord, Stages, front, profiles, speaker_entities};
 use crate::state::{ConvState, EntityRec, SimTable};
 use crate::store::Store;
 use crate::types::Dataset;
@@ -53,16 +53,16 @@ pub fn parse_axis(spec: &str) -> Result<Axis> {
     let key = key.trim().to_string();
     let parts: Vec<&str> = rhs.split(':').collect();
     let values: Vec<String> = if parts.len() == 3 {
-        let num = |s: &str| {
-            s.trim().parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| bad(&format!("{s:?} is not a finite number")))
-        };
+        let num =
+            |s: &str| s.trim().parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| bad(&format!("{s:?} is not a finite number")));
         let (start, stop, step) = (num(parts[0])?, num(parts[1])?, num(parts[2])?);
         if !(step > 0.0 && stop >= start) {
             return Err(bad("needs START <= STOP and STEP > 0"));
         }
         let decimals = parts.iter().map(|p| p.trim().split_once('.').map_or(0, |(_, d)| d.len())).max().unwrap_or(0).min(12);
         let steps = ((stop - start) / step + 1e-9).floor();
-        if !(steps < MAX_AXIS_VALUES as f64) {
+        // NaN (an overflowing range) is refused too.
+        if steps.partial_cmp(&(MAX_AXIS_VALUES as f64)) != Some(std::cmp::Ordering::Less) {
             return Err(bad(&format!("more than {MAX_AXIS_VALUES} values")));
         }
         let n = steps as usize + 1;
@@ -294,12 +294,11 @@ pub fn run_sweep_with(
     let mut front_sets: BTreeMap<String, Vec<ConversationFronts>> = BTreeMap::new();
     let mut shared = SharedWork::default();
     for c in &cfgs {
-        let key = front_key(c);
-        if !front_sets.contains_key(&key) {
+        if let std::collections::btree_map::Entry::Vacant(slot) = front_sets.entry(front_key(c)) {
             let fronts = compute_fronts(dataset, c, stages)?;
             shared.front_sets += 1;
             shared.fronts_computed += fronts.iter().map(|c| c.episodes.len()).sum::<usize>();
-            front_sets.insert(key, fronts);
+            slot.insert(fronts);
         }
     }
     let gold = GoldIndex::new(dataset)?;
@@ -327,11 +326,7 @@ pub fn run_sweep_with(
         report(&Estimate { points: points.len(), fronts: fronts_took, one_point: t.elapsed(), threads });
         idx.remove(0);
     }
-    let run_points = || -> Vec<Result<Row>> {
-        idx.par_iter()
-            .map(|&i| run_one(i))
-            .collect()
-    };
+    let run_points = || -> Vec<Result<Row>> { idx.par_iter().map(|&i| run_one(i)).collect() };
     // Points run on polars' own pool (one thread per core), so each point's
     // metric queries stay on the thread that runs it instead of waiting on
     // another pool; a caller that installed its own pool (`--threads`) keeps it.
@@ -408,11 +403,7 @@ fn run_point(
     };
     let mut live = std::collections::BTreeSet::new();
     for (conv, conv_fronts) in dataset.conversations.iter().zip(fronts) {
-        let mut state = ConvState {
-            entities: conv_fronts.speakers.clone(),
-            sims: conv_fronts.sims.clone(),
-            ..ConvState::default()
-        };
+        let mut state = ConvState { entities: conv_fronts.speakers.clone(), sims: conv_fronts.sims.clone(), ..ConvState::default() };
         for (episode, f) in conv.episodes.iter().zip(&conv_fronts.episodes) {
             records.push(profile.back(f, conv, episode, &mut state, cfg, judge, &store)?);
         }
@@ -428,7 +419,9 @@ pub fn to_csv(rows: &[Row]) -> String {
     let keys: Vec<String> = rows.first().map(|r| r.settings.iter().map(|(k, _)| k.clone()).collect()).unwrap_or_default();
     let metrics: Vec<String> = rows.first().map(|r| r.metrics.keys().cloned().collect()).unwrap_or_default();
     let mut out = String::new();
-    out.push_str(&std::iter::once("point".to_string()).chain(keys.iter().cloned()).chain(metrics.iter().cloned()).collect::<Vec<_>>().join(","));
+    out.push_str(
+        &std::iter::once("point".to_string()).chain(keys.iter().cloned()).chain(metrics.iter().cloned()).collect::<Vec<_>>().join(","),
+    );
     out.push('\n');
     for r in rows {
         let mut cells = vec![r.index.to_string()];
@@ -490,13 +483,9 @@ pub fn best(rows: &[Row], objective: &str, lower: bool) -> Option<usize> {
 
 /// Points not dominated on (x, y), both higher-is-better, sorted by x.
 pub fn pareto(rows: &[Row], x: &str, y: &str) -> Vec<usize> {
-    let pts: Vec<(usize, f64, f64)> =
-        rows.iter().filter_map(|r| Some((r.index, *r.metrics.get(x)?, *r.metrics.get(y)?))).collect();
-    let mut front: Vec<(usize, f64, f64)> = pts
-        .iter()
-        .filter(|(_, a, b)| !pts.iter().any(|(_, c, d)| (c >= a && d >= b) && (c > a || d > b)))
-        .cloned()
-        .collect();
+    let pts: Vec<(usize, f64, f64)> = rows.iter().filter_map(|r| Some((r.index, *r.metrics.get(x)?, *r.metrics.get(y)?))).collect();
+    let mut front: Vec<(usize, f64, f64)> =
+        pts.iter().filter(|(_, a, b)| !pts.iter().any(|(_, c, d)| (c >= a && d >= b) && (c > a || d > b))).cloned().collect();
     front.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
     front.dedup_by(|a, b| a.1 == b.1 && a.2 == b.2);
     front.into_iter().map(|(i, _, _)| i).collect()
@@ -526,7 +515,8 @@ mod tests {
         assert_eq!(shard_points(&axes, 1, 4), shard(all, 1, 4));
         let err = check_grid(&axes, 17).unwrap_err().to_string();
         assert!(err.contains("18 points (6 × 3) is more than --max-points 17"), "{err}");
-        let big = vec![parse_axis("near_dup_threshold=0:0.9999:0.0001").unwrap(), parse_axis("entity_merge_threshold=0:0.9999:0.0001").unwrap()];
+        let big =
+            vec![parse_axis("near_dup_threshold=0:0.9999:0.0001").unwrap(), parse_axis("entity_merge_threshold=0:0.9999:0.0001").unwrap()];
         let err = check_grid(&big, 10_000).unwrap_err().to_string();
         assert!(err.contains("100000000 points (10000 × 10000)"), "{err}");
         let twice = vec![parse_axis("max_facts=1,2").unwrap(), parse_axis("max_facts=3").unwrap()];
@@ -548,12 +538,8 @@ mod tests {
 
     #[test]
     fn estimate_scales_one_point_by_the_rounds_left() {
-        let e = Estimate {
-            points: 9,
-            fronts: std::time::Duration::from_secs(2),
-            one_point: std::time::Duration::from_millis(500),
-            threads: 2,
-        };
+        let e =
+            Estimate { points: 9, fronts: std::time::Duration::from_secs(2), one_point: std::time::Duration::from_millis(500), threads: 2 };
         assert_eq!(e.remaining(), std::time::Duration::from_secs(2));
         assert_eq!(e.describe(), "sweep: 9 points; the front pass took 2.0 s, one point 0.5 s: about 2.0 s more on 2 thread(s)");
     }
@@ -605,7 +591,8 @@ mod tests {
         .collect();
         let p2 = plots(&two, &rep).unwrap();
         assert_eq!(p2.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(), ["sweep-p.svg", "sweep-r.svg"]);
-        let three: Vec<Row> = vec![Row { settings: vec![("a".into(), "1".into()), ("b".into(), "2".into()), ("c".into(), "3".into())], ..row(0, 0.5, 0.5) }];
+        let three: Vec<Row> =
+            vec![Row { settings: vec![("a".into(), "1".into()), ("b".into(), "2".into()), ("c".into(), "3".into())], ..row(0, 0.5, 0.5) }];
         assert!(plots(&three, &rep).unwrap().is_empty());
         assert!(render_md(&three, &rep, &[]).contains("No plots"));
     }
@@ -674,10 +661,10 @@ pub fn to_frame(rows: &[Row]) -> std::result::Result<polars::prelude::DataFrame,
 fn axis_values(rows: &[Row], k: usize) -> (Vec<String>, Option<Vec<f64>>) {
     let mut vals: Vec<String> = Vec::new();
     for r in rows {
-        if let Some((_, v)) = r.settings.get(k) {
-            if !vals.contains(v) {
-                vals.push(v.clone());
-            }
+        if let Some((_, v)) = r.settings.get(k)
+            && !vals.contains(v)
+        {
+            vals.push(v.clone());
         }
     }
     let nums = vals.iter().map(|v| v.parse::<f64>().ok()).collect();
@@ -713,21 +700,13 @@ pub fn plots(rows: &[Row], rep: &SweepReport<'_>) -> Result<Vec<(String, String)
             let series: Vec<(String, Vec<(f64, f64)>)> = plotted(rep)
                 .into_iter()
                 .map(|m| {
-                    let pts = rows
-                        .iter()
-                        .filter_map(|r| Some((r.settings[0].1.parse::<f64>().ok()?, *r.metrics.get(&m)?)))
-                        .collect();
+                    let pts = rows.iter().filter_map(|r| Some((r.settings[0].1.parse::<f64>().ok()?, *r.metrics.get(&m)?))).collect();
                     (m, pts)
                 })
                 .collect();
             let marker = default_of(key).and_then(|d| d.parse::<f64>().ok());
             let label = marker.map(|m| format!("seed default {m}"));
-            let svg = crate::report::threshold_chart(
-                &format!("Sweep over {key}"),
-                key,
-                &series,
-                marker.zip(label.as_deref()),
-            )?;
+            let svg = crate::report::threshold_chart(&format!("Sweep over {key}"), key, &series, marker.zip(label.as_deref()))?;
             out.push((format!("sweep-{key}.svg"), svg));
         }
         [ky, kx] => {
@@ -738,7 +717,9 @@ pub fn plots(rows: &[Row], rep: &SweepReport<'_>) -> Result<Vec<(String, String)
             for m in plotted(rep) {
                 let mut grid = vec![vec![None; xs.len()]; ys.len()];
                 for r in rows {
-                    let (Some(yi), Some(xi)) = (ys.iter().position(|v| *v == r.settings[0].1), xs.iter().position(|v| *v == r.settings[1].1)) else {
+                    let (Some(yi), Some(xi)) =
+                        (ys.iter().position(|v| *v == r.settings[0].1), xs.iter().position(|v| *v == r.settings[1].1))
+                    else {
                         continue;
                     };
                     grid[yi][xi] = r.metrics.get(&m).copied();
@@ -778,7 +759,12 @@ pub fn render_md(rows: &[Row], rep: &SweepReport<'_>, plots: &[&str]) -> String 
     }
     let header = format!("| point | settings | {} |\n|---|---|{}\n", cols.join(" | "), "---:|".repeat(cols.len()));
     let line = |r: &Row, label: &str| {
-        format!("| {}{label} | {} | {} |\n", r.index, settings_text(&r.settings), cols.iter().map(|c| metric(r, c)).collect::<Vec<_>>().join(" | "))
+        format!(
+            "| {}{label} | {} | {} |\n",
+            r.index,
+            settings_text(&r.settings),
+            cols.iter().map(|c| metric(r, c)).collect::<Vec<_>>().join(" | ")
+        )
     };
     out.push_str(&format!("## Best for `{}`\n\n", rep.objective));
     out.push_str(&header);
@@ -786,7 +772,8 @@ pub fn render_md(rows: &[Row], rep: &SweepReport<'_>, plots: &[&str]) -> String 
     if let Some(r) = best(rows, rep.objective, false).and_then(by_index) {
         out.push_str(&line(r, " (best)"));
     }
-    let default_row = rows.iter().find(|r| r.settings.iter().all(|(k, v)| rep.defaults.iter().any(|(dk, dv)| dk == k && values_equal(dv, v))));
+    let default_row =
+        rows.iter().find(|r| r.settings.iter().all(|(k, v)| rep.defaults.iter().any(|(dk, dv)| dk == k && values_equal(dv, v))));
     match default_row {
         Some(r) => out.push_str(&line(r, " (seed defaults)")),
         None => out.push_str(&format!("\nThe seed defaults ({}) are not a grid point.\n", settings_text(&rep.defaults))),

@@ -81,8 +81,15 @@ fn write_run(dir: &Path, a: &Analysis, manifest: &serde_json::Value) {
 /// stored a second fact ("Bo plays bass") and did not store "Bo likes jazz".
 fn two_runs(root: &Path) -> (Side, Side) {
     let (dataset, episodes, live) = fixture();
-    let a = analyze(&RunData { dataset: &dataset, episodes: &episodes, live_ids: &live, skipped_conversations: 0, wall_ms: 1.0, embedder: None })
-        .expect("analyze a");
+    let a = analyze(&RunData {
+        dataset: &dataset,
+        episodes: &episodes,
+        live_ids: &live,
+        skipped_conversations: 0,
+        wall_ms: 1.0,
+        embedder: None,
+    })
+    .expect("analyze a");
     let mut eps_b = episodes.clone();
     let mut jazz = cand("c2", "e1", 0, "u1", "Bo likes jazz", "low_fact_confidence", false);
     jazz.subject = "Bo".into();
@@ -91,8 +98,15 @@ fn two_runs(root: &Path) -> (Side, Side) {
     eps_b[2] = episode_record("c2", "e1", 1, vec![jazz, bass]);
     let mut live_b = live.clone();
     live_b.insert("c2/e1/c1".into());
-    let b = analyze(&RunData { dataset: &dataset, episodes: &eps_b, live_ids: &live_b, skipped_conversations: 0, wall_ms: 2.0, embedder: None })
-        .expect("analyze b");
+    let b = analyze(&RunData {
+        dataset: &dataset,
+        episodes: &eps_b,
+        live_ids: &live_b,
+        skipped_conversations: 0,
+        wall_ms: 2.0,
+        embedder: None,
+    })
+    .expect("analyze b");
     write_run(&root.join("runs/a"), &a, &manifest("rules"));
     write_run(&root.join("runs/b"), &b, &manifest("rules"));
     (Side { label: "rules".into(), dir: root.join("runs/a") }, Side { label: "rules+x".into(), dir: root.join("runs/b") })

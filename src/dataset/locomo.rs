@@ -46,35 +46,21 @@ fn looks_like_object(value: &Value) -> bool {
     let Some(map) = value.as_object() else {
         return false;
     };
-    let flat = |m: &Map<String, Value>| {
-        m.contains_key("speaker_a")
-            || m.contains_key("speaker_b")
-            || m.keys().any(|k| session_key(k).is_some())
-    };
-    flat(map)
-        || map
-            .get("conversation")
-            .and_then(Value::as_object)
-            .is_some_and(flat)
+    let flat =
+        |m: &Map<String, Value>| m.contains_key("speaker_a") || m.contains_key("speaker_b") || m.keys().any(|k| session_key(k).is_some());
+    flat(map) || map.get("conversation").and_then(Value::as_object).is_some_and(flat)
 }
 
 /// Imports every conversation in one parsed file. `stem` (the file name
 /// without `.json`) is the id of a conversation without `sample_id`.
-pub fn import(
-    path: &Path,
-    stem: &str,
-    value: &Value,
-    warnings: &mut Vec<Warning>,
-) -> Result<Vec<Conversation>> {
+pub fn import(path: &Path, stem: &str, value: &Value, warnings: &mut Vec<Warning>) -> Result<Vec<Conversation>> {
     let mut ctx = Ctx { path, warnings };
     match value {
         Value::Array(items) => {
             let mut out = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {
                 let here = format!("[{i}]");
-                let root = item
-                    .as_object()
-                    .ok_or_else(|| ctx.err(&here, "expected a conversation object"))?;
+                let root = item.as_object().ok_or_else(|| ctx.err(&here, "expected a conversation object"))?;
                 out.push(import_one(&mut ctx, &here, root, &format!("{stem}-{i}"))?);
             }
             Ok(out)
@@ -91,35 +77,19 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn err(&self, field: &str, message: impl std::fmt::Display) -> Error {
-        if field.is_empty() {
-            Error::input(self.path, message.to_string())
-        } else {
-            Error::input(self.path, format!("{field}: {message}"))
-        }
+        if field.is_empty() { Error::input(self.path, message.to_string()) } else { Error::input(self.path, format!("{field}: {message}")) }
     }
 
     fn warn(&mut self, kind: &str, field: &str, message: impl std::fmt::Display) {
-        self.warnings.push(Warning::new(
-            kind,
-            format!("{}: {field}: {message}", self.path.display()),
-        ));
+        self.warnings.push(Warning::new(kind, format!("{}: {field}: {message}", self.path.display())));
     }
 }
 
 fn join(prefix: &str, key: &str) -> String {
-    if prefix.is_empty() {
-        key.to_string()
-    } else {
-        format!("{prefix}.{key}")
-    }
+    if prefix.is_empty() { key.to_string() } else { format!("{prefix}.{key}") }
 }
 
-fn import_one(
-    ctx: &mut Ctx,
-    prefix: &str,
-    root: &Map<String, Value>,
-    fallback_id: &str,
-) -> Result<Conversation> {
+fn import_one(ctx: &mut Ctx, prefix: &str, root: &Map<String, Value>, fallback_id: &str) -> Result<Conversation> {
     let (conv, conv_prefix) = match root.get("conversation") {
         Some(Value::Object(c)) => (c, join(prefix, "conversation")),
         Some(_) => return Err(ctx.err(&join(prefix, "conversation"), "expected an object")),
@@ -146,9 +116,7 @@ fn import_one(
         let Some(n) = session_key(key) else { continue };
         let field = join(&conv_prefix, key);
         let n = n.map_err(|m| ctx.err(&field, m))?;
-        let turns = value
-            .as_array()
-            .ok_or_else(|| ctx.err(&field, "expected a list of turns"))?;
+        let turns = value.as_array().ok_or_else(|| ctx.err(&field, "expected a list of turns"))?;
         if let Some((other, _)) = sessions.insert(n, (key, turns)) {
             return Err(ctx.err(&field, format!("session number {n} is also given by {other}")));
         }
@@ -162,23 +130,17 @@ fn import_one(
         let date_field = join(&conv_prefix, &date_key);
         let timestamp = match conv.get(&date_key) {
             None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(parse_date_time(s).ok_or_else(|| {
-                ctx.err(
-                    &date_field,
-                    format!("cannot read {s:?} as a date like \"1:56 pm on 8 May, 2023\""),
-                )
-            })?),
+            Some(Value::String(s)) => Some(
+                parse_date_time(s)
+                    .ok_or_else(|| ctx.err(&date_field, format!("cannot read {s:?} as a date like \"1:56 pm on 8 May, 2023\"")))?,
+            ),
             Some(_) => return Err(ctx.err(&date_field, "expected a string")),
         };
         if let Some(ts) = &timestamp {
             if let Some((prev_key, prev_ts)) = &previous
                 && ts < prev_ts
             {
-                ctx.warn(
-                    WARN_SESSIONS_OUT_OF_ORDER,
-                    &date_field,
-                    format!("{ts} is earlier than {prev_key} ({prev_ts})"),
-                );
+                ctx.warn(WARN_SESSIONS_OUT_OF_ORDER, &date_field, format!("{ts} is earlier than {prev_key} ({prev_ts})"));
             }
             previous = Some((date_key.clone(), ts.clone()));
         }
@@ -187,10 +149,7 @@ fn import_one(
             let here = format!("{}[{t}]", join(&conv_prefix, key));
             let turn = read_turn(ctx, &here, raw)?;
             if !turn_ids.insert(turn.id.clone()) {
-                return Err(ctx.err(
-                    &format!("{here}.dia_id"),
-                    format!("duplicate turn id {:?}", turn.id),
-                ));
+                return Err(ctx.err(&format!("{here}.dia_id"), format!("duplicate turn id {:?}", turn.id)));
             }
             if !speakers.contains(&turn.speaker) {
                 ctx.warn(
@@ -201,11 +160,7 @@ fn import_one(
             }
             turns.push(turn);
         }
-        episodes.push(Episode {
-            id: (*key).clone(),
-            timestamp,
-            turns,
-        });
+        episodes.push(Episode { id: (*key).clone(), timestamp, turns });
     }
 
     let mut facts = Vec::new();
@@ -228,11 +183,7 @@ fn import_one(
         for (n, (key, value)) in observations {
             let field = join(&source_prefix, key);
             if !sessions.contains_key(&n) {
-                ctx.warn(
-                    WARN_OBSERVATION_WITHOUT_SESSION,
-                    &field,
-                    format!("no session_{n}; its facts are dropped"),
-                );
+                ctx.warn(WARN_OBSERVATION_WITHOUT_SESSION, &field, format!("no session_{n}; its facts are dropped"));
                 continue;
             }
             read_observations(ctx, &field, n, value, &turn_ids, &mut facts)?;
@@ -244,28 +195,13 @@ fn import_one(
         None | Some(Value::Null) => {}
         Some(Value::Array(items)) => {
             for (i, item) in items.iter().enumerate() {
-                qa.push(read_qa(
-                    ctx,
-                    &format!("{}[{i}]", join(prefix, "qa")),
-                    item,
-                    &turn_ids,
-                )?);
+                qa.push(read_qa(ctx, &format!("{}[{i}]", join(prefix, "qa")), item, &turn_ids)?);
             }
         }
         Some(_) => return Err(ctx.err(&join(prefix, "qa"), "expected a list")),
     }
 
-    Ok(Conversation {
-        id,
-        speakers,
-        episodes,
-        gold: Gold {
-            facts,
-            qa,
-            duplicate_groups: Vec::new(),
-            contradictions: Vec::new(),
-        },
-    })
+    Ok(Conversation { id, speakers, episodes, gold: Gold { facts, qa, duplicate_groups: Vec::new(), contradictions: Vec::new() } })
 }
 
 /// `session_12` → `Some(Ok(12))`; a session key whose number does not fit
@@ -288,18 +224,12 @@ fn string_field(ctx: &Ctx, here: &str, obj: &Map<String, Value>, key: &str) -> R
 }
 
 fn read_turn(ctx: &Ctx, here: &str, raw: &Value) -> Result<Turn> {
-    let obj = raw
-        .as_object()
-        .ok_or_else(|| ctx.err(here, "expected a turn object"))?;
+    let obj = raw.as_object().ok_or_else(|| ctx.err(here, "expected a turn object"))?;
     let id = string_field(ctx, here, obj, "dia_id")?;
     if id.trim().is_empty() {
         return Err(ctx.err(&format!("{here}.dia_id"), "empty"));
     }
-    Ok(Turn {
-        id,
-        speaker: string_field(ctx, here, obj, "speaker")?,
-        text: string_field(ctx, here, obj, "text")?,
-    })
+    Ok(Turn { id, speaker: string_field(ctx, here, obj, "speaker")?, text: string_field(ctx, here, obj, "text")? })
 }
 
 /// `{speaker: [[fact, evidence], ...]}` → gold facts `session_N/<speaker>/<index>`.
@@ -311,23 +241,14 @@ fn read_observations(
     turn_ids: &HashSet<String>,
     facts: &mut Vec<GoldFact>,
 ) -> Result<()> {
-    let by_speaker = value
-        .as_object()
-        .ok_or_else(|| ctx.err(field, "expected an object of speaker → facts"))?;
+    let by_speaker = value.as_object().ok_or_else(|| ctx.err(field, "expected an object of speaker → facts"))?;
     for (speaker, items) in by_speaker {
         let speaker_field = format!("{field}.{speaker}");
-        let items = items
-            .as_array()
-            .ok_or_else(|| ctx.err(&speaker_field, "expected a list of [fact, evidence]"))?;
+        let items = items.as_array().ok_or_else(|| ctx.err(&speaker_field, "expected a list of [fact, evidence]"))?;
         for (i, item) in items.iter().enumerate() {
             let here = format!("{speaker_field}[{i}]");
-            let pair = item
-                .as_array()
-                .filter(|p| p.len() == 2)
-                .ok_or_else(|| ctx.err(&here, "expected [fact, evidence]"))?;
-            let text = pair[0]
-                .as_str()
-                .ok_or_else(|| ctx.err(&format!("{here}[0]"), "expected a string"))?;
+            let pair = item.as_array().filter(|p| p.len() == 2).ok_or_else(|| ctx.err(&here, "expected [fact, evidence]"))?;
+            let text = pair[0].as_str().ok_or_else(|| ctx.err(&format!("{here}[0]"), "expected a string"))?;
             let evidence = read_evidence(ctx, &format!("{here}[1]"), &pair[1], turn_ids)?;
             facts.push(GoldFact {
                 id: format!("session_{n}/{speaker}/{i}"),
@@ -344,9 +265,7 @@ fn read_observations(
 }
 
 fn read_qa(ctx: &mut Ctx, here: &str, raw: &Value, turn_ids: &HashSet<String>) -> Result<GoldQa> {
-    let obj = raw
-        .as_object()
-        .ok_or_else(|| ctx.err(here, "expected a question-answer object"))?;
+    let obj = raw.as_object().ok_or_else(|| ctx.err(here, "expected a question-answer object"))?;
     let question = string_field(ctx, here, obj, "question")?;
     let answer_of = |key: &str| -> Result<Option<String>> {
         match obj.get(key) {
@@ -367,27 +286,14 @@ fn read_qa(ctx: &mut Ctx, here: &str, raw: &Value, turn_ids: &HashSet<String>) -
     };
     let category = match obj.get("category") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(
-            v.as_i64()
-                .ok_or_else(|| ctx.err(&format!("{here}.category"), "expected an integer"))?,
-        ),
+        Some(v) => Some(v.as_i64().ok_or_else(|| ctx.err(&format!("{here}.category"), "expected an integer"))?),
     };
-    Ok(GoldQa {
-        question,
-        answer,
-        evidence,
-        category,
-    })
+    Ok(GoldQa { question, answer, evidence, category })
 }
 
 /// Evidence as a string, a list of strings, or `;`-separated strings: split,
 /// trimmed, empty parts dropped, ids naming no turn dropped with a warning.
-fn read_evidence(
-    ctx: &mut Ctx,
-    field: &str,
-    value: &Value,
-    turn_ids: &HashSet<String>,
-) -> Result<Vec<String>> {
+fn read_evidence(ctx: &mut Ctx, field: &str, value: &Value, turn_ids: &HashSet<String>) -> Result<Vec<String>> {
     let mut raw: Vec<(String, &str)> = Vec::new();
     match value {
         Value::Null => {}
@@ -395,17 +301,12 @@ fn read_evidence(
         Value::Array(items) => {
             for (j, item) in items.iter().enumerate() {
                 let here = format!("{field}[{j}]");
-                let s = item
-                    .as_str()
-                    .ok_or_else(|| ctx.err(&here, "expected a turn id string"))?;
+                let s = item.as_str().ok_or_else(|| ctx.err(&here, "expected a turn id string"))?;
                 raw.push((here, s));
             }
         }
         _ => {
-            return Err(ctx.err(
-                field,
-                "expected a turn id, a list of them, or a `;`-separated string",
-            ));
+            return Err(ctx.err(field, "expected a turn id, a list of them, or a `;`-separated string"));
         }
     }
     let mut out: Vec<String> = Vec::new();
@@ -413,11 +314,7 @@ fn read_evidence(
     for (here, s) in raw {
         for part in s.split(';').map(str::trim).filter(|p| !p.is_empty()) {
             if !turn_ids.contains(part) {
-                ctx.warn(
-                    WARN_UNKNOWN_EVIDENCE,
-                    &here,
-                    format!("unknown turn id {part:?} dropped"),
-                );
+                ctx.warn(WARN_UNKNOWN_EVIDENCE, &here, format!("unknown turn id {part:?} dropped"));
                 continue;
             }
             if seen.insert(part) {
@@ -453,17 +350,11 @@ pub fn parse_date_time(s: &str) -> Option<String> {
     if date_parts.next().is_some() || year.len() != 4 {
         return None;
     }
-    let (day, month, year) = (
-        small_number(day)?,
-        month_number(month)?,
-        small_number(year)?,
-    );
+    let (day, month, year) = (small_number(day)?, month_number(month)?, small_number(year)?);
     if day < 1 || day > days_in_month(year, month) {
         return None;
     }
-    Some(format!(
-        "{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:00"
-    ))
+    Some(format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:00"))
 }
 
 fn small_number(s: &str) -> Option<u32> {
@@ -474,24 +365,10 @@ fn small_number(s: &str) -> Option<u32> {
 }
 
 fn month_number(name: &str) -> Option<u32> {
-    const MONTHS: [&str; 12] = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
+    const MONTHS: [&str; 12] =
+        ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
     let lower = name.to_ascii_lowercase();
-    let position = MONTHS
-        .iter()
-        .position(|m| *m == lower || (lower.len() == 3 && m.starts_with(&lower)))?;
+    let position = MONTHS.iter().position(|m| *m == lower || (lower.len() == 3 && m.starts_with(&lower)))?;
     u32::try_from(position + 1).ok()
 }
 
@@ -559,96 +436,40 @@ mod tests {
         assert_eq!(c.id, "7");
         assert_eq!(c.speakers, ["Ines", "Tomas"]);
         let ids: Vec<_> = c.episodes.iter().map(|e| e.id.as_str()).collect();
-        assert_eq!(
-            ids,
-            ["session_1", "session_2", "session_10"],
-            "session_11 has a date but no turns"
-        );
+        assert_eq!(ids, ["session_1", "session_2", "session_10"], "session_11 has a date but no turns");
         let ts: Vec<_> = c.episodes.iter().map(|e| e.timestamp.as_deref()).collect();
-        assert_eq!(
-            ts,
-            [
-                Some("2022-06-01T00:48:00"),
-                Some("2023-05-08T13:56:00"),
-                Some("2023-09-09T12:05:00")
-            ]
-        );
+        assert_eq!(ts, [Some("2022-06-01T00:48:00"), Some("2023-05-08T13:56:00"), Some("2023-09-09T12:05:00")]);
         assert_eq!(c.turn_count(), 5);
         let image = &c.episodes[0].turns[1];
-        assert_eq!(
-            image,
-            &Turn {
-                id: "D1:2".into(),
-                speaker: "Tomas".into(),
-                text: "Look at this!".into()
-            }
-        );
+        assert_eq!(image, &Turn { id: "D1:2".into(), speaker: "Tomas".into(), text: "Look at this!".into() });
     }
 
     #[test]
     fn observations_become_gold_facts_with_split_evidence() {
         let (c, warnings) = import_ok(CONV);
-        let facts: Vec<_> = c
-            .gold
-            .facts
-            .iter()
-            .map(|f| (f.id.as_str(), f.episode.as_str(), f.evidence.clone()))
-            .collect();
+        let facts: Vec<_> = c.gold.facts.iter().map(|f| (f.id.as_str(), f.episode.as_str(), f.evidence.clone())).collect();
         assert_eq!(
             facts,
             [
                 ("session_1/Ines/0", "session_1", vec!["D1:1".to_string()]),
-                (
-                    "session_1/Tomas/0",
-                    "session_1",
-                    vec!["D1:2".into(), "D1:1".into()]
-                ),
-                (
-                    "session_2/Ines/0",
-                    "session_2",
-                    vec!["D2:1".into(), "D2:2".into()]
-                ),
+                ("session_1/Tomas/0", "session_1", vec!["D1:2".into(), "D1:1".into()]),
+                ("session_2/Ines/0", "session_2", vec!["D2:1".into(), "D2:2".into()]),
             ]
         );
         assert_eq!(c.gold.facts[2].text, "Ines painted the bike blue.");
-        assert!(
-            c.gold
-                .facts
-                .iter()
-                .all(|f| f.subject.is_none() && f.predicate.is_none() && f.object.is_none())
-        );
-        let orphan: Vec<_> = warnings
-            .iter()
-            .filter(|w| w.kind == WARN_OBSERVATION_WITHOUT_SESSION)
-            .collect();
+        assert!(c.gold.facts.iter().all(|f| f.subject.is_none() && f.predicate.is_none() && f.object.is_none()));
+        let orphan: Vec<_> = warnings.iter().filter(|w| w.kind == WARN_OBSERVATION_WITHOUT_SESSION).collect();
         assert_eq!(orphan.len(), 1);
-        assert!(
-            orphan[0].message.contains("session_7_observation"),
-            "{}",
-            orphan[0].message
-        );
+        assert!(orphan[0].message.contains("session_7_observation"), "{}", orphan[0].message);
     }
 
     #[test]
     fn unknown_evidence_ids_are_dropped_and_counted() {
         let (c, warnings) = import_ok(CONV);
-        let dropped: Vec<_> = warnings
-            .iter()
-            .filter(|w| w.kind == WARN_UNKNOWN_EVIDENCE)
-            .map(|w| w.message.as_str())
-            .collect();
+        let dropped: Vec<_> = warnings.iter().filter(|w| w.kind == WARN_UNKNOWN_EVIDENCE).map(|w| w.message.as_str()).collect();
         assert_eq!(dropped.len(), 2, "{dropped:?}");
-        assert!(
-            dropped[0]
-                .contains("7.json: session_2_observation.Ines[0][1]: unknown turn id \"D9:9\""),
-            "{}",
-            dropped[0]
-        );
-        assert!(
-            dropped[1].contains("qa[1].evidence[1]: unknown turn id \"D\""),
-            "{}",
-            dropped[1]
-        );
+        assert!(dropped[0].contains("7.json: session_2_observation.Ines[0][1]: unknown turn id \"D9:9\""), "{}", dropped[0]);
+        assert!(dropped[1].contains("qa[1].evidence[1]: unknown turn id \"D\""), "{}", dropped[1]);
         assert_eq!(c.gold.qa[1].evidence, ["D1:1", "D1:2"]);
     }
 
@@ -656,10 +477,7 @@ mod tests {
     fn qa_answers_are_strings_and_adversarial_answers_count() {
         let (c, _) = import_ok(CONV);
         let answers: Vec<_> = c.gold.qa.iter().map(|q| q.answer.as_deref()).collect();
-        assert_eq!(
-            answers,
-            [Some("blue"), Some("2022"), Some("a bike"), Some("kept")]
-        );
+        assert_eq!(answers, [Some("blue"), Some("2022"), Some("a bike"), Some("kept")]);
         let categories: Vec<_> = c.gold.qa.iter().map(|q| q.category).collect();
         assert_eq!(categories, [Some(1), Some(2), Some(5), Some(5)]);
         assert!(c.gold.qa[2].evidence.is_empty());
@@ -679,18 +497,12 @@ mod tests {
         let (result, warnings) = import_str(text);
         let convs = result.unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
-        assert_eq!(
-            convs.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
-            ["conv-9", "7-1"]
-        );
+        assert_eq!(convs.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["conv-9", "7-1"]);
         assert_eq!(convs[0].gold.facts[0].id, "session_1/A/0");
         assert_eq!(convs[0].gold.qa[0].answer.as_deref(), Some("Lyon"));
         assert_eq!(convs[0].episodes[0].timestamp, None);
         let msg = import_err(r#"[{"conversation": {"speaker_b": "D", "session_1": []}}]"#);
-        assert!(
-            msg.contains("[0].conversation.speaker_a: missing field"),
-            "{msg}"
-        );
+        assert!(msg.contains("[0].conversation.speaker_a: missing field"), "{msg}");
     }
 
     #[test]
@@ -700,18 +512,9 @@ mod tests {
         let msg = import_err(&CONV.replace(r#""dia_id": "D2:2", "#, ""));
         assert!(msg.ends_with("session_2[1].dia_id: missing field"), "{msg}");
         let msg = import_err(&CONV.replace(r#""dia_id": "D2:2""#, r#""dia_id": "D2:1""#));
-        assert!(
-            msg.contains(r#"session_2[1].dia_id: duplicate turn id "D2:1""#),
-            "{msg}"
-        );
-        let msg = import_err(&CONV.replace(
-            r#"["Ines repaired an old bike.", "D1:1"]"#,
-            r#"["only a fact"]"#,
-        ));
-        assert!(
-            msg.contains("session_1_observation.Ines[0]: expected [fact, evidence]"),
-            "{msg}"
-        );
+        assert!(msg.contains(r#"session_2[1].dia_id: duplicate turn id "D2:1""#), "{msg}");
+        let msg = import_err(&CONV.replace(r#"["Ines repaired an old bike.", "D1:1"]"#, r#"["only a fact"]"#));
+        assert!(msg.contains("session_1_observation.Ines[0]: expected [fact, evidence]"), "{msg}");
         let msg = import_err(&CONV.replace(r#""category": 1"#, r#""category": "one""#));
         assert!(msg.contains("qa[0].category: expected an integer"), "{msg}");
     }
@@ -723,7 +526,10 @@ mod tests {
         let msg = import_err(text);
         assert!(msg.contains("7.json: session_99999999999999999999: session number too large"), "{msg}");
         let msg = import_err(r#"{"speaker_a": "A", "speaker_b": "B", "session_1": [], "session_01": []}"#);
-        assert!(msg.contains("session number 1 is also given by session_01") || msg.contains("session number 1 is also given by session_1"), "{msg}");
+        assert!(
+            msg.contains("session number 1 is also given by session_01") || msg.contains("session number 1 is also given by session_1"),
+            "{msg}"
+        );
         let msg = import_err(r#"{"speaker_a": "A", "speaker_b": "B", "session_1": [], "session_99999999999999999999_observation": {}}"#);
         assert!(msg.contains("session_99999999999999999999_observation: session number too large"), "{msg}");
         assert!(looks_like(&serde_json::json!({"session_99999999999999999999": []})));
@@ -734,25 +540,13 @@ mod tests {
 
     #[test]
     fn unparseable_date_names_file_and_key() {
-        for bad in [
-            "yesterday",
-            "13:05 pm on 8 May, 2023",
-            "1:56 pm on 31 April, 2023",
-            "1:5 pm on 8 May, 2023",
-        ] {
+        for bad in ["yesterday", "13:05 pm on 8 May, 2023", "1:56 pm on 31 April, 2023", "1:5 pm on 8 May, 2023"] {
             let msg = import_err(&CONV.replace("1:56 pm on 8 May, 2023", bad));
-            assert!(
-                msg.contains("7.json: session_2_date_time: cannot read"),
-                "{msg}"
-            );
+            assert!(msg.contains("7.json: session_2_date_time: cannot read"), "{msg}");
             assert!(msg.contains(bad), "{msg}");
         }
         let (c, _) = import_ok(&CONV.replace("9:00 am on 10 September, 2023", "junk"));
-        assert_eq!(
-            c.episodes.len(),
-            3,
-            "a date without a session is never read"
-        );
+        assert_eq!(c.episodes.len(), 3, "a date without a session is never read");
     }
 
     #[test]
@@ -767,14 +561,8 @@ mod tests {
         for (input, want) in cases {
             assert_eq!(parse_date_time(input).as_deref(), Some(want), "{input}");
         }
-        for bad in [
-            "",
-            "1:56 pm",
-            "0:10 am on 1 May, 2023",
-            "1:56 xm on 8 May, 2023",
-            "1:56 pm on 29 Feb, 2023",
-            "1:56 pm on 8 Mayo, 2023",
-        ] {
+        for bad in ["", "1:56 pm", "0:10 am on 1 May, 2023", "1:56 xm on 8 May, 2023", "1:56 pm on 29 Feb, 2023", "1:56 pm on 8 Mayo, 2023"]
+        {
             assert_eq!(parse_date_time(bad), None, "{bad}");
         }
     }
@@ -782,42 +570,22 @@ mod tests {
     #[test]
     fn unknown_speaker_and_out_of_order_sessions_are_warnings() {
         let text = CONV
-            .replace(
-                r#""speaker": "Tomas", "dia_id": "D2:2""#,
-                r#""speaker": "Tom", "dia_id": "D2:2""#,
-            )
+            .replace(r#""speaker": "Tomas", "dia_id": "D2:2""#, r#""speaker": "Tom", "dia_id": "D2:2""#)
             .replace("12:05 pm on 9 Sep, 2023", "12:05 pm on 9 Sep, 2020");
         let (c, warnings) = import_ok(&text);
         let kinds: Vec<_> = warnings.iter().map(|w| w.kind.as_str()).collect();
-        assert!(
-            kinds.contains(&WARN_UNKNOWN_SPEAKER) && kinds.contains(&WARN_SESSIONS_OUT_OF_ORDER),
-            "{kinds:?}"
-        );
-        assert_eq!(
-            c.episodes[2].id, "session_10",
-            "order stays by session number"
-        );
+        assert!(kinds.contains(&WARN_UNKNOWN_SPEAKER) && kinds.contains(&WARN_SESSIONS_OUT_OF_ORDER), "{kinds:?}");
+        assert_eq!(c.episodes[2].id, "session_10", "order stays by session number");
         assert_eq!(c.episodes[1].turns[1].speaker, "Tom");
     }
 
     #[test]
     fn detection() {
-        let yes = [
-            CONV,
-            r#"{"speaker_a": "A"}"#,
-            r#"{"session_3": []}"#,
-            r#"[{"conversation": {"speaker_b": "B"}}]"#,
-        ];
+        let yes = [CONV, r#"{"speaker_a": "A"}"#, r#"{"session_3": []}"#, r#"[{"conversation": {"speaker_b": "B"}}]"#];
         for text in yes {
             assert!(looks_like(&serde_json::from_str(text).unwrap()), "{text}");
         }
-        let no = [
-            r#"{"format": "memform-conversation/1"}"#,
-            "[]",
-            r#"{"session_1_date_time": "x"}"#,
-            "[1]",
-            r#""speaker_a""#,
-        ];
+        let no = [r#"{"format": "memform-conversation/1"}"#, "[]", r#"{"session_1_date_time": "x"}"#, "[1]", r#""speaker_a""#];
         for text in no {
             assert!(!looks_like(&serde_json::from_str(text).unwrap()), "{text}");
         }

@@ -11,9 +11,7 @@ use serde::Deserialize;
 
 use super::{is_local_datetime, json_error};
 use crate::error::{Error, Result};
-use crate::types::{
-    Conversation, Episode, Gold, GoldContradiction, GoldFact, GoldQa, Turn, Verdict,
-};
+use crate::types::{Conversation, Episode, Gold, GoldContradiction, GoldFact, GoldQa, Turn, Verdict};
 
 /// The value of the `format` field this version reads.
 pub const FORMAT: &str = "memform-conversation/1";
@@ -26,44 +24,28 @@ pub const UNLISTED_SPEAKERS: [&str; 2] = ["tool", "system"];
 pub fn parse(path: &Path, bytes: &[u8]) -> Result<Conversation> {
     check_format(path, bytes)?;
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let file: File = serde_path_to_error::deserialize(&mut de)
-        .map_err(|e| json_error(path, &field_path(e.path()), e.inner()))?;
+    let file: File = serde_path_to_error::deserialize(&mut de).map_err(|e| json_error(path, &field_path(e.path()), e.inner()))?;
     de.end().map_err(|e| json_error(path, "", &e))?;
-    validate(
-        &file,
-        path.file_stem().map(|s| s.to_string_lossy()).as_deref(),
-    )
-    .map_err(|message| Error::input(path, message))?;
+    validate(&file, path.file_stem().map(|s| s.to_string_lossy()).as_deref()).map_err(|message| Error::input(path, message))?;
     Ok(file.into_conversation())
 }
 
 /// Reads only `format`, so that a file of another format or version fails
 /// on that field rather than on whatever differs first.
 fn check_format(path: &Path, bytes: &[u8]) -> Result<()> {
-    let value: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| json_error(path, "", &e))?;
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| json_error(path, "", &e))?;
     let Some(object) = value.as_object() else {
         return Err(Error::input(path, "expected a memform conversation object"));
     };
     match object.get("format") {
         Some(serde_json::Value::String(s)) if s == FORMAT => Ok(()),
-        Some(other) => Err(Error::input(
-            path,
-            format!("format: unknown value {other}, expected {FORMAT:?}"),
-        )),
-        None => Err(Error::input(
-            path,
-            format!("format: missing field (expected {FORMAT:?})"),
-        )),
+        Some(other) => Err(Error::input(path, format!("format: unknown value {other}, expected {FORMAT:?}"))),
+        None => Err(Error::input(path, format!("format: missing field (expected {FORMAT:?})"))),
     }
 }
 
 fn field_path(path: &serde_path_to_error::Path) -> String {
-    if path.iter().next().is_none() {
-        String::new()
-    } else {
-        path.to_string()
-    }
+    if path.iter().next().is_none() { String::new() } else { path.to_string() }
 }
 
 #[derive(Deserialize)]
@@ -147,10 +129,7 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
         return Err("id: empty".into());
     }
     if stem != Some(file.id.as_str()) {
-        return Err(format!(
-            "id: {:?} does not match the file name (expected {}.json)",
-            file.id, file.id
-        ));
+        return Err(format!("id: {:?} does not match the file name (expected {}.json)", file.id, file.id));
     }
     if file.speakers.is_empty() {
         return Err("speakers: empty (list at least one speaker)".into());
@@ -175,10 +154,7 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
             return Err(format!("episodes[{e}].id: empty"));
         }
         if !episodes.insert(episode.id.as_str()) {
-            return Err(format!(
-                "episodes[{e}].id: duplicate episode id {:?}",
-                episode.id
-            ));
+            return Err(format!("episodes[{e}].id: duplicate episode id {:?}", episode.id));
         }
         if let Some(ts) = episode.timestamp.as_deref() {
             if !is_local_datetime(ts) {
@@ -203,14 +179,9 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
                 return Err(format!("{here}.id: empty"));
             }
             if let Some((_, first)) = turns.get(turn.id.as_str()) {
-                return Err(format!(
-                    "{here}.id: duplicate turn id {:?} (first at {first})",
-                    turn.id
-                ));
+                return Err(format!("{here}.id: duplicate turn id {:?} (first at {first})", turn.id));
             }
-            if !speakers.contains(turn.speaker.as_str())
-                && !UNLISTED_SPEAKERS.contains(&turn.speaker.as_str())
-            {
+            if !speakers.contains(turn.speaker.as_str()) && !UNLISTED_SPEAKERS.contains(&turn.speaker.as_str()) {
                 return Err(format!(
                     "{here}.speaker: {:?} is not in speakers (only \"tool\" and \"system\" may \
                      speak unlisted)",
@@ -223,10 +194,7 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
     }
 
     let known = |field: String, id: &str| -> Result<usize, String> {
-        turns
-            .get(id)
-            .map(|(pos, _)| *pos)
-            .ok_or_else(|| format!("{field}: unknown turn id {id:?}"))
+        turns.get(id).map(|(pos, _)| *pos).ok_or_else(|| format!("{field}: unknown turn id {id:?}"))
     };
     let mut fact_ids = HashSet::new();
     for (i, fact) in file.gold.facts.iter().enumerate() {
@@ -238,15 +206,10 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
             return Err(format!("{here}.id: duplicate gold fact id {:?}", fact.id));
         }
         if !episodes.contains(fact.episode.as_str()) {
-            return Err(format!(
-                "{here}.episode: unknown episode id {:?}",
-                fact.episode
-            ));
+            return Err(format!("{here}.episode: unknown episode id {:?}", fact.episode));
         }
         if fact.evidence.is_empty() {
-            return Err(format!(
-                "{here}.evidence: empty (a gold fact needs at least one evidence turn)"
-            ));
+            return Err(format!("{here}.evidence: empty (a gold fact needs at least one evidence turn)"));
         }
         for (j, id) in fact.evidence.iter().enumerate() {
             known(format!("{here}.evidence[{j}]"), id)?;
@@ -259,17 +222,13 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
     }
     for (i, group) in file.gold.duplicate_groups.iter().enumerate() {
         if group.len() < 2 {
-            return Err(format!(
-                "gold.duplicate_groups[{i}]: fewer than two turn ids"
-            ));
+            return Err(format!("gold.duplicate_groups[{i}]: fewer than two turn ids"));
         }
         let mut seen = HashSet::new();
         for (j, id) in group.iter().enumerate() {
             known(format!("gold.duplicate_groups[{i}][{j}]"), id)?;
             if !seen.insert(id.as_str()) {
-                return Err(format!(
-                    "gold.duplicate_groups[{i}][{j}]: turn id {id:?} listed twice"
-                ));
+                return Err(format!("gold.duplicate_groups[{i}][{j}]: turn id {id:?} listed twice"));
             }
         }
     }
@@ -277,10 +236,7 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
         let old = known(format!("gold.contradictions[{i}].old_turn"), &c.old_turn)?;
         let new = known(format!("gold.contradictions[{i}].new_turn"), &c.new_turn)?;
         if old >= new {
-            return Err(format!(
-                "gold.contradictions[{i}]: old_turn {:?} does not come before new_turn {:?}",
-                c.old_turn, c.new_turn
-            ));
+            return Err(format!("gold.contradictions[{i}]: old_turn {:?} does not come before new_turn {:?}", c.old_turn, c.new_turn));
         }
     }
     Ok(())
@@ -297,15 +253,7 @@ impl File {
                 .map(|e| Episode {
                     id: e.id,
                     timestamp: e.timestamp,
-                    turns: e
-                        .turns
-                        .into_iter()
-                        .map(|t| Turn {
-                            id: t.id,
-                            speaker: t.speaker,
-                            text: t.text,
-                        })
-                        .collect(),
+                    turns: e.turns.into_iter().map(|t| Turn { id: t.id, speaker: t.speaker, text: t.text }).collect(),
                 })
                 .collect(),
             gold: Gold {
@@ -327,23 +275,14 @@ impl File {
                     .gold
                     .qa
                     .into_iter()
-                    .map(|q| GoldQa {
-                        question: q.question,
-                        answer: q.answer,
-                        evidence: q.evidence,
-                        category: q.category,
-                    })
+                    .map(|q| GoldQa { question: q.question, answer: q.answer, evidence: q.evidence, category: q.category })
                     .collect(),
                 duplicate_groups: self.gold.duplicate_groups,
                 contradictions: self
                     .gold
                     .contradictions
                     .into_iter()
-                    .map(|c| GoldContradiction {
-                        old_turn: c.old_turn,
-                        new_turn: c.new_turn,
-                        verdict: c.verdict,
-                    })
+                    .map(|c| GoldContradiction { old_turn: c.old_turn, new_turn: c.new_turn, verdict: c.verdict })
                     .collect(),
             },
         }
@@ -377,10 +316,7 @@ mod tests {
 }"#;
 
     fn parse_str(name: &str, text: &str) -> Result<Conversation> {
-        parse(
-            Path::new(&format!("datasets/x/conversations/{name}.json")),
-            text.as_bytes(),
-        )
+        parse(Path::new(&format!("datasets/x/conversations/{name}.json")), text.as_bytes())
     }
 
     /// The error message for `GOOD` with `from` replaced by `to`.
@@ -389,10 +325,7 @@ mod tests {
         let err = parse_str("a", &GOOD.replacen(from, to, 1)).unwrap_err();
         assert!(matches!(err, Error::Input { .. }), "{err}");
         let msg = err.to_string();
-        assert!(
-            msg.starts_with("datasets/x/conversations/a.json: "),
-            "{msg}"
-        );
+        assert!(msg.starts_with("datasets/x/conversations/a.json: "), "{msg}");
         msg
     }
 
@@ -402,22 +335,12 @@ mod tests {
         assert_eq!(c.id, "a");
         assert_eq!(c.speakers, ["Alice", "Assistant"]);
         assert_eq!(c.episodes.len(), 3);
-        assert_eq!(
-            c.episodes[0].timestamp.as_deref(),
-            Some("2024-01-05T10:00:00")
-        );
+        assert_eq!(c.episodes[0].timestamp.as_deref(), Some("2024-01-05T10:00:00"));
         assert_eq!(c.episodes[1].timestamp, None);
         assert_eq!(c.turn_count(), 4);
         assert_eq!(c.episodes[1].turns[0].text, "I work at Google!");
         let g = &c.gold.facts[0];
-        assert_eq!(
-            (
-                g.subject.as_deref(),
-                g.predicate.as_deref(),
-                g.object.as_deref()
-            ),
-            (Some("Alice"), Some("works at"), Some("Google"))
-        );
+        assert_eq!((g.subject.as_deref(), g.predicate.as_deref(), g.object.as_deref()), (Some("Alice"), Some("works at"), Some("Google")));
         assert_eq!(c.gold.qa[0].category, Some(1));
         assert_eq!(c.gold.duplicate_groups, [["t1", "t3"]]);
         assert_eq!(c.gold.contradictions[0].verdict, Verdict::Neither);
@@ -432,11 +355,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.gold, Gold::default());
-        let c = parse_str(
-            "b",
-            r#"{"format": "memform-conversation/1", "id": "b", "speakers": ["U"], "episodes": []}"#,
-        )
-        .unwrap();
+        let c = parse_str("b", r#"{"format": "memform-conversation/1", "id": "b", "speakers": ["U"], "episodes": []}"#).unwrap();
         assert!(c.episodes.is_empty() && c.gold.facts.is_empty());
     }
 
@@ -449,14 +368,8 @@ mod tests {
 
     #[test]
     fn missing_field_names_its_path() {
-        let msg = error_after(
-            r#""speaker": "Alice", "text": "I work at Google!""#,
-            r#""text": "I work at Google!""#,
-        );
-        assert!(
-            msg.contains("episodes[1].turns[0].speaker: missing field"),
-            "{msg}"
-        );
+        let msg = error_after(r#""speaker": "Alice", "text": "I work at Google!""#, r#""text": "I work at Google!""#);
+        assert!(msg.contains("episodes[1].turns[0].speaker: missing field"), "{msg}");
         assert!(msg.contains("line "), "{msg}");
         let msg = error_after(r#""speakers": ["Alice", "Assistant"],"#, "");
         assert!(msg.contains(": speakers: missing field"), "{msg}");
@@ -465,40 +378,22 @@ mod tests {
     #[test]
     fn wrong_type_names_its_path() {
         let msg = error_after(r#""category": 1"#, r#""category": "one""#);
-        assert!(
-            msg.contains("gold.qa[0].category: invalid type: string \"one\""),
-            "{msg}"
-        );
+        assert!(msg.contains("gold.qa[0].category: invalid type: string \"one\""), "{msg}");
         let msg = error_after(r#""evidence": ["t1"],"#, r#""evidence": "t1","#);
-        assert!(
-            msg.contains("gold.facts[0].evidence: invalid type"),
-            "{msg}"
-        );
+        assert!(msg.contains("gold.facts[0].evidence: invalid type"), "{msg}");
     }
 
     #[test]
     fn unknown_field_and_bad_verdict_are_errors() {
-        let msg = error_after(
-            r#""verdict": "neither""#,
-            r#""verdict": "neither", "note": "x""#,
-        );
-        assert!(
-            msg.contains("gold.contradictions[0]") && msg.contains("unknown field `note`"),
-            "{msg}"
-        );
+        let msg = error_after(r#""verdict": "neither""#, r#""verdict": "neither", "note": "x""#);
+        assert!(msg.contains("gold.contradictions[0]") && msg.contains("unknown field `note`"), "{msg}");
         let msg = error_after(r#""verdict": "neither""#, r#""verdict": "both""#);
-        assert!(
-            msg.contains("gold.contradictions[0].verdict: unknown variant `both`"),
-            "{msg}"
-        );
+        assert!(msg.contains("gold.contradictions[0].verdict: unknown variant `both`"), "{msg}");
     }
 
     #[test]
     fn format_value_is_checked_first() {
-        let msg = error_after(
-            r#""format": "memform-conversation/1""#,
-            r#""format": "memform-conversation/2""#,
-        );
+        let msg = error_after(r#""format": "memform-conversation/1""#, r#""format": "memform-conversation/2""#);
         assert!(msg.contains(r#"format: unknown value "memform-conversation/2", expected "memform-conversation/1""#), "{msg}");
         let msg = error_after(r#""format": "memform-conversation/1","#, "");
         assert!(msg.contains("format: missing field"), "{msg}");
@@ -509,78 +404,41 @@ mod tests {
     #[test]
     fn id_must_match_the_file_name() {
         let err = parse_str("other", GOOD).unwrap_err().to_string();
-        assert!(
-            err.contains("other.json: id: \"a\" does not match the file name"),
-            "{err}"
-        );
+        assert!(err.contains("other.json: id: \"a\" does not match the file name"), "{err}");
     }
 
     #[test]
     fn duplicate_turn_id_names_both_places() {
         let msg = error_after(r#"{"id": "t3", "speaker""#, r#"{"id": "t1", "speaker""#);
-        assert!(
-            msg.contains(
-                r#"episodes[1].turns[0].id: duplicate turn id "t1" (first at episodes[0].turns[0])"#
-            ),
-            "{msg}"
-        );
+        assert!(msg.contains(r#"episodes[1].turns[0].id: duplicate turn id "t1" (first at episodes[0].turns[0])"#), "{msg}");
     }
 
     #[test]
     fn duplicate_episode_id_is_an_error() {
         let msg = error_after(r#"{"id": "e2""#, r#"{"id": "e1""#);
-        assert!(
-            msg.contains(r#"episodes[1].id: duplicate episode id "e1""#),
-            "{msg}"
-        );
+        assert!(msg.contains(r#"episodes[1].id: duplicate episode id "e1""#), "{msg}");
     }
 
     #[test]
     fn evidence_naming_an_unknown_turn_is_an_error() {
         let msg = error_after(r#""evidence": ["t1"],"#, r#""evidence": ["t1", "t9"],"#);
-        assert!(
-            msg.contains(r#"gold.facts[0].evidence[1]: unknown turn id "t9""#),
-            "{msg}"
-        );
-        let msg = error_after(
-            r#""category": 1"#,
-            r#""category": 1, "evidence": ["zz"]"#.replace(r#""evidence": ["t1"], "#, "").as_str(),
-        );
+        assert!(msg.contains(r#"gold.facts[0].evidence[1]: unknown turn id "t9""#), "{msg}");
+        let msg = error_after(r#""category": 1"#, r#""category": 1, "evidence": ["zz"]"#.replace(r#""evidence": ["t1"], "#, "").as_str());
         assert!(msg.contains("gold.qa[0]"), "{msg}");
         let msg = error_after(r#"[["t1", "t3"]]"#, r#"[["t1", "t7"]]"#);
-        assert!(
-            msg.contains(r#"gold.duplicate_groups[0][1]: unknown turn id "t7""#),
-            "{msg}"
-        );
+        assert!(msg.contains(r#"gold.duplicate_groups[0][1]: unknown turn id "t7""#), "{msg}");
         let msg = error_after(r#""old_turn": "t1""#, r#""old_turn": "x""#);
-        assert!(
-            msg.contains(r#"gold.contradictions[0].old_turn: unknown turn id "x""#),
-            "{msg}"
-        );
+        assert!(msg.contains(r#"gold.contradictions[0].old_turn: unknown turn id "x""#), "{msg}");
         let msg = error_after(r#""episode": "e1""#, r#""episode": "e9""#);
-        assert!(
-            msg.contains(r#"gold.facts[0].episode: unknown episode id "e9""#),
-            "{msg}"
-        );
+        assert!(msg.contains(r#"gold.facts[0].episode: unknown episode id "e9""#), "{msg}");
     }
 
     #[test]
     fn gold_shape_rules() {
         let msg = error_after(r#"[["t1", "t3"]]"#, r#"[["t1"]]"#);
-        assert!(
-            msg.contains("gold.duplicate_groups[0]: fewer than two turn ids"),
-            "{msg}"
-        );
-        let msg = error_after(
-            r#""old_turn": "t1", "new_turn": "t3""#,
-            r#""old_turn": "t3", "new_turn": "t1""#,
-        );
-        assert!(
-            msg.contains(
-                r#"gold.contradictions[0]: old_turn "t3" does not come before new_turn "t1""#
-            ),
-            "{msg}"
-        );
+        assert!(msg.contains("gold.duplicate_groups[0]: fewer than two turn ids"), "{msg}");
+        let msg = error_after(r#""old_turn": "t1", "new_turn": "t3""#, r#""old_turn": "t3", "new_turn": "t1""#);
+        assert!(msg.contains(r#"gold.contradictions[0]: old_turn "t3" does not come before new_turn "t1""#), "{msg}");
         let msg = error_after(r#""evidence": ["t1"],"#, r#""evidence": [],"#);
         assert!(msg.contains("gold.facts[0].evidence: empty"), "{msg}");
     }
@@ -593,21 +451,13 @@ mod tests {
             "{msg}"
         );
         let msg = error_after("2024-01-06T09:00:00", "6 Jan 2024");
-        assert!(
-            msg.contains(
-                r#"episodes[2].timestamp: "6 Jan 2024" is not an ISO 8601 local date-time"#
-            ),
-            "{msg}"
-        );
+        assert!(msg.contains(r#"episodes[2].timestamp: "6 Jan 2024" is not an ISO 8601 local date-time"#), "{msg}");
     }
 
     #[test]
     fn unlisted_speaker_allowed_only_for_tool_and_system() {
         let msg = error_after(r#""speaker": "tool""#, r#""speaker": "Bob""#);
-        assert!(
-            msg.contains(r#"episodes[0].turns[1].speaker: "Bob" is not in speakers"#),
-            "{msg}"
-        );
+        assert!(msg.contains(r#"episodes[0].turns[1].speaker: "Bob" is not in speakers"#), "{msg}");
         let msg = error_after(r#""speaker": "tool""#, r#""speaker": "Tool""#);
         assert!(msg.contains("episodes[0].turns[1].speaker"), "{msg}");
     }
@@ -615,10 +465,7 @@ mod tests {
     #[test]
     fn speakers_must_be_unique_and_present() {
         let msg = error_after(r#"["Alice", "Assistant"]"#, r#"["Alice", "Alice"]"#);
-        assert!(
-            msg.contains(r#"speakers[1]: duplicate speaker "Alice""#),
-            "{msg}"
-        );
+        assert!(msg.contains(r#"speakers[1]: duplicate speaker "Alice""#), "{msg}");
         let msg = error_after(r#"["Alice", "Assistant"]"#, "[]");
         assert!(msg.contains("speakers: empty"), "{msg}");
     }
@@ -627,22 +474,14 @@ mod tests {
     fn trailing_content_and_non_objects_are_errors() {
         let msg = error_after("\n}", "\n} {}");
         assert!(msg.contains("trailing characters"), "{msg}");
-        let err = parse_str("a", r#"["memform-conversation/1"]"#)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.ends_with("a.json: expected a memform conversation object"),
-            "{err}"
-        );
+        let err = parse_str("a", r#"["memform-conversation/1"]"#).unwrap_err().to_string();
+        assert!(err.ends_with("a.json: expected a memform conversation object"), "{err}");
     }
 
     #[test]
     fn the_example_in_the_format_doc_is_valid() {
         let doc = include_str!("../../datasets/README.md");
-        let start = doc
-            .find("```json\n")
-            .map(|i| i + "```json\n".len())
-            .unwrap();
+        let start = doc.find("```json\n").map(|i| i + "```json\n".len()).unwrap();
         let example = &doc[start..start + doc[start..].find("```").unwrap()];
         let c = parse(Path::new("job-change.json"), example.as_bytes()).unwrap();
         assert_eq!(c.id, "job-change");

@@ -83,9 +83,7 @@ impl FromStr for EmbedMode {
             "replay" => Ok(EmbedMode::Replay),
             "record" => Ok(EmbedMode::Record),
             "live" => Ok(EmbedMode::Live),
-            other => Err(Error::Config(format!(
-                "unknown embed mode {other:?} (expected replay, record or live)"
-            ))),
+            other => Err(Error::Config(format!("unknown embed mode {other:?} (expected replay, record or live)"))),
         }
     }
 }
@@ -107,11 +105,7 @@ pub fn cache_key(embedder_id: &str, normalized_text: &str) -> String {
 /// The directory name of an embedder's cache: its id lower-cased, with every
 /// character outside `[a-z0-9._-]` replaced by `-`.
 pub fn slug(embedder_id: &str) -> String {
-    embedder_id
-        .to_lowercase()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' })
-        .collect()
+    embedder_id.to_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' }).collect()
 }
 
 #[derive(Serialize, Deserialize)]
@@ -242,28 +236,16 @@ impl CachedEmbedder {
     }
 
     fn model(&self) -> Result<&dyn Embedder> {
-        self.inner.as_deref().ok_or_else(|| {
-            Error::Config(format!("--embed {} needs the {} model", self.mode, self.id))
-        })
+        self.inner.as_deref().ok_or_else(|| Error::Config(format!("--embed {} needs the {} model", self.mode, self.id)))
     }
 
     fn embed_with_model(&self, texts: &[&str], source: &str) -> Result<Vec<Vec<f32>>> {
         let vectors = self.model()?.embed(texts, source)?;
         if vectors.len() != texts.len() {
-            return Err(Error::Embed(format!(
-                "{} returned {} vectors for {} texts",
-                self.id,
-                vectors.len(),
-                texts.len()
-            )));
+            return Err(Error::Embed(format!("{} returned {} vectors for {} texts", self.id, vectors.len(), texts.len())));
         }
         if let Some(bad) = vectors.iter().find(|v| v.len() != self.dims) {
-            return Err(Error::Embed(format!(
-                "{} returned a vector of {} dimensions, expected {}",
-                self.id,
-                bad.len(),
-                self.dims
-            )));
+            return Err(Error::Embed(format!("{} returned a vector of {} dimensions, expected {}", self.id, bad.len(), self.dims)));
         }
         Ok(vectors)
     }
@@ -352,13 +334,7 @@ impl Embedder for CachedEmbedder {
                 }
             }
         }
-        out.into_iter()
-            .map(|v| {
-                v.ok_or_else(|| {
-                    Error::Embed("embedding cache left a text without a vector".to_string())
-                })
-            })
-            .collect()
+        out.into_iter().map(|v| v.ok_or_else(|| Error::Embed("embedding cache left a text without a vector".to_string()))).collect()
     }
 
     fn flush(&self) -> Result<()> {
@@ -419,14 +395,9 @@ fn write_files(dir: &Path, id: &str, dims: usize, entries: &BTreeMap<String, Ent
         vectors: VECTORS_FILE.to_string(),
         sha256: integrity_sha256(entries.iter().map(|(k, e)| (k.as_str(), e.vector.as_slice()))),
         count: entries.len(),
-        entries: entries
-            .iter()
-            .enumerate()
-            .map(|(row, (key, e))| IndexEntry { key: key.clone(), row, text: e.preview.clone() })
-            .collect(),
+        entries: entries.iter().enumerate().map(|(row, (key, e))| IndexEntry { key: key.clone(), row, text: e.preview.clone() }).collect(),
     };
-    let mut json = serde_json::to_string_pretty(&index)
-        .map_err(|e| Error::Embed(format!("serialise embedding index: {e}")))?;
+    let mut json = serde_json::to_string_pretty(&index).map_err(|e| Error::Embed(format!("serialise embedding index: {e}")))?;
     json.push('\n');
     write_atomic(&dir.join(VECTORS_FILE), &bytes)?;
     write_atomic(&dir.join(INDEX_FILE), json.as_bytes())
@@ -466,8 +437,7 @@ fn read_recorded(dir: &Path) -> Result<Option<Recorded>> {
     }
     let bad = |message: String| Error::EmbedCache { path: index_path.clone(), message };
     let text = std::fs::read_to_string(&index_path).map_err(|e| Error::io(&index_path, e))?;
-    let index: AnyIndexFile =
-        serde_json::from_str(&text).map_err(|e| bad(format!("not a valid index: {e}")))?;
+    let index: AnyIndexFile = serde_json::from_str(&text).map_err(|e| bad(format!("not a valid index: {e}")))?;
     if index.format != FORMAT && index.format != FORMAT_V1 {
         return Err(bad(format!("format {:?}, expected {FORMAT:?}", index.format)));
     }
@@ -481,12 +451,7 @@ fn read_recorded(dir: &Path) -> Result<Option<Recorded>> {
     let vectors_path = dir.join(&index.vectors);
     let bytes = std::fs::read(&vectors_path).map_err(|e| Error::io(&vectors_path, e))?;
     if bytes.len() != index.count * dims * 4 {
-        return Err(bad(format!(
-            "{} holds {} bytes, expected {} rows of {dims} f32",
-            index.vectors,
-            bytes.len(),
-            index.count
-        )));
+        return Err(bad(format!("{} holds {} bytes, expected {} rows of {dims} f32", index.vectors, bytes.len(), index.count)));
     }
     let mut seen = std::collections::BTreeSet::new();
     let mut rows = Vec::with_capacity(index.count);
@@ -498,10 +463,8 @@ fn read_recorded(dir: &Path) -> Result<Option<Recorded>> {
             return Err(bad(format!("key {} appears twice", e.key)));
         }
         let start = pos * dims * 4;
-        let vector: Vec<f32> = bytes[start..start + dims * 4]
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
+        let vector: Vec<f32> =
+            bytes[start..start + dims * 4].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
         rows.push((e.key.clone(), vector, e.text.clone()));
     }
     if index.format == FORMAT_V1 && index.vectors_sha256.as_deref() != Some(sha256_hex(&bytes).as_str()) {
@@ -690,10 +653,7 @@ mod tests {
 
     fn files(root: &Path) -> (Vec<u8>, Vec<u8>) {
         let dir = root.join("fake-m1");
-        (
-            std::fs::read(dir.join(VECTORS_FILE)).expect("vectors"),
-            std::fs::read(dir.join(INDEX_FILE)).expect("index"),
-        )
+        (std::fs::read(dir.join(VECTORS_FILE)).expect("vectors"), std::fs::read(dir.join(INDEX_FILE)).expect("index"))
     }
 
     #[test]
@@ -701,8 +661,7 @@ mod tests {
         let root = tempfile::tempdir().expect("tempdir");
         let (model, probe) = fake();
         let rec = open(root.path(), EmbedMode::Record, Some(model));
-        let recorded =
-            rec.embed(&["Alice works at Google", "Bob likes tea"], "c1/e1").expect("record");
+        let recorded = rec.embed(&["Alice works at Google", "Bob likes tea"], "c1/e1").expect("record");
         assert_eq!(rec.embed(&["Bob likes tea"], "c1/e2").expect("hit"), vec![recorded[1].clone()]);
         assert_eq!(probe.calls.load(Ordering::SeqCst), 1);
         rec.flush().expect("flush");
@@ -710,8 +669,7 @@ mod tests {
         assert_eq!((stats.entries, stats.hits, stats.recorded), (2, 1, 2));
 
         let replay = open(root.path(), EmbedMode::Replay, None);
-        let replayed =
-            replay.embed(&["Bob likes tea", "Alice works at Google"], "c1/e1").expect("replay");
+        let replayed = replay.embed(&["Bob likes tea", "Alice works at Google"], "c1/e1").expect("replay");
         assert_eq!(replayed, vec![recorded[1].clone(), recorded[0].clone()]);
         assert_eq!(replay.cache_stats().expect("stats").sha256, stats.sha256);
         let leftovers: Vec<_> = std::fs::read_dir(root.path().join("fake-m1"))
@@ -728,12 +686,7 @@ mod tests {
         let root = tempfile::tempdir().expect("tempdir");
         let (model, probe) = fake();
         let rec = open(root.path(), EmbedMode::Record, Some(model));
-        let v = rec
-            .embed(
-                &["Alice  works at Google.", "alice works at google", "ALICE works at Google!!"],
-                "c/e",
-            )
-            .expect("record");
+        let v = rec.embed(&["Alice  works at Google.", "alice works at google", "ALICE works at Google!!"], "c/e").expect("record");
         assert_eq!(v[0], v[1]);
         assert_eq!(v[1], v[2]);
         assert_eq!(*probe.seen.lock().expect("lock"), vec!["alice works at google".to_string()]);
@@ -771,9 +724,7 @@ mod tests {
     fn a_replay_miss_names_source_key_and_command() {
         let root = tempfile::tempdir().expect("tempdir");
         let replay = open(root.path(), EmbedMode::Replay, None);
-        let err = replay
-            .embed(&["Carol moved to Paris.", "x y z"], "conv-3/session-2")
-            .expect_err("miss");
+        let err = replay.embed(&["Carol moved to Paris.", "x y z"], "conv-3/session-2").expect_err("miss");
         let msg = err.to_string();
         let key = cache_key("fake:m1", "carol moved to paris");
         assert!(matches!(err, Error::EmbeddingMissing(_)));
@@ -790,8 +741,7 @@ mod tests {
         let (model, probe) = fake();
         let rec = open(root.path(), EmbedMode::Record, Some(model));
         let texts: Vec<String> = (0..200).map(|i| format!("fact number {}", i % 50)).collect();
-        let results: Vec<Vec<Vec<f32>>> =
-            texts.par_iter().map(|t| rec.embed(&[t.as_str()], "c/e").expect("embed")).collect();
+        let results: Vec<Vec<Vec<f32>>> = texts.par_iter().map(|t| rec.embed(&[t.as_str()], "c/e").expect("embed")).collect();
         rec.flush().expect("flush");
         assert_eq!(rec.cache_stats().expect("stats").entries, 50);
         assert!(probe.calls.load(Ordering::SeqCst) >= 50);
@@ -828,17 +778,11 @@ mod tests {
         let mut bytes = std::fs::read(dir.join(VECTORS_FILE)).expect("read");
         bytes[0] ^= 1;
         std::fs::write(dir.join(VECTORS_FILE), &bytes).expect("write");
-        let msg = CachedEmbedder::open(root.path(), "fake:m1", 3, EmbedMode::Replay, None, CMD)
-            .err()
-            .expect("corrupt")
-            .to_string();
+        let msg = CachedEmbedder::open(root.path(), "fake:m1", 3, EmbedMode::Replay, None, CMD).err().expect("corrupt").to_string();
         assert!(msg.contains("does not match its recorded SHA-256"), "{msg}");
 
         std::fs::write(dir.join(INDEX_FILE), "{\"format\": 1}").expect("write");
-        let msg = CachedEmbedder::open(root.path(), "fake:m1", 3, EmbedMode::Replay, None, CMD)
-            .err()
-            .expect("bad index")
-            .to_string();
+        let msg = CachedEmbedder::open(root.path(), "fake:m1", 3, EmbedMode::Replay, None, CMD).err().expect("bad index").to_string();
         assert!(msg.contains("not a valid index"), "{msg}");
     }
 
@@ -867,10 +811,7 @@ mod tests {
         assert!(index.contains("\"format\": \"memform-embeddings/2\""), "{index}");
 
         reverse_keys(&dir);
-        let msg = CachedEmbedder::open(root.path(), "fake:m1", 3, EmbedMode::Replay, None, CMD)
-            .err()
-            .expect("keys moved")
-            .to_string();
+        let msg = CachedEmbedder::open(root.path(), "fake:m1", 3, EmbedMode::Replay, None, CMD).err().expect("keys moved").to_string();
         assert!(msg.contains("index.json") && msg.contains("does not match its recorded SHA-256"), "{msg}");
         assert!(msg.contains("memform embeddings rehash --cache"), "{msg}");
         let info = cache_info(&dir).expect("info").expect("recorded");
@@ -905,10 +846,7 @@ mod tests {
         m.insert("format".into(), FORMAT_V1.into());
         m.insert("vectors_sha256".into(), sha256_hex(&bytes).into());
         std::fs::write(&path, serde_json::to_string_pretty(&v).expect("json")).expect("write");
-        let msg = CachedEmbedder::open(root.path(), "fake:m1", 3, EmbedMode::Replay, None, CMD)
-            .err()
-            .expect("old format")
-            .to_string();
+        let msg = CachedEmbedder::open(root.path(), "fake:m1", 3, EmbedMode::Replay, None, CMD).err().expect("old format").to_string();
         assert!(msg.contains("memform-embeddings/1") && msg.contains("rehash"), "{msg}");
         let r = rehash(&dir).expect("rehash").expect("recorded");
         assert_eq!((r.from_format.as_str(), r.changed), (FORMAT_V1, true));
@@ -942,8 +880,7 @@ mod tests {
         let root = tempfile::tempdir().expect("tempdir");
         let none = CachedEmbedder::open(root.path(), "fake:m1", 3, EmbedMode::Record, None, CMD);
         assert!(none.err().expect("no model").to_string().contains("needs the fake:m1 model"));
-        let wrong =
-            CachedEmbedder::open(root.path(), "fake:m2", 3, EmbedMode::Record, Some(fake().0), CMD);
+        let wrong = CachedEmbedder::open(root.path(), "fake:m2", 3, EmbedMode::Record, Some(fake().0), CMD);
         assert!(wrong.err().expect("wrong model").to_string().contains("given the model fake:m1"));
         assert_eq!(slug("minilm:all-MiniLM-L6-v2"), "minilm-all-minilm-l6-v2");
         assert_eq!("record".parse::<EmbedMode>().expect("mode"), EmbedMode::Record);

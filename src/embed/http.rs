@@ -111,24 +111,14 @@ enum Attempt {
 impl HttpEmbedder {
     pub fn new(settings: HttpEmbedderSettings) -> Result<Self> {
         if settings.dims == 0 {
-            return Err(Error::Config(format!(
-                "the {} embedder needs its dimensions (--embed-dims)",
-                settings.api.as_str()
-            )));
+            return Err(Error::Config(format!("the {} embedder needs its dimensions (--embed-dims)", settings.api.as_str())));
         }
         if settings.model.trim().is_empty() {
-            return Err(Error::Config(format!(
-                "the {} embedder needs a model name",
-                settings.api.as_str()
-            )));
+            return Err(Error::Config(format!("the {} embedder needs a model name", settings.api.as_str())));
         }
         let timeout = Duration::try_from_secs_f64(settings.timeout_secs)
             .map_err(|_| Error::Config(format!("bad embed timeout {}", settings.timeout_secs)))?;
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(timeout))
-            .build()
-            .into();
+        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(timeout)).build().into();
         Ok(HttpEmbedder { settings, agent })
     }
 
@@ -195,22 +185,13 @@ impl HttpEmbedder {
     }
 
     /// The vectors of a 2xx body, in input order, checked and normalised.
-    fn read_vectors(
-        &self,
-        body: &str,
-        expected: usize,
-    ) -> std::result::Result<Vec<Vec<f32>>, String> {
+    fn read_vectors(&self, body: &str, expected: usize) -> std::result::Result<Vec<Vec<f32>>, String> {
         let v: Value = serde_json::from_str(body).map_err(|e| format!("body is not JSON ({e})"))?;
         if let Some(err) = v.get("error") {
             return Err(format!("server error {err}"));
         }
         let rows: Vec<&Value> = match self.settings.api {
-            HttpApi::Ollama => v
-                .get("embeddings")
-                .and_then(Value::as_array)
-                .ok_or("no `embeddings` array")?
-                .iter()
-                .collect(),
+            HttpApi::Ollama => v.get("embeddings").and_then(Value::as_array).ok_or("no `embeddings` array")?.iter().collect(),
             HttpApi::OpenAi => {
                 let data = v.get("data").and_then(Value::as_array).ok_or("no `data` array")?;
                 let mut slots: Vec<Option<&Value>> = vec![None; data.len()];
@@ -220,16 +201,11 @@ impl HttpEmbedder {
                         .and_then(Value::as_u64)
                         .and_then(|i| usize::try_from(i).ok())
                         .ok_or_else(|| format!("data[{pos}] has no integer `index`"))?;
-                    let slot = slots
-                        .get_mut(index)
-                        .ok_or_else(|| format!("data[{pos}].index {index} out of range"))?;
+                    let slot = slots.get_mut(index).ok_or_else(|| format!("data[{pos}].index {index} out of range"))?;
                     if slot.is_some() {
                         return Err(format!("data index {index} given twice"));
                     }
-                    *slot = Some(
-                        item.get("embedding")
-                            .ok_or_else(|| format!("data[{pos}] has no `embedding`"))?,
-                    );
+                    *slot = Some(item.get("embedding").ok_or_else(|| format!("data[{pos}] has no `embedding`"))?);
                 }
                 slots.into_iter().flatten().collect()
             }
@@ -280,7 +256,6 @@ impl Embedder for HttpEmbedder {
         Ok(out)
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -334,11 +309,8 @@ mod tests {
                 }
                 let mut body = vec![0u8; length];
                 reader.read_exact(&mut body).expect("body");
-                let _ = tx.send(Seen {
-                    line: line.trim_end().to_string(),
-                    authorization,
-                    body: String::from_utf8(body).expect("utf-8 body"),
-                });
+                let _ =
+                    tx.send(Seen { line: line.trim_end().to_string(), authorization, body: String::from_utf8(body).expect("utf-8 body") });
                 let mut stream = stream;
                 let reply = format!(
                     "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
@@ -372,10 +344,7 @@ mod tests {
 
     #[test]
     fn ollama_retries_a_5xx_then_reads_vectors_in_order() {
-        let (url, server, seen) = serve(vec![
-            ok(500, "overloaded"),
-            ok(200, r#"{"embeddings": [[3.0, 4.0], [0.0, 2.0]]}"#),
-        ]);
+        let (url, server, seen) = serve(vec![ok(500, "overloaded"), ok(200, r#"{"embeddings": [[3.0, 4.0], [0.0, 2.0]]}"#)]);
         let e = HttpEmbedder::new(settings(HttpApi::Ollama, &url, 2)).expect("embedder");
         let v = e.embed(&["a", "b"], "c/e").expect("embed");
         server.join().expect("server");
@@ -391,10 +360,8 @@ mod tests {
 
     #[test]
     fn openai_orders_by_index_and_sends_the_key() {
-        let (url, server, seen) = serve(vec![ok(
-            200,
-            r#"{"data": [{"index": 1, "embedding": [0, 1]}, {"index": 0, "embedding": [1, 0]}]}"#,
-        )]);
+        let (url, server, seen) =
+            serve(vec![ok(200, r#"{"data": [{"index": 1, "embedding": [0, 1]}, {"index": 0, "embedding": [1, 0]}]}"#)]);
         let mut s = settings(HttpApi::OpenAi, &url, 2);
         s.api_key = Some("sk-test-secret".to_string());
         assert!(!format!("{s:?}").contains("sk-test-secret"));

@@ -45,36 +45,22 @@ impl MiniLmEmbedder {
     /// Loads the model from `model_dir` (which must hold `config.json`,
     /// `tokenizer.json` and `model.safetensors`).
     pub fn load(model_dir: &Path) -> Result<Self> {
-        let missing: Vec<&str> = ["config.json", "tokenizer.json", "model.safetensors"]
-            .into_iter()
-            .filter(|f| !model_dir.join(f).is_file())
-            .collect();
+        let missing: Vec<&str> =
+            ["config.json", "tokenizer.json", "model.safetensors"].into_iter().filter(|f| !model_dir.join(f).is_file()).collect();
         if !missing.is_empty() {
-            return Err(model_error(
-                model_dir,
-                format!(
-                    "missing {} (run `make models` first, or pass --model-dir)",
-                    missing.join(", ")
-                ),
-            ));
+            return Err(model_error(model_dir, format!("missing {} (run `make models` first, or pass --model-dir)", missing.join(", "))));
         }
         let config_path = model_dir.join("config.json");
-        let config_text =
-            std::fs::read_to_string(&config_path).map_err(|e| Error::io(&config_path, e))?;
-        let config: BertConfig = serde_json::from_str(&config_text).map_err(|e| {
-            model_error(model_dir, format!("config.json is not a BERT config: {e}"))
-        })?;
+        let config_text = std::fs::read_to_string(&config_path).map_err(|e| Error::io(&config_path, e))?;
+        let config: BertConfig =
+            serde_json::from_str(&config_text).map_err(|e| model_error(model_dir, format!("config.json is not a BERT config: {e}")))?;
         if config.hidden_size != DIMS {
-            return Err(model_error(
-                model_dir,
-                format!("config.json has hidden_size {}, expected {DIMS}", config.hidden_size),
-            ));
+            return Err(model_error(model_dir, format!("config.json has hidden_size {}, expected {DIMS}", config.hidden_size)));
         }
 
         let mut tokenizer = Tokenizer::from_file(model_dir.join("tokenizer.json"))
             .map_err(|e| model_error(model_dir, format!("read tokenizer.json: {e}")))?;
-        let pad_id = u32::try_from(config.pad_token_id)
-            .map_err(|_| model_error(model_dir, "pad_token_id out of range".to_string()))?;
+        let pad_id = u32::try_from(config.pad_token_id).map_err(|_| model_error(model_dir, "pad_token_id out of range".to_string()))?;
         tokenizer.with_padding(Some(PaddingParams {
             strategy: PaddingStrategy::BatchLongest,
             pad_id,
@@ -93,16 +79,9 @@ impl MiniLmEmbedder {
         let weights = std::fs::read(&weights_path).map_err(|e| Error::io(&weights_path, e))?;
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
             .map_err(|e| model_error(model_dir, format!("read model.safetensors: {e}")))?;
-        let model = BertModel::load(vb, &config)
-            .map_err(|e| model_error(model_dir, format!("load BERT weights: {e}")))?;
+        let model = BertModel::load(vb, &config).map_err(|e| model_error(model_dir, format!("load BERT weights: {e}")))?;
 
-        Ok(MiniLmEmbedder {
-            model,
-            tokenizer,
-            device,
-            name: model_name(model_dir),
-            batch: DEFAULT_BATCH,
-        })
+        Ok(MiniLmEmbedder { model, tokenizer, device, name: model_name(model_dir), batch: DEFAULT_BATCH })
     }
 
     /// Sets how many texts go through one forward pass (at least 1).
@@ -124,10 +103,7 @@ impl MiniLmEmbedder {
 
     /// One forward pass over `texts`, which share a padded length.
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        let encodings = self
-            .tokenizer
-            .encode_batch(texts.to_vec(), true)
-            .map_err(|e| Error::Embed(format!("tokenize: {e}")))?;
+        let encodings = self.tokenizer.encode_batch(texts.to_vec(), true).map_err(|e| Error::Embed(format!("tokenize: {e}")))?;
         let rows = encodings.len();
         let len = encodings.first().map_or(0, |e| e.get_ids().len());
         let mut ids = Vec::with_capacity(rows * len);
@@ -136,17 +112,10 @@ impl MiniLmEmbedder {
             ids.extend_from_slice(enc.get_ids());
             mask.extend_from_slice(enc.get_attention_mask());
         }
-        self.forward(ids, mask, rows, len)
-            .map_err(|e| Error::Embed(format!("minilm forward pass: {e}")))
+        self.forward(ids, mask, rows, len).map_err(|e| Error::Embed(format!("minilm forward pass: {e}")))
     }
 
-    fn forward(
-        &self,
-        ids: Vec<u32>,
-        mask: Vec<u32>,
-        rows: usize,
-        len: usize,
-    ) -> candle_core::Result<Vec<Vec<f32>>> {
+    fn forward(&self, ids: Vec<u32>, mask: Vec<u32>, rows: usize, len: usize) -> candle_core::Result<Vec<Vec<f32>>> {
         let ids = Tensor::from_vec(ids, (rows, len), &self.device)?;
         let mask = Tensor::from_vec(mask, (rows, len), &self.device)?;
         let type_ids = ids.zeros_like()?;
@@ -164,10 +133,7 @@ impl MiniLmEmbedder {
 
 fn model_name(model_dir: &Path) -> String {
     let dir: PathBuf = model_dir.components().collect();
-    dir.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| "all-MiniLM-L6-v2".to_string())
+    dir.file_name().map(|n| n.to_string_lossy().into_owned()).filter(|n| !n.is_empty()).unwrap_or_else(|| "all-MiniLM-L6-v2".to_string())
 }
 
 fn model_error(model_dir: &Path, message: String) -> Error {
@@ -223,10 +189,7 @@ mod tests {
 
     #[test]
     fn id_names_the_model_directory() {
-        assert_eq!(
-            MiniLmEmbedder::id_for(Path::new("models/all-MiniLM-L6-v2/")),
-            "minilm:all-MiniLM-L6-v2"
-        );
+        assert_eq!(MiniLmEmbedder::id_for(Path::new("models/all-MiniLM-L6-v2/")), "minilm:all-MiniLM-L6-v2");
         assert_eq!(MiniLmEmbedder::id_for(Path::new("/opt/m/paraphrase-x")), "minilm:paraphrase-x");
     }
 }

@@ -16,10 +16,7 @@ pub enum MiniLmEmbedder {}
 
 impl MiniLmEmbedder {
     pub fn load(model_dir: &Path) -> Result<Self> {
-        Err(Error::EmbedModel {
-            path: model_dir.to_path_buf(),
-            message: "memform was built without the `full` feature (no candle)".into(),
-        })
+        Err(Error::EmbedModel { path: model_dir.to_path_buf(), message: "memform was built without the `full` feature (no candle)".into() })
     }
 
     pub fn id_for(model_dir: &Path) -> String {

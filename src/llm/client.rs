@@ -12,9 +12,7 @@ use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 use crate::http::{Exchange, excerpt, post_json};
-use crate::llm::{
-    API_KEY_ENV, AnswerSource, Llm, LlmRequest, LlmResponse, LlmSettings, Provider, ResponseFormat,
-};
+use crate::llm::{API_KEY_ENV, AnswerSource, Llm, LlmRequest, LlmResponse, LlmSettings, Provider, ResponseFormat};
 use crate::types::LlmUsage;
 
 /// Most characters of an error body quoted in an error.
@@ -38,10 +36,7 @@ pub struct HttpLlm {
 
 impl std::fmt::Debug for HttpLlm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpLlm")
-            .field("settings", &self.settings)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
-            .finish()
+        f.debug_struct("HttpLlm").field("settings", &self.settings).field("api_key", &self.api_key.as_ref().map(|_| "<set>")).finish()
     }
 }
 
@@ -62,11 +57,8 @@ impl HttpLlm {
 
     /// A client with an explicit API key (tests, embedding applications).
     pub fn with_api_key(settings: LlmSettings, api_key: Option<String>) -> Self {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(timeout(settings.timeout_secs)))
-            .build()
-            .into();
+        let agent: ureq::Agent =
+            ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(timeout(settings.timeout_secs))).build().into();
         HttpLlm { settings, api_key, agent }
     }
 
@@ -84,8 +76,7 @@ impl HttpLlm {
     /// The request body sent for `req` (no credentials in it). The schema
     /// text is spliced in as written, keeping its property order.
     pub fn body(&self, req: &LlmRequest) -> Result<String> {
-        let messages: Vec<Value> =
-            req.messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect();
+        let messages: Vec<Value> = req.messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect();
         let s = &req.sampling;
         let base = match self.settings.provider {
             Provider::OpenAi => json!({
@@ -105,12 +96,8 @@ impl HttpLlm {
         };
         let mut body = base.to_string();
         let Some(schema) = &req.schema else { return Ok(body) };
-        serde_json::from_str::<Value>(schema).map_err(|e| {
-            Error::Other(format!(
-                "read the response schema of the {} template: {e}",
-                req.template.name
-            ))
-        })?;
+        serde_json::from_str::<Value>(schema)
+            .map_err(|e| Error::Other(format!("read the response schema of the {} template: {e}", req.template.name)))?;
         let extra = match (self.settings.provider, self.settings.response_format) {
             (Provider::Ollama, _) => format!(",\"format\":{schema}}}"),
             (Provider::OpenAi, ResponseFormat::JsonObject) => {
@@ -141,11 +128,7 @@ impl HttpLlm {
         let (status, text) = match post_json(&self.agent, url, payload, self.api_key.as_deref(), BODY_LIMIT) {
             Exchange::Answered { status, body } => (status, body),
             Exchange::TimedOut => {
-                return Attempt::Retry(Error::LlmTimeout {
-                    url: shown,
-                    timeout_secs: self.settings.timeout_secs,
-                    attempts,
-                });
+                return Attempt::Retry(Error::LlmTimeout { url: shown, timeout_secs: self.settings.timeout_secs, attempts });
             }
             Exchange::Unreachable(message) => {
                 return Attempt::Fail(Error::LlmConnect { url: shown, message: self.scrub(&message) });
@@ -157,13 +140,9 @@ impl HttpLlm {
             return if status >= 500 { Attempt::Retry(error) } else { Attempt::Fail(error) };
         }
         match self.read_answer(&text) {
-            Ok((answer, usage, model)) => Attempt::Done(LlmResponse {
-                text: answer,
-                usage,
-                model,
-                source: AnswerSource::Live,
-                wall: started.elapsed(),
-            }),
+            Ok((answer, usage, model)) => {
+                Attempt::Done(LlmResponse { text: answer, usage, model, source: AnswerSource::Live, wall: started.elapsed() })
+            }
             Err(message) => Attempt::Fail(Error::LlmBody {
                 url: shown,
                 message: format!("{} in {:?}", self.scrub(&message), excerpt(&self.scrub(&text), BODY_EXCERPT)),
@@ -200,11 +179,7 @@ impl HttpLlm {
                 let Some(text) = v.pointer("/message/content").and_then(Value::as_str) else {
                     return Err("no message.content".into());
                 };
-                let usage = LlmUsage {
-                    calls: 1,
-                    prompt_tokens: count("/prompt_eval_count"),
-                    completion_tokens: count("/eval_count"),
-                };
+                let usage = LlmUsage { calls: 1, prompt_tokens: count("/prompt_eval_count"), completion_tokens: count("/eval_count") };
                 Ok((text.to_string(), usage, model))
             }
         }
@@ -231,4 +206,3 @@ impl Llm for HttpLlm {
         }
     }
 }
-

@@ -20,8 +20,8 @@ use serde_json::Value;
 
 use crate::error::{Error, FixtureMiss, Result};
 use crate::llm::{
-    AnswerSource, CallContext, HttpLlm, Llm, LlmMode, LlmProgress, LlmRequest, LlmResponse,
-    LlmSettings, Message, ProgressHook, Sampling, Stage, TemplateId,
+    AnswerSource, CallContext, HttpLlm, Llm, LlmMode, LlmProgress, LlmRequest, LlmResponse, LlmSettings, Message, ProgressHook, Sampling,
+    Stage, TemplateId,
 };
 use crate::normalize::sha256_hex;
 use crate::types::LlmUsage;
@@ -47,12 +47,10 @@ pub struct KeyMaterial {
 impl KeyMaterial {
     pub fn of(req: &LlmRequest) -> Result<Self> {
         let schema = match &req.schema {
-            Some(text) => Some(serde_json::from_str(text).map_err(|e| {
-                Error::Other(format!(
-                    "read the response schema of the {} template: {e}",
-                    req.template.name
-                ))
-            })?),
+            Some(text) => Some(
+                serde_json::from_str(text)
+                    .map_err(|e| Error::Other(format!("read the response schema of the {} template: {e}", req.template.name)))?,
+            ),
             None => None,
         };
         Ok(KeyMaterial {
@@ -66,8 +64,7 @@ impl KeyMaterial {
     }
 
     pub fn key(&self) -> Result<String> {
-        let value = serde_json::to_value(self)
-            .map_err(|e| Error::Other(format!("serialise fixture key material: {e}")))?;
+        let value = serde_json::to_value(self).map_err(|e| Error::Other(format!("serialise fixture key material: {e}")))?;
         let mut out = String::new();
         canonical_json(&value, &mut out);
         Ok(sha256_hex(out.as_bytes()))
@@ -175,10 +172,7 @@ impl FixtureStore {
         };
         let file = read_fixture(&path, &text)?;
         if file.key != key {
-            return Err(Error::Fixture {
-                path,
-                message: format!("its key field is {}, not the file name", file.key),
-            });
+            return Err(Error::Fixture { path, message: format!("its key field is {}, not the file name", file.key) });
         }
         Ok(Some(file))
     }
@@ -187,8 +181,7 @@ impl FixtureStore {
     pub fn put(&self, req: &LlmRequest, resp: &LlmResponse) -> Result<PathBuf> {
         let request = KeyMaterial::of(req)?;
         let key = request.key()?;
-        let response =
-            RecordedAnswer { text: resp.text.clone(), usage: resp.usage, model: resp.model.clone() };
+        let response = RecordedAnswer { text: resp.text.clone(), usage: resp.usage, model: resp.model.clone() };
         let file = FixtureFile {
             format: FIXTURE_FORMAT.to_string(),
             key: key.clone(),
@@ -207,15 +200,10 @@ impl FixtureStore {
     /// Writes `file` as `<key>.json` (atomically: temp file, then rename).
     fn write_file(&self, file: &FixtureFile) -> Result<()> {
         let key = &file.key;
-        let text = serde_json::to_string_pretty(file)
-            .map_err(|e| Error::Other(format!("serialise fixture {key}: {e}")))?;
+        let text = serde_json::to_string_pretty(file).map_err(|e| Error::Other(format!("serialise fixture {key}: {e}")))?;
         std::fs::create_dir_all(&self.dir).map_err(|e| Error::write(&self.dir, e))?;
         let path = self.path_of(key);
-        let tmp = self.dir.join(format!(
-            ".{key}.{}.{}.tmp",
-            std::process::id(),
-            TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
+        let tmp = self.dir.join(format!(".{key}.{}.{}.tmp", std::process::id(), TMP_COUNTER.fetch_add(1, Ordering::Relaxed)));
         std::fs::write(&tmp, text + "\n").map_err(|e| Error::write(&tmp, e))?;
         std::fs::rename(&tmp, &path).map_err(|e| Error::write(&path, e))?;
         Ok(())
@@ -228,9 +216,8 @@ impl FixtureStore {
             .json_paths()?
             .into_iter()
             .map(|p| {
-                let parsed = std::fs::read_to_string(&p)
-                    .map_err(|e| e.to_string())
-                    .and_then(|t| read_fixture(&p, &t).map_err(|e| e.to_string()));
+                let parsed =
+                    std::fs::read_to_string(&p).map_err(|e| e.to_string()).and_then(|t| read_fixture(&p, &t).map_err(|e| e.to_string()));
                 (p, parsed)
             })
             .collect())
@@ -299,8 +286,7 @@ impl FixtureStore {
 /// whitespace) of `{"model", "text", "usage"}`, so an edit of the text or of
 /// the token counts is caught.
 pub fn answer_sha256(answer: &RecordedAnswer) -> Result<String> {
-    let value = serde_json::to_value(answer)
-        .map_err(|e| Error::Other(format!("serialise a recorded answer: {e}")))?;
+    let value = serde_json::to_value(answer).map_err(|e| Error::Other(format!("serialise a recorded answer: {e}")))?;
     let mut out = String::new();
     canonical_json(&value, &mut out);
     Ok(sha256_hex(out.as_bytes()))
@@ -316,10 +302,7 @@ fn read_fixture_unchecked(path: &Path, text: &str) -> Result<FixtureFile> {
     }
     let actual = file.request.key()?;
     if actual != file.key {
-        return Err(bad(format!(
-            "its request hashes to {actual}, not its key {} (edited by hand?)",
-            file.key
-        )));
+        return Err(bad(format!("its request hashes to {actual}, not its key {} (edited by hand?)", file.key)));
     }
     Ok(file)
 }
@@ -404,10 +387,7 @@ fn diff(recorded: &KeyMaterial, want: &KeyMaterial) -> Diff {
     if recorded.template != want.template {
         fields.push(format!(
             "template {} v{} vs {} v{}",
-            recorded.template.name,
-            recorded.template.version,
-            want.template.name,
-            want.template.version
+            recorded.template.name, recorded.template.version, want.template.name, want.template.version
         ));
     }
     let (rs, ws) = (recorded.sampling, want.sampling);
@@ -455,8 +435,7 @@ fn first_difference(a: &str, b: &str) -> (usize, usize) {
     let b: Vec<char> = b.chars().collect();
     let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
     let max_suffix = a.len().min(b.len()) - prefix;
-    let suffix =
-        a.iter().rev().zip(b.iter().rev()).take(max_suffix).take_while(|(x, y)| x == y).count();
+    let suffix = a.iter().rev().zip(b.iter().rev()).take(max_suffix).take_while(|(x, y)| x == y).count();
     (prefix, a.len().max(b.len()) - prefix - suffix)
 }
 
@@ -514,9 +493,7 @@ pub fn fixtures_check(dir: &Path, needed: &BTreeSet<String>) -> Result<FixturesC
             Ok(f) if f.key == stem => {
                 present.insert(stem);
             }
-            Ok(f) => {
-                check.invalid.push((path, format!("its key field is {}, not the file name", f.key)))
-            }
+            Ok(f) => check.invalid.push((path, format!("its key field is {}, not the file name", f.key))),
             Err(e) => check.invalid.push((path, e)),
         }
     }
@@ -566,15 +543,12 @@ impl RecordedLlm {
     /// The boundary for a run: replay and record need `fixtures_dir`; record
     /// and live build an [`HttpLlm`] from `settings` (API key from the
     /// environment). Replay never touches the network.
-    pub fn from_settings(
-        settings: &LlmSettings,
-        mode: LlmMode,
-        fixtures_dir: Option<PathBuf>,
-    ) -> Result<Self> {
+    pub fn from_settings(settings: &LlmSettings, mode: LlmMode, fixtures_dir: Option<PathBuf>) -> Result<Self> {
         let store = || {
-            fixtures_dir.clone().map(FixtureStore::new).ok_or_else(|| {
-                Error::Config(format!("--llm {} needs a fixture directory", mode.as_str()))
-            })
+            fixtures_dir
+                .clone()
+                .map(FixtureStore::new)
+                .ok_or_else(|| Error::Config(format!("--llm {} needs a fixture directory", mode.as_str())))
         };
         let live = || -> Arc<dyn Llm> { Arc::new(HttpLlm::new(settings.clone())) };
         Ok(match mode {
@@ -663,10 +637,7 @@ impl RecordedLlm {
     fn call_live(&self, req: &LlmRequest) -> Result<LlmResponse> {
         match &self.live {
             Some(live) => live.complete(req),
-            None => Err(Error::Other(format!(
-                "call the live model in {} mode: no live client",
-                self.mode.as_str()
-            ))),
+            None => Err(Error::Other(format!("call the live model in {} mode: no live client", self.mode.as_str()))),
         }
     }
 }
@@ -758,8 +729,7 @@ mod tests {
 
     #[test]
     fn canonical_json_sorts_keys_at_every_depth() {
-        let v: Value =
-            serde_json::from_str(r#"{"b":1,"a":{"d":[{"z":1,"y":2}],"c":"x"}}"#).unwrap();
+        let v: Value = serde_json::from_str(r#"{"b":1,"a":{"d":[{"z":1,"y":2}],"c":"x"}}"#).unwrap();
         let mut s = String::new();
         canonical_json(&v, &mut s);
         assert_eq!(s, r#"{"a":{"c":"x","d":[{"y":2,"z":1}]},"b":1}"#);

@@ -21,10 +21,7 @@ pub fn clean_answer(text: &str, warnings: &mut Vec<Warning>) -> String {
         match find_ci(&s[open..], "</think>") {
             Some(rel) => s.replace_range(open..open + rel + "</think>".len(), ""),
             None => {
-                warnings.push(Warning::new(
-                    "llm_unclosed_think",
-                    "answer opens a <think> block that never closes; dropped from there on",
-                ));
+                warnings.push(Warning::new("llm_unclosed_think", "answer opens a <think> block that never closes; dropped from there on"));
                 s.truncate(open);
                 break;
             }
@@ -33,12 +30,7 @@ pub fn clean_answer(text: &str, warnings: &mut Vec<Warning>) -> String {
     if let Some(close) = find_ci(&s, "</think>") {
         s.replace_range(..close + "</think>".len(), "");
     }
-    s.lines()
-        .filter(|l| !l.trim_start().starts_with("```"))
-        .collect::<Vec<_>>()
-        .join("\n")
-        .trim()
-        .to_string()
+    s.lines().filter(|l| !l.trim_start().starts_with("```")).collect::<Vec<_>>().join("\n").trim().to_string()
 }
 
 fn find_ci(hay: &str, needle: &str) -> Option<usize> {
@@ -54,10 +46,7 @@ pub fn find_json_object(text: &str, warnings: &mut Vec<Warning>) -> Option<Map<S
             Some(Ok(Value::Object(map))) => return Some(map),
             Some(Err(e)) if e.is_eof() => {
                 if let Some(map) = repair_truncated(&text[start..]) {
-                    warnings.push(Warning::new(
-                        "llm_truncated_json",
-                        "answer JSON is cut off; kept what was complete",
-                    ));
+                    warnings.push(Warning::new("llm_truncated_json", "answer JSON is cut off; kept what was complete"));
                     return Some(map);
                 }
             }
@@ -125,10 +114,7 @@ fn answer_object(text: &str, warnings: &mut Vec<Warning>) -> Option<Map<String, 
     }
     let found = find_json_object(&cleaned, warnings);
     if found.is_none() {
-        warnings.push(Warning::new(
-            "llm_no_json",
-            format!("no JSON object in the answer: {:?}", excerpt(&cleaned)),
-        ));
+        warnings.push(Warning::new("llm_no_json", format!("no JSON object in the answer: {:?}", excerpt(&cleaned))));
     }
     found
 }
@@ -139,25 +125,15 @@ fn field<'a>(obj: &'a Map<String, Value>, names: &[&str]) -> Option<&'a Value> {
 }
 
 /// An array field: missing → empty with a warning; not an array → empty with a warning.
-fn array<'a>(
-    obj: &'a Map<String, Value>,
-    names: &[&str],
-    warnings: &mut Vec<Warning>,
-) -> &'a [Value] {
+fn array<'a>(obj: &'a Map<String, Value>, names: &[&str], warnings: &mut Vec<Warning>) -> &'a [Value] {
     match field(obj, names) {
         Some(Value::Array(items)) => items,
         Some(other) => {
-            warnings.push(Warning::new(
-                "llm_wrong_type",
-                format!("`{}` is {}, not an array; ignored", names[0], type_name(other)),
-            ));
+            warnings.push(Warning::new("llm_wrong_type", format!("`{}` is {}, not an array; ignored", names[0], type_name(other))));
             &[]
         }
         None => {
-            warnings.push(Warning::new(
-                "llm_missing_field",
-                format!("answer has no `{}` array", names[0]),
-            ));
+            warnings.push(Warning::new("llm_missing_field", format!("answer has no `{}` array", names[0])));
             &[]
         }
     }
@@ -204,10 +180,7 @@ pub fn parse_extraction(text: &str, turns: &[Turn]) -> RawExtraction {
         let entity_type = match field(e, &["type", "entityType", "entity_type"]) {
             Some(Value::String(t)) => t.clone(),
             Some(other) => {
-                warnings.push(Warning::new(
-                    "llm_wrong_type",
-                    format!("entities[{i}].type is {}; left empty", type_name(other)),
-                ));
+                warnings.push(Warning::new("llm_wrong_type", format!("entities[{i}].type is {}; left empty", type_name(other))));
                 String::new()
             }
             None => String::new(),
@@ -216,10 +189,7 @@ pub fn parse_extraction(text: &str, turns: &[Turn]) -> RawExtraction {
     }
 
     let ids: HashSet<&str> = turns.iter().map(|t| t.id.as_str()).collect();
-    for (list, names) in [
-        ("relationships", &["relationships"][..]),
-        ("literalFacts", &["literalFacts", "literal_facts"][..]),
-    ] {
+    for (list, names) in [("relationships", &["relationships"][..]), ("literalFacts", &["literalFacts", "literal_facts"][..])] {
         let items = array(&obj, names, &mut warnings);
         for (i, item) in items.iter().enumerate() {
             if let Some(f) = parse_fact(list, i, item, turns, &ids, &mut warnings) {
@@ -239,14 +209,7 @@ fn skip(list: &str, i: usize, why: String) -> Warning {
     Warning::new("llm_wrong_type", format!("{list}[{i}] {why}; skipped"))
 }
 
-fn parse_fact(
-    list: &str,
-    i: usize,
-    item: &Value,
-    turns: &[Turn],
-    ids: &HashSet<&str>,
-    warnings: &mut Vec<Warning>,
-) -> Option<RawFact> {
+fn parse_fact(list: &str, i: usize, item: &Value, turns: &[Turn], ids: &HashSet<&str>, warnings: &mut Vec<Warning>) -> Option<RawFact> {
     let Some(f) = item.as_object() else {
         warnings.push(skip(list, i, format!("is {}, not an object", type_name(item))));
         return None;
@@ -283,10 +246,7 @@ fn parse_fact(
         match field(f, names) {
             Some(Value::String(s)) => Some(s.clone()),
             Some(other) => {
-                warnings.push(Warning::new(
-                    "llm_wrong_type",
-                    format!("{list}[{i}].{} is {}; ignored", names[0], type_name(other)),
-                ));
+                warnings.push(Warning::new("llm_wrong_type", format!("{list}[{i}].{} is {}; ignored", names[0], type_name(other))));
                 None
             }
             None => None,
@@ -294,30 +254,19 @@ fn parse_fact(
     };
     let content = optional_text(&["content", "fact"], warnings);
     let fact_type = optional_text(&["factType", "fact_type", "type"], warnings).unwrap_or_default();
-    let source_quote =
-        optional_text(&["sourceQuote", "source_quote", "quote"], warnings).unwrap_or_default();
+    let source_quote = optional_text(&["sourceQuote", "source_quote", "quote"], warnings).unwrap_or_default();
     let valid_from = optional_text(&["validFrom", "valid_from"], warnings);
     let valid_until = optional_text(&["validUntil", "valid_until"], warnings);
     let confidence = match field(f, &["confidence"]) {
         Some(Value::Number(n)) => n.as_f64().unwrap_or(DEFAULT_CONFIDENCE),
-        Some(Value::String(s)) if s.trim().parse::<f64>().is_ok() => {
-            s.trim().parse::<f64>().unwrap_or(DEFAULT_CONFIDENCE)
-        }
+        Some(Value::String(s)) if s.trim().parse::<f64>().is_ok() => s.trim().parse::<f64>().unwrap_or(DEFAULT_CONFIDENCE),
         Some(other) => {
-            warnings.push(Warning::new(
-                "llm_wrong_type",
-                format!(
-                    "{list}[{i}].confidence is {}; {DEFAULT_CONFIDENCE} used",
-                    type_name(other)
-                ),
-            ));
+            warnings
+                .push(Warning::new("llm_wrong_type", format!("{list}[{i}].confidence is {}; {DEFAULT_CONFIDENCE} used", type_name(other))));
             DEFAULT_CONFIDENCE
         }
         None => {
-            warnings.push(Warning::new(
-                "llm_missing_field",
-                format!("{list}[{i}] has no confidence; {DEFAULT_CONFIDENCE} used"),
-            ));
+            warnings.push(Warning::new("llm_missing_field", format!("{list}[{i}] has no confidence; {DEFAULT_CONFIDENCE} used")));
             DEFAULT_CONFIDENCE
         }
     };
@@ -346,18 +295,7 @@ fn parse_fact(
             return None;
         }
     };
-    Some(RawFact {
-        subject,
-        predicate,
-        object,
-        content,
-        fact_type,
-        confidence,
-        source_quote,
-        source_turn,
-        valid_from,
-        valid_until,
-    })
+    Some(RawFact { subject, predicate, object, content, fact_type, confidence, source_quote, source_turn, valid_from, valid_until })
 }
 
 /// Confidence given to a fact whose answer has none.
@@ -369,12 +307,7 @@ fn normalise_turn_ref(s: &str) -> String {
 
 /// The episode turn a fact belongs to: its claimed id when that is a turn of
 /// the episode, else the first turn whose text contains the quote.
-fn resolve_turn(
-    claimed: Option<&str>,
-    quote: &str,
-    turns: &[Turn],
-    ids: &HashSet<&str>,
-) -> Option<String> {
+fn resolve_turn(claimed: Option<&str>, quote: &str, turns: &[Turn], ids: &HashSet<&str>) -> Option<String> {
     if let Some(c) = claimed {
         let c = normalise_turn_ref(c);
         if ids.contains(c.as_str()) {
@@ -419,48 +352,35 @@ pub fn parse_verdicts(text: &str, known: &BTreeSet<usize>) -> ParsedVerdicts {
             continue;
         };
         if !known.contains(&index) {
-            warnings.push(Warning::new(
-                "llm_unknown_pair",
-                format!("verdicts[{i}] names pair {index}, which was not asked; dropped"),
-            ));
+            warnings.push(Warning::new("llm_unknown_pair", format!("verdicts[{i}] names pair {index}, which was not asked; dropped")));
             continue;
         }
-        let verdict = field(v, &["verdict"]).and_then(Value::as_str).and_then(|s| {
-            match s.trim().to_ascii_lowercase().as_str() {
-                "old" => Some(Verdict::Old),
-                "new" => Some(Verdict::New),
-                "neither" => Some(Verdict::Neither),
-                _ => None,
-            }
+        let verdict = field(v, &["verdict"]).and_then(Value::as_str).and_then(|s| match s.trim().to_ascii_lowercase().as_str() {
+            "old" => Some(Verdict::Old),
+            "new" => Some(Verdict::New),
+            "neither" => Some(Verdict::Neither),
+            _ => None,
         });
         let Some(verdict) = verdict else {
             warnings.push(Warning::new(
                 "llm_bad_verdict",
                 format!(
                     "verdicts[{i}] for pair {index} is not old, new or neither: {}; dropped",
-                    field(v, &["verdict"])
-                        .map(Value::to_string)
-                        .unwrap_or_else(|| "missing".into())
+                    field(v, &["verdict"]).map(Value::to_string).unwrap_or_else(|| "missing".into())
                 ),
             ));
             continue;
         };
         if !seen.insert(index) {
-            warnings.push(Warning::new(
-                "llm_duplicate_verdict",
-                format!("verdicts[{i}] answers pair {index} again; the first answer stands"),
-            ));
+            warnings
+                .push(Warning::new("llm_duplicate_verdict", format!("verdicts[{i}] answers pair {index} again; the first answer stands")));
             continue;
         }
         out.verdicts.push((index, verdict));
     }
-    let missing: Vec<String> =
-        known.iter().filter(|k| !seen.contains(*k)).map(|k| k.to_string()).collect();
+    let missing: Vec<String> = known.iter().filter(|k| !seen.contains(*k)).map(|k| k.to_string()).collect();
     if !missing.is_empty() {
-        warnings.push(Warning::new(
-            "llm_missing_verdict",
-            format!("no verdict for pair(s) {}; counted as neither", missing.join(", ")),
-        ));
+        warnings.push(Warning::new("llm_missing_verdict", format!("no verdict for pair(s) {}; counted as neither", missing.join(", "))));
     }
     out.warnings = warnings;
     out
@@ -472,16 +392,8 @@ mod tests {
 
     fn turns() -> Vec<Turn> {
         vec![
-            Turn {
-                id: "D1:1".into(),
-                speaker: "Ann".into(),
-                text: "I work at Acme Corp now.".into(),
-            },
-            Turn {
-                id: "D1:2".into(),
-                speaker: "Bo".into(),
-                text: "I love hiking in the Alps.".into(),
-            },
+            Turn { id: "D1:1".into(), speaker: "Ann".into(), text: "I work at Acme Corp now.".into() },
+            Turn { id: "D1:2".into(), speaker: "Bo".into(), text: "I love hiking in the Alps.".into() },
         ]
     }
 
@@ -500,10 +412,7 @@ mod tests {
         let r = parse_extraction(&text, &turns());
         assert_eq!(r.warnings, vec![]);
         assert!(r.graph);
-        assert_eq!(
-            r.entities,
-            vec![RawEntity { name: "Acme Corp".into(), entity_type: "ORG".into() }]
-        );
+        assert_eq!(r.entities, vec![RawEntity { name: "Acme Corp".into(), entity_type: "ORG".into() }]);
         assert_eq!(r.relationships.len(), 1);
         assert_eq!(r.relationships[0].source_turn, "D1:1");
         assert_eq!(r.relationships[0].confidence, 0.9);
@@ -558,10 +467,7 @@ mod tests {
             fact("D1:1", "Acme")
         );
         let r = parse_extraction(&text, &turns());
-        assert_eq!(
-            r.entities,
-            vec![RawEntity { name: "Acme Corp".into(), entity_type: String::new() }]
-        );
+        assert_eq!(r.entities, vec![RawEntity { name: "Acme Corp".into(), entity_type: String::new() }]);
         assert!(r.relationships.is_empty());
         assert_eq!(r.literal_facts.len(), 3, "{:?}", r.warnings);
         assert_eq!(r.literal_facts[0].object, "34");
@@ -584,8 +490,7 @@ mod tests {
         let r = parse_extraction(&text, &turns());
         let got: Vec<&str> = r.literal_facts.iter().map(|f| f.source_turn.as_str()).collect();
         assert_eq!(got, vec!["D1:1", "D1:2"]);
-        let unknown: Vec<&Warning> =
-            r.warnings.iter().filter(|w| w.kind == "llm_unknown_turn").collect();
+        let unknown: Vec<&Warning> = r.warnings.iter().filter(|w| w.kind == "llm_unknown_turn").collect();
         assert_eq!(unknown.len(), 2, "{:?}", r.warnings);
         assert!(unknown[0].message.contains("D9:9") && unknown[0].message.contains("D1:2"));
         assert!(unknown[1].message.contains("skipped"));
@@ -613,16 +518,7 @@ mod tests {
         let p = parse_verdicts(text, &known);
         assert_eq!(p.verdicts, vec![(0, Verdict::Old), (1, Verdict::Neither)]);
         let kinds: Vec<&str> = p.warnings.iter().map(|w| w.kind.as_str()).collect();
-        assert_eq!(
-            kinds,
-            vec![
-                "llm_unknown_pair",
-                "llm_duplicate_verdict",
-                "llm_bad_verdict",
-                "llm_wrong_type",
-                "llm_missing_verdict"
-            ]
-        );
+        assert_eq!(kinds, vec!["llm_unknown_pair", "llm_duplicate_verdict", "llm_bad_verdict", "llm_wrong_type", "llm_missing_verdict"]);
         assert!(p.warnings[4].message.contains("2, 3"));
     }
 

@@ -22,8 +22,7 @@ pub const MAX_KNOWN_ENTITIES: usize = 200;
 pub const MAX_KNOWN_FACTS: usize = 100;
 
 /// Entity types the extraction schema allows.
-pub const ENTITY_TYPES: [&str; 9] =
-    ["PERSON", "ORG", "PLACE", "PRODUCT", "FOOD", "ANIMAL", "EVENT", "CONCEPT", "THING"];
+pub const ENTITY_TYPES: [&str; 9] = ["PERSON", "ORG", "PLACE", "PRODUCT", "FOOD", "ANIMAL", "EVENT", "CONCEPT", "THING"];
 /// Fact types the extraction schema allows.
 pub const FACT_TYPES: [&str; 5] = ["fact", "preference", "decision", "procedural", "semantic"];
 
@@ -52,10 +51,7 @@ impl Template {
             } else if let Some(v) = line.strip_prefix("name:") {
                 name = Some(v.trim().to_string());
             } else if let Some(v) = line.strip_prefix("version:") {
-                version =
-                    Some(v.trim().parse::<u32>().map_err(|e| {
-                        bad(format!("line {}: version {:?}: {e}", i + 1, v.trim()))
-                    })?);
+                version = Some(v.trim().parse::<u32>().map_err(|e| bad(format!("line {}: version {:?}: {e}", i + 1, v.trim())))?);
             } else if !line.trim().is_empty() {
                 return Err(bad(format!("line {}: unexpected header line {line:?}", i + 1)));
             }
@@ -63,10 +59,7 @@ impl Template {
         let name = name.ok_or_else(|| bad("no `name:` header line".into()))?;
         let version = version.ok_or_else(|| bad("no `version:` header line".into()))?;
         let mut take = |want: &str| -> Result<String> {
-            let pos = sections
-                .iter()
-                .position(|(n, _)| n == want)
-                .ok_or_else(|| bad(format!("no `--- {want}` section")))?;
+            let pos = sections.iter().position(|(n, _)| n == want).ok_or_else(|| bad(format!("no `--- {want}` section")))?;
             let (_, body) = sections.remove(pos);
             Ok(body.join("\n").trim().to_string())
         };
@@ -108,16 +101,13 @@ fn fill(id: &TemplateId, text: &str, vars: &[(&str, &str)]) -> Result<String> {
     while let Some(start) = rest.find("{{") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        let end = after.find("}}").ok_or_else(|| {
-            Error::Other(format!("render prompt {} v{}: unclosed `{{{{`", id.name, id.version))
-        })?;
+        let end = after.find("}}").ok_or_else(|| Error::Other(format!("render prompt {} v{}: unclosed `{{{{`", id.name, id.version)))?;
         let var = &after[..end];
-        let value = vars.iter().find(|(k, _)| *k == var).map(|(_, v)| *v).ok_or_else(|| {
-            Error::Other(format!(
-                "render prompt {} v{}: no value for {{{{{var}}}}}",
-                id.name, id.version
-            ))
-        })?;
+        let value = vars
+            .iter()
+            .find(|(k, _)| *k == var)
+            .map(|(_, v)| *v)
+            .ok_or_else(|| Error::Other(format!("render prompt {} v{}: no value for {{{{{var}}}}}", id.name, id.version)))?;
         out.push_str(value);
         rest = &after[end + 2..];
     }
@@ -175,9 +165,10 @@ mod tests {
     fn template_text_is_pinned_to_its_version() {
         for t in all_templates().unwrap() {
             let actual = sha256_hex(t.source.as_bytes());
-            let pin = PINNED.iter().find(|(n, _, _)| *n == t.id.name).unwrap_or_else(|| {
-                panic!("template {} has no pinned hash: add it to PINNED", t.id.name)
-            });
+            let pin = PINNED
+                .iter()
+                .find(|(n, _, _)| *n == t.id.name)
+                .unwrap_or_else(|| panic!("template {} has no pinned hash: add it to PINNED", t.id.name));
             assert!(
                 pin.1 == t.id.version && pin.2 == actual,
                 "prompt template {} changed (version {}, sha256 {actual}) but the pin says \
@@ -205,10 +196,7 @@ mod tests {
             ])
             .unwrap();
         assert_eq!(msgs[0].role, "system");
-        assert!(
-            msgs[1].content.contains("[t1] A: {{speakers}}"),
-            "substituted text is not re-scanned"
-        );
+        assert!(msgs[1].content.contains("[t1] A: {{speakers}}"), "substituted text is not re-scanned");
         assert!(!msgs[1].content.contains("{{session_date}}"));
         let err = t.render(&[("speakers", "A")]).unwrap_err().to_string();
         assert!(err.contains("no value for {{session_date}}"), "{err}");
@@ -229,13 +217,9 @@ mod tests {
     #[test]
     fn schemas_are_json_and_list_the_allowed_types() {
         let e: serde_json::Value = serde_json::from_str(EXTRACT_SCHEMA).unwrap();
-        let enum_of = |v: &serde_json::Value| -> Vec<String> {
-            v.as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect()
-        };
-        assert_eq!(
-            enum_of(&e["properties"]["entities"]["items"]["properties"]["type"]["enum"]),
-            ENTITY_TYPES
-        );
+        let enum_of =
+            |v: &serde_json::Value| -> Vec<String> { v.as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect() };
+        assert_eq!(enum_of(&e["properties"]["entities"]["items"]["properties"]["type"]["enum"]), ENTITY_TYPES);
         for list in ["relationships", "literalFacts"] {
             let f = &e["properties"][list]["items"]["properties"];
             assert_eq!(enum_of(&f["factType"]["enum"]), FACT_TYPES, "{list}");

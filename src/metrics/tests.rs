@@ -33,16 +33,16 @@ use serde_json::{Value, json};
 use polars::prelude::{DataFrame, DataType, IntoLazy};
 
 use super::{
-    Analysis, CONTENT_LEXICAL_THRESHOLD, METRICS, RunData, aggregate, analyze, lexical_similarity, max_matching, prf, scalar_f64,
-    summarize,
+    Analysis, CONTENT_LEXICAL_THRESHOLD, METRICS, RunData, aggregate, analyze, lexical_similarity, max_matching, prf, scalar_f64, summarize,
 };
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
-use crate::pipeline::resolve::EntityDecision;
 use crate::pipeline::judge::{FinalVerdict, PairReason};
+use crate::pipeline::resolve::EntityDecision;
 use crate::pipeline::{CandidateOutcome, CandidateRecord, EpisodeRecord, Timings};
 use crate::types::{
-    Conversation, Dataset, DatasetFormat, Episode, FactKind, FactType, Gold, GoldContradiction, GoldFact, GoldQa, LlmUsage, Turn, ValueTier, Verdict, Warning,
+    Conversation, Dataset, DatasetFormat, Episode, FactKind, FactType, Gold, GoldContradiction, GoldFact, GoldQa, LlmUsage, Turn,
+    ValueTier, Verdict, Warning,
 };
 
 fn turn(id: &str, speaker: &str, text: &str) -> Turn {
@@ -145,7 +145,11 @@ pub(crate) fn fixture() -> (Dataset, Vec<EpisodeRecord>, BTreeSet<String>) {
             Episode {
                 id: "e2".into(),
                 timestamp: Some("2024-02-01T10:00:00".into()),
-                turns: vec![turn("t5", "Ann", "I now work at Beta."), turn("t6", "Ann", "I love tea."), turn("t7", "Ann", "Tea, I love it.")],
+                turns: vec![
+                    turn("t5", "Ann", "I now work at Beta."),
+                    turn("t6", "Ann", "I love tea."),
+                    turn("t7", "Ann", "Tea, I love it."),
+                ],
             },
         ],
         gold: Gold {

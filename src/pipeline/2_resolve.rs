@@ -85,13 +85,13 @@ pub fn resolve_entities(
             res.decisions.push(EntityDecision::Reuse { raw, entity_id: e.id.clone() });
             continue;
         }
-        let nearest = known
-            .filter(|e| e.entity_type == ent.entity_type)
-            .map(|e| (cosine(&emb, &e.embedding), e))
-            .fold(None::<(f64, &EntityRec)>, |best, (c, e)| match best {
+        let nearest = known.filter(|e| e.entity_type == ent.entity_type).map(|e| (cosine(&emb, &e.embedding), e)).fold(
+            None::<(f64, &EntityRec)>,
+            |best, (c, e)| match best {
                 Some((bc, _)) if bc >= c => best,
                 _ => Some((c, e)),
-            });
+            },
+        );
         if let Some((c, e)) = nearest.filter(|(c, _)| *c >= merge_threshold) {
             let (id, canonical) = (e.id.clone(), e.name.clone());
             res.new_aliases.push((id.clone(), raw.clone()));
@@ -159,12 +159,7 @@ pub fn apply_map<'f>(
         .collect()
 }
 
-fn lookup(
-    name: &str,
-    res: &Resolution,
-    state: &ConvState,
-    ty: Option<EntityType>,
-) -> Option<(String, String)> {
+fn lookup(name: &str, res: &Resolution, state: &ConvState, ty: Option<EntityType>) -> Option<(String, String)> {
     let key = name.trim().to_lowercase();
     let mapped = match ty {
         Some(t) => res.map.get(&(key.clone(), t)),

@@ -33,11 +33,21 @@ pub enum MatchBy {
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum DedupeOutcome {
     Survivor,
-    ExactDuplicate { of: Target, by: MatchBy },
+    ExactDuplicate {
+        of: Target,
+        by: MatchBy,
+    },
     /// Sets `valid_until` on the matched fact, and on `cascade` (live facts
     /// anchored on an entity whose last link this closes).
-    Closure { of: Target, valid_until: String, cascade: Vec<String> },
-    NearDuplicate { of: Target, cosine: f64 },
+    Closure {
+        of: Target,
+        valid_until: String,
+        cascade: Vec<String>,
+    },
+    NearDuplicate {
+        of: Target,
+        cosine: f64,
+    },
 }
 
 /// Stage 3's decisions for one episode.
@@ -76,11 +86,8 @@ pub fn stage(batch: &Batch<'_>, state: &ConvState, now: Option<&str>, cfg: &Conf
             }
         })
         .collect();
-    let decided = if cfg.dedup_enabled {
-        dedupe(&items, state, now, cfg.near_dup_threshold)
-    } else {
-        vec![DedupeOutcome::Survivor; items.len()]
-    };
+    let decided =
+        if cfg.dedup_enabled { dedupe(&items, state, now, cfg.near_dup_threshold) } else { vec![DedupeOutcome::Survivor; items.len()] };
     let mut outcomes = vec![None; batch.len()];
     for (&i, d) in kept.iter().zip(decided) {
         outcomes[i] = Some(d);
@@ -103,12 +110,7 @@ pub struct DedupeItem<'a> {
 }
 
 /// Decides every candidate of a batch, in order. `now` is the episode date.
-pub fn dedupe(
-    items: &[DedupeItem<'_>],
-    state: &ConvState,
-    now: Option<&str>,
-    near_dup_threshold: f64,
-) -> Vec<DedupeOutcome> {
+pub fn dedupe(items: &[DedupeItem<'_>], state: &ConvState, now: Option<&str>, near_dup_threshold: f64) -> Vec<DedupeOutcome> {
     let current: Vec<_> = state.facts.iter().filter(|f| f.is_current(now)).collect();
     let mut out: Vec<DedupeOutcome> = Vec::with_capacity(items.len());
     // Batch survivors' validUntil as closures of this batch set it.
@@ -189,18 +191,15 @@ pub fn closure_cascade(state: &ConvState, ending: &[&str], now: Option<&str>) ->
     let mut frontier: Vec<String> = ended.clone();
     while let Some(id) = frontier.pop() {
         let Some(entity) = state.fact(&id).and_then(|f| f.object_entity.clone()) else { continue };
-        let still_linked = state.facts.iter().any(|f| {
-            f.is_current(now) && !ended.contains(&f.id) && f.object_entity.as_deref() == Some(entity.as_str())
-        });
+        let still_linked =
+            state.facts.iter().any(|f| f.is_current(now) && !ended.contains(&f.id) && f.object_entity.as_deref() == Some(entity.as_str()));
         if still_linked {
             continue;
         }
         let anchored: Vec<String> = state
             .facts
             .iter()
-            .filter(|f| {
-                f.is_current(now) && !ended.contains(&f.id) && f.subject_entity.as_deref() == Some(entity.as_str())
-            })
+            .filter(|f| f.is_current(now) && !ended.contains(&f.id) && f.subject_entity.as_deref() == Some(entity.as_str()))
             .map(|f| f.id.clone())
             .collect();
         for id in anchored {
@@ -228,7 +227,16 @@ mod tests {
     fn item<'a>(hash: &'a str, s: &'a str, p: &'a str, o: &'a str, until: Option<&'a str>, emb: &'a [f32]) -> DedupeItem<'a> {
         // Tests hold items for a whole call: leak the small key rather than thread a buffer.
         let spo: &'a str = Box::leak(crate::state::FactKeys::of(s, p, o).spo.into_boxed_str());
-        DedupeItem { hash, subject: s, predicate: p, object: o, valid_until: until, object_entity: None, embedding: Vector { slot: None, values: emb }, spo }
+        DedupeItem {
+            hash,
+            subject: s,
+            predicate: p,
+            object: o,
+            valid_until: until,
+            object_entity: None,
+            embedding: Vector { slot: None, values: emb },
+            spo,
+        }
     }
 
     #[test]
@@ -295,11 +303,7 @@ mod tests {
         let out = dedupe(&[item("h9", "Alice", "drives", "Honda Civic", Some("2024-03-01"), &e)], &st, Some("2024-03-01"), 0.95);
         assert_eq!(
             out[0],
-            DedupeOutcome::Closure {
-                of: Target::Live("f1".into()),
-                valid_until: "2024-03-01".into(),
-                cascade: vec!["f2".into()]
-            }
+            DedupeOutcome::Closure { of: Target::Live("f1".into()), valid_until: "2024-03-01".into(), cascade: vec!["f2".into()] }
         );
     }
 

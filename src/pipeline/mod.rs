@@ -11,18 +11,18 @@
 //! against a conversation's state and store. A [`profiles::Profile`] names a
 //! composition of stage implementations; every rule is in docs/pipeline.md.
 
-#[path = "1_extract/mod.rs"]
-pub mod extract;
-#[path = "2_resolve.rs"]
-pub mod resolve;
 #[path = "3_dedupe.rs"]
 pub mod dedupe;
+#[path = "1_extract/mod.rs"]
+pub mod extract;
 #[path = "4_judge/mod.rs"]
 pub mod judge;
-#[path = "5_write/mod.rs"]
-pub mod write;
 pub mod profiles;
 pub mod records;
+#[path = "2_resolve.rs"]
+pub mod resolve;
+#[path = "5_write/mod.rs"]
+pub mod write;
 
 use std::time::Instant;
 
@@ -88,13 +88,8 @@ pub fn front(stages: Stages<'_>, conv: &Conversation, episode: &Episode, state: 
         .take(MAX_RECENT_FACTS)
         .map(|f| f.content.clone())
         .collect();
-    let input = ExtractInput {
-        conversation_id: &conv.id,
-        speakers: &conv.speakers,
-        episode,
-        known_entities: &known,
-        recent_facts: &recent,
-    };
+    let input =
+        ExtractInput { conversation_id: &conv.id, speakers: &conv.speakers, episode, known_entities: &known, recent_facts: &recent };
     let raw = stages.extractor.extract(&input)?;
     let usage = raw.usage;
     let extraction = postprocess(raw, &input, cfg);

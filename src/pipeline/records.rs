@@ -143,10 +143,10 @@ pub fn settle(records: &mut [CandidateRecord], result: &WriteResult) -> WriteCou
             Outcome::Blocked => counts.blocked += 1,
             _ => {}
         }
-        if matches!(a.outcome, Outcome::Invalidated | Outcome::Closed) {
-            if let (Some(rec), Some(t)) = (records.iter_mut().find(|r| r.id == a.candidate_id), &a.target_fact_id) {
-                rec.ended.push(t.clone());
-            }
+        if matches!(a.outcome, Outcome::Invalidated | Outcome::Closed)
+            && let (Some(rec), Some(t)) = (records.iter_mut().find(|r| r.id == a.candidate_id), &a.target_fact_id)
+        {
+            rec.ended.push(t.clone());
         }
     }
     for (cand, outcome, audit) in &result.inserts {

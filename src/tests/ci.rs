@@ -76,7 +76,8 @@ print(json.dumps({"tests": xml.tests, "failures": xml.failures, "suites": suites
 #[test]
 fn junit_xml_parses_with_junitparser_one_suite_per_run_one_case_per_rule() {
     let tmp = two_runs();
-    let (code, stdout, stderr) = memform(&["gate", "--baseline", "baseline.json", "--run", "same", "--run", "worse", "--junit", "gate.xml"], tmp.path());
+    let (code, stdout, stderr) =
+        memform(&["gate", "--baseline", "baseline.json", "--run", "same", "--run", "worse", "--junit", "gate.xml"], tmp.path());
     assert_eq!(code, Some(1), "one run regressed: {stdout}{stderr}");
     let report = py_json(READ_JUNIT, &[&tmp.path().join("gate.xml")]);
     let rules = memform::gate::Rules::default().metrics.len();
@@ -95,15 +96,18 @@ fn junit_xml_parses_with_junitparser_one_suite_per_run_one_case_per_rule() {
         let names: Vec<&str> = s["cases"].as_array().expect("cases").iter().map(|c| c["name"].as_str().expect("name")).collect();
         assert_eq!(names, want, "one case per rule");
     }
-    let failed: Vec<&serde_json::Value> = worse["cases"].as_array().expect("cases").iter().filter(|c| !c["failures"].as_array().expect("f").is_empty()).collect();
+    let failed: Vec<&serde_json::Value> =
+        worse["cases"].as_array().expect("cases").iter().filter(|c| !c["failures"].as_array().expect("f").is_empty()).collect();
     assert_eq!(worse["failures"], failed.len());
     assert_eq!(report["failures"], failed.len());
     let dedup = failed.iter().find(|c| c["name"] == "dedup_rate").expect("dedup_rate failed");
     let msg = dedup["failures"][0]["message"].as_str().expect("message");
     // The message gives the metric, the baseline value, the run value and the tolerance.
-    let baseline: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(tmp.path().join("baseline.json")).expect("read")).expect("json");
+    let baseline: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("baseline.json")).expect("read")).expect("json");
     let base = baseline["modes"]["rules"]["dedup_rate"].as_f64().expect("baseline dedup_rate");
-    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(tmp.path().join("worse/summary.json")).expect("read")).expect("json");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("worse/summary.json")).expect("read")).expect("json");
     let now = summary["metrics"]["dedup_rate"].as_f64().expect("run dedup_rate");
     assert!(msg.starts_with(&format!("dedup_rate: baseline {base}, run {now} ")), "{msg}");
     assert!(msg.contains("tolerance: stable, ±0.05 (allowed change 0.05)"), "{msg}");
@@ -122,7 +126,10 @@ fn github_annotations_match_their_snapshot_and_the_step_summary_gets_the_table()
     );
     assert_eq!(code, Some(1), "{stdout}{stderr}");
     let annotations: Vec<&str> = stdout.lines().filter(|l| l.starts_with("::")).collect();
-    assert!(annotations.iter().any(|l| l.starts_with("::error file=baseline.json,title=memform gate%3A dedup_rate regressed (rules mode)::")), "{stdout}");
+    assert!(
+        annotations.iter().any(|l| l.starts_with("::error file=baseline.json,title=memform gate%3A dedup_rate regressed (rules mode)::")),
+        "{stdout}"
+    );
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(snapshots_dir());
     settings.set_prepend_module_to_snapshot(false);
@@ -135,7 +142,13 @@ fn github_annotations_match_their_snapshot_and_the_step_summary_gets_the_table()
     assert_eq!(text.matches("| metric | baseline | now | delta | rule | result |").count(), 2, "{text}");
     assert!(text.contains("| dedup_rate |") && text.contains("| FAIL |"), "{text}");
     // The stdout tables are the step summary's tables.
-    let table = stdout.lines().skip_while(|l| !l.starts_with("worse (rules mode):")).skip(1).take_while(|l| l.starts_with('|')).collect::<Vec<_>>().join("\n");
+    let table = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("worse (rules mode):"))
+        .skip(1)
+        .take_while(|l| l.starts_with('|'))
+        .collect::<Vec<_>>()
+        .join("\n");
     assert!(!table.is_empty() && text.contains(&table), "{stdout}\n---\n{text}");
 
     // Without the variable nothing is written anywhere; with text output no annotations.

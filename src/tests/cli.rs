@@ -32,25 +32,64 @@ fn case(name: &str, setup: impl FnOnce(&Path), args: &[&str]) -> String {
 #[test]
 fn bad_input_errors_and_exit_codes() {
     let mut all = String::new();
-    all += &case("malformed json", |d| native(&d.join("ds"), "a.json", "{\"format\": \"memform-conversation/1\", \"id\": "), &["run", "--dataset", "ds", "--out", "o"]);
-    all += &case("missing field", |d| native(&d.join("ds"), "a.json", r#"{"format": "memform-conversation/1", "id": "x", "speakers": ["A"], "episodes": [{"id": "e1", "turns": [{"id": "t1", "text": "hi"}]}]}"#), &["run", "--dataset", "ds", "--out", "o"]);
-    all += &case("wrong type", |d| native(&d.join("ds"), "a.json", r#"{"format": "memform-conversation/1", "id": "x", "speakers": "A", "episodes": []}"#), &["run", "--dataset", "ds", "--out", "o"]);
-    all += &case("unknown format", |d| {
-        std::fs::create_dir_all(d.join("ds")).expect("mkdir");
-        std::fs::write(d.join("ds/notes.txt"), "hello").expect("write");
-    }, &["run", "--dataset", "ds", "--out", "o"]);
+    all += &case(
+        "malformed json",
+        |d| native(&d.join("ds"), "a.json", "{\"format\": \"memform-conversation/1\", \"id\": "),
+        &["run", "--dataset", "ds", "--out", "o"],
+    );
+    all += &case(
+        "missing field",
+        |d| {
+            native(
+                &d.join("ds"),
+                "a.json",
+                r#"{"format": "memform-conversation/1", "id": "x", "speakers": ["A"], "episodes": [{"id": "e1", "turns": [{"id": "t1", "text": "hi"}]}]}"#,
+            )
+        },
+        &["run", "--dataset", "ds", "--out", "o"],
+    );
+    all += &case(
+        "wrong type",
+        |d| native(&d.join("ds"), "a.json", r#"{"format": "memform-conversation/1", "id": "x", "speakers": "A", "episodes": []}"#),
+        &["run", "--dataset", "ds", "--out", "o"],
+    );
+    all += &case(
+        "unknown format",
+        |d| {
+            std::fs::create_dir_all(d.join("ds")).expect("mkdir");
+            std::fs::write(d.join("ds/notes.txt"), "hello").expect("write");
+        },
+        &["run", "--dataset", "ds", "--out", "o"],
+    );
     all += &case("missing directory", |_| {}, &["run", "--dataset", "nope", "--out", "o"]);
-    all += &case("bad --set key", |d| native(&d.join("ds"), "ok.json", GOOD), &["run", "--dataset", "ds", "--set", "bogus=1", "--out", "o"]);
-    all += &case("bad --set value", |d| native(&d.join("ds"), "ok.json", GOOD), &["run", "--dataset", "ds", "--set", "near_dup_threshold=high", "--out", "o"]);
-    all += &case("bad config file", |d| {
-        native(&d.join("ds"), "ok.json", GOOD);
-        std::fs::write(d.join("c.toml"), "near_dup_threshold = 0.9\nmax_facts = \"many\"\n").expect("write");
-    }, &["run", "--dataset", "ds", "--config", "c.toml", "--out", "o"]);
-    all += &case("bad write mode", |d| native(&d.join("ds"), "ok.json", GOOD), &["run", "--dataset", "ds", "--write-mode", "yolo", "--out", "o"]);
-    all += &case("keep going over a bad conversation", |d| {
-        native(&d.join("ds"), "ok.json", GOOD);
-        native(&d.join("ds"), "b.json", "[1, 2");
-    }, &["run", "--dataset", "ds", "--keep-going", "--out", "o"]);
+    all +=
+        &case("bad --set key", |d| native(&d.join("ds"), "ok.json", GOOD), &["run", "--dataset", "ds", "--set", "bogus=1", "--out", "o"]);
+    all += &case(
+        "bad --set value",
+        |d| native(&d.join("ds"), "ok.json", GOOD),
+        &["run", "--dataset", "ds", "--set", "near_dup_threshold=high", "--out", "o"],
+    );
+    all += &case(
+        "bad config file",
+        |d| {
+            native(&d.join("ds"), "ok.json", GOOD);
+            std::fs::write(d.join("c.toml"), "near_dup_threshold = 0.9\nmax_facts = \"many\"\n").expect("write");
+        },
+        &["run", "--dataset", "ds", "--config", "c.toml", "--out", "o"],
+    );
+    all += &case(
+        "bad write mode",
+        |d| native(&d.join("ds"), "ok.json", GOOD),
+        &["run", "--dataset", "ds", "--write-mode", "yolo", "--out", "o"],
+    );
+    all += &case(
+        "keep going over a bad conversation",
+        |d| {
+            native(&d.join("ds"), "ok.json", GOOD);
+            native(&d.join("ds"), "b.json", "[1, 2");
+        },
+        &["run", "--dataset", "ds", "--keep-going", "--out", "o"],
+    );
     all += &case("good run", |d| native(&d.join("ds"), "ok.json", GOOD), &["run", "--dataset", "ds", "--out", "o"]);
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(snapshots_dir());
@@ -74,14 +113,26 @@ fn keep_going_keeps_the_good_conversation() {
 #[test]
 fn run_prints_summary_json_with_required_keys() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let (code, stdout, stderr) =
-        memform(&["run", "--dataset", &scenarios_dir().display().to_string(), "--out", "o"], tmp.path());
+    let (code, stdout, stderr) = memform(&["run", "--dataset", &scenarios_dir().display().to_string(), "--out", "o"], tmp.path());
     assert_eq!(code, Some(0), "{stderr}");
     let summary: serde_json::Value = serde_json::from_str(&stdout).expect("summary json on stdout");
     for key in [
-        "episodes", "turns", "candidates", "stored_facts", "fact_density", "dedup_rate", "noise_rejection_rate",
-        "entity_coherence", "invalidations", "warnings", "turn_precision", "turn_recall", "turn_f1",
-        "baseline_all_turns_precision", "baseline_all_turns_recall", "baseline_all_turns_f1",
+        "episodes",
+        "turns",
+        "candidates",
+        "stored_facts",
+        "fact_density",
+        "dedup_rate",
+        "noise_rejection_rate",
+        "entity_coherence",
+        "invalidations",
+        "warnings",
+        "turn_precision",
+        "turn_recall",
+        "turn_f1",
+        "baseline_all_turns_precision",
+        "baseline_all_turns_recall",
+        "baseline_all_turns_f1",
     ] {
         assert!(summary["metrics"].get(key).is_some(), "summary lacks {key}");
     }
@@ -217,9 +268,11 @@ fn out_inside_the_dataset_or_a_file_is_refused_and_the_dataset_stays_loadable() 
         let line = refused(&["run", "--dataset", "ds", "--out", out], d);
         assert!(line.contains(&format!("--out {out}: is ")) && line.contains("the dataset directory ds"), "{line}");
     }
-    let line = refused(&["compare", "--dataset", "ds", "--modes", "rules,rules", "--set-b", "near_dup_threshold=0.9", "--out", "ds/cmp"], d);
+    let line =
+        refused(&["compare", "--dataset", "ds", "--modes", "rules,rules", "--set-b", "near_dup_threshold=0.9", "--out", "ds/cmp"], d);
     assert!(line.contains("--out ds/cmp: is inside the dataset directory"), "{line}");
-    let line = refused(&["compare", "--dataset", "ds", "--modes", "rules,rules", "--set-b", "near_dup_threshold=0.9", "--runs-dir", "ds"], d);
+    let line =
+        refused(&["compare", "--dataset", "ds", "--modes", "rules,rules", "--set-b", "near_dup_threshold=0.9", "--runs-dir", "ds"], d);
     assert!(line.contains("--runs-dir ds: is the dataset directory"), "{line}");
     let line = refused(&["sweep", "--dataset", "ds", "--grid", "near_dup_threshold=0.9", "--out", "ds/conversations"], d);
     assert!(line.contains("--out ds/conversations: is inside the dataset directory"), "{line}");
@@ -235,7 +288,8 @@ fn out_inside_the_dataset_or_a_file_is_refused_and_the_dataset_stays_loadable() 
 #[test]
 fn dangling_links_loops_and_directories_among_conversations_are_never_silent() {
     use std::os::unix::fs::symlink;
-    let setups: [(&str, fn(&Path)); 3] = [
+    type Setup = (&'static str, fn(&Path));
+    let setups: [Setup; 3] = [
         ("gone.json: dangling symbolic link", |c| symlink(c.join("nowhere.json"), c.join("gone.json")).expect("link")),
         ("a.json: symbolic link loop", |c| {
             symlink(c.join("b.json"), c.join("a.json")).expect("link");

@@ -34,10 +34,7 @@ fn killed_run_leaves_consistent_store_and_rerun_starts_clean() {
     assert_eq!(rerun.status.code(), Some(0), "{}", String::from_utf8_lossy(&rerun.stderr));
     let fresh = tempfile::tempdir().expect("tempdir");
     assert_eq!(run_cli(fresh.path(), None).status.code(), Some(0));
-    assert_eq!(
-        jsonl_without_timings(&killed.path().join("facts.jsonl")),
-        jsonl_without_timings(&fresh.path().join("facts.jsonl"))
-    );
+    assert_eq!(jsonl_without_timings(&killed.path().join("facts.jsonl")), jsonl_without_timings(&fresh.path().join("facts.jsonl")));
     let a = Store::open(&killed.path().join("store.sqlite")).expect("open").dump().expect("dump");
     let b = Store::open(&fresh.path().join("store.sqlite")).expect("open").dump().expect("dump");
     assert_eq!(a, b, "rerun store equals a fresh run's");

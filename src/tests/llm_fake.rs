@@ -2,6 +2,9 @@
 //! HTTP server: request shape, lenient answer handling, retries, timeouts
 //! and error classes.
 
+// Test and bench code may unwrap and print (the library may not).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
+
 #[path = "support/fake_server.rs"]
 mod fake_server;
 
@@ -12,12 +15,9 @@ use std::time::{Duration, Instant};
 use fake_server::{FakeServer, Reply};
 use memform::config::Config;
 use memform::error::Error;
+use memform::llm::{FixtureStore, HttpLlm, Llm, LlmProgress, LlmSettings, Provider, RecordedLlm, request_key};
 use memform::pipeline::extract::{ExtractInput, Extractor, LlmExtractor};
 use memform::pipeline::judge::{Judge, JudgeContext, JudgePair, LlmJudge, PairFact};
-use memform::llm::{
-    FixtureStore, HttpLlm, Llm, LlmProgress, LlmSettings, Provider,
-    RecordedLlm, request_key,
-};
 use memform::types::{Episode, Turn, Verdict};
 
 fn settings(url: &str, provider: &str) -> LlmSettings {
@@ -36,16 +36,8 @@ fn episode() -> Episode {
         id: "session_1".into(),
         timestamp: Some("2024-03-01T10:00:00".into()),
         turns: vec![
-            Turn {
-                id: "t1".into(),
-                speaker: "Ann".into(),
-                text: "I started working at Acme Corp last month.".into(),
-            },
-            Turn {
-                id: "t2".into(),
-                speaker: "Bo".into(),
-                text: "Nice! I adopted a dog named Rex.".into(),
-            },
+            Turn { id: "t1".into(), speaker: "Ann".into(), text: "I started working at Acme Corp last month.".into() },
+            Turn { id: "t2".into(), speaker: "Bo".into(), text: "Nice! I adopted a dog named Rex.".into() },
         ],
     }
 }
@@ -53,13 +45,7 @@ fn episode() -> Episode {
 const SPEAKERS: [&str; 2] = ["Ann", "Bo"];
 
 fn input<'a>(ep: &'a Episode, speakers: &'a [String]) -> ExtractInput<'a> {
-    ExtractInput {
-        conversation_id: "conv-a",
-        speakers,
-        episode: ep,
-        known_entities: &[],
-        recent_facts: &[],
-    }
+    ExtractInput { conversation_id: "conv-a", speakers, episode: ep, known_entities: &[], recent_facts: &[] }
 }
 
 const REL: &str = r#"{"subject":"Ann","predicate":"works at","object":"Acme Corp","content":"Ann works at Acme Corp","factType":"fact","confidence":0.9,"sourceQuote":"working at Acme Corp","sourceTurn":"t1"}"#;
@@ -78,8 +64,7 @@ fn kinds(w: &[memform::types::Warning]) -> Vec<&str> {
 #[test]
 fn openai_request_carries_sampling_schema_and_key_and_reads_usage() {
     let server = FakeServer::start(vec![Reply::openai(&answer(REL, LIT), 321, 45)]);
-    let llm =
-        Arc::new(HttpLlm::with_api_key(settings(&server.url, "openai"), Some("sekrit".into())));
+    let llm = Arc::new(HttpLlm::with_api_key(settings(&server.url, "openai"), Some("sekrit".into())));
     let ex = LlmExtractor::new(llm, &settings(&server.url, "openai")).unwrap();
     let ep = episode();
     let speakers: Vec<String> = SPEAKERS.iter().map(|s| s.to_string()).collect();
@@ -87,10 +72,7 @@ fn openai_request_carries_sampling_schema_and_key_and_reads_usage() {
     assert!(raw.graph);
     assert_eq!((raw.entities.len(), raw.relationships.len(), raw.literal_facts.len()), (2, 1, 1));
     assert!(raw.warnings.is_empty(), "{:?}", raw.warnings);
-    assert_eq!(
-        (raw.usage.calls, raw.usage.prompt_tokens, raw.usage.completion_tokens),
-        (1, 321, 45)
-    );
+    assert_eq!((raw.usage.calls, raw.usage.prompt_tokens, raw.usage.completion_tokens), (1, 321, 45));
 
     let req = &server.requests()[0];
     assert_eq!((req.method.as_str(), req.path.as_str()), ("POST", "/v1/chat/completions"));
@@ -103,14 +85,10 @@ fn openai_request_carries_sampling_schema_and_key_and_reads_usage() {
     assert_eq!(body["response_format"]["type"], "json_object");
     assert_eq!(body["response_format"]["schema"]["required"][2], "literalFacts");
     let user = body["messages"][1]["content"].as_str().unwrap();
-    assert!(
-        user.contains("<transcript>\n[t1] Ann: I started working at Acme Corp last month."),
-        "{user}"
-    );
+    assert!(user.contains("<transcript>\n[t1] Ann: I started working at Acme Corp last month."), "{user}");
     assert!(user.contains("Session date: 2024-03-01"), "{user}");
     assert!(!req.body.contains("sekrit"), "the key travels only in the header");
-    let (subject, confidence) =
-        (req.body.find("\"subject\"").unwrap(), req.body.find("\"confidence\"").unwrap());
+    let (subject, confidence) = (req.body.find("\"subject\"").unwrap(), req.body.find("\"confidence\"").unwrap());
     assert!(subject < confidence, "schema properties keep their writing order on the wire");
 }
 
@@ -150,7 +128,8 @@ fn messy_answers_give_warnings_and_partial_results() {
         (format!("Here are the memories:\n{good}\nLet me know if you need more {{help}}."), (2, 1, 1), vec![]),
         (cut.to_string(), (2, 1, 0), vec!["llm_truncated_json"]),
         (
-            r#"{"entities":"Acme","relationships":[{"subject":"Ann","predicate":7,"object":"Acme Corp"}],"literalFacts":[LIT]}"#.replace("LIT", LIT),
+            r#"{"entities":"Acme","relationships":[{"subject":"Ann","predicate":7,"object":"Acme Corp"}],"literalFacts":[LIT]}"#
+                .replace("LIT", LIT),
             (0, 0, 1),
             vec!["llm_wrong_type", "llm_wrong_type"],
         ),
@@ -192,11 +171,7 @@ fn pair(index: usize) -> JudgePair {
 #[test]
 fn judge_reads_verdicts_by_index_and_drops_hallucinated_ones() {
     let server = FakeServer::start(vec![
-        Reply::openai(
-            r#"{"verdicts":[{"pair":3,"verdict":"old"},{"pair":9,"verdict":"new"}]}"#,
-            50,
-            9,
-        ),
+        Reply::openai(r#"{"verdicts":[{"pair":3,"verdict":"old"},{"pair":9,"verdict":"new"}]}"#, 50, 9),
         Reply::openai("The first fact is outdated.", 50, 6),
     ]);
     let s = settings(&server.url, "openai");
@@ -209,10 +184,7 @@ fn judge_reads_verdicts_by_index_and_drops_hallucinated_ones() {
     assert_eq!(out.usage.completion_tokens, 9);
     let body = server.requests()[0].json();
     let user = body["messages"][1]["content"].as_str().unwrap();
-    assert!(
-        user.contains("Pair 3:\n  stored: Ann works at Initech (Ann | works at | Initech)"),
-        "{user}"
-    );
+    assert!(user.contains("Pair 3:\n  stored: Ann works at Initech (Ann | works at | Initech)"), "{user}");
     assert!(user.contains("Pair 4:"));
     // garbage: Ok with no verdict (every pair neither) and a warning, usage kept
     let out = judge.judge(&ctx, &pairs).unwrap();
@@ -258,10 +230,8 @@ fn server_errors_past_the_retry_budget_fail_with_the_status() {
 
 #[test]
 fn client_error_is_not_retried() {
-    let server = FakeServer::start(vec![
-        Reply::Status(400, r#"{"error":{"message":"model not found"}}"#.into()),
-        Reply::openai("{}", 1, 1),
-    ]);
+    let server =
+        FakeServer::start(vec![Reply::Status(400, r#"{"error":{"message":"model not found"}}"#.into()), Reply::openai("{}", 1, 1)]);
     let llm = HttpLlm::with_api_key(settings(&server.url, "openai"), None);
     let err = llm.complete(&request_for(&server.url)).unwrap_err();
     assert!(matches!(err, Error::LlmStatus { status: 400, attempts: 1, .. }), "{err}");
@@ -272,12 +242,7 @@ fn client_error_is_not_retried() {
 #[test]
 fn timeout_is_retried_then_reported() {
     let slow = Reply::After(Duration::from_millis(1500), Box::new(Reply::openai("{}", 1, 1)));
-    let server = FakeServer::start(vec![
-        slow.clone(),
-        Reply::openai("{\"ok\":1}", 1, 1),
-        slow.clone(),
-        slow,
-    ]);
+    let server = FakeServer::start(vec![slow.clone(), Reply::openai("{\"ok\":1}", 1, 1), slow.clone(), slow]);
     let mut s = settings(&server.url, "openai");
     s.timeout_secs = 0.3;
     s.max_retries = 1;
@@ -288,11 +253,7 @@ fn timeout_is_retried_then_reported() {
     let err = llm.complete(&request_for(&server.url)).unwrap_err();
     assert!(matches!(err, Error::LlmTimeout { attempts: 2, .. }), "{err}");
     assert!(err.to_string().contains("no answer within 0.3s"), "{err}");
-    assert!(
-        t.elapsed() < Duration::from_millis(1400),
-        "timeouts cut the calls short: {:?}",
-        t.elapsed()
-    );
+    assert!(t.elapsed() < Duration::from_millis(1400), "timeouts cut the calls short: {:?}", t.elapsed());
 }
 
 #[test]
@@ -304,8 +265,7 @@ fn refused_connection_and_unparseable_body_fail_clearly() {
     assert!(matches!(err, Error::LlmConnect { .. }), "{err}");
     assert!(err.to_string().contains("is the server running"), "{err}");
 
-    let server =
-        FakeServer::start(vec![Reply::ok("<html>hello</html>"), Reply::ok(r#"{"choices":[]}"#)]);
+    let server = FakeServer::start(vec![Reply::ok("<html>hello</html>"), Reply::ok(r#"{"choices":[]}"#)]);
     let llm = HttpLlm::with_api_key(settings(&server.url, "openai"), None);
     let err = llm.complete(&request_for(&server.url)).unwrap_err();
     assert!(matches!(err, Error::LlmBody { .. }), "{err}");
@@ -317,31 +277,22 @@ fn refused_connection_and_unparseable_body_fail_clearly() {
 #[test]
 fn record_mode_writes_answers_only_and_never_the_key() {
     let dir = tempfile::tempdir().unwrap();
-    let server = FakeServer::start(vec![
-        Reply::Status(400, "no".into()),
-        Reply::openai(&answer(REL, LIT), 30, 20),
-    ]);
+    let server = FakeServer::start(vec![Reply::Status(400, "no".into()), Reply::openai(&answer(REL, LIT), 30, 20)]);
     let s = settings(&server.url, "openai");
     let live: Arc<dyn Llm> = Arc::new(HttpLlm::with_api_key(s.clone(), Some("sekrit".into())));
     let seen: Arc<Mutex<Vec<LlmProgress>>> = Arc::default();
     let seen2 = seen.clone();
     let calls = Arc::new(AtomicU64::new(0));
     let calls2 = calls.clone();
-    let rec = Arc::new(RecordedLlm::record(FixtureStore::new(dir.path()), live).with_progress(
-        Arc::new(move |p| {
-            calls2.fetch_add(1, Ordering::SeqCst);
-            seen2.lock().unwrap().push(*p);
-        }),
-    ));
+    let rec = Arc::new(RecordedLlm::record(FixtureStore::new(dir.path()), live).with_progress(Arc::new(move |p| {
+        calls2.fetch_add(1, Ordering::SeqCst);
+        seen2.lock().unwrap().push(*p);
+    })));
     let ex = LlmExtractor::new(rec.clone(), &s).unwrap();
     let ep = episode();
     let speakers: Vec<String> = SPEAKERS.iter().map(|s| s.to_string()).collect();
     assert!(ex.extract(&input(&ep, &speakers)).is_err());
-    assert_eq!(
-        std::fs::read_dir(dir.path()).map(|d| d.count()).unwrap_or(0),
-        0,
-        "errors are not recorded"
-    );
+    assert_eq!(std::fs::read_dir(dir.path()).map(|d| d.count()).unwrap_or(0), 0, "errors are not recorded");
     let first = ex.extract(&input(&ep, &speakers)).unwrap();
     let again = ex.extract(&input(&ep, &speakers)).unwrap();
     assert_eq!(first, again);
@@ -349,10 +300,7 @@ fn record_mode_writes_answers_only_and_never_the_key() {
     let key = request_key(&ex.request(&input(&ep, &speakers)).unwrap().0).unwrap();
     let text = std::fs::read_to_string(dir.path().join(format!("{key}.json"))).unwrap();
     assert!(!text.contains("sekrit"));
-    assert!(
-        text.contains("\"conversation\": \"conv-a\"") && text.contains("\"recorded_at\""),
-        "{text}"
-    );
+    assert!(text.contains("\"conversation\": \"conv-a\"") && text.contains("\"recorded_at\""), "{text}");
     assert_eq!(rec.used_keys().into_iter().collect::<Vec<_>>(), vec![key]);
     let seen = seen.lock().unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 2);

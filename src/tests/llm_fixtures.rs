@@ -2,6 +2,9 @@
 //! explain themselves, keys are stable and depend on everything that shapes
 //! an answer (and nothing else), and lookups are safe in parallel.
 
+// Test and bench code may unwrap and print (the library may not).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
+
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,13 +12,12 @@ use std::time::Duration;
 
 use memform::config::Config;
 use memform::error::Error;
+use memform::llm::{
+    AnswerSource, CallContext, FixtureStore, Llm, LlmRequest, LlmResponse, LlmSettings, Message, RecordedLlm, Sampling, Stage, TemplateId,
+    default_fixtures_dir, fixtures_check, request_key,
+};
 use memform::pipeline::extract::{ExtractInput, Extractor, LlmExtractor};
 use memform::pipeline::judge::{Judge, JudgeContext, JudgePair, LlmJudge, PairFact};
-use memform::llm::{
-    AnswerSource, CallContext, FixtureStore, Llm, LlmRequest, LlmResponse,
-    LlmSettings, Message, RecordedLlm, Sampling, Stage, TemplateId, default_fixtures_dir,
-    fixtures_check, request_key,
-};
 use memform::types::{Episode, LlmUsage, Turn, Verdict};
 use rayon::prelude::{IntoParallelIterator, ParallelIterator};
 
@@ -54,16 +56,8 @@ fn episode(id: &str, job: &str) -> Episode {
         id: id.into(),
         timestamp: Some("2024-03-01T10:00:00".into()),
         turns: vec![
-            Turn {
-                id: format!("{id}:1"),
-                speaker: "Ann".into(),
-                text: format!("I started working at {job} last month."),
-            },
-            Turn {
-                id: format!("{id}:2"),
-                speaker: "Bo".into(),
-                text: "Nice, I adopted a dog named Rex.".into(),
-            },
+            Turn { id: format!("{id}:1"), speaker: "Ann".into(), text: format!("I started working at {job} last month.") },
+            Turn { id: format!("{id}:2"), speaker: "Bo".into(), text: "Nice, I adopted a dog named Rex.".into() },
         ],
     }
 }
@@ -73,13 +67,7 @@ fn speakers() -> Vec<String> {
 }
 
 fn input<'a>(ep: &'a Episode, sp: &'a [String]) -> ExtractInput<'a> {
-    ExtractInput {
-        conversation_id: "conv-a",
-        speakers: sp,
-        episode: ep,
-        known_entities: &[],
-        recent_facts: &[],
-    }
+    ExtractInput { conversation_id: "conv-a", speakers: sp, episode: ep, known_entities: &[], recent_facts: &[] }
 }
 
 /// Answers extraction with one fact quoting the first turn, judge with `old` for pair 0.
@@ -87,15 +75,12 @@ fn model() -> Arc<Scripted> {
     Scripted::new(|req| match req.stage {
         Stage::Extract => {
             let user = &req.messages[1].content;
-            let turn =
-                user.split("[").nth(1).and_then(|s| s.split(']').next()).unwrap_or("?").to_string();
+            let turn = user.split("[").nth(1).and_then(|s| s.split(']').next()).unwrap_or("?").to_string();
             format!(
                 r#"<think>ok</think>{{"entities":[{{"name":"Acme","type":"ORG"}}],"relationships":[{{"subject":"Ann","predicate":"works at","object":"Acme","content":"Ann works at Acme","factType":"fact","confidence":0.9,"sourceQuote":"started working","sourceTurn":"{turn}"}}],"literalFacts":[]}}"#
             )
         }
-        Stage::Judge => {
-            r#"{"verdicts":[{"pair":0,"verdict":"old"},{"pair":5,"verdict":"new"}]}"#.into()
-        }
+        Stage::Judge => r#"{"verdicts":[{"pair":0,"verdict":"old"},{"pair":5,"verdict":"new"}]}"#.into(),
     })
 }
 
@@ -134,8 +119,7 @@ fn record_then_replay_gives_equal_extractions_and_verdicts() {
     let judge = LlmJudge::new(replay.clone(), &s).unwrap();
     // reversed order: lookups are by key, not by call order
     let replayed_verdicts = judge.judge(&ctx, &pairs()).unwrap();
-    let mut replayed: Vec<_> =
-        eps.iter().rev().map(|e| ex.extract(&input(e, &sp)).unwrap()).collect();
+    let mut replayed: Vec<_> = eps.iter().rev().map(|e| ex.extract(&input(e, &sp)).unwrap()).collect();
     replayed.reverse();
     assert_eq!(replayed, recorded);
     assert_eq!(replayed_verdicts, recorded_verdicts);
@@ -166,10 +150,7 @@ fn fixture_files_are_readable_json_named_by_key() {
     assert_eq!(v["request"]["template"]["name"], "extract");
     assert_eq!(v["request"]["stage"], "extract");
     assert_eq!(v["response"]["model"], "scripted-1");
-    assert!(
-        v["response"]["text"].as_str().unwrap().starts_with("<think>ok</think>"),
-        "raw answer kept"
-    );
+    assert!(v["response"]["text"].as_str().unwrap().starts_with("<think>ok</think>"), "raw answer kept");
     assert_eq!(v["response"]["usage"]["completion_tokens"], 17);
     assert_eq!(v["wall_ms"], 3);
     let at = v["recorded_at"].as_str().unwrap();
@@ -185,25 +166,19 @@ fn a_miss_names_stage_episode_key_and_what_differs_from_the_closest() {
     let sp = speakers();
     ex.extract(&input(&episode("s1", "Acme"), &sp)).unwrap();
     ex.extract(&input(&episode("s1", "a completely different employer of hers"), &sp)).unwrap();
-    let recorded_key =
-        request_key(&ex.request(&input(&episode("s1", "Acme"), &sp)).unwrap().0).unwrap();
+    let recorded_key = request_key(&ex.request(&input(&episode("s1", "Acme"), &sp)).unwrap().0).unwrap();
 
     let replay = Arc::new(RecordedLlm::replay(FixtureStore::new(dir.path())));
     let ex = LlmExtractor::new(replay.clone(), &s).unwrap();
     let changed = episode("s1", "Acma");
     let wanted_key = request_key(&ex.request(&input(&changed, &sp)).unwrap().0).unwrap();
     let err = ex.extract(&input(&changed, &sp)).unwrap_err();
-    assert!(
-        matches!(&err, Error::FixtureMiss(m) if m.episode == "s1" && m.key == wanted_key),
-        "{err}"
-    );
+    assert!(matches!(&err, Error::FixtureMiss(m) if m.episode == "s1" && m.key == wanted_key), "{err}");
     let msg = err.to_string();
     for part in [
         "replay extract call for conversation conv-a, episode s1",
         &format!("no fixture {wanted_key}.json in {}", dir.path().display()),
-        &format!(
-            "closest recorded extract request is {recorded_key}.json (conversation conv-a, episode s1)"
-        ),
+        &format!("closest recorded extract request is {recorded_key}.json (conversation conv-a, episode s1)"),
         "messages[1] differs at char",
         "(recorded \"e last month.",
         "now \"a last month.",
@@ -237,10 +212,7 @@ fn base_request() -> LlmRequest {
         stage: Stage::Extract,
         model: "m".into(),
         template: TemplateId { name: "extract".into(), version: 1 },
-        messages: vec![
-            Message { role: "system".into(), content: "sys".into() },
-            Message { role: "user".into(), content: "hello".into() },
-        ],
+        messages: vec![Message { role: "system".into(), content: "sys".into() }, Message { role: "user".into(), content: "hello".into() }],
         sampling: Sampling { temperature: 0.0, seed: 42, max_tokens: 100 },
         schema: Some(r#"{"type": "object", "required": ["a"]}"#.into()),
         context: CallContext { conversation: "c".into(), episode: "e".into() },
@@ -261,11 +233,7 @@ fn keys_are_stable_and_cover_everything_that_shapes_an_answer() {
     assert_eq!(request_key(&reformatted).unwrap(), key, "the schema is hashed in canonical form");
     let mut other_context = base.clone();
     other_context.context = CallContext { conversation: "x".into(), episode: "y".into() };
-    assert_eq!(
-        request_key(&other_context).unwrap(),
-        key,
-        "where a call comes from is not in the key"
-    );
+    assert_eq!(request_key(&other_context).unwrap(), key, "where a call comes from is not in the key");
 
     type Change = Box<dyn Fn(&mut LlmRequest)>;
     let variants: Vec<(&str, Change)> = vec![
@@ -299,8 +267,7 @@ fn parallel_lookups_and_recordings_are_safe() {
         r
     };
     // parallel recording, each key asked several times at once
-    let answers: Vec<String> =
-        (0..200).into_par_iter().map(|i| rec.complete(&request(i)).unwrap().text).collect();
+    let answers: Vec<String> = (0..200).into_par_iter().map(|i| rec.complete(&request(i)).unwrap().text).collect();
     for (i, a) in answers.iter().enumerate() {
         assert_eq!(a, &format!("answer to question {}", i % 20));
     }
@@ -309,8 +276,7 @@ fn parallel_lookups_and_recordings_are_safe() {
     assert!((20..=200).contains(&calls_after_record));
 
     let replay = RecordedLlm::replay(FixtureStore::new(dir.path()));
-    let answers: Vec<(usize, LlmResponse)> =
-        (0..400).into_par_iter().map(|i| (i, replay.complete(&request(i)).unwrap())).collect();
+    let answers: Vec<(usize, LlmResponse)> = (0..400).into_par_iter().map(|i| (i, replay.complete(&request(i)).unwrap())).collect();
     for (i, a) in &answers {
         assert_eq!(a.text, format!("answer to question {}", i % 20));
         assert_eq!(a.source, AnswerSource::Fixture);
@@ -346,8 +312,7 @@ fn fixtures_check_lists_missing_unused_and_invalid_files() {
     let check = fixtures_check(dir.path(), &needed).unwrap();
     assert_eq!(check.missing, vec!["f".repeat(64)]);
     assert_eq!(check.unused, vec![keys[1].clone()]);
-    let invalid: Vec<String> =
-        check.invalid.iter().map(|(p, m)| format!("{} {m}", p.display())).collect();
+    let invalid: Vec<String> = check.invalid.iter().map(|(p, m)| format!("{} {m}", p.display())).collect();
     assert_eq!(invalid.len(), 2, "{invalid:?}");
     assert!(invalid.iter().any(|m| m.contains(&keys[2]) && m.contains("hashes to")), "{invalid:?}");
     assert!(!check.is_clean());
@@ -356,10 +321,7 @@ fn fixtures_check_lists_missing_unused_and_invalid_files() {
     let mut r = base_request();
     r.messages[1].content = "q2".into();
     let err = replay.complete(&r).unwrap_err();
-    assert!(
-        matches!(err, Error::Fixture { .. }) && err.to_string().contains("edited by hand"),
-        "{err}"
-    );
+    assert!(matches!(err, Error::Fixture { .. }) && err.to_string().contains("edited by hand"), "{err}");
 
     let empty = fixtures_check(&dir.path().join("none"), &BTreeSet::new()).unwrap();
     assert!(empty.is_clean());
@@ -387,12 +349,8 @@ fn live_mode_writes_nothing_and_fixture_dirs_follow_the_model() {
     assert_eq!(rec.complete(&r).unwrap().source, AnswerSource::Live);
     assert_eq!(live.calls.load(Ordering::SeqCst), 2);
     assert!(rec.store().is_none() && rec.used_keys().is_empty());
-    let d = default_fixtures_dir(
-        std::path::Path::new("datasets/scenarios"),
-        "SmolLM2-135M-Instruct.Q4_1",
-    );
+    let d = default_fixtures_dir(std::path::Path::new("datasets/scenarios"), "SmolLM2-135M-Instruct.Q4_1");
     assert_eq!(d, std::path::Path::new("datasets/scenarios/fixtures/smollm2-135m-instruct.q4_1"));
-    let err =
-        RecordedLlm::from_settings(&settings(), memform::llm::LlmMode::Replay, None).unwrap_err();
+    let err = RecordedLlm::from_settings(&settings(), memform::llm::LlmMode::Replay, None).unwrap_err();
     assert!(err.to_string().contains("--llm replay needs a fixture directory"), "{err}");
 }

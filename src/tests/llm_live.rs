@@ -4,6 +4,9 @@
 //! whole pipeline run of two bundled scenarios, stops the server, and
 //! replays: the replayed answers, outputs and store equal the recorded ones.
 
+// Test and bench code may unwrap and print (the library may not).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -12,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use memform::config::Config;
 use memform::error::Error;
+use memform::llm::{FixtureStore, HttpLlm, Llm, LlmSettings, RecordedLlm};
 use memform::pipeline::extract::{ExtractInput, Extractor, LlmExtractor};
 use memform::pipeline::judge::{Judge, JudgeContext, JudgePair, LlmJudge, PairFact};
-use memform::llm::{FixtureStore, HttpLlm, Llm, LlmSettings, RecordedLlm};
 use memform::types::{Episode, Turn};
 
 const MODEL: &str = "SmolLM2-135M-Instruct.Q4_1";
@@ -22,9 +25,9 @@ const MODEL: &str = "SmolLM2-135M-Instruct.Q4_1";
 /// The llama.cpp virtualenv `make llm-server-deps` builds: `MEMFORM_LLM_VENV`
 /// (the Makefile sets it), else `$HOME/.cache/memform/venv-llm`.
 fn llm_venv() -> PathBuf {
-    std::env::var_os("MEMFORM_LLM_VENV").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/memform/venv-llm")
-    })
+    std::env::var_os("MEMFORM_LLM_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/memform/venv-llm"))
 }
 
 /// The server process; killed (by its own id) when dropped.
@@ -37,11 +40,7 @@ struct Server {
 impl Server {
     fn start(log_dir: &Path) -> Server {
         let python = llm_venv().join("bin/python");
-        assert!(
-            python.exists(),
-            "{} is missing: run `make llm-server-deps` first",
-            python.display()
-        );
+        assert!(python.exists(), "{} is missing: run `make llm-server-deps` first", python.display());
         let out = Command::new(&python)
             .args([
                 "-c",
@@ -74,10 +73,7 @@ impl Server {
     }
 
     fn wait_ready(&mut self, within: Duration) {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(Duration::from_secs(2)))
-            .build()
-            .into();
+        let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(2))).build().into();
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -110,21 +106,13 @@ impl Drop for Server {
 }
 
 fn episodes() -> Vec<Episode> {
-    let turn = |id: &str, speaker: &str, text: &str| Turn {
-        id: id.into(),
-        speaker: speaker.into(),
-        text: text.into(),
-    };
+    let turn = |id: &str, speaker: &str, text: &str| Turn { id: id.into(), speaker: speaker.into(), text: text.into() };
     vec![
         Episode {
             id: "session_1".into(),
             timestamp: Some("2024-03-01T10:00:00".into()),
             turns: vec![
-                turn(
-                    "1:1",
-                    "Maya",
-                    "Guess what, I started a new job at Northwind Bank as a data analyst.",
-                ),
+                turn("1:1", "Maya", "Guess what, I started a new job at Northwind Bank as a data analyst."),
                 turn("1:2", "Tom", "Congrats! I just moved to Porto with my sister Ana."),
                 turn("1:3", "Maya", "Nice. I still play the cello every Sunday."),
             ],
@@ -171,12 +159,7 @@ fn record_against_llama_cpp_then_replay_without_it() {
     let mut server = Server::start(tmp.path());
     // SmolLM2-135M tends to repeat items until the token limit; a small limit
     // keeps each call short (and exercises the cut-off JSON repair).
-    let cfg = Config {
-        llm_url: server.url.clone(),
-        llm_model: MODEL.into(),
-        llm_max_tokens: 256,
-        ..Config::default()
-    };
+    let cfg = Config { llm_url: server.url.clone(), llm_model: MODEL.into(), llm_max_tokens: 256, ..Config::default() };
     let settings = LlmSettings::from_config(&cfg).unwrap();
     let speakers = vec!["Maya".to_string(), "Tom".to_string()];
     let eps = episodes();
@@ -199,11 +182,7 @@ fn record_against_llama_cpp_then_replay_without_it() {
     let recorded_verdicts = judge.judge(&ctx, &pairs()).unwrap();
     for raw in &recorded {
         assert_eq!(raw.usage.calls, 1);
-        assert!(
-            raw.usage.prompt_tokens > 300 && raw.usage.completion_tokens > 0,
-            "{:?}",
-            raw.usage
-        );
+        assert!(raw.usage.prompt_tokens > 300 && raw.usage.completion_tokens > 0, "{:?}", raw.usage);
         let kinds: Vec<&str> = raw.warnings.iter().map(|w| w.kind.as_str()).collect();
         assert!(
             !kinds.contains(&"llm_no_json") && !kinds.contains(&"llm_empty_answer"),
@@ -218,12 +197,8 @@ fn record_against_llama_cpp_then_replay_without_it() {
     // temperature 0 and a fixed seed: the same request gets the same answer
     let (req, _, _) = ex.request(&input(0)).unwrap();
     let again = http.complete(&req).unwrap();
-    let recorded_text = FixtureStore::new(&fixtures)
-        .get(&memform::llm::request_key(&req).unwrap())
-        .unwrap()
-        .expect("recorded fixture")
-        .response
-        .text;
+    let recorded_text =
+        FixtureStore::new(&fixtures).get(&memform::llm::request_key(&req).unwrap()).unwrap().expect("recorded fixture").response.text;
     assert_eq!(again.text, recorded_text, "the server is deterministic at temperature 0");
 
     for (path, f) in FixtureStore::new(&fixtures).scan().unwrap() {

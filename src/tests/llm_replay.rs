@@ -54,7 +54,9 @@ fn replay_needs_no_server_and_a_deleted_fixture_fails_loudly() {
         .map(|e| e.expect("entry").path())
         .find(|p| {
             let text = std::fs::read_to_string(p).unwrap_or_default();
-            text.contains("\"stage\": \"extract\"") && text.contains("\"conversation\": \"job-change\"") && text.contains("\"episode\": \"e1\"")
+            text.contains("\"stage\": \"extract\"")
+                && text.contains("\"conversation\": \"job-change\"")
+                && text.contains("\"episode\": \"e1\"")
         })
         .expect("the job-change e1 extraction fixture");
     let key = victim.file_stem().expect("stem").to_string_lossy().into_owned();

@@ -87,7 +87,8 @@ fn locomo_data_checks_the_digest_and_splits_per_conversation() {
     let (code, stderr) = make_locomo_data(&vars(&sha256(&bytes), url.clone(), &nowhere));
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(own_lines(&stderr).len(), 1, "{stderr}");
-    let mut names: Vec<String> = std::fs::read_dir(&out).expect("read").map(|e| e.expect("entry").file_name().to_string_lossy().into_owned()).collect();
+    let mut names: Vec<String> =
+        std::fs::read_dir(&out).expect("read").map(|e| e.expect("entry").file_name().to_string_lossy().into_owned()).collect();
     names.sort();
     assert_eq!(names, [".verified", "12.json", "3.json"]);
     let conv: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("3.json")).expect("read")).expect("json");

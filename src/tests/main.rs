@@ -1,5 +1,8 @@
 //! Integration tests: one binary (faster to build) with a module per concern.
 
+// Test and bench code may unwrap and print (the library may not).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
+
 mod ci;
 mod cli;
 mod determinism;

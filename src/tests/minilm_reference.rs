@@ -3,6 +3,9 @@
 //! produced by an independent NumPy forward pass of the same weights). Needs
 //! the model (`make models`); without it the test fails and says so.
 
+// Test and bench code may unwrap and print (the library may not).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
+
 use std::path::Path;
 
 use memform::embed::cache::EmbedMode;
@@ -10,8 +13,7 @@ use memform::embed::minilm::{DIMS, MiniLmEmbedder};
 use memform::embed::{Embedder, EmbedderKind, EmbedderSpec, build_embedder, cosine};
 use serde::Deserialize;
 
-const REFERENCE: &str =
-    concat!(env!("CARGO_MANIFEST_DIR"), "/src/tests/data/minilm-reference.json");
+const REFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/tests/data/minilm-reference.json");
 const MODEL_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/models/all-MiniLM-L6-v2");
 
 #[derive(Deserialize)]
@@ -35,10 +37,7 @@ struct Pair {
 
 fn load() -> (Reference, MiniLmEmbedder) {
     let model_dir = Path::new(MODEL_DIR);
-    assert!(
-        model_dir.join("model.safetensors").is_file(),
-        "no MiniLM model in {MODEL_DIR}: run `make models` first"
-    );
+    assert!(model_dir.join("model.safetensors").is_file(), "no MiniLM model in {MODEL_DIR}: run `make models` first");
     let text = std::fs::read_to_string(REFERENCE).expect("read the reference file");
     let reference: Reference = serde_json::from_str(&text).expect("parse the reference file");
     let model = MiniLmEmbedder::load(model_dir).expect("load MiniLM");
@@ -71,13 +70,7 @@ fn embeddings_and_cosines_match_the_reference() {
     };
     for p in &reference.pairs {
         let c = cosine(vector(&p.a), vector(&p.b));
-        assert!(
-            (c - p.cosine).abs() <= 1e-3,
-            "{:?} / {:?}: {c:.4} vs reference {:.4}",
-            p.a,
-            p.b,
-            p.cosine
-        );
+        assert!((c - p.cosine).abs() <= 1e-3, "{:?} / {:?}: {c:.4} vs reference {:.4}", p.a, p.b, p.cosine);
     }
 }
 
@@ -125,8 +118,7 @@ fn recorded_vectors_replay_without_the_model() {
     assert_eq!(replayer.embed(&texts, "reference").expect("replay"), recorded);
     assert_eq!(replayer.id(), model.id());
 
-    let normalized: Vec<String> =
-        texts.iter().map(|t| memform::normalize::normalize_content(t)).collect();
+    let normalized: Vec<String> = texts.iter().map(|t| memform::normalize::normalize_content(t)).collect();
     let refs: Vec<&str> = normalized.iter().map(String::as_str).collect();
     let direct = model.embed(&refs, "reference").expect("direct");
     for (a, b) in recorded.iter().zip(&direct) {

@@ -52,7 +52,11 @@ fn run_json_records_build_recorded_digests_and_tags() {
     let (code, _, _) = memform(&["run", "--dataset", &ds, "--out", "h"], tmp.path());
     assert_eq!(code, Some(0));
     let m = read_json(&tmp.path().join("h/run.json"));
-    assert_eq!(m["recorded"], serde_json::json!({"fixtures": null, "embeddings": null}), "rules mode with the hashed embedder reads nothing recorded");
+    assert_eq!(
+        m["recorded"],
+        serde_json::json!({"fixtures": null, "embeddings": null}),
+        "rules mode with the hashed embedder reads nothing recorded"
+    );
     assert_eq!(m["tags"], serde_json::json!({}));
 }
 
@@ -61,8 +65,24 @@ fn compare_reuses_a_run_only_with_the_same_tags() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let ds = scenarios_dir().display().to_string();
     let compare = |tag: &str| {
-        let (code, stdout, stderr) =
-            memform(&["compare", "--dataset", &ds, "--modes", "rules,rules", "--set-b", "dedup_enabled=false", "--runs-dir", "runs", "--out", "cmp", "--tag", tag], tmp.path());
+        let (code, stdout, stderr) = memform(
+            &[
+                "compare",
+                "--dataset",
+                &ds,
+                "--modes",
+                "rules,rules",
+                "--set-b",
+                "dedup_enabled=false",
+                "--runs-dir",
+                "runs",
+                "--out",
+                "cmp",
+                "--tag",
+                tag,
+            ],
+            tmp.path(),
+        );
         assert_eq!(code, Some(0), "{stderr}");
         (stdout, stderr)
     };

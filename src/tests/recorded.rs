@@ -65,7 +65,10 @@ fn job_change_e1(ds: &Path) -> PathBuf {
 }
 
 fn run_llm(tmp: &Path, out: &str) -> (Option<i32>, String, String) {
-    memform(&["run", "--dataset", "scenarios", "--mode", "llm", "--embedder", "minilm", "--set", "llm_url=http://127.0.0.1:9", "--out", out], tmp)
+    memform(
+        &["run", "--dataset", "scenarios", "--mode", "llm", "--embedder", "minilm", "--set", "llm_url=http://127.0.0.1:9", "--out", out],
+        tmp,
+    )
 }
 
 #[test]
@@ -157,7 +160,21 @@ fn moved_embedding_keys_are_loud_until_rehashed() {
 /// Runs `compare --modes rules,llm` (MiniLM) in `tmp` and returns stderr.
 fn compare(tmp: &Path) -> String {
     let (code, _, stderr) = memform(
-        &["compare", "--dataset", "scenarios", "--modes", "rules,llm", "--embedder", "minilm", "--set", "llm_url=http://127.0.0.1:9", "--runs-dir", "runs", "--out", "cmp"],
+        &[
+            "compare",
+            "--dataset",
+            "scenarios",
+            "--modes",
+            "rules,llm",
+            "--embedder",
+            "minilm",
+            "--set",
+            "llm_url=http://127.0.0.1:9",
+            "--runs-dir",
+            "runs",
+            "--out",
+            "cmp",
+        ],
         tmp,
     );
     assert_eq!(code, Some(0), "{stderr}");
@@ -219,7 +236,9 @@ fn fixtures_prune_after_a_prompt_version_bump_lists_exactly_the_old_version() {
         v["key"] = key.clone().into();
         let path = dir.join(format!("{key}.json"));
         write_json(&path, &v);
-        old.insert(Path::new("scenarios").join("fixtures").join(dir.file_name().expect("name")).join(format!("{key}.json")).display().to_string());
+        old.insert(
+            Path::new("scenarios").join("fixtures").join(dir.file_name().expect("name")).join(format!("{key}.json")).display().to_string(),
+        );
     }
     let total = std::fs::read_dir(&dir).expect("read").count();
     let (code, stdout, stderr) = prune(&["--dry-run"]);
@@ -240,7 +259,8 @@ fn fixtures_prune_after_a_prompt_version_bump_lists_exactly_the_old_version() {
     assert_eq!(code, Some(0), "what is left is exactly what is needed: {stderr}");
 
     // With another sampling seed the replay asks for requests nobody recorded: prune refuses.
-    let (code, _, stderr) = memform(&["fixtures", "prune", "--dataset", "scenarios", "--embedder", "minilm", "--set", "llm_seed=7"], tmp.path());
+    let (code, _, stderr) =
+        memform(&["fixtures", "prune", "--dataset", "scenarios", "--embedder", "minilm", "--set", "llm_seed=7"], tmp.path());
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.starts_with("error: fixtures prune: ") && stderr.contains("nothing removed"), "{stderr}");
     assert_eq!(std::fs::read_dir(&dir).expect("read").count(), total - old.len());
@@ -251,7 +271,8 @@ fn embeddings_prune_drops_exactly_an_unneeded_vector() {
     let tmp = scenarios_copy();
     let ds = tmp.path().join("scenarios");
     let cache = cache_dir(&ds);
-    let (code, stdout, stderr) = memform(&["embeddings", "prune", "--dataset", "scenarios", "--embedder", "minilm", "--dry-run"], tmp.path());
+    let (code, stdout, stderr) =
+        memform(&["embeddings", "prune", "--dataset", "scenarios", "--embedder", "minilm", "--dry-run"], tmp.path());
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.is_empty(), "every committed vector is needed by rules or llm mode: {stdout}");
 
@@ -271,7 +292,8 @@ fn embeddings_prune_drops_exactly_an_unneeded_vector() {
     let (code, _, stderr) = memform(&["embeddings", "rehash", "--dataset", "scenarios"], tmp.path());
     assert_eq!(code, Some(0), "{stderr}");
 
-    let (code, stdout, stderr) = memform(&["embeddings", "prune", "--dataset", "scenarios", "--embedder", "minilm", "--dry-run"], tmp.path());
+    let (code, stdout, stderr) =
+        memform(&["embeddings", "prune", "--dataset", "scenarios", "--embedder", "minilm", "--dry-run"], tmp.path());
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(stdout.trim(), format!("would remove {extra_key} \"nobody says this\""));
     assert_eq!(read_json(&index_path)["count"], n + 1, "a dry run removes nothing");
@@ -279,7 +301,11 @@ fn embeddings_prune_drops_exactly_an_unneeded_vector() {
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(stdout.trim(), format!("removed {extra_key} \"nobody says this\""));
     assert_eq!(read_json(&index_path)["count"], n);
-    assert_eq!(std::fs::read(cache.join("vectors.f32")).expect("read"), std::fs::read(cache_dir(&scenarios_dir()).join("vectors.f32")).expect("read"), "back to the committed vectors");
+    assert_eq!(
+        std::fs::read(cache.join("vectors.f32")).expect("read"),
+        std::fs::read(cache_dir(&scenarios_dir()).join("vectors.f32")).expect("read"),
+        "back to the committed vectors"
+    );
 
     let (code, _, stderr) = memform(&["embeddings", "prune", "--dataset", "scenarios"], tmp.path());
     assert_eq!(code, Some(2), "the hashed embedder has no cache: {stderr}");
@@ -294,7 +320,10 @@ fn lists_show_models_stages_and_caches() {
     let rows: Vec<&str> = stdout.lines().skip(2).collect();
     // SmolLM2-135M extracts no candidate from the scenarios, so nothing was judged.
     assert_eq!(rows.len(), 1, "{stdout}");
-    assert!(rows[0].starts_with("| scenarios/fixtures/smollm2-135m-instruct.q4_1 | SmolLM2-135M-Instruct.Q4_1 | extract | 26 | "), "{stdout}");
+    assert!(
+        rows[0].starts_with("| scenarios/fixtures/smollm2-135m-instruct.q4_1 | SmolLM2-135M-Instruct.Q4_1 | extract | 26 | "),
+        "{stdout}"
+    );
     // Without --dataset: every dataset under datasets/ (here, the copy moved there).
     std::fs::create_dir_all(tmp.path().join("datasets")).expect("mkdir");
     std::fs::rename(tmp.path().join("scenarios"), tmp.path().join("datasets/scenarios")).expect("move");

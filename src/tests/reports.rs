@@ -8,9 +8,9 @@ use std::process::Command;
 use memform::compare::{CompareOptions, Side, compare_runs, render_markdown};
 use memform::config::Config;
 use memform::embed::hashed::HashedEmbedder;
+use memform::pipeline::Stages;
 use memform::pipeline::extract::RulesExtractor;
 use memform::pipeline::judge::RulesJudge;
-use memform::pipeline::Stages;
 use memform::run::{RunOptions, run};
 
 use crate::support::{bin, scenarios_dir, snapshots_dir, without_timings};
@@ -23,7 +23,8 @@ fn run_scenarios(out: &Path, cfg: &Config) {
     let embedder = HashedEmbedder::new(cfg.hashed_dims);
     let judge = RulesJudge::new(cfg);
     let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
-    let opts = RunOptions { out_dir: out.to_path_buf(), tags: [("suite".to_string(), "reports".to_string())].into(), ..RunOptions::default() };
+    let opts =
+        RunOptions { out_dir: out.to_path_buf(), tags: [("suite".to_string(), "reports".to_string())].into(), ..RunOptions::default() };
     run(&dataset, cfg, stages, &opts).expect("run");
 }
 
@@ -77,7 +78,8 @@ fn scenarios_compare_md_matches_its_snapshot() {
     let md = render_markdown(&c);
     assert!(md.contains("## Timings"), "the wall-clock section is last and is what the snapshot drops");
     assert!(md.contains("| memform build | "), "{md}");
-    snapshot_settings().bind(|| insta::assert_snapshot!("compare__scenarios_rules_vs_no_dedup", without_build_row(without_timings_section(&md))));
+    snapshot_settings()
+        .bind(|| insta::assert_snapshot!("compare__scenarios_rules_vs_no_dedup", without_build_row(without_timings_section(&md))));
 }
 
 #[test]
@@ -86,7 +88,9 @@ fn a_run_writes_its_reports_and_a_rerun_replaces_them() {
     std::fs::create_dir_all(dir.path()).expect("mkdir");
     std::fs::write(dir.path().join("report.md"), "stale").expect("write");
     run_scenarios(dir.path(), &Config::default());
-    for f in ["report.md", "facts.parquet", "facts.csv", "episodes.parquet", "episodes.csv", "per_conversation.csv", "plot_stored_facts.svg"] {
+    for f in
+        ["report.md", "facts.parquet", "facts.csv", "episodes.parquet", "episodes.csv", "per_conversation.csv", "plot_stored_facts.svg"]
+    {
         assert!(dir.path().join(f).is_file(), "{f} not written");
     }
     let md = std::fs::read_to_string(dir.path().join("report.md")).expect("report.md");
@@ -106,7 +110,8 @@ fn compare_runs_both_sides_then_reuses_them() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let ds = scenarios_dir();
     let ds = ds.to_str().expect("utf-8 path");
-    let args = ["compare", "--dataset", ds, "--modes", "rules,rules", "--set-b", "dedup_enabled=false", "--runs-dir", "runs", "--out", "cmp"];
+    let args =
+        ["compare", "--dataset", ds, "--modes", "rules,rules", "--set-b", "dedup_enabled=false", "--runs-dir", "runs", "--out", "cmp"];
     let (code, stdout, stderr) = memform(&args, tmp.path());
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(stderr.matches("running ").count(), 2, "{stderr}");
@@ -153,8 +158,10 @@ fn compare_rules_with_llm_on_the_recorded_scenarios() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let ds = scenarios_dir();
     let ds = ds.to_str().expect("utf-8 path");
-    let (code, stdout, stderr) =
-        memform(&["compare", "--dataset", ds, "--modes", "rules,llm", "--embedder", "minilm", "--runs-dir", "runs", "--out", "cmp"], tmp.path());
+    let (code, stdout, stderr) = memform(
+        &["compare", "--dataset", ds, "--modes", "rules,llm", "--embedder", "minilm", "--runs-dir", "runs", "--out", "cmp"],
+        tmp.path(),
+    );
     assert_eq!(code, Some(0), "{stderr}");
     let comparison: serde_json::Value = serde_json::from_str(&stdout).expect("compare json on stdout");
     assert!(comparison.is_object());

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use memform::config::Config;
 use memform::embed::hashed::HashedEmbedder;
+use memform::pipeline::Stages;
 use memform::pipeline::extract::RulesExtractor;
 use memform::pipeline::judge::RulesJudge;
-use memform::pipeline::Stages;
 use memform::run::{RunOptions, RunOutput, run};
 
 pub fn root() -> PathBuf {

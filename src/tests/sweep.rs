@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use memform::config::Config;
 use memform::embed::hashed::HashedEmbedder;
 use memform::error::Result;
+use memform::pipeline::Stages;
 use memform::pipeline::extract::{ExtractInput, Extractor, RawExtraction, RulesExtractor};
 use memform::pipeline::judge::RulesJudge;
-use memform::pipeline::Stages;
 use memform::sweep::{parse_axis, points, run_sweep, to_csv};
 
 use crate::support::{bin, scenarios_dir};
@@ -67,8 +67,7 @@ fn same_grid_same_csv_for_any_thread_count() {
     assert_eq!(one, three);
     assert!(one.lines().count() == 17, "a header and 16 points:\n{one}");
     let col = one.lines().next().unwrap_or_default().split(',').position(|h| h == "dedup_rate").expect("dedup_rate column");
-    let values: std::collections::BTreeSet<&str> =
-        one.lines().skip(1).map(|l| l.split(',').nth(col).unwrap_or_default()).collect();
+    let values: std::collections::BTreeSet<&str> = one.lines().skip(1).map(|l| l.split(',').nth(col).unwrap_or_default()).collect();
     assert!(values.len() > 1, "the swept thresholds change a metric:\n{one}");
 }
 
@@ -156,7 +155,11 @@ fn point_metric_names_are_a_points_keys_and_estimating_changes_no_row() {
         assert_eq!(estimates.len(), 1);
         assert_eq!(estimates[0].points, 3);
     }
-    assert!(memform::metrics::point_metric_names(&memform::dataset::load(&tmp.path().join("bare")).expect("load")).iter().all(|n| !n.starts_with("turn_")));
+    assert!(
+        memform::metrics::point_metric_names(&memform::dataset::load(&tmp.path().join("bare")).expect("load"))
+            .iter()
+            .all(|n| !n.starts_with("turn_"))
+    );
 }
 
 fn cli(args: &[&str], cwd: &Path) {
@@ -168,7 +171,17 @@ fn cli(args: &[&str], cwd: &Path) {
 fn sharded_and_merged_equals_unsharded() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let ds = scenarios_dir().display().to_string();
-    let base = ["sweep", "--dataset", &ds, "--grid", "near_dup_threshold=0.70:0.95:0.05", "--grid", "min_fact_confidence_for_write=0.6,0.8", "--set", "contradiction_band_min=0.5"];
+    let base = [
+        "sweep",
+        "--dataset",
+        &ds,
+        "--grid",
+        "near_dup_threshold=0.70:0.95:0.05",
+        "--grid",
+        "min_fact_confidence_for_write=0.6,0.8",
+        "--set",
+        "contradiction_band_min=0.5",
+    ];
     cli(&[&base[..], &["--out", "whole"]].concat(), tmp.path());
     for k in 0..3 {
         let shard = format!("{k}/3");
@@ -177,8 +190,10 @@ fn sharded_and_merged_equals_unsharded() {
     }
     cli(&["sweep", "merge", "shard0", "shard1", "shard2", "--out", "merged"], tmp.path());
     let files = |d: &str| -> Vec<String> {
-        let mut v: Vec<String> =
-            std::fs::read_dir(tmp.path().join(d)).expect("read dir").map(|e| e.expect("entry").file_name().to_string_lossy().into_owned()).collect();
+        let mut v: Vec<String> = std::fs::read_dir(tmp.path().join(d))
+            .expect("read dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
         v.sort();
         v
     };
@@ -192,7 +207,11 @@ fn sharded_and_merged_equals_unsharded() {
         let b = std::fs::read(tmp.path().join("merged").join(f)).expect("merged");
         assert!(a == b, "{f} differs between the unsharded and the merged sweep");
     }
-    let out = Command::new(bin()).args(["sweep", "merge", "shard0", "shard1", "--out", "partial"]).current_dir(tmp.path()).output().expect("spawn");
+    let out = Command::new(bin())
+        .args(["sweep", "merge", "shard0", "shard1", "--out", "partial"])
+        .current_dir(tmp.path())
+        .output()
+        .expect("spawn");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing"), "{}", String::from_utf8_lossy(&out.stderr));
 }

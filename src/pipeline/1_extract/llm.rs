@@ -5,13 +5,11 @@
 use std::sync::Arc;
 
 use crate::error::Result;
+use crate::llm::parse::parse_extraction;
+use crate::llm::prompts::{self, FENCE_TAGS, MAX_KNOWN_ENTITIES, MAX_KNOWN_FACTS, Template, defuse};
+use crate::llm::{CallContext, Llm, LlmRequest, LlmSettings, Stage};
 use crate::pipeline::StageMode;
 use crate::pipeline::extract::{ExtractInput, Extractor, RawExtraction};
-use crate::llm::parse::parse_extraction;
-use crate::llm::prompts::{
-    self, FENCE_TAGS, MAX_KNOWN_ENTITIES, MAX_KNOWN_FACTS, Template, defuse,
-};
-use crate::llm::{CallContext, Llm, LlmRequest, LlmSettings, Stage};
 use crate::types::{Turn, Warning};
 
 /// Extraction by a model behind the recorded boundary.
@@ -28,29 +26,19 @@ impl LlmExtractor {
 
     /// The request for an episode, the turns it shows, and the warnings of
     /// building it (a transcript over `max_input_chars` is cut at a turn boundary).
-    pub fn request(
-        &self,
-        input: &ExtractInput<'_>,
-    ) -> Result<(LlmRequest, Vec<Turn>, Vec<Warning>)> {
+    pub fn request(&self, input: &ExtractInput<'_>) -> Result<(LlmRequest, Vec<Turn>, Vec<Warning>)> {
         let mut warnings = Vec::new();
-        let (transcript, shown) =
-            transcript(&input.episode.turns, self.settings.max_input_chars, &mut warnings);
+        let (transcript, shown) = transcript(&input.episode.turns, self.settings.max_input_chars, &mut warnings);
         let list = |items: &[String], max: usize| {
             if items.is_empty() {
                 "(none)".to_string()
             } else {
-                let lines: Vec<String> =
-                    items.iter().take(max).map(|s| format!("- {}", one_line(s))).collect();
+                let lines: Vec<String> = items.iter().take(max).map(|s| format!("- {}", one_line(s))).collect();
                 defuse(&lines.join("\n"), &FENCE_TAGS)
             }
         };
         let speakers = defuse(&input.speakers.join(", "), &FENCE_TAGS);
-        let date = input
-            .episode
-            .timestamp
-            .as_deref()
-            .map(|t| t.get(..10).unwrap_or(t))
-            .unwrap_or("unknown");
+        let date = input.episode.timestamp.as_deref().map(|t| t.get(..10).unwrap_or(t)).unwrap_or("unknown");
         let known_entities = list(input.known_entities, MAX_KNOWN_ENTITIES);
         let known_facts = list(input.recent_facts, MAX_KNOWN_FACTS);
         let messages = self.template.render(&[
@@ -67,10 +55,7 @@ impl LlmExtractor {
             messages,
             sampling: self.settings.sampling,
             schema: Some(prompts::EXTRACT_SCHEMA.to_string()),
-            context: CallContext {
-                conversation: input.conversation_id.to_string(),
-                episode: input.episode.id.clone(),
-            },
+            context: CallContext { conversation: input.conversation_id.to_string(), episode: input.episode.id.clone() },
         };
         Ok((req, shown, warnings))
     }
@@ -81,10 +66,7 @@ impl Extractor for LlmExtractor {
         StageMode::Llm
     }
     fn id(&self) -> String {
-        format!(
-            "llm:{}:{}-v{}",
-            self.settings.model, self.template.id.name, self.template.id.version
-        )
+        format!("llm:{}:{}-v{}", self.settings.model, self.template.id.name, self.template.id.version)
     }
 
     fn extract(&self, input: &ExtractInput<'_>) -> Result<RawExtraction> {
@@ -104,15 +86,9 @@ fn one_line(s: &str) -> String {
 
 /// `[id] Speaker: text` lines, whole turns while they fit in `max_chars`
 /// (the first turn cut if even it does not fit).
-fn transcript(
-    turns: &[Turn],
-    max_chars: usize,
-    warnings: &mut Vec<Warning>,
-) -> (String, Vec<Turn>) {
-    let lines: Vec<String> = turns
-        .iter()
-        .map(|t| defuse(&format!("[{}] {}: {}", t.id, t.speaker, one_line(&t.text)), &FENCE_TAGS))
-        .collect();
+fn transcript(turns: &[Turn], max_chars: usize, warnings: &mut Vec<Warning>) -> (String, Vec<Turn>) {
+    let lines: Vec<String> =
+        turns.iter().map(|t| defuse(&format!("[{}] {}: {}", t.id, t.speaker, one_line(&t.text)), &FENCE_TAGS)).collect();
     let total: usize = lines.iter().map(|l| l.chars().count() + 1).sum();
     let mut out = String::new();
     let mut used = 0;

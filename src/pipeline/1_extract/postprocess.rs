@@ -50,22 +50,15 @@ pub fn postprocess(raw: RawExtraction, input: &ExtractInput<'_>, cfg: &Config) -
     let facts = apply_allow_list(facts, input, &mut warnings);
 
     let cap = if raw.graph { cfg.max_facts_graph } else { cfg.max_facts };
-    let mut scored: Vec<ScoredFact> =
-        facts.into_iter().map(|fact| ScoredFact { value_score: value_score(&fact), fact }).collect();
+    let mut scored: Vec<ScoredFact> = facts.into_iter().map(|fact| ScoredFact { value_score: value_score(&fact), fact }).collect();
     if scored.len() > cap {
-        warnings.push(Warning::new(
-            "too_many_facts",
-            format!("{} facts, kept the {cap} best spread over source turns", scored.len()),
-        ));
+        warnings.push(Warning::new("too_many_facts", format!("{} facts, kept the {cap} best spread over source turns", scored.len())));
         scored = cap_facts(scored, cap);
     }
 
     prune_orphans(&mut entities, &scored, &mut warnings);
     if entities.len() > cfg.max_entities {
-        warnings.push(Warning::new(
-            "too_many_entities",
-            format!("{} entities, kept the first {}", entities.len(), cfg.max_entities),
-        ));
+        warnings.push(Warning::new("too_many_entities", format!("{} entities, kept the first {}", entities.len(), cfg.max_entities)));
         entities.truncate(cfg.max_entities);
         let mut kept: BTreeSet<String> = entities.iter().map(|e| key(&e.name)).collect();
         kept.extend(input.known_entities.iter().map(|n| key(n)));
@@ -73,10 +66,8 @@ pub fn postprocess(raw: RawExtraction, input: &ExtractInput<'_>, cfg: &Config) -
         for s in scored.iter_mut() {
             if s.fact.kind == FactKind::Relationship && !kept.contains(&key(&s.fact.object)) {
                 s.fact.kind = FactKind::Literal;
-                warnings.push(Warning::new(
-                    "relationship_demoted",
-                    format!("object {:?} lost its entity to the entity cap", s.fact.object),
-                ));
+                warnings
+                    .push(Warning::new("relationship_demoted", format!("object {:?} lost its entity to the entity cap", s.fact.object)));
             }
         }
     }
@@ -125,10 +116,7 @@ fn validate_entities(raw: Vec<super::RawEntity>, warnings: &mut Vec<Warning>) ->
         let entity_type = match EntityType::parse(&e.entity_type) {
             Some(t) => t,
             None => {
-                warnings.push(Warning::new(
-                    "unknown_entity_type",
-                    format!("entity {name:?} has type {:?}; using THING", e.entity_type),
-                ));
+                warnings.push(Warning::new("unknown_entity_type", format!("entity {name:?} has type {:?}; using THING", e.entity_type)));
                 EntityType::Thing
             }
         };
@@ -139,13 +127,7 @@ fn validate_entities(raw: Vec<super::RawEntity>, warnings: &mut Vec<Warning>) ->
     out
 }
 
-fn validate_fact(
-    f: RawFact,
-    kind: FactKind,
-    input: &ExtractInput<'_>,
-    cfg: &Config,
-    warnings: &mut Vec<Warning>,
-) -> Option<CandidateFact> {
+fn validate_fact(f: RawFact, kind: FactKind, input: &ExtractInput<'_>, cfg: &Config, warnings: &mut Vec<Warning>) -> Option<CandidateFact> {
     let subject = collapse(&f.subject);
     let predicate = normalize_predicate(&f.predicate);
     let mut object = collapse(&f.object);
@@ -155,24 +137,13 @@ fn validate_fact(
         .map(|(n, _)| *n)
         .collect();
     if !missing.is_empty() {
-        warnings.push(Warning::new(
-            "missing_field",
-            format!("fact from turn {:?} has an empty {}", f.source_turn, missing.join(" and ")),
-        ));
+        warnings.push(Warning::new("missing_field", format!("fact from turn {:?} has an empty {}", f.source_turn, missing.join(" and "))));
         return None;
     }
-    let subject = input
-        .speakers
-        .iter()
-        .find(|s| key(s) == key(&subject))
-        .cloned()
-        .unwrap_or(subject);
+    let subject = input.speakers.iter().find(|s| key(s) == key(&subject)).cloned().unwrap_or(subject);
 
     let fact_type = FactType::parse(&f.fact_type).unwrap_or_else(|| {
-        warnings.push(Warning::new(
-            "unknown_fact_type",
-            format!("fact {subject:?} {predicate:?} has type {:?}; using fact", f.fact_type),
-        ));
+        warnings.push(Warning::new("unknown_fact_type", format!("fact {subject:?} {predicate:?} has type {:?}; using fact", f.fact_type)));
         FactType::Fact
     });
 
@@ -194,10 +165,7 @@ fn validate_fact(
     if let (Some(a), Some(b)) = (&valid_from, &valid_until)
         && a > b
     {
-        warnings.push(Warning::new(
-            "bad_date_range",
-            format!("valid_from {a} is after valid_until {b}; dropping valid_from"),
-        ));
+        warnings.push(Warning::new("bad_date_range", format!("valid_from {a} is after valid_until {b}; dropping valid_from")));
         valid_from = None;
     }
 
@@ -208,34 +176,23 @@ fn validate_fact(
     };
     let content_chars = content.chars().count();
     if content_chars < cfg.min_fact_chars {
-        warnings.push(Warning::new(
-            "fact_too_short",
-            format!("fact {content:?} has {content_chars} characters (< {})", cfg.min_fact_chars),
-        ));
+        warnings
+            .push(Warning::new("fact_too_short", format!("fact {content:?} has {content_chars} characters (< {})", cfg.min_fact_chars)));
         return None;
     }
     if content_chars > cfg.max_fact_chars {
-        warnings.push(Warning::new(
-            "fact_truncated",
-            format!("fact of {content_chars} characters cut to {}", cfg.max_fact_chars),
-        ));
+        warnings.push(Warning::new("fact_truncated", format!("fact of {content_chars} characters cut to {}", cfg.max_fact_chars)));
         content = truncate_chars(&content, cfg.max_fact_chars);
     }
     let object_chars = object.chars().count();
     if object_chars > cfg.max_object_chars {
-        warnings.push(Warning::new(
-            "object_truncated",
-            format!("object of {object_chars} characters cut to {}", cfg.max_object_chars),
-        ));
+        warnings.push(Warning::new("object_truncated", format!("object of {object_chars} characters cut to {}", cfg.max_object_chars)));
         object = truncate_chars(&object, cfg.max_object_chars);
     }
     let mut source_quote = f.source_quote.trim().to_string();
     let quote_chars = source_quote.chars().count();
     if quote_chars > cfg.max_quote_chars {
-        warnings.push(Warning::new(
-            "quote_truncated",
-            format!("quote of {quote_chars} characters cut to {}", cfg.max_quote_chars),
-        ));
+        warnings.push(Warning::new("quote_truncated", format!("quote of {quote_chars} characters cut to {}", cfg.max_quote_chars)));
         source_quote = truncate_chars(&source_quote, cfg.max_quote_chars);
     }
 
@@ -265,8 +222,7 @@ fn check_source_turn(turn: &str, quote: &str, input: &ExtractInput<'_>, warnings
     }
     let needle = key(quote);
     if !needle.is_empty() {
-        let holders: Vec<&str> =
-            turns.iter().filter(|t| key(&t.text).contains(&needle)).map(|t| t.id.as_str()).collect();
+        let holders: Vec<&str> = turns.iter().filter(|t| key(&t.text).contains(&needle)).map(|t| t.id.as_str()).collect();
         if let [only] = holders.as_slice() {
             warnings.push(Warning::new(
                 "source_turn_repaired",
@@ -275,10 +231,7 @@ fn check_source_turn(turn: &str, quote: &str, input: &ExtractInput<'_>, warnings
             return only.to_string();
         }
     }
-    warnings.push(Warning::new(
-        "unknown_source_turn",
-        format!("source turn {turn:?} is not in episode {:?}", input.episode.id),
-    ));
+    warnings.push(Warning::new("unknown_source_turn", format!("source turn {turn:?} is not in episode {:?}", input.episode.id)));
     turn.to_string()
 }
 
@@ -314,15 +267,11 @@ pub fn sanitize_date(raw: Option<&str>, end_of_period: bool, field: &str, warnin
     let parsed = match parts.as_slice() {
         [y] => num(y, 4).map(|y| if end_of_period { (y, 12, 31) } else { (y, 1, 1) }),
         [y, m] => match (num(y, 4), num(m, 2)) {
-            (Some(y), Some(m)) if (1..=12).contains(&m) => {
-                Some(if end_of_period { (y, m, days_in_month(y, m)) } else { (y, m, 1) })
-            }
+            (Some(y), Some(m)) if (1..=12).contains(&m) => Some(if end_of_period { (y, m, days_in_month(y, m)) } else { (y, m, 1) }),
             _ => None,
         },
         [y, m, d] => match (num(y, 4), num(m, 2), num(d, 2)) {
-            (Some(y), Some(m), Some(d)) if (1..=12).contains(&m) && (1..=days_in_month(y, m)).contains(&d) => {
-                Some((y, m, d))
-            }
+            (Some(y), Some(m), Some(d)) if (1..=12).contains(&m) && (1..=days_in_month(y, m)).contains(&d) => Some((y, m, d)),
             _ => None,
         },
         _ => None,
@@ -385,10 +334,8 @@ fn apply_allow_list(facts: Vec<CandidateFact>, input: &ExtractInput<'_>, warning
         .filter(|f| {
             let ok = allowed.contains(&key(&f.subject));
             if !ok {
-                warnings.push(Warning::new(
-                    "subject_not_allowed",
-                    format!("subject {:?} is neither a speaker nor linked to one", f.subject),
-                ));
+                warnings
+                    .push(Warning::new("subject_not_allowed", format!("subject {:?} is neither a speaker nor linked to one", f.subject)));
             }
             ok
         })
@@ -410,16 +357,13 @@ fn cap_facts(scored: Vec<ScoredFact>, cap: usize) -> Vec<ScoredFact> {
         }
     }
     let mut order: Vec<usize> = (0..scored.len()).collect();
-    order.sort_by(|&a, &b| {
-        rank[a].cmp(&rank[b]).then(scored[b].value_score.total_cmp(&scored[a].value_score)).then(a.cmp(&b))
-    });
+    order.sort_by(|&a, &b| rank[a].cmp(&rank[b]).then(scored[b].value_score.total_cmp(&scored[a].value_score)).then(a.cmp(&b)));
     let keep: BTreeSet<usize> = order.into_iter().take(cap).collect();
     scored.into_iter().enumerate().filter(|(i, _)| keep.contains(i)).map(|(_, s)| s).collect()
 }
 
 fn prune_orphans(entities: &mut Vec<CandidateEntity>, facts: &[ScoredFact], warnings: &mut Vec<Warning>) {
-    let mentioned: BTreeSet<String> =
-        facts.iter().flat_map(|s| [key(&s.fact.subject), key(&s.fact.object)]).collect();
+    let mentioned: BTreeSet<String> = facts.iter().flat_map(|s| [key(&s.fact.subject), key(&s.fact.object)]).collect();
     entities.retain(|e| {
         let keep = mentioned.contains(&key(&e.name));
         if !keep {

@@ -96,11 +96,7 @@ fn limit_turns(turns: &[Turn], max_chars: usize, warnings: &mut Vec<Warning>) ->
     }
     warnings.push(Warning::new(
         "input_truncated",
-        format!(
-            "transcript is {total} chars, over the {max_chars} limit; read {used} chars ({} of {} turns)",
-            kept.len(),
-            turns.len()
-        ),
+        format!("transcript is {total} chars, over the {max_chars} limit; read {used} chars ({} of {} turns)", kept.len(), turns.len()),
     ));
     kept
 }
@@ -113,11 +109,50 @@ fn line_chars(t: &Turn) -> usize {
 // Vocabulary
 
 const ADVERBS: &[&str] = &[
-    "absolutely", "actually", "already", "also", "always", "basically", "certainly", "currently",
-    "definitely", "even", "eventually", "ever", "finally", "first", "generally", "honestly", "just",
-    "kinda", "last", "lately", "literally", "mostly", "newly", "normally", "now", "officially",
-    "often", "once", "only", "originally", "personally", "proudly", "rarely", "really", "recently",
-    "regularly", "seriously", "slowly", "sometimes", "still", "sure", "then", "totally", "truly",
+    "absolutely",
+    "actually",
+    "already",
+    "also",
+    "always",
+    "basically",
+    "certainly",
+    "currently",
+    "definitely",
+    "even",
+    "eventually",
+    "ever",
+    "finally",
+    "first",
+    "generally",
+    "honestly",
+    "just",
+    "kinda",
+    "last",
+    "lately",
+    "literally",
+    "mostly",
+    "newly",
+    "normally",
+    "now",
+    "officially",
+    "often",
+    "once",
+    "only",
+    "originally",
+    "personally",
+    "proudly",
+    "rarely",
+    "really",
+    "recently",
+    "regularly",
+    "seriously",
+    "slowly",
+    "sometimes",
+    "still",
+    "sure",
+    "then",
+    "totally",
+    "truly",
     "usually",
 ];
 
@@ -128,24 +163,95 @@ const INTENSIFIERS: &[&str] = &["extremely", "kinda", "pretty", "quite", "so", "
 
 /// Auxiliaries and modals that may open a verb group.
 const AUX: &[&str] = &[
-    "am", "are", "be", "been", "being", "can", "can't", "cannot", "could", "couldn't", "did",
-    "didn't", "do", "don't", "had", "hadn't", "has", "hasn't", "have", "haven't", "is", "may",
-    "might", "must", "should", "shouldn't", "was", "wasn't", "were", "weren't", "will", "won't",
-    "would", "wouldn't",
+    "am",
+    "are",
+    "be",
+    "been",
+    "being",
+    "can",
+    "can't",
+    "cannot",
+    "could",
+    "couldn't",
+    "did",
+    "didn't",
+    "do",
+    "don't",
+    "had",
+    "hadn't",
+    "has",
+    "hasn't",
+    "have",
+    "haven't",
+    "is",
+    "may",
+    "might",
+    "must",
+    "should",
+    "shouldn't",
+    "was",
+    "wasn't",
+    "were",
+    "weren't",
+    "will",
+    "won't",
+    "would",
+    "wouldn't",
 ];
 
 /// Verb groups with these never yield a general statement: wishes,
 /// promises, abilities and reactions rather than facts.
 const MODALS: &[&str] = &[
-    "can", "can't", "cannot", "could", "couldn't", "gonna", "gotta", "may", "might", "must",
-    "should", "shouldn't", "wanna", "will", "won't", "would", "wouldn't",
+    "can",
+    "can't",
+    "cannot",
+    "could",
+    "couldn't",
+    "gonna",
+    "gotta",
+    "may",
+    "might",
+    "must",
+    "should",
+    "shouldn't",
+    "wanna",
+    "will",
+    "won't",
+    "would",
+    "wouldn't",
 ];
 
 /// Main verbs that open reactions, opinions and small talk, not facts.
 const REACTION_VERBS: &[&str] = &[
-    "agree", "appreciate", "bet", "believe", "care", "doubt", "guess", "hear", "heard", "hope",
-    "imagine", "know", "knew", "mean", "meant", "miss", "promise", "recommend", "remember",
-    "say", "said", "see", "suggest", "suppose", "thank", "think", "thought", "understand", "wish",
+    "agree",
+    "appreciate",
+    "bet",
+    "believe",
+    "care",
+    "doubt",
+    "guess",
+    "hear",
+    "heard",
+    "hope",
+    "imagine",
+    "know",
+    "knew",
+    "mean",
+    "meant",
+    "miss",
+    "promise",
+    "recommend",
+    "remember",
+    "say",
+    "said",
+    "see",
+    "suggest",
+    "suppose",
+    "thank",
+    "think",
+    "thought",
+    "understand",
+    "wish",
     "wonder",
 ];
 
@@ -153,54 +259,247 @@ const REACTION_VERBS: &[&str] = &[
 const CLAUSE_INTRODUCERS: &[&str] = &["believe", "guess", "suppose", "think", "thought"];
 
 const IRREGULAR_PAST: &[&str] = &[
-    "ate", "became", "been", "began", "begun", "bought", "broke", "broken", "brought", "built",
-    "caught", "chose", "chosen", "came", "cut", "did", "done", "drank", "drew", "driven", "drove",
-    "eaten", "fed", "fell", "felt", "flew", "flown", "forgot", "forgotten", "fought", "found",
-    "gave", "given", "gone", "got", "gotten", "grew", "grown", "had", "heard", "held", "hid",
-    "hit", "hung", "kept", "knew", "known", "lost", "led", "left", "lent", "let", "lit", "made",
-    "meant", "met", "overcame", "paid", "put", "quit", "ran", "read", "rode", "said", "sang", "sat",
-    "saw", "seen", "sent", "set", "shook", "shot", "shown", "slept", "sold", "spent", "spoke",
-    "spoken", "stood", "stuck", "swam", "swore", "taken", "taught", "thought", "threw", "told",
-    "took", "tore", "undertook", "understood", "was", "went", "were", "woke", "won", "wore",
-    "written", "wrote",
+    "ate",
+    "became",
+    "been",
+    "began",
+    "begun",
+    "bought",
+    "broke",
+    "broken",
+    "brought",
+    "built",
+    "caught",
+    "chose",
+    "chosen",
+    "came",
+    "cut",
+    "did",
+    "done",
+    "drank",
+    "drew",
+    "driven",
+    "drove",
+    "eaten",
+    "fed",
+    "fell",
+    "felt",
+    "flew",
+    "flown",
+    "forgot",
+    "forgotten",
+    "fought",
+    "found",
+    "gave",
+    "given",
+    "gone",
+    "got",
+    "gotten",
+    "grew",
+    "grown",
+    "had",
+    "heard",
+    "held",
+    "hid",
+    "hit",
+    "hung",
+    "kept",
+    "knew",
+    "known",
+    "lost",
+    "led",
+    "left",
+    "lent",
+    "let",
+    "lit",
+    "made",
+    "meant",
+    "met",
+    "overcame",
+    "paid",
+    "put",
+    "quit",
+    "ran",
+    "read",
+    "rode",
+    "said",
+    "sang",
+    "sat",
+    "saw",
+    "seen",
+    "sent",
+    "set",
+    "shook",
+    "shot",
+    "shown",
+    "slept",
+    "sold",
+    "spent",
+    "spoke",
+    "spoken",
+    "stood",
+    "stuck",
+    "swam",
+    "swore",
+    "taken",
+    "taught",
+    "thought",
+    "threw",
+    "told",
+    "took",
+    "tore",
+    "undertook",
+    "understood",
+    "was",
+    "went",
+    "were",
+    "woke",
+    "won",
+    "wore",
+    "written",
+    "wrote",
 ];
 
 /// Words after a verb that belong to the predicate ("went to", "signed up for").
 const PARTICLES: &[&str] = &[
-    "about", "around", "at", "away", "back", "by", "for", "from", "in", "into", "of", "off",
-    "on", "onto", "out", "over", "through", "to", "up", "with",
+    "about", "around", "at", "away", "back", "by", "for", "from", "in", "into", "of", "off", "on", "onto", "out", "over", "through", "to",
+    "up", "with",
 ];
 
 const DETERMINERS: &[&str] = &["a", "an", "the", "my", "our", "this", "that", "some", "his", "her", "their"];
 
 const RELATIONS: &[&str] = &[
-    "aunt", "best friend", "boss", "boyfriend", "brother", "colleague", "cousin", "coworker",
-    "dad", "daughter", "father", "fiance", "fiancee", "fiancé", "fiancée", "friend", "girlfriend",
-    "grandfather", "grandma", "grandmother", "grandpa", "husband", "manager", "mom", "mother",
-    "neighbor", "neighbour", "nephew", "niece", "partner", "roommate", "sister", "son", "uncle",
+    "aunt",
+    "best friend",
+    "boss",
+    "boyfriend",
+    "brother",
+    "colleague",
+    "cousin",
+    "coworker",
+    "dad",
+    "daughter",
+    "father",
+    "fiance",
+    "fiancee",
+    "fiancé",
+    "fiancée",
+    "friend",
+    "girlfriend",
+    "grandfather",
+    "grandma",
+    "grandmother",
+    "grandpa",
+    "husband",
+    "manager",
+    "mom",
+    "mother",
+    "neighbor",
+    "neighbour",
+    "nephew",
+    "niece",
+    "partner",
+    "roommate",
+    "sister",
+    "son",
+    "uncle",
     "wife",
 ];
 
-const COLOURS: &[&str] = &[
-    "beige", "black", "blue", "brown", "gold", "gray", "green", "grey", "orange", "pink",
-    "purple", "red", "silver", "white", "yellow",
-];
+const COLOURS: &[&str] =
+    &["beige", "black", "blue", "brown", "gold", "gray", "green", "grey", "orange", "pink", "purple", "red", "silver", "white", "yellow"];
 
 const VEHICLES: &[&str] = &[
-    "bike", "bicycle", "camper", "car", "convertible", "jeep", "minivan", "motorbike",
-    "motorcycle", "pickup", "scooter", "suv", "truck", "van",
+    "bike",
+    "bicycle",
+    "camper",
+    "car",
+    "convertible",
+    "jeep",
+    "minivan",
+    "motorbike",
+    "motorcycle",
+    "pickup",
+    "scooter",
+    "suv",
+    "truck",
+    "van",
 ];
 
 const FOODS: &[&str] = &[
-    "apple", "apples", "avocado", "avocados", "bagel", "bagels", "banana", "bananas", "beer",
-    "berries", "bread", "brownies", "burger", "burgers", "burrito", "burritos", "cake", "cakes",
-    "café", "cheese", "chicken", "chocolate", "coffee", "cookie", "cookies", "croissant",
-    "croissants", "cupcakes", "curry", "donuts", "dumplings", "eggs", "fish", "fries", "fruit",
-    "grapes", "hummus", "lasagna", "lemonade", "mango", "mangoes", "milk", "muffins", "noodles",
-    "oranges", "pancakes", "pasta", "peaches", "pears", "pie", "pies", "pizza", "popcorn",
-    "potatoes", "ramen", "rice", "salad", "salmon", "sandwich", "sandwiches", "sardines",
-    "soup", "steak", "strawberries", "sushi", "tacos", "tea", "tofu", "tomatoes", "vegetables",
-    "waffles", "wine", "yogurt",
+    "apple",
+    "apples",
+    "avocado",
+    "avocados",
+    "bagel",
+    "bagels",
+    "banana",
+    "bananas",
+    "beer",
+    "berries",
+    "bread",
+    "brownies",
+    "burger",
+    "burgers",
+    "burrito",
+    "burritos",
+    "cake",
+    "cakes",
+    "café",
+    "cheese",
+    "chicken",
+    "chocolate",
+    "coffee",
+    "cookie",
+    "cookies",
+    "croissant",
+    "croissants",
+    "cupcakes",
+    "curry",
+    "donuts",
+    "dumplings",
+    "eggs",
+    "fish",
+    "fries",
+    "fruit",
+    "grapes",
+    "hummus",
+    "lasagna",
+    "lemonade",
+    "mango",
+    "mangoes",
+    "milk",
+    "muffins",
+    "noodles",
+    "oranges",
+    "pancakes",
+    "pasta",
+    "peaches",
+    "pears",
+    "pie",
+    "pies",
+    "pizza",
+    "popcorn",
+    "potatoes",
+    "ramen",
+    "rice",
+    "salad",
+    "salmon",
+    "sandwich",
+    "sandwiches",
+    "sardines",
+    "soup",
+    "steak",
+    "strawberries",
+    "sushi",
+    "tacos",
+    "tea",
+    "tofu",
+    "tomatoes",
+    "vegetables",
+    "waffles",
+    "wine",
+    "yogurt",
 ];
 
 const PREFERENCES: &[(&str, &str)] = &[
@@ -214,42 +513,73 @@ const PREFERENCES: &[(&str, &str)] = &[
 ];
 
 /// Objects that make "I love …" a reaction to the other speaker, not a taste.
-const REACTION_OBJECTS: &[&str] = &[
-    "how", "hearing", "it", "seeing", "that", "these", "this", "those", "what", "when", "you",
-    "your",
-];
+const REACTION_OBJECTS: &[&str] = &["how", "hearing", "it", "seeing", "that", "these", "this", "those", "what", "when", "you", "your"];
 
 const HEDGES: &[&str] = &[
-    "i think", "i guess", "i believe", "i suppose", "maybe", "probably", "might", "perhaps",
-    "possibly", "not sure", "i'm considering", "i am considering",
+    "i think",
+    "i guess",
+    "i believe",
+    "i suppose",
+    "maybe",
+    "probably",
+    "might",
+    "perhaps",
+    "possibly",
+    "not sure",
+    "i'm considering",
+    "i am considering",
 ];
 
 const INJECTIONS: &[&str] = &[
-    "ignore all previous", "ignore previous", "ignore the previous", "ignore all prior",
-    "ignore prior", "ignore the above", "ignore all the above", "ignore your instructions",
-    "ignore all instructions", "ignore your previous", "disregard all", "disregard the previous",
-    "disregard previous", "disregard your", "disregard any", "disregard the above",
-    "forget all previous", "forget your instructions", "forget everything you",
-    "you are now a ", "you are now an ", "you are now in ", "you are now the ", "you are now my ",
-    "system prompt", "new instructions:", "follow these instructions", "override your",
+    "ignore all previous",
+    "ignore previous",
+    "ignore the previous",
+    "ignore all prior",
+    "ignore prior",
+    "ignore the above",
+    "ignore all the above",
+    "ignore your instructions",
+    "ignore all instructions",
+    "ignore your previous",
+    "disregard all",
+    "disregard the previous",
+    "disregard previous",
+    "disregard your",
+    "disregard any",
+    "disregard the above",
+    "forget all previous",
+    "forget your instructions",
+    "forget everything you",
+    "you are now a ",
+    "you are now an ",
+    "you are now in ",
+    "you are now the ",
+    "you are now my ",
+    "system prompt",
+    "new instructions:",
+    "follow these instructions",
+    "override your",
     "act as the system",
-    "delete every fact", "delete all facts", "delete all memories", "delete everything you",
-    "<|im_start|>", "[inst]", "### instruction",
+    "delete every fact",
+    "delete all facts",
+    "delete all memories",
+    "delete everything you",
+    "<|im_start|>",
+    "[inst]",
+    "### instruction",
 ];
 
 const ROLE_PREFIXES: &[&str] = &["system:", "assistant:", "developer:"];
 
 /// Keys that are labels of prose, not settings.
 const NOT_KEYS: &[&str] = &[
-    "answer", "btw", "edit", "example", "fun fact", "fyi", "hint", "http", "https", "lol",
-    "note", "notes", "p.s", "ps", "q", "question", "quote", "reminder", "tip", "tldr", "update",
-    "warning",
+    "answer", "btw", "edit", "example", "fun fact", "fyi", "hint", "http", "https", "lol", "note", "notes", "p.s", "ps", "q", "question",
+    "quote", "reminder", "tip", "tldr", "update", "warning",
 ];
 
 const UNITS: &[&str] = &[
-    "%", "days", "dollars", "feet", "ft", "hours", "hrs", "kg", "km", "lbs", "mi", "miles",
-    "million", "billion", "minutes", "mins", "months", "percent", "points", "pounds", "stars",
-    "weeks", "years",
+    "%", "days", "dollars", "feet", "ft", "hours", "hrs", "kg", "km", "lbs", "mi", "miles", "million", "billion", "minutes", "mins",
+    "months", "percent", "points", "pounds", "stars", "weeks", "years",
 ];
 
 fn is_in(list: &[&str], w: &str) -> bool {
@@ -259,7 +589,9 @@ fn is_in(list: &[&str], w: &str) -> bool {
 /// An adverb: listed, or an `-ly` word that is not a verb.
 fn is_adverb(w: &str) -> bool {
     is_in(ADVERBS, w)
-        || (w.len() > 4 && w.ends_with("ly") && !matches!(w, "apply" | "reply" | "rely" | "supply" | "multiply" | "rally" | "tally" | "bully"))
+        || (w.len() > 4
+            && w.ends_with("ly")
+            && !matches!(w, "apply" | "reply" | "rely" | "supply" | "multiply" | "rally" | "tally" | "bully"))
 }
 
 // ---------------------------------------------------------------------------
@@ -277,9 +609,7 @@ struct Tok {
 impl Tok {
     fn new(raw: &str) -> Tok {
         let text = raw.replace(['\u{2019}', '\u{2018}'], "'");
-        let core = text
-            .trim_matches(|c: char| !(c.is_alphanumeric() || matches!(c, '$' | '€' | '£' | '#' | '%')))
-            .to_string();
+        let core = text.trim_matches(|c: char| !(c.is_alphanumeric() || matches!(c, '$' | '€' | '£' | '#' | '%'))).to_string();
         let lower = core.to_lowercase();
         Tok { text, core, lower }
     }
@@ -386,7 +716,8 @@ fn is_injection(s: &str) -> bool {
 
 fn is_hedged(s: &str) -> bool {
     let lower = s.to_lowercase().replace(['\u{2019}', '\u{2018}'], "'");
-    let padded = format!(" {} ", lower.split(|c: char| !(c.is_alphanumeric() || c == '\'')).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" "));
+    let padded =
+        format!(" {} ", lower.split(|c: char| !(c.is_alphanumeric() || c == '\'')).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" "));
     HEDGES.iter().any(|h| padded.contains(&format!(" {h} ")))
 }
 
@@ -419,30 +750,83 @@ fn person(t: &Tok) -> Option<Person> {
 }
 
 const CONNECTORS: &[&str] = &[
-    "ah", "also", "and", "anyway", "anyways", "because", "btw", "but", "finally", "haha", "hey",
-    "honestly", "lately", "lol", "maybe", "now", "oh", "perhaps", "plus", "probably", "recently",
-    "so", "then", "today", "tonight", "well", "wow", "yeah", "yes", "yesterday",
+    "ah",
+    "also",
+    "and",
+    "anyway",
+    "anyways",
+    "because",
+    "btw",
+    "but",
+    "finally",
+    "haha",
+    "hey",
+    "honestly",
+    "lately",
+    "lol",
+    "maybe",
+    "now",
+    "oh",
+    "perhaps",
+    "plus",
+    "probably",
+    "recently",
+    "so",
+    "then",
+    "today",
+    "tonight",
+    "well",
+    "wow",
+    "yeah",
+    "yes",
+    "yesterday",
 ];
 
 const TIME_WORDS: &[&str] = &[
-    "afternoon", "ago", "autumn", "day", "days", "evening", "fall", "friday", "lately", "monday",
-    "month", "months", "morning", "night", "recently", "saturday", "spring", "summer", "sunday",
-    "thursday", "today", "tonight", "tuesday", "wednesday", "week", "weekend", "weekends", "weeks",
-    "winter", "year", "years", "yesterday",
+    "afternoon",
+    "ago",
+    "autumn",
+    "day",
+    "days",
+    "evening",
+    "fall",
+    "friday",
+    "lately",
+    "monday",
+    "month",
+    "months",
+    "morning",
+    "night",
+    "recently",
+    "saturday",
+    "spring",
+    "summer",
+    "sunday",
+    "thursday",
+    "today",
+    "tonight",
+    "tuesday",
+    "wednesday",
+    "week",
+    "weekend",
+    "weekends",
+    "weeks",
+    "winter",
+    "year",
+    "years",
+    "yesterday",
 ];
 
 /// Words that open a new clause after "and" or a comma.
 const NEW_SUBJECTS: &[&str] = &[
-    "he", "he'll", "he's", "i", "i'd", "i'll", "i'm", "i've", "it", "it'll", "it's", "my", "she",
-    "she'll", "she's", "that", "that's", "there", "there's", "they", "they'll", "they're", "this",
-    "we", "we'd", "we'll", "we're", "we've", "you", "you'll", "you're",
+    "he", "he'll", "he's", "i", "i'd", "i'll", "i'm", "i've", "it", "it'll", "it's", "my", "she", "she'll", "she's", "that", "that's",
+    "there", "there's", "they", "they'll", "they're", "this", "we", "we'd", "we'll", "we're", "we've", "you", "you'll", "you're",
 ];
 
 /// Past-tense verbs that open a chatty sentence without its "I" ("Got a
 /// new bike!", "Took a trip to Rome.").
-const ELLIPTIC_VERBS: &[&str] = &[
-    "adopted", "bought", "finished", "got", "joined", "moved", "signed", "started", "took", "tried", "visited", "went",
-];
+const ELLIPTIC_VERBS: &[&str] =
+    &["adopted", "bought", "finished", "got", "joined", "moved", "signed", "started", "took", "tried", "visited", "went"];
 
 /// Restores the "I" a chatty sentence leaves out: "Just got home from a
 /// trip" → "I just got back …", "Been tweaking a recipe" → "I've been
@@ -490,7 +874,9 @@ fn clauses(ts: &[Tok]) -> Vec<Clause> {
                 || is_in(CONNECTORS, &ts[i - 1].lower)
                 || is_in(TIME_WORDS, &ts[i - 1].lower)
                 || is_in(CLAUSE_INTRODUCERS, &ts[i - 1].lower)
-                || ts[..i].iter().all(|t| is_in(CONNECTORS, &t.lower) || is_in(TIME_WORDS, &t.lower) || t.lower == "last" || t.lower == "this"));
+                || ts[..i]
+                    .iter()
+                    .all(|t| is_in(CONNECTORS, &t.lower) || is_in(TIME_WORDS, &t.lower) || t.lower == "last" || t.lower == "this"));
         if !opens {
             i += 1;
             continue;
@@ -514,7 +900,9 @@ fn clause_end(ts: &[Tok], start: usize) -> usize {
             "and" | "so" | "then" | "when" | "where" | "since" | "as" if next_opens => return j,
             _ => {}
         }
-        if t.closes() && (next_opens || ts.get(j + 1).is_some_and(|n| matches!(n.lower.as_str(), "and" | "but" | "which" | "though" | "so"))) {
+        if t.closes()
+            && (next_opens || ts.get(j + 1).is_some_and(|n| matches!(n.lower.as_str(), "and" | "but" | "which" | "though" | "so")))
+        {
             return j + 1;
         }
         if t.text.ends_with(['!', '?', '…']) || (t.text.ends_with(';')) {
@@ -532,10 +920,7 @@ fn time_lead(before: &[Tok]) -> Vec<Tok> {
     if !tail.iter().any(|t| is_in(TIME_WORDS, &t.lower)) || !tail.iter().all(timely) {
         return Vec::new();
     }
-    let from = tail
-        .iter()
-        .position(|t| is_in(TIME_WORDS, &t.lower) || is_in(TIME_OPENERS, &t.lower))
-        .unwrap_or(0);
+    let from = tail.iter().position(|t| is_in(TIME_WORDS, &t.lower) || is_in(TIME_OPENERS, &t.lower)).unwrap_or(0);
     let mut lead = tail[from..].to_vec();
     while lead.last().is_some_and(|t| is_in(CONNECTORS, &t.lower)) {
         lead.pop();
@@ -559,7 +944,9 @@ fn third_person(verb: &str) -> String {
         "aren't" => "isn't".into(),
         "go" => "goes".into(),
         v if is_past(v) || is_in(MODALS, v) || is_in(AUX, v) && v != "be" => v.into(),
-        v if v.ends_with("ss") || v.ends_with("sh") || v.ends_with("ch") || v.ends_with('x') || v.ends_with('z') || v.ends_with('o') => format!("{v}es"),
+        v if v.ends_with("ss") || v.ends_with("sh") || v.ends_with("ch") || v.ends_with('x') || v.ends_with('z') || v.ends_with('o') => {
+            format!("{v}es")
+        }
         v if v.ends_with('y') && v.len() > 2 && !v[..v.len() - 1].ends_with(['a', 'e', 'i', 'o', 'u']) => {
             format!("{}ies", &v[..v.len() - 1])
         }
@@ -578,8 +965,8 @@ fn is_past(v: &str) -> bool {
 
 /// Words that cannot end an object ("a shelf for", "photos of the lake by a").
 const DANGLING: &[&str] = &[
-    "a", "about", "an", "and", "as", "at", "because", "but", "by", "for", "from", "into", "like", "of",
-    "or", "so", "that", "the", "their", "to", "when", "where", "while", "with",
+    "a", "about", "an", "and", "as", "at", "because", "but", "by", "for", "from", "into", "like", "of", "or", "so", "that", "the", "their",
+    "to", "when", "where", "while", "with",
 ];
 
 fn trim_dangling(ts: &[Tok]) -> &[Tok] {
@@ -816,13 +1203,7 @@ impl<'a> Builder<'a> {
     /// this episode, matched case-insensitively.
     fn entity_name(&self, name: &str) -> Option<String> {
         let key = name.to_lowercase();
-        self.out
-            .entities
-            .iter()
-            .map(|e| &e.name)
-            .chain(self.input.known_entities.iter())
-            .find(|n| n.to_lowercase() == key)
-            .cloned()
+        self.out.entities.iter().map(|e| &e.name).chain(self.input.known_entities.iter()).find(|n| n.to_lowercase() == key).cloned()
     }
 
     /// Drops a trailing ", Bob" that addresses a speaker.
@@ -889,16 +1270,22 @@ impl<'a> Builder<'a> {
     fn error_line(&self, ts: &[Tok], say: &Say<'_>) -> Option<Found> {
         let failure = ts.iter().any(|t| {
             let l = t.lower.as_str();
-            l.starts_with("error") || l.starts_with("fail") || l.starts_with("crash") || l.starts_with("exception")
+            l.starts_with("error")
+                || l.starts_with("fail")
+                || l.starts_with("crash")
+                || l.starts_with("exception")
                 || matches!(l, "refused" | "denied" | "panicked" | "panic" | "traceback" | "errno" | "timeout" | "timed")
         });
         let code = ts.iter().position(|t| {
             let c = t.core.as_str();
-            is_error_code(c) && (failure || c.starts_with("ERR_") || c.starts_with("0x") || (c.starts_with('E') && c.chars().all(|x| x.is_ascii_uppercase())))
+            is_error_code(c)
+                && (failure
+                    || c.starts_with("ERR_")
+                    || c.starts_with("0x")
+                    || (c.starts_with('E') && c.chars().all(|x| x.is_ascii_uppercase())))
         });
-        let after_colon = ts.iter().position(|t| {
-            (t.lower.starts_with("error") || t.lower.starts_with("exception")) && t.text.ends_with(':')
-        });
+        let after_colon =
+            ts.iter().position(|t| (t.lower.starts_with("error") || t.lower.starts_with("exception")) && t.text.ends_with(':'));
         let from = match (code, after_colon) {
             (Some(c), _) => c,
             (None, Some(c)) if c + 1 < ts.len() => c + 1,
@@ -914,9 +1301,7 @@ impl<'a> Builder<'a> {
     /// `key: value`, `key = value`, `key -> value`, `key → value`: the whole
     /// sentence is the setting.
     fn key_value(&self, s: &str, say: &Say<'_>) -> Option<Found> {
-        let (key, value) = [": ", " = ", "=", " -> ", "->", " → ", "→"]
-            .iter()
-            .find_map(|sep| s.split_once(sep))?;
+        let (key, value) = [": ", " = ", "=", " -> ", "->", " → ", "→"].iter().find_map(|sep| s.split_once(sep))?;
         let key = key.trim().trim_start_matches(['-', '*', '•']).trim();
         let value = trim_tail(value.trim()).trim();
         let key_words: Vec<&str> = key.split_whitespace().collect();
@@ -1006,7 +1391,8 @@ impl<'a> Builder<'a> {
         if let Some(rel) = relation_at(words, 1) {
             let after = 1 + rel.split(' ').count();
             let name_at = if words.get(after).is_some_and(|t| t.lower == "is") { after + 1 } else { after };
-            let name: Vec<Tok> = words[name_at..].iter().take_while(|t| t.capitalised() && !is_in(NEW_SUBJECTS, &t.lower)).cloned().collect();
+            let name: Vec<Tok> =
+                words[name_at..].iter().take_while(|t| t.capitalised() && !is_in(NEW_SUBJECTS, &t.lower)).cloned().collect();
             if !name.is_empty() && name.len() <= 3 {
                 return Some(relation_fact(speaker, &rel, &render(&name)));
             }
@@ -1076,9 +1462,7 @@ impl<'a> Builder<'a> {
         let plain = aux.is_empty() || aux == ["am"] || aux == ["have"] || aux == ["do"];
         let negated = g.negated;
 
-        if !we
-            && let Some(f) = self.specific(words, &g, &main, rest, c, say, plain && !negated)
-        {
+        if !we && let Some(f) = self.specific(words, &g, &main, rest, c, say, plain && !negated) {
             return Some(f);
         }
 
@@ -1101,7 +1485,9 @@ impl<'a> Builder<'a> {
             return None;
         }
         let preference = PREFERENCES.iter().any(|(v, _)| *v == main || third_person(v) == main);
-        if preference && (is_in(REACTION_OBJECTS, &rest[0].lower) || (rest[0].lower == "the" && rest.get(1).is_some_and(|t| t.lower == "way"))) {
+        if preference
+            && (is_in(REACTION_OBJECTS, &rest[0].lower) || (rest[0].lower == "the" && rest.get(1).is_some_and(|t| t.lower == "way")))
+        {
             return None;
         }
         if we && words.get(1).is_some_and(|t| matches!(t.lower.as_str(), "all" | "both" | "each")) {
@@ -1154,7 +1540,11 @@ impl<'a> Builder<'a> {
             let role = render(&rest[..rest.len().min(5)]);
             return Some(Found::new(speaker, "works as", &role, format!("{speaker} works as {role}")));
         }
-        let new_job = (matches!(main, "started" | "got" | "began" | "accepted" | "took") && (lower.starts_with(&["a", "new", "job"]) || lower.starts_with(&["a", "job"]) || lower.starts_with(&["a", "new", "position"]) || lower.starts_with(&["a", "position"])))
+        let new_job = (matches!(main, "started" | "got" | "began" | "accepted" | "took")
+            && (lower.starts_with(&["a", "new", "job"])
+                || lower.starts_with(&["a", "job"])
+                || lower.starts_with(&["a", "new", "position"])
+                || lower.starts_with(&["a", "position"])))
             || (main == "started" && particle.is_none() && lower.first() == Some(&"working"));
         if new_job && !g.negated && aux.iter().all(|a| !is_in(MODALS, a)) {
             let at = rest.iter().position(|t| matches!(t.lower.as_str(), "at" | "with" | "for"))?;
@@ -1232,7 +1622,10 @@ impl<'a> Builder<'a> {
             && particle.is_none()
         {
             let first = rest.first()?;
-            if is_in(REACTION_OBJECTS, &first.lower) || (first.lower == "the" && rest.get(1).is_some_and(|t| t.lower == "way")) || mentions_you(rest) {
+            if is_in(REACTION_OBJECTS, &first.lower)
+                || (first.lower == "the" && rest.get(1).is_some_and(|t| t.lower == "way"))
+                || mentions_you(rest)
+            {
                 return None;
             }
             let object = render(&pronouns(rest, speaker));
@@ -1250,11 +1643,14 @@ impl<'a> Builder<'a> {
             });
         }
         // ate
-        if matches!(main, "ate" | "eat" | "had") && !g.negated && particle.is_none()
+        if matches!(main, "ate" | "eat" | "had")
+            && !g.negated
+            && particle.is_none()
             && let Some(name) = food(rest)
         {
             let verb = if main == "eat" { "eats" } else { main };
-            let det = rest.first().filter(|t| is_in(&["a", "an", "some", "the"], &t.lower)).map(|t| format!("{} ", t.text)).unwrap_or_default();
+            let det =
+                rest.first().filter(|t| is_in(&["a", "an", "some", "the"], &t.lower)).map(|t| format!("{} ", t.text)).unwrap_or_default();
             let content = format!("{}{speaker} {verb} {det}{name}", lead_text(c));
             return Some(Found::new(speaker, "ate", &name, content).entity(&name, EntityType::Food));
         }
@@ -1275,9 +1671,16 @@ impl<'a> Builder<'a> {
                 }
                 rest
             }
-        } else if main == "work" && negated && aux.iter().all(|a| matches!(*a, "do" | "don't")) && matches!(particle, Some("at") | Some("for")) {
+        } else if main == "work"
+            && negated
+            && aux.iter().all(|a| matches!(*a, "do" | "don't"))
+            && matches!(particle, Some("at") | Some("for"))
+        {
             rest
-        } else if (main == "stopped" || main == "quit") && lower.first() == Some(&"working") && matches!(lower.get(1), Some(&"at") | Some(&"for")) {
+        } else if (main == "stopped" || main == "quit")
+            && lower.first() == Some(&"working")
+            && matches!(lower.get(1), Some(&"at") | Some(&"for"))
+        {
             &rest[2..]
         } else {
             return None;
@@ -1412,7 +1815,13 @@ impl VerbGroup {
         let mut conjugated = false;
         if self.contracted {
             let a = &self.aux[0];
-            out.push(if singular { third_person(a) } else if a == "am" { "are".into() } else { a.clone() });
+            out.push(if singular {
+                third_person(a)
+            } else if a == "am" {
+                "are".into()
+            } else {
+                a.clone()
+            });
             conjugated = true;
         }
         for t in &words[1..end] {
@@ -1456,9 +1865,36 @@ fn is_clause_verb(w: &str) -> bool {
         || (w.ends_with("ed") && w.len() > 4)
         || matches!(
             w,
-            "love" | "loves" | "like" | "likes" | "enjoy" | "enjoys" | "hate" | "hates" | "want" | "wants"
-                | "need" | "needs" | "go" | "goes" | "live" | "lives" | "work" | "works" | "play" | "plays"
-                | "make" | "makes" | "keep" | "keeps" | "help" | "helps" | "get" | "gets" | "mean" | "means"
+            "love"
+                | "loves"
+                | "like"
+                | "likes"
+                | "enjoy"
+                | "enjoys"
+                | "hate"
+                | "hates"
+                | "want"
+                | "wants"
+                | "need"
+                | "needs"
+                | "go"
+                | "goes"
+                | "live"
+                | "lives"
+                | "work"
+                | "works"
+                | "play"
+                | "plays"
+                | "make"
+                | "makes"
+                | "keep"
+                | "keeps"
+                | "help"
+                | "helps"
+                | "get"
+                | "gets"
+                | "mean"
+                | "means"
         )
 }
 
@@ -1488,7 +1924,9 @@ fn proper_name(ts: &[Tok]) -> Option<String> {
     let skip = ts.first().is_some_and(|t| matches!(t.lower.as_str(), "the" | "a" | "an")) as usize;
     let mut end = skip;
     while let Some(t) = ts.get(end) {
-        let connector = matches!(t.lower.as_str(), "of" | "&" | "and" | "de" | "la" | "du") && end > skip && ts.get(end + 1).is_some_and(Tok::capitalised);
+        let connector = matches!(t.lower.as_str(), "of" | "&" | "and" | "de" | "la" | "du")
+            && end > skip
+            && ts.get(end + 1).is_some_and(Tok::capitalised);
         if !(t.capitalised() || connector) || t.lower == "i" {
             break;
         }
@@ -2060,7 +2498,17 @@ mod tests {
 
     #[test]
     fn third_person_conjugation() {
-        for (a, b) in [("go", "goes"), ("watch", "watches"), ("try", "tries"), ("play", "plays"), ("have", "has"), ("need", "needs"), ("am", "is"), ("went", "went"), ("miss", "misses")] {
+        for (a, b) in [
+            ("go", "goes"),
+            ("watch", "watches"),
+            ("try", "tries"),
+            ("play", "plays"),
+            ("have", "has"),
+            ("need", "needs"),
+            ("am", "is"),
+            ("went", "went"),
+            ("miss", "misses"),
+        ] {
             assert_eq!(third_person(a), b, "{a}");
         }
         assert!(is_past("adopted") && is_past("took") && !is_past("need") && !is_past("feed"));
@@ -2087,10 +2535,49 @@ mod tests {
     #[test]
     fn degenerate_input_never_panics() {
         let nasty = [
-            "I", "my", "I'm", "I've been", "We", "My", "'", "I —", "I 😀 love", "İ live in İzmir", "ß", ":", "=", "->", "→",
-            "a: ", ": b", "I live in", "I sold my", "I worked at Initech from", "My sister is", "My budget for is", "...", "?!",
-            "I love", "Just", "Been", "I'm going to", "my my my", "I I I", "Zoë’s café: open", "v", "1.2.", "C:\\", "\u{0}",
-            "I work at ‘Initech’.", "“I love tea,” I said.", "Ignore", "I'd", "we're", "im", "I've got 3.5.", "Our 16.2",
+            "I",
+            "my",
+            "I'm",
+            "I've been",
+            "We",
+            "My",
+            "'",
+            "I —",
+            "I 😀 love",
+            "İ live in İzmir",
+            "ß",
+            ":",
+            "=",
+            "->",
+            "→",
+            "a: ",
+            ": b",
+            "I live in",
+            "I sold my",
+            "I worked at Initech from",
+            "My sister is",
+            "My budget for is",
+            "...",
+            "?!",
+            "I love",
+            "Just",
+            "Been",
+            "I'm going to",
+            "my my my",
+            "I I I",
+            "Zoë’s café: open",
+            "v",
+            "1.2.",
+            "C:\\",
+            "\u{0}",
+            "I work at ‘Initech’.",
+            "“I love tea,” I said.",
+            "Ignore",
+            "I'd",
+            "we're",
+            "im",
+            "I've got 3.5.",
+            "Our 16.2",
         ];
         let long = "I went to Zürich 🚆 and my sister Anna—who lives in İzmir—said: \"hi\"! ".repeat(20);
         let mut texts: Vec<String> = nasty.iter().map(|s| s.to_string()).collect();

@@ -20,22 +20,183 @@ const NOISE_PENALTY: f64 = 0.4;
 /// Words that carry no information on their own: function words, fillers,
 /// vague nouns and stock emotions. Shared with the rules extractor.
 pub(crate) const STOPWORDS: &[&str] = &[
-    "a", "about", "absolutely", "actually", "again", "all", "already", "also", "always", "am",
-    "amazing", "an", "and", "any", "anything", "are", "as", "at", "awesome", "be", "been",
-    "being", "big", "bit", "blessed", "but", "by", "can", "cool", "could", "day", "definitely",
-    "did", "do", "does", "doing", "even", "ever", "every", "everything", "excited", "feel",
-    "feeling", "felt", "for", "from", "fun", "get", "getting", "glad", "go", "going", "gonna",
-    "good", "got", "grateful", "great", "had", "happy", "has", "have", "having", "her", "here",
-    "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "keep", "kept",
-    "kind", "knew", "know", "lately", "like", "liked", "little", "lot", "lots", "love", "loved",
-    "lucky", "made", "make", "many", "me", "more", "most", "much", "my", "myself", "never", "nice",
-    "no", "not", "now", "of", "off", "on", "one", "ones", "or", "our", "out", "over", "pretty",
-    "proud", "quite", "really", "recently", "see", "seem", "seems", "she", "so", "some",
-    "something", "sort", "still", "stoked", "stuff", "such", "super", "sure", "than", "thankful",
-    "that", "the", "their", "them", "then", "there", "these", "they", "thing", "things", "think",
-    "this", "those", "thought", "thrilled", "time", "times", "to", "today", "too", "totally",
-    "truly", "up", "us", "very", "want", "wanted", "was", "way", "we", "were", "what", "when",
-    "where", "which", "while", "who", "why", "will", "with", "would", "yeah", "yes", "you",
+    "a",
+    "about",
+    "absolutely",
+    "actually",
+    "again",
+    "all",
+    "already",
+    "also",
+    "always",
+    "am",
+    "amazing",
+    "an",
+    "and",
+    "any",
+    "anything",
+    "are",
+    "as",
+    "at",
+    "awesome",
+    "be",
+    "been",
+    "being",
+    "big",
+    "bit",
+    "blessed",
+    "but",
+    "by",
+    "can",
+    "cool",
+    "could",
+    "day",
+    "definitely",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "even",
+    "ever",
+    "every",
+    "everything",
+    "excited",
+    "feel",
+    "feeling",
+    "felt",
+    "for",
+    "from",
+    "fun",
+    "get",
+    "getting",
+    "glad",
+    "go",
+    "going",
+    "gonna",
+    "good",
+    "got",
+    "grateful",
+    "great",
+    "had",
+    "happy",
+    "has",
+    "have",
+    "having",
+    "her",
+    "here",
+    "him",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "just",
+    "keep",
+    "kept",
+    "kind",
+    "knew",
+    "know",
+    "lately",
+    "like",
+    "liked",
+    "little",
+    "lot",
+    "lots",
+    "love",
+    "loved",
+    "lucky",
+    "made",
+    "make",
+    "many",
+    "me",
+    "more",
+    "most",
+    "much",
+    "my",
+    "myself",
+    "never",
+    "nice",
+    "no",
+    "not",
+    "now",
+    "of",
+    "off",
+    "on",
+    "one",
+    "ones",
+    "or",
+    "our",
+    "out",
+    "over",
+    "pretty",
+    "proud",
+    "quite",
+    "really",
+    "recently",
+    "see",
+    "seem",
+    "seems",
+    "she",
+    "so",
+    "some",
+    "something",
+    "sort",
+    "still",
+    "stoked",
+    "stuff",
+    "such",
+    "super",
+    "sure",
+    "than",
+    "thankful",
+    "that",
+    "the",
+    "their",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "thing",
+    "things",
+    "think",
+    "this",
+    "those",
+    "thought",
+    "thrilled",
+    "time",
+    "times",
+    "to",
+    "today",
+    "too",
+    "totally",
+    "truly",
+    "up",
+    "us",
+    "very",
+    "want",
+    "wanted",
+    "was",
+    "way",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "why",
+    "will",
+    "with",
+    "would",
+    "yeah",
+    "yes",
+    "you",
     "your",
 ];
 
@@ -47,8 +208,7 @@ pub(crate) fn is_stopword(word: &str) -> bool {
 
 /// Strips leading and trailing punctuation (keeps inner `.`, `/`, `-`, …).
 pub(crate) fn trim_punct(word: &str) -> &str {
-    word.trim_matches(|c: char| !c.is_alphanumeric() && !matches!(c, '$' | '€' | '£' | '/' | '~'))
-        .trim_end_matches(['/', '.'])
+    word.trim_matches(|c: char| !c.is_alphanumeric() && !matches!(c, '$' | '€' | '£' | '/' | '~')).trim_end_matches(['/', '.'])
 }
 
 /// Informative words: not stopwords, at least three characters or a number.
@@ -57,9 +217,7 @@ pub(crate) fn informative_words(text: &str) -> usize {
         .map(trim_punct)
         .filter(|w| {
             let core = w.strip_suffix("'s").unwrap_or(w);
-            !core.is_empty()
-                && (core.chars().any(|c| c.is_ascii_digit())
-                    || (core.chars().count() >= 3 && !is_stopword(core)))
+            !core.is_empty() && (core.chars().any(|c| c.is_ascii_digit()) || (core.chars().count() >= 3 && !is_stopword(core)))
         })
         .count()
 }
@@ -71,9 +229,7 @@ pub(crate) fn is_path(token: &str) -> bool {
     if t.contains("://") || t.len() < 3 {
         return false;
     }
-    let path_chars = |s: &str| {
-        s.chars().all(|c| c.is_alphanumeric() || matches!(c, '/' | '.' | '_' | '-' | '~' | '\\'))
-    };
+    let path_chars = |s: &str| s.chars().all(|c| c.is_alphanumeric() || matches!(c, '/' | '.' | '_' | '-' | '~' | '\\'));
     let b = t.as_bytes();
     if b.len() > 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'\\' | b'/') {
         return path_chars(&t[2..]);
@@ -85,25 +241,21 @@ pub(crate) fn is_path(token: &str) -> bool {
         return !rest.is_empty();
     }
     if let Some(rest) = t.strip_prefix('/') {
-        return rest.chars().any(|c| c.is_alphanumeric())
-            && (rest.contains('/') || rest.contains('.') || rest.len() >= 3);
+        return rest.chars().any(|c| c.is_alphanumeric()) && (rest.contains('/') || rest.contains('.') || rest.len() >= 3);
     }
     let segments: Vec<&str> = t.split('/').collect();
     segments.len() >= 2
         && segments.iter().all(|s| !s.is_empty())
         && segments.last().is_some_and(|s| {
-            s.split_once('.').is_some_and(|(stem, ext)| {
-                !stem.is_empty() && !ext.is_empty() && ext.chars().all(|c| c.is_ascii_alphanumeric())
-            })
+            s.split_once('.')
+                .is_some_and(|(stem, ext)| !stem.is_empty() && !ext.is_empty() && ext.chars().all(|c| c.is_ascii_alphanumeric()))
         })
 }
 
 /// A URL with a scheme.
 pub(crate) fn is_url(token: &str) -> bool {
     let t = token.trim_matches(|c: char| matches!(c, '`' | '"' | '\'' | '(' | ')' | '<' | '>'));
-    ["http://", "https://", "ftp://", "file://"]
-        .iter()
-        .any(|p| t.len() > p.len() && t.to_ascii_lowercase().starts_with(p))
+    ["http://", "https://", "ftp://", "file://"].iter().any(|p| t.len() > p.len() && t.to_ascii_lowercase().starts_with(p))
 }
 
 /// A version string: `v2`, `v1.2.3`, `1.2.3`, `1.2.3-beta.1`.
@@ -134,7 +286,10 @@ pub(crate) fn is_error_code(token: &str) -> bool {
         return !rest.is_empty();
     }
     if t.len() >= 4 && t.starts_with('E') && t[1..].chars().all(|c| c.is_ascii_uppercase()) {
-        return matches!(t, "ENOENT" | "EACCES" | "EPERM" | "EEXIST" | "ECONNREFUSED" | "ECONNRESET" | "ETIMEDOUT" | "EADDRINUSE" | "ENOTFOUND" | "EPIPE");
+        return matches!(
+            t,
+            "ENOENT" | "EACCES" | "EPERM" | "EEXIST" | "ECONNREFUSED" | "ECONNRESET" | "ETIMEDOUT" | "EADDRINUSE" | "ENOTFOUND" | "EPIPE"
+        );
     }
     let letters = t.chars().take_while(|c| c.is_ascii_uppercase()).count();
     let digits = t[letters..].chars().take_while(|c| c.is_ascii_digit()).count();
@@ -154,29 +309,98 @@ fn has_proper_name(text: &str) -> bool {
 }
 
 const CAUSAL: &[&str] = &[
-    " because ", " so that ", " since ", " due to ", " in order to ", " therefore ",
-    " which is why ", " as a result", " thanks to ", " so we ", " so i ", " that's why ",
+    " because ",
+    " so that ",
+    " since ",
+    " due to ",
+    " in order to ",
+    " therefore ",
+    " which is why ",
+    " as a result",
+    " thanks to ",
+    " so we ",
+    " so i ",
+    " that's why ",
 ];
 
 const GENERIC_TITLES: &[&str] = &[
-    "untitled", "new chat", "new conversation", "conversation about", "conversation with",
-    "discussion about", "discussion of", "chat about", "chat with", "summary of", "overview of",
-    "general discussion", "question about", "questions about", "misc", "miscellaneous", "notes",
+    "untitled",
+    "new chat",
+    "new conversation",
+    "conversation about",
+    "conversation with",
+    "discussion about",
+    "discussion of",
+    "chat about",
+    "chat with",
+    "summary of",
+    "overview of",
+    "general discussion",
+    "question about",
+    "questions about",
+    "misc",
+    "miscellaneous",
+    "notes",
     "various topics",
 ];
 
 const LOW_QUALITY: &[&str] = &[
-    " asked about ", " asked a question", " talked about ", " discussed ", " said hello",
-    " said hi", " greeted ", " mentioned something", " said something", " is chatting",
-    " was chatting", " responded", " replied",
+    " asked about ",
+    " asked a question",
+    " talked about ",
+    " discussed ",
+    " said hello",
+    " said hi",
+    " greeted ",
+    " mentioned something",
+    " said something",
+    " is chatting",
+    " was chatting",
+    " responded",
+    " replied",
 ];
 
 const PHATIC: &[&str] = &[
-    "ok", "okay", "ok thanks", "okay thanks", "ok thank you", "thanks", "thank you", "thx", "ty",
-    "hi", "hello", "hey", "hey there", "bye", "goodbye", "good morning", "good night",
-    "good evening", "good afternoon", "see you", "see ya", "sounds good", "no problem",
-    "you're welcome", "welcome", "cool", "great", "nice", "sure", "got it", "yes", "no", "yep",
-    "nope", "lol", "haha", "k", "done", "noted", "cheers",
+    "ok",
+    "okay",
+    "ok thanks",
+    "okay thanks",
+    "ok thank you",
+    "thanks",
+    "thank you",
+    "thx",
+    "ty",
+    "hi",
+    "hello",
+    "hey",
+    "hey there",
+    "bye",
+    "goodbye",
+    "good morning",
+    "good night",
+    "good evening",
+    "good afternoon",
+    "see you",
+    "see ya",
+    "sounds good",
+    "no problem",
+    "you're welcome",
+    "welcome",
+    "cool",
+    "great",
+    "nice",
+    "sure",
+    "got it",
+    "yes",
+    "no",
+    "yep",
+    "nope",
+    "lol",
+    "haha",
+    "k",
+    "done",
+    "noted",
+    "cheers",
 ];
 
 const LOG_LEVELS: &[&str] = &["TRACE", "DEBUG", "INFO", "WARN", "WARNING", "NOTICE"];
@@ -198,11 +422,7 @@ pub(crate) fn is_tool_noise(text: &str) -> bool {
     if words.is_empty() {
         return false;
     }
-    let stripped: String = trimmed
-        .to_lowercase()
-        .chars()
-        .filter(|c| c.is_alphanumeric() || c.is_whitespace() || *c == '\'')
-        .collect();
+    let stripped: String = trimmed.to_lowercase().chars().filter(|c| c.is_alphanumeric() || c.is_whitespace() || *c == '\'').collect();
     let stripped = stripped.split_whitespace().collect::<Vec<_>>().join(" ");
     if PHATIC.contains(&stripped.as_str()) {
         return true;
@@ -210,11 +430,8 @@ pub(crate) fn is_tool_noise(text: &str) -> bool {
     if words.iter().all(|w| is_timestamp_token(w) || matches!(w.to_ascii_lowercase().as_str(), "am" | "pm" | "utc")) {
         return true;
     }
-    let head: Vec<String> = words
-        .iter()
-        .take(4)
-        .map(|w| w.trim_matches(|c: char| matches!(c, '[' | ']' | ':' | '(' | ')')).to_string())
-        .collect();
+    let head: Vec<String> =
+        words.iter().take(4).map(|w| w.trim_matches(|c: char| matches!(c, '[' | ']' | ':' | '(' | ')')).to_string()).collect();
     let starts_with_time = words.first().is_some_and(|w| is_timestamp_token(w));
     let level = |w: &String| LOG_LEVELS.contains(&w.as_str());
     if head.first().is_some_and(level) || (starts_with_time && head.iter().skip(1).any(level)) {
@@ -353,7 +570,9 @@ mod tests {
 
     #[test]
     fn greetings_and_thanks_are_ephemeral() {
-        for (content, object) in [("Alice said ok thanks", "ok thanks"), ("Alice said hello", "hello"), ("Alice said thank you!", "Thank you!")] {
+        for (content, object) in
+            [("Alice said ok thanks", "ok thanks"), ("Alice said hello", "hello"), ("Alice said thank you!", "Thank you!")]
+        {
             let s = value_score(&lit(content, object));
             assert_eq!(value_tier(s, 0.7, 0.4), ValueTier::Ephemeral, "{content}: {s}");
         }

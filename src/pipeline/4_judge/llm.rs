@@ -7,11 +7,11 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::pipeline::StageMode;
-use crate::pipeline::judge::{Judge, JudgeContext, JudgeOutput, JudgePair, PairFact};
 use crate::llm::parse::parse_verdicts;
 use crate::llm::prompts::{self, FENCE_TAGS, Template, defuse};
 use crate::llm::{CallContext, Llm, LlmRequest, LlmSettings, Stage};
+use crate::pipeline::StageMode;
+use crate::pipeline::judge::{Judge, JudgeContext, JudgeOutput, JudgePair, PairFact};
 
 /// Contradiction verdicts by a model behind the recorded boundary.
 pub struct LlmJudge {
@@ -29,14 +29,7 @@ impl LlmJudge {
     pub fn request(&self, ctx: &JudgeContext<'_>, pairs: &[JudgePair]) -> Result<LlmRequest> {
         let text: Vec<String> = pairs
             .iter()
-            .map(|p| {
-                format!(
-                    "Pair {}:\n  stored: {}\n  new: {}",
-                    p.index,
-                    describe(&p.live),
-                    describe(&p.candidate)
-                )
-            })
+            .map(|p| format!("Pair {}:\n  stored: {}\n  new: {}", p.index, describe(&p.live), describe(&p.candidate)))
             .collect();
         let pairs_text = defuse(&text.join("\n"), &FENCE_TAGS);
         Ok(LlmRequest {
@@ -46,23 +39,14 @@ impl LlmJudge {
             messages: self.template.render(&[("pairs", &pairs_text)])?,
             sampling: self.settings.sampling,
             schema: Some(prompts::JUDGE_SCHEMA.to_string()),
-            context: CallContext {
-                conversation: ctx.conversation_id.to_string(),
-                episode: ctx.episode_id.to_string(),
-            },
+            context: CallContext { conversation: ctx.conversation_id.to_string(), episode: ctx.episode_id.to_string() },
         })
     }
 }
 
 fn describe(f: &PairFact) -> String {
     let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut s = format!(
-        "{} ({} | {} | {})",
-        flat(&f.content),
-        flat(&f.subject),
-        flat(&f.predicate),
-        flat(&f.object)
-    );
+    let mut s = format!("{} ({} | {} | {})", flat(&f.content), flat(&f.subject), flat(&f.predicate), flat(&f.object));
     if let Some(until) = &f.valid_until {
         s.push_str(&format!(" [ended {}]", flat(until)));
     }
@@ -74,10 +58,7 @@ impl Judge for LlmJudge {
         StageMode::Llm
     }
     fn id(&self) -> String {
-        format!(
-            "llm:{}:{}-v{}",
-            self.settings.model, self.template.id.name, self.template.id.version
-        )
+        format!("llm:{}:{}-v{}", self.settings.model, self.template.id.name, self.template.id.version)
     }
 
     fn judge(&self, ctx: &JudgeContext<'_>, pairs: &[JudgePair]) -> Result<JudgeOutput> {
@@ -88,11 +69,6 @@ impl Judge for LlmJudge {
         let resp = self.llm.complete(&req)?;
         let known: BTreeSet<usize> = pairs.iter().map(|p| p.index).collect();
         let parsed = parse_verdicts(&resp.text, &known);
-        Ok(JudgeOutput {
-            verdicts: parsed.verdicts,
-            review_needed: Vec::new(),
-            warnings: parsed.warnings,
-            usage: resp.usage,
-        })
+        Ok(JudgeOutput { verdicts: parsed.verdicts, review_needed: Vec::new(), warnings: parsed.warnings, usage: resp.usage })
     }
 }

@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Batch, StageMode};
 use super::dedupe::Deduped;
+use super::{Batch, StageMode};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::state::ConvState;
@@ -176,10 +176,8 @@ mod tests {
             pf("Alice", "works at", "Anthropic", "Alice works at Anthropic", None),
         );
         assert_eq!(j.verdict(&works), (Verdict::Old, false));
-        let likes = pair(
-            pf("Alice", "likes", "pizza", "Alice likes pizza", None),
-            pf("Alice", "likes", "sushi", "Alice likes sushi", None),
-        );
+        let likes =
+            pair(pf("Alice", "likes", "pizza", "Alice likes pizza", None), pf("Alice", "likes", "sushi", "Alice likes sushi", None));
         assert_eq!(j.verdict(&likes), (Verdict::Neither, false));
         let budget = pair(
             pf("Alice", "has car budget of", "$30,000", "Alice has a car budget of $30,000", None),
@@ -199,8 +197,7 @@ mod tests {
         assert!(j.polarity_conflict("Alice loves sushi", "Alice hates sushi"));
         assert!(j.polarity_conflict("Alice drinks coffee", "Alice does not drink coffee"));
         assert!(!j.polarity_conflict("I love it", "they hate rain"), "fewer than 2 shared tokens");
-        let mut cfg = Config::default();
-        cfg.antonym_min_shared_tokens = 5;
+        let cfg = Config { antonym_min_shared_tokens: 5, ..Config::default() };
         assert!(!RulesJudge::new(&cfg).polarity_conflict("Alice loves sushi", "Alice hates sushi"));
     }
 
@@ -232,22 +229,13 @@ mod tests {
         let got: Vec<_> = found.iter().map(|p| (p.candidate, p.live_id.as_str(), p.reason)).collect();
         assert_eq!(
             got,
-            vec![
-                (0, "f1", PairReason::SamePredicate),
-                (1, "f1", PairReason::EndsRelationship),
-                (2, "f1", PairReason::SimilarContent),
-            ]
+            vec![(0, "f1", PairReason::SamePredicate), (1, "f1", PairReason::EndsRelationship), (2, "f1", PairReason::SimilarContent),]
         );
         assert!(found.iter().enumerate().all(|(i, p)| p.pair.index == i));
     }
 
     fn found(reason: PairReason) -> FoundPair {
-        FoundPair {
-            candidate: 0,
-            live_id: "f1".into(),
-            reason,
-            pair: pair(pf("A", "p", "x", "", None), pf("A", "p", "y", "", None)),
-        }
+        FoundPair { candidate: 0, live_id: "f1".into(), reason, pair: pair(pf("A", "p", "x", "", None), pf("A", "p", "y", "", None)) }
     }
 
     fn old_answer() -> std::result::Result<JudgeOutput, String> {

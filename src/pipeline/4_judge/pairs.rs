@@ -38,13 +38,7 @@ pub struct FoundPair {
 }
 
 /// Pairs each candidate with the current live facts it may contradict.
-pub fn find_pairs(
-    candidates: &[PairInput<'_>],
-    state: &ConvState,
-    now: Option<&str>,
-    band_min: f64,
-    band_max: f64,
-) -> Vec<FoundPair> {
+pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&str>, band_min: f64, band_max: f64) -> Vec<FoundPair> {
     let mut out = Vec::new();
     let current: Vec<_> = state.facts.iter().filter(|f| f.is_current(now)).collect();
     for (ci, c) in candidates.iter().enumerate() {
@@ -70,12 +64,7 @@ pub fn find_pairs(
                 candidate: ci,
                 live_id: live.id.clone(),
                 reason,
-                pair: JudgePair {
-                    index,
-                    live: PairFact::of(live),
-                    candidate: c.fact.clone(),
-                    cosine: cos,
-                },
+                pair: JudgePair { index, live: PairFact::of(live), candidate: c.fact.clone(), cosine: cos },
             });
         }
     }

@@ -6,7 +6,6 @@ use crate::error::Result;
 use crate::normalize::normalize_content;
 use crate::types::Verdict;
 
-
 /// The rules judge: single-valued predicates replace, multi-valued coexist,
 /// polarity/antonym conflicts with enough shared tokens replace and are
 /// flagged for review, a validUntil on the same subject and object ends the
@@ -67,15 +66,14 @@ impl RulesJudge {
         }
         let has = |t: &[&str], w: &str| t.contains(&w);
         self.antonyms.iter().any(|[x, y]| {
-            (has(&ta, x) && has(&tb, y) && !has(&ta, y) && !has(&tb, x))
-                || (has(&ta, y) && has(&tb, x) && !has(&ta, x) && !has(&tb, y))
+            (has(&ta, x) && has(&tb, y) && !has(&ta, y) && !has(&tb, x)) || (has(&ta, y) && has(&tb, x) && !has(&ta, x) && !has(&tb, y))
         })
     }
 }
 
 const NEGATIONS: &[&str] = &[
-    "not", "no", "never", "don't", "doesn't", "didn't", "isn't", "aren't", "wasn't", "won't", "can't",
-    "cannot", "dont", "doesnt", "isnt", "longer",
+    "not", "no", "never", "don't", "doesn't", "didn't", "isn't", "aren't", "wasn't", "won't", "can't", "cannot", "dont", "doesnt", "isnt",
+    "longer",
 ];
 
 /// The words of an already lower-cased text: runs of letters, digits and `'`.

@@ -35,7 +35,7 @@ impl EntityRow {
 pub enum Action {
     /// Insert a surviving candidate (after the safety gates and race re-check;
     /// expired matching rows are renewed first).
-    Insert { fact: FactRec },
+    Insert { fact: Box<FactRec> },
     /// Set `valid_until` on a live fact (and on `cascade`).
     Close { target: String, valid_until: String, cascade: Vec<String> },
     /// Invalidate a live fact that `by` replaces (and `cascade`).
@@ -177,10 +177,10 @@ pub fn mirror(state: &mut ConvState, new_entities: &[EntityRec], plan: WritePlan
     if result.entities_written {
         state.entities.extend(new_entities.iter().cloned());
         for (id, alias) in &plan.new_aliases {
-            if let Some(e) = state.entities.iter_mut().find(|e| &e.id == id) {
-                if !e.aliases.contains(alias) {
-                    e.aliases.push(alias.clone());
-                }
+            if let Some(e) = state.entities.iter_mut().find(|e| &e.id == id)
+                && !e.aliases.contains(alias)
+            {
+                e.aliases.push(alias.clone());
             }
         }
     }
@@ -188,7 +188,7 @@ pub fn mirror(state: &mut ConvState, new_entities: &[EntityRec], plan: WritePlan
         .proposals
         .into_iter()
         .filter_map(|p| match p.action {
-            Action::Insert { fact } => Some(fact),
+            Action::Insert { fact } => Some(*fact),
             _ => None,
         })
         .collect();

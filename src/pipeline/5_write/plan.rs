@@ -5,7 +5,7 @@
 use super::{Action, EntityRow, Proposal, VerdictRow, WritePlan};
 use crate::config::Config;
 use crate::pipeline::Batch;
-use crate::pipeline::dedupe::{Deduped, DedupeOutcome, MatchBy, Target, closure_cascade};
+use crate::pipeline::dedupe::{DedupeOutcome, Deduped, MatchBy, Target, closure_cascade};
 use crate::pipeline::judge::FinalVerdict;
 use crate::pipeline::records::{CandidateOutcome, CandidateRecord};
 use crate::pipeline::resolve::Resolution;
@@ -85,10 +85,8 @@ pub fn build(
         proposals.push(Proposal { candidate_id: rec.id.clone(), action: Action::Reject { outcome, reason, related } });
     }
     // Inserts and their invalidations, in candidate order.
-    for i in 0..records.len() {
-        if records[i].outcome != CandidateOutcome::Insert {
-            continue;
-        }
+    let inserts: Vec<usize> = records.iter().enumerate().filter(|(_, r)| r.outcome == CandidateOutcome::Insert).map(|(i, _)| i).collect();
+    for i in inserts {
         let closed_until = batch_closures.iter().rev().find(|(j, _)| *j == i).map(|(_, u)| u.clone());
         let fact = batch.fact_rec(i, records[i].id.clone(), closed_until, &episode.id);
         for v in records[i].verdicts.iter().filter(|v| v.verdict == Verdict::Old) {
@@ -96,7 +94,7 @@ pub fn build(
             let action = Action::Invalidate { target: v.live_id.clone(), by: fact.id.clone(), cascade };
             proposals.push(Proposal { candidate_id: fact.id.clone(), action });
         }
-        proposals.push(Proposal { candidate_id: fact.id.clone(), action: Action::Insert { fact } });
+        proposals.push(Proposal { candidate_id: fact.id.clone(), action: Action::Insert { fact: Box::new(fact) } });
     }
     let plan = WritePlan {
         conversation_id: conv.id.clone(),

@@ -16,7 +16,15 @@ struct Audit {
 }
 
 impl Audit {
-    fn push(&mut self, cand: &str, action: AuditAction, outcome: Outcome, fact: Option<&str>, target: Option<&str>, reason: impl Into<String>) {
+    fn push(
+        &mut self,
+        cand: &str,
+        action: AuditAction,
+        outcome: Outcome,
+        fact: Option<&str>,
+        target: Option<&str>,
+        reason: impl Into<String>,
+    ) {
         let reason = reason.into();
         let (outcome, reason) = if self.mode == WriteMode::Shadow && outcome != Outcome::Skipped && outcome != Outcome::Deduped {
             let detail = if reason.is_empty() { String::new() } else { format!(" ({reason})") };
@@ -35,7 +43,15 @@ impl Audit {
     }
 
     /// Audits an insert and records what became of it.
-    fn insert(&mut self, cand: &str, outcome: InsertOutcome, audit: Outcome, fact: Option<&str>, target: Option<&str>, reason: impl Into<String>) {
+    fn insert(
+        &mut self,
+        cand: &str,
+        outcome: InsertOutcome,
+        audit: Outcome,
+        fact: Option<&str>,
+        target: Option<&str>,
+        reason: impl Into<String>,
+    ) {
         let outcome = if outcome == InsertOutcome::Created && self.mode == WriteMode::Shadow { InsertOutcome::Recorded } else { outcome };
         self.out.inserts.push((cand.to_string(), outcome, self.out.audit.len()));
         self.push(cand, AuditAction::Insert, audit, fact, target, reason);
@@ -78,7 +94,7 @@ fn gates<'p>(tx: &mut dyn WriteTx, plan: &'p WritePlan, cx: &mut Audit, min_conf
         } else if let Some(live) = tx.live_by_hash(&fact.hash)?.filter(|l| !is_past(l.valid_until.as_deref(), now)) {
             cx.insert(cand, InsertOutcome::Deduped, Outcome::Deduped, None, Some(&live.id), "hash already live");
         } else {
-            will_insert.push(fact);
+            will_insert.push(fact.as_ref());
         }
     }
     Ok(will_insert)

@@ -71,8 +71,7 @@ impl FakeServer {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
                 let n = next.fetch_add(1, Ordering::SeqCst);
-                let reply =
-                    script.get(n).cloned().unwrap_or(Reply::Status(599, "script exhausted".into()));
+                let reply = script.get(n).cloned().unwrap_or(Reply::Status(599, "script exhausted".into()));
                 let rec = rec.clone();
                 std::thread::spawn(move || serve(stream, reply, rec));
             }
@@ -118,12 +117,7 @@ fn serve(stream: TcpStream, reply: Reply, rec: Arc<Mutex<Vec<Received>>>) {
         "headers": headers.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect::<serde_json::Map<_, _>>(),
     })
     .to_string();
-    rec.lock().unwrap().push(Received {
-        method,
-        path,
-        headers,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    });
+    rec.lock().unwrap().push(Received { method, path, headers, body: String::from_utf8_lossy(&body).into_owned() });
     let mut reply = reply;
     if let Reply::EchoHeaders(status) = reply {
         reply = Reply::Status(status, echo);
