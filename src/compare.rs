@@ -223,13 +223,16 @@ fn load(dir: &Path) -> Result<Loaded> {
 }
 
 /// True when `dir` holds a finished run whose manifest matches `expected`
-/// on every key `expected` has (compared as JSON), with the files a
-/// comparison reads.
+/// on every key `expected` has but those that differ from run to run
+/// ([`crate::rundir::Manifest::PER_RUN_KEYS`]), compared as JSON, with the
+/// files a comparison reads.
 pub fn reusable(dir: &Path, expected: &serde_json::Map<String, Value>) -> bool {
     let Ok(manifest) = RunDir::new(dir).read_manifest() else { return false };
-    let fits = expected.iter().all(|(k, v)| match k.split_once('.') {
-        Some((a, b)) => manifest.get(a).and_then(|x| x.get(b)) == Some(v),
-        None => manifest.get(k) == Some(v),
+    let fits = expected.iter().filter(|(k, _)| !crate::rundir::Manifest::PER_RUN_KEYS.contains(&k.as_str())).all(|(k, v)| {
+        match k.split_once('.') {
+            Some((a, b)) => manifest.get(a).and_then(|x| x.get(b)) == Some(v),
+            None => manifest.get(k) == Some(v),
+        }
     });
     fits && ["summary.json", "facts.parquet"].iter().all(|f| dir.join(f).is_file()) && load(dir).is_ok()
 }

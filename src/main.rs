@@ -26,6 +26,9 @@ use memform::types::{Dataset, DatasetFormat, Warning};
 /// Fault injection for the kill-and-rerun test: abort the process right
 /// after this many episode write transactions have committed.
 const FAULT_ABORT_ENV: &str = "MEMFORM_FAULT_ABORT_AFTER_WRITES";
+/// For the concurrent-runs test: a run holds (with its directory's lock) at
+/// its start until this file exists (at most a minute).
+const FAULT_HOLD_ENV: &str = "MEMFORM_FAULT_HOLD_UNTIL";
 
 #[derive(Parser)]
 #[command(name = "memform", version, about = "Offline evaluation harness for LLM-agent memory formation")]
@@ -424,6 +427,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         .collect();
     let mode = mode_name(args.mode);
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-{mode}", dataset.name)));
+    let lock = Arc::new(memform::rundir::DirLock::acquire(&out)?);
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{spinner} {prefix} [{bar:30}] {pos}/{len} episodes {elapsed} eta {eta} {msg}")
@@ -440,13 +444,22 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
     let built = build_stages(args.mode, &args.stage, &mut cfg, &args.dataset, &dataset, Some(llm_hook))?;
     let pb = bar.clone();
     let abort_after: Option<u64> = std::env::var(FAULT_ABORT_ENV).ok().and_then(|v| v.parse().ok());
+    let hold_until: Option<PathBuf> = std::env::var_os(FAULT_HOLD_ENV).map(PathBuf::from);
     let opts = RunOptions {
         out_dir: out.clone(),
         threads: args.threads,
         keep_going: args.keep_going,
         skipped_inputs,
         progress: Some(Arc::new(move |p| match p {
-            Progress::Start { episodes } => pb.set_length(episodes as u64),
+            Progress::Start { episodes } => {
+                pb.set_length(episodes as u64);
+                if let Some(go) = &hold_until {
+                    let since = std::time::Instant::now();
+                    while !go.exists() && since.elapsed().as_secs() < 60 {
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
+                }
+            }
             Progress::Episode { .. } => {
                 pb.inc(1);
                 // An episode is reported once its write transaction committed.
@@ -457,6 +470,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         })),
         recorded: built.recorded.clone(),
         dataset_path: Some(args.dataset.clone()),
+        lock: Some(lock),
     };
     let output = run(&dataset, &cfg, built.stages(), &opts);
     bar.finish_and_clear();

@@ -1,9 +1,12 @@
 //! A whole run: conversations in parallel (rayon), episodes of one
 //! conversation in time order, evidence raw first, and the run's files.
 //!
-//! Re-running into the same output directory starts clean: the previous
-//! run's files there are removed first. A killed run leaves a consistent
-//! store (every committed transaction is whole) and its partial outputs.
+//! A run holds its output directory's lock from start to end, builds in a
+//! directory inside it and moves its files into place when complete
+//! ([`crate::rundir`]): re-running into the same directory replaces the
+//! previous run's files and no others. A killed run leaves the previous run
+//! as it was, and a consistent store (every committed transaction is whole)
+//! in its build directory, which the next run there removes.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,7 +23,7 @@ use crate::state::ConvState;
 use crate::store::Store;
 use crate::types::{Conversation, Dataset};
 use crate::pipeline::write::EntityRow;
-use crate::rundir::{Manifest, Recorded, RunDir};
+use crate::rundir::{DirLock, Manifest, Recorded, RunDir, RunStamp};
 
 /// Progress events for the CLI's bar (the library never prints).
 #[derive(Debug, Clone)]
@@ -46,6 +49,9 @@ pub struct RunOptions {
     pub recorded: Recorded,
     /// Where the dataset was read from, for the manifest.
     pub dataset_path: Option<PathBuf>,
+    /// `out_dir`'s lock, when the caller took it already (to fail before
+    /// loading anything); else the run takes it.
+    pub lock: Option<Arc<DirLock>>,
 }
 
 /// A conversation the run skipped, and why.
@@ -67,9 +73,16 @@ pub struct RunOutput {
 pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOptions) -> Result<RunOutput> {
     cfg.validate()?;
     let started = Instant::now();
-    let dir = RunDir::new(&opts.out_dir);
-    dir.prepare()?;
-    let manifest = Manifest::new(dataset, cfg, stages, &opts.recorded, opts.dataset_path.as_deref());
+    let out = RunDir::new(&opts.out_dir);
+    let lock = match &opts.lock {
+        Some(lock) => lock.clone(),
+        None => Arc::new(DirLock::acquire(out.path())?),
+    };
+    let stamp = RunStamp::now();
+    let build = out.begin(lock, &stamp)?;
+    let dir = build.dir();
+    let mut manifest = Manifest::new(dataset, cfg, stages, &opts.recorded, opts.dataset_path.as_deref());
+    manifest.run = Some(stamp);
     dir.write_manifest(&manifest)?;
     let store = Store::open(&dir.file(RunDir::STORE))?;
     let total: usize = dataset.conversations.iter().map(|c| c.episodes.len()).sum();
@@ -113,6 +126,9 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     })?;
     dir.write_records(&analysis.summary, &episodes)?;
     crate::report::write_run_reports(dir.path(), &manifest.to_value()?, &analysis)?;
+    // Closed, so SQLite's -wal and -shm files are gone before the store moves.
+    drop(store);
+    build.commit(&mut manifest)?;
     let Analysis { summary, .. } = analysis;
     Ok(RunOutput { summary, episodes, skipped, out_dir: opts.out_dir.clone() })
 }
