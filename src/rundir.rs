@@ -7,7 +7,8 @@
 //! naming the holder. A run is built in a hidden directory inside the out
 //! directory ([`Build`], `.memform-build-<run id>/`) and its files are
 //! moved into place when it is complete, `run.json` last with
-//! `"complete": true` and the list of its files. Only files a previous
+//! `"complete": true` and the list of its files; readers
+//! ([`RunDir::read_complete`]) accept nothing else. Only files a previous
 //! run's `run.json` lists are replaced or removed: other files in the
 //! directory are never touched, and a file named like an artefact that no
 //! `run.json` lists stops the run.
@@ -231,13 +232,42 @@ impl RunDir {
         write_json(&self.file(Self::MANIFEST), m)
     }
 
-    /// `run.json` as JSON (a run by an older memform may lack fields).
+    /// `run.json` as JSON (a run by an older memform may lack fields); it may
+    /// be an incomplete run's: readers of a run use [`RunDir::read_complete`].
     pub fn read_manifest(&self) -> Result<Value> {
         read_json(&self.file(Self::MANIFEST))
     }
 
     pub fn read_summary(&self) -> Result<Value> {
         read_json(&self.file(Self::SUMMARY))
+    }
+
+    /// Reads a finished run: `read` gets the manifest once `run.json` says
+    /// the run is complete and every file it lists is here. `run.json` is
+    /// read again afterwards, and a change (a run moving its files in
+    /// meanwhile) is an error, so `read` saw the files of one complete run.
+    pub fn read_complete<T>(&self, read: impl FnOnce(&Value) -> Result<T>) -> Result<T> {
+        let path = self.file(Self::MANIFEST);
+        let before = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        let manifest = parse_json(&path, &before)?;
+        if manifest.get("complete") != Some(&Value::Bool(true)) {
+            return Err(Error::input(
+                &path,
+                "incomplete run: no \"complete\": true (killed, still moving into place, or written by an older memform); run it again",
+            ));
+        }
+        let files = manifest.get("files").ok_or_else(|| Error::input(&path, "files: missing field"))?;
+        for name in listed_files(&path, files)? {
+            let p = self.file(name);
+            if !p.is_file() {
+                return Err(Error::input(&p, "listed in run.json but missing: incomplete run; run it again"));
+            }
+        }
+        let result = read(&manifest);
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(before.as_str()) {
+            return Err(Error::input(&path, "replaced by another run while it was read; read it again"));
+        }
+        result
     }
 
     /// `summary.json`, `facts.jsonl` and `episodes.jsonl`.
@@ -455,7 +485,11 @@ pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
 /// Reads a JSON file; a parse error names the file, line and column.
 pub fn read_json(path: &Path) -> Result<Value> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    serde_json::from_str(&text).map_err(|e| Error::input(path, format!("line {} column {}: {e}", e.line(), e.column())))
+    parse_json(path, &text)
+}
+
+fn parse_json(path: &Path, text: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|e| Error::input(path, format!("line {} column {}: {e}", e.line(), e.column())))
 }
 
 fn write_jsonl<'a, T: Serialize + 'a>(path: &Path, rows: impl Iterator<Item = &'a T>) -> Result<()> {
@@ -538,6 +572,28 @@ mod tests {
         let path = build.dir().path().to_path_buf();
         drop(build);
         assert!(!path.exists(), "an uncommitted build is removed");
+    }
+
+    #[test]
+    fn read_complete_refuses_incomplete_and_replaced_runs() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = RunDir::new(tmp.path());
+        let err = dir.read_complete(|_| Ok(())).expect_err("no run.json").to_string();
+        assert!(err.starts_with("read ") && err.ends_with("run.json"), "{err}");
+        write_json(&dir.file("run.json"), &manifest(&["run.json"], false)).expect("write");
+        let err = dir.read_complete(|_| Ok(())).expect_err("incomplete").to_string();
+        assert!(err.contains("run.json: incomplete run: no \"complete\": true"), "{err}");
+        write_json(&dir.file("run.json"), &manifest(&["run.json", "summary.json"], true)).expect("write");
+        let err = dir.read_complete(|_| Ok(())).expect_err("missing file").to_string();
+        assert!(err.ends_with("summary.json: listed in run.json but missing: incomplete run; run it again"), "{err}");
+        std::fs::write(dir.file("summary.json"), "{}").expect("write");
+        assert_eq!(dir.read_complete(|m| Ok(m["mode"].clone())).expect("complete"), json!("rules"));
+        // Another run moved in while this one was read.
+        let err = dir
+            .read_complete(|_| write_json(&dir.file("run.json"), &manifest(&["run.json"], true)))
+            .expect_err("replaced")
+            .to_string();
+        assert!(err.ends_with("run.json: replaced by another run while it was read; read it again"), "{err}");
     }
 
     #[test]
