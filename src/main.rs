@@ -574,7 +574,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         }
         let refs: Vec<&std::path::Path> = dirs.iter().map(PathBuf::as_path).collect();
         let rows = memform::sweep::read_rows(&refs)?;
-        std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
+        let _lock = memform::rundir::DirLock::acquire(&out)?;
         write_sweep(&out, &rows, first)?;
         eprintln!("merged {} points from {} shards into {}", rows.len(), dirs.len(), out.display());
         return Ok(ExitCode::SUCCESS);
@@ -604,6 +604,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         .collect();
     let mode_name = mode_name(args.mode);
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-sweep", dataset.name)));
+    let _lock = memform::rundir::DirLock::acquire(&out)?;
     let mut cfg = cfg;
     let built = build_stages(args.mode, &args.stage, &mut cfg, &dataset_dir, &dataset, None)?;
     let cfg = cfg;
@@ -621,7 +622,6 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         None => work()?,
     };
     bar.finish_and_clear();
-    std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
     let meta = SweepMeta {
         dataset: dataset.name.clone(),
         mode: mode_name.to_string(),
@@ -724,7 +724,11 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
         bail!("both sides are {:?}: give two modes, or --set-a/--set-b to vary the config", sides[0].2);
     }
     let mut compared = Vec::new();
+    // Both run directories stay locked until they are read.
+    let mut locks = Vec::new();
     for (_, cfg, label, dir, built) in sides {
+        let lock = Arc::new(memform::rundir::DirLock::acquire(&dir)?);
+        locks.push(lock.clone());
         let stages = built.stages();
         // A run is reused when its manifest matches on everything but where the dataset was read from.
         let manifest = Manifest::new(&dataset, &cfg, stages, &built.recorded, None).to_value()?;
@@ -740,6 +744,7 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
                 threads: args.threads,
                 recorded: built.recorded.clone(),
                 dataset_path: Some(args.dataset.clone()),
+                lock: Some(lock),
                 ..RunOptions::default()
             };
             let result = run(&dataset, &cfg, stages, &opts);
@@ -750,6 +755,8 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
     }
     let opts = memform::compare::CompareOptions { resamples: args.resamples, seed: args.seed };
     let comparison = memform::compare::compare_runs(&compared[0], &compared[1], &out, opts)?;
+    drop(locks);
+    let _lock = memform::rundir::DirLock::acquire(&out)?;
     memform::compare::write_comparison(&out, &comparison)?;
     println!("{}", serde_json::to_string_pretty(&comparison).context("serialise comparison")?);
     eprintln!("wrote {} and {}", out.join("compare.json").display(), out.join("compare.md").display());
