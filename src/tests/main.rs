@@ -5,6 +5,7 @@ mod determinism;
 mod gate;
 mod kill_rerun;
 mod llm_replay;
+mod out_dir;
 mod reports;
 mod scenarios;
 mod support;
