@@ -209,34 +209,36 @@ struct Loaded {
     facts: DataFrame,
 }
 
+/// Reads a complete run (an incomplete one is an error).
 fn load(dir: &Path) -> Result<Loaded> {
-    let episodes = read_parquet(&dir.join("episodes.parquet"))?;
-    for c in COMPONENTS.iter().chain(&["conversation", "episode"]) {
-        if episodes.column(c).is_err() {
-            return Err(Error::input(
-                dir.join("episodes.parquet"),
-                format!("column {c}: missing (written by an older memform? re-run it)"),
-            ));
+    let run = RunDir::new(dir);
+    run.read_complete(|manifest| {
+        let episodes = read_parquet(&dir.join("episodes.parquet"))?;
+        for c in COMPONENTS.iter().chain(&["conversation", "episode"]) {
+            if episodes.column(c).is_err() {
+                return Err(Error::input(
+                    dir.join("episodes.parquet"),
+                    format!("column {c}: missing (written by an older memform? re-run it)"),
+                ));
+            }
         }
-    }
-    Ok(Loaded {
-        manifest: RunDir::new(dir).read_manifest()?,
-        summary: RunDir::new(dir).read_summary()?,
-        episodes,
-        facts: read_parquet(&dir.join("facts.parquet"))?,
+        Ok(Loaded { manifest: manifest.clone(), summary: run.read_summary()?, episodes, facts: read_parquet(&dir.join("facts.parquet"))? })
     })
 }
 
-/// True when `dir` holds a finished run whose manifest matches `expected`
-/// on every key `expected` has (compared as JSON), with the files a
-/// comparison reads.
+/// True when `dir` holds a complete run whose manifest matches `expected`
+/// on every key `expected` has but those that differ from run to run
+/// ([`crate::rundir::Manifest::PER_RUN_KEYS`]), compared as JSON, with the
+/// files a comparison reads.
 pub fn reusable(dir: &Path, expected: &serde_json::Map<String, Value>) -> bool {
     let Ok(manifest) = RunDir::new(dir).read_manifest() else { return false };
-    let fits = expected.iter().all(|(k, v)| match k.split_once('.') {
-        Some((a, b)) => manifest.get(a).and_then(|x| x.get(b)) == Some(v),
-        None => manifest.get(k) == Some(v),
+    let fits = expected.iter().filter(|(k, _)| !crate::rundir::Manifest::PER_RUN_KEYS.contains(&k.as_str())).all(|(k, v)| {
+        match k.split_once('.') {
+            Some((a, b)) => manifest.get(a).and_then(|x| x.get(b)) == Some(v),
+            None => manifest.get(k) == Some(v),
+        }
     });
-    fits && ["summary.json", "facts.parquet"].iter().all(|f| dir.join(f).is_file()) && load(dir).is_ok()
+    fits && load(dir).is_ok()
 }
 
 fn perr(what: &str) -> impl Fn(PolarsError) -> Error + '_ {

@@ -77,6 +77,9 @@ pub enum Error {
     /// A fixture file that cannot be used as it is.
     #[error("fixture {path}: {message}")]
     Fixture { path: PathBuf, message: String },
+    /// Another memform process holds the lock of an output directory.
+    #[error("{path} is in use by another memform process ({holder}); wait for it to finish or choose another --out")]
+    Busy { path: PathBuf, holder: String },
     #[error("{0}")]
     Other(String),
 }

@@ -146,31 +146,32 @@ pub struct RunMetrics {
     pub metrics: BTreeMap<String, serde_json::Value>,
 }
 
-/// Reads `run.json` and `summary.json` of a run directory.
+/// Reads `run.json` and `summary.json` of a run directory; an incomplete
+/// run (killed, or still moving into place) is an error.
 pub fn read_run(dir: &Path) -> Result<RunMetrics> {
     let run_dir = RunDir::new(dir);
     let manifest_path = run_dir.file(RunDir::MANIFEST);
-    let manifest = run_dir.read_manifest()?;
-    let field = |ptr: &str| {
-        manifest
-            .pointer(ptr)
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
-            .ok_or_else(|| Error::input(&manifest_path, format!("{}: missing field", ptr.trim_start_matches('/').replace('/', "."))))
-    };
-    let mode = field("/mode")?;
-    let dataset_name = field("/dataset/name")?;
-    let dataset_digest = field("/dataset/digest")?;
-    let summary_path = run_dir.file(RunDir::SUMMARY);
-    let summary = run_dir.read_summary()?;
-    let metrics = summary
-        .get("metrics")
-        .and_then(|m| m.as_object())
-        .ok_or_else(|| Error::input(&summary_path, "metrics: missing field"))?
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    Ok(RunMetrics { mode, dataset_name, dataset_digest, metrics })
+    run_dir.read_complete(|manifest| {
+        let field =
+            |ptr: &str| {
+                manifest.pointer(ptr).and_then(|v| v.as_str()).map(str::to_string).ok_or_else(|| {
+                    Error::input(&manifest_path, format!("{}: missing field", ptr.trim_start_matches('/').replace('/', ".")))
+                })
+            };
+        let mode = field("/mode")?;
+        let dataset_name = field("/dataset/name")?;
+        let dataset_digest = field("/dataset/digest")?;
+        let summary_path = run_dir.file(RunDir::SUMMARY);
+        let summary = run_dir.read_summary()?;
+        let metrics = summary
+            .get("metrics")
+            .and_then(|m| m.as_object())
+            .ok_or_else(|| Error::input(&summary_path, "metrics: missing field"))?
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Ok(RunMetrics { mode, dataset_name, dataset_digest, metrics })
+    })
 }
 
 pub fn read_baseline(path: &Path) -> Result<Baseline> {

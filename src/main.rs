@@ -29,6 +29,9 @@ use memform::types::{Dataset, DatasetFormat, Warning};
 /// Fault injection for the kill-and-rerun test: abort the process right
 /// after this many episode write transactions have committed.
 const FAULT_ABORT_ENV: &str = "MEMFORM_FAULT_ABORT_AFTER_WRITES";
+/// For the concurrent-runs test: a run holds (with its directory's lock) at
+/// its start until this file exists (at most a minute).
+const FAULT_HOLD_ENV: &str = "MEMFORM_FAULT_HOLD_UNTIL";
 
 #[derive(Parser)]
 #[command(name = "memform", version, about = "Offline evaluation harness for LLM-agent memory formation")]
@@ -620,6 +623,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
     let mode = mode_name(args.mode);
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-{mode}", dataset.name)));
     memform::paths::check_out_dir("--out", &out, Some(&args.dataset))?;
+    let lock = Arc::new(memform::rundir::DirLock::acquire(&out)?);
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{spinner} {prefix} [{bar:30}] {pos}/{len} episodes {elapsed} eta {eta} {msg}")
@@ -636,13 +640,22 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
     let built = build_stages(args.mode, &args.stage, &mut cfg, &args.dataset, &dataset, Some(llm_hook))?;
     let pb = bar.clone();
     let abort_after: Option<u64> = std::env::var(FAULT_ABORT_ENV).ok().and_then(|v| v.parse().ok());
+    let hold_until: Option<PathBuf> = std::env::var_os(FAULT_HOLD_ENV).map(PathBuf::from);
     let opts = RunOptions {
         out_dir: out.clone(),
         threads: args.threads,
         keep_going: args.keep_going,
         skipped_inputs,
         progress: Some(Arc::new(move |p| match p {
-            Progress::Start { episodes } => pb.set_length(episodes as u64),
+            Progress::Start { episodes } => {
+                pb.set_length(episodes as u64);
+                if let Some(go) = &hold_until {
+                    let since = std::time::Instant::now();
+                    while !go.exists() && since.elapsed().as_secs() < 60 {
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
+                }
+            }
             Progress::Episode { .. } => {
                 pb.inc(1);
                 // An episode is reported once its write transaction committed.
@@ -655,6 +668,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         dataset_path: Some(args.dataset.clone()),
         digests: built.digests.clone(),
         tags,
+        lock: Some(lock),
     };
     let output = run(&dataset, &cfg, built.stages(), &opts);
     bar.finish_and_clear();
@@ -801,7 +815,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         memform::paths::check_out_dir("--out", &out, None)?;
         let refs: Vec<&std::path::Path> = dirs.iter().map(PathBuf::as_path).collect();
         let rows = memform::sweep::read_rows(&refs)?;
-        std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
+        let _lock = memform::rundir::DirLock::acquire(&out)?;
         write_sweep(&out, &rows, first)?;
         eprintln!("merged {} points from {} shards into {}", rows.len(), dirs.len(), out.display());
         return Ok(ExitCode::SUCCESS);
@@ -828,6 +842,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
     let mode_name = mode_name(args.mode);
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-sweep", dataset.name)));
     memform::paths::check_out_dir("--out", &out, Some(&dataset_dir))?;
+    let _lock = memform::rundir::DirLock::acquire(&out)?;
     let mut cfg = cfg;
     let built = build_stages(args.mode, &args.stage, &mut cfg, &dataset_dir, &dataset, None)?;
     let cfg = cfg;
@@ -852,7 +867,6 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         None => work()?,
     };
     bar.finish_and_clear();
-    std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
     let meta = SweepMeta {
         dataset: dataset.name.clone(),
         mode: mode_name.to_string(),
@@ -1195,7 +1209,11 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
         bail!("both sides are {:?}: give two modes, or --set-a/--set-b to vary the config", sides[0].2);
     }
     let mut compared = Vec::new();
+    // Both run directories stay locked until they are read.
+    let mut locks = Vec::new();
     for (_, cfg, label, dir, built) in sides {
+        let lock = Arc::new(memform::rundir::DirLock::acquire(&dir)?);
+        locks.push(lock.clone());
         let stages = built.stages();
         // A run is reused when its manifest matches on everything but where
         // the dataset was read from: config, stages, build, recorded digests, tags.
@@ -1214,6 +1232,7 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
                 dataset_path: Some(args.dataset.clone()),
                 digests: built.digests.clone(),
                 tags: tags.clone(),
+                lock: Some(lock),
                 ..RunOptions::default()
             };
             let result = run(&dataset, &cfg, stages, &opts);
@@ -1227,6 +1246,8 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
     }
     let opts = memform::compare::CompareOptions { resamples: args.resamples, seed: args.seed };
     let comparison = memform::compare::compare_runs(&compared[0], &compared[1], &out, opts)?;
+    drop(locks);
+    let _lock = memform::rundir::DirLock::acquire(&out)?;
     memform::compare::write_comparison(&out, &comparison)?;
     println!("{}", serde_json::to_string_pretty(&comparison).context("serialise comparison")?);
     eprintln!("wrote {} and {}", out.join("compare.json").display(), out.join("compare.md").display());

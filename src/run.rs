@@ -1,9 +1,12 @@
 //! A whole run: conversations in parallel (rayon), episodes of one
 //! conversation in time order, evidence raw first, and the run's files.
 //!
-//! Re-running into the same output directory starts clean: the previous
-//! run's files there are removed first. A killed run leaves a consistent
-//! store (every committed transaction is whole) and its partial outputs.
+//! A run holds its output directory's lock from start to end, builds in a
+//! directory inside it and moves its files into place when complete
+//! ([`crate::rundir`]): re-running into the same directory replaces the
+//! previous run's files and no others. A killed run leaves the previous run
+//! as it was, and a consistent store (every committed transaction is whole)
+//! in its build directory, which the next run there removes.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::metrics::{Analysis, RunData, Summary, analyze};
 use crate::pipeline::write::EntityRow;
 use crate::pipeline::{EpisodeRecord, Stages, front, profiles, speaker_entities};
-use crate::rundir::{Manifest, Recorded, RunDir};
+use crate::rundir::{DirLock, Manifest, Recorded, RunDir, RunStamp};
 use crate::state::ConvState;
 use crate::store::Store;
 use crate::types::{Conversation, Dataset};
@@ -50,6 +53,9 @@ pub struct RunOptions {
     pub digests: serde_json::Value,
     /// The user's labels (`--tag key=value`).
     pub tags: std::collections::BTreeMap<String, String>,
+    /// `out_dir`'s lock, when the caller took it already (to fail before
+    /// loading anything); else the run takes it.
+    pub lock: Option<Arc<DirLock>>,
 }
 
 /// A conversation the run skipped, and why.
@@ -74,10 +80,17 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         crate::limits::check_threads(n)?;
     }
     let started = Instant::now();
-    let dir = RunDir::new(&opts.out_dir);
-    dir.prepare()?;
-    let manifest =
+    let out = RunDir::new(&opts.out_dir);
+    let lock = match &opts.lock {
+        Some(lock) => lock.clone(),
+        None => Arc::new(DirLock::acquire(out.path())?),
+    };
+    let stamp = RunStamp::now();
+    let build = out.begin(lock, &stamp)?;
+    let dir = build.dir();
+    let mut manifest =
         Manifest::with(dataset, cfg, stages, &opts.recorded, opts.dataset_path.as_deref(), opts.digests.clone(), opts.tags.clone());
+    manifest.run = Some(stamp);
     dir.write_manifest(&manifest)?;
     let store = Store::open(&dir.file(RunDir::STORE))?;
     let total: usize = dataset.conversations.iter().map(|c| c.episodes.len()).sum();
@@ -115,6 +128,9 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     })?;
     dir.write_records(&analysis.summary, &episodes)?;
     crate::report::write_run_reports(dir.path(), &manifest.to_value()?, &analysis)?;
+    // Closed, so SQLite's -wal and -shm files are gone before the store moves.
+    drop(store);
+    build.commit(&mut manifest)?;
     let Analysis { summary, .. } = analysis;
     Ok(RunOutput { summary, episodes, skipped, out_dir: opts.out_dir.clone() })
 }

@@ -1,10 +1,25 @@
 //! A run directory: the name of every artefact a run writes, its typed
 //! manifest (`run.json`), and the reading and writing of both. Everything
 //! that opens a run's files (run, report, compare, gate) goes through here.
+//!
+//! One run at a time: a run holds the directory's lock ([`DirLock`],
+//! `.memform.lock`) from start to end, and a second one fails at once
+//! naming the holder. A run is built in a hidden directory inside the out
+//! directory ([`Build`], `.memform-build-<run id>/`) and its files are
+//! moved into place when it is complete, `run.json` last with
+//! `"complete": true` and the list of its files; readers
+//! ([`RunDir::read_complete`]) accept nothing else. Only files a previous
+//! run's `run.json` lists are replaced or removed: other files in the
+//! directory are never touched, and a file named like an artefact that no
+//! `run.json` lists stops the run.
 
-use std::collections::BTreeMap;
-use std::io::Write;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -43,6 +58,34 @@ pub struct Manifest {
     #[serde(default)]
     pub tags: BTreeMap<String, String>,
     pub config: Config,
+    /// Which run wrote the directory: set by [`crate::run::run`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunStamp>,
+    /// Every file of the run (`run.json` included), set when it completes.
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// True once every file in `files` is in place (`run.json` moves in last).
+    #[serde(default)]
+    pub complete: bool,
+}
+
+/// One run: an id no other run has, and when it started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunStamp {
+    pub id: String,
+    /// `YYYY-MM-DDTHH:MM:SSZ`.
+    pub started: String,
+}
+
+impl RunStamp {
+    /// A stamp for a run starting now: the id is the process id, the time
+    /// in nanoseconds and a counter, so it is unique across processes and runs.
+    pub fn now() -> RunStamp {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        RunStamp { id: format!("{}-{nanos:x}-{n}", std::process::id()), started: crate::llm::fixtures::utc_now() }
+    }
 }
 
 /// The dataset a run read.
@@ -110,8 +153,14 @@ impl Manifest {
             digests,
             tags,
             config: cfg.clone(),
+            run: None,
+            files: Vec::new(),
+            complete: false,
         }
     }
+
+    /// Keys of `run.json` that differ from run to run of the same inputs.
+    pub const PER_RUN_KEYS: &'static [&'static str] = &["run", "files", "complete"];
 
     /// The manifest as JSON, as `run.json` holds it.
     pub fn to_value(&self) -> Result<Value> {
@@ -132,8 +181,9 @@ impl RunDir {
     pub const EPISODES: &'static str = "episodes.jsonl";
     pub const STORE: &'static str = "store.sqlite";
     /// Files the run itself writes (the reports add [`REPORT_FILES`]).
-    pub const RUN_FILES: &'static [&'static str] =
-        &[Self::MANIFEST, Self::SUMMARY, Self::FACTS, Self::EPISODES, Self::STORE, "store.sqlite-wal", "store.sqlite-shm"];
+    pub const RUN_FILES: &'static [&'static str] = &[Self::MANIFEST, Self::SUMMARY, Self::FACTS, Self::EPISODES, Self::STORE];
+    /// SQLite's files beside the store: they belong to it and go with it.
+    pub const STORE_COMPANIONS: &'static [&'static str] = &["store.sqlite-wal", "store.sqlite-shm", "store.sqlite-journal"];
 
     pub fn new(path: impl Into<PathBuf>) -> RunDir {
         RunDir { path: path.into() }
@@ -148,30 +198,101 @@ impl RunDir {
         self.path.join(name)
     }
 
-    /// Creates the directory and removes a previous run's files from it, so
-    /// a re-run starts clean.
-    pub fn prepare(&self) -> Result<()> {
-        std::fs::create_dir_all(&self.path).map_err(|e| Error::write(&self.path, e))?;
-        for f in Self::RUN_FILES.iter().chain(REPORT_FILES) {
-            let p = self.file(f);
-            if p.exists() {
-                std::fs::remove_file(&p).map_err(|e| Error::write(&p, e))?;
+    /// Every name a run may write here (a file named so that no `run.json`
+    /// lists stops a run).
+    fn artefact_names() -> impl Iterator<Item = &'static str> {
+        Self::RUN_FILES.iter().chain(REPORT_FILES).copied()
+    }
+
+    /// Starts building a run into this directory under `lock` (this
+    /// directory's lock). Fails, before anything is written, when a file
+    /// here is named like an artefact but no `run.json` here lists it (the
+    /// user's, not memform's); removes the build directories of killed runs;
+    /// creates this run's build directory.
+    pub fn begin(&self, lock: Arc<DirLock>, stamp: &RunStamp) -> Result<Build> {
+        lock.check_holds(&self.path)?;
+        let previous = self.previous_files()?;
+        for name in Self::artefact_names() {
+            let p = self.file(name);
+            if p.symlink_metadata().is_ok() && !previous.contains(name) {
+                return Err(not_ours(&p));
             }
         }
-        Ok(())
+        let entries = std::fs::read_dir(&self.path).map_err(|e| Error::io(&self.path, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io(&self.path, e))?;
+            if entry.file_name().to_string_lossy().starts_with(BUILD_PREFIX) {
+                let p = entry.path();
+                std::fs::remove_dir_all(&p).map_err(|e| Error::write(&p, e))?;
+            }
+        }
+        let dir = RunDir::new(self.file(&format!("{BUILD_PREFIX}{}", stamp.id)));
+        std::fs::create_dir(dir.path()).map_err(|e| Error::write(dir.path(), e))?;
+        Ok(Build { out: self.clone(), dir, _lock: lock, committed: false })
+    }
+
+    /// The files the `run.json` here says memform wrote (with `run.json`
+    /// itself): the only ones a new run may replace or remove. A `run.json`
+    /// without the list (an older memform's) owns every artefact name. None
+    /// when there is no `run.json`; an error when it is not memform's.
+    fn previous_files(&self) -> Result<BTreeSet<String>> {
+        let path = self.file(Self::MANIFEST);
+        if path.symlink_metadata().is_err() {
+            return Ok(BTreeSet::new());
+        }
+        let not_a_manifest = || Error::input(&path, "not a memform run's manifest; move it away or choose another --out");
+        let manifest = read_json(&path).map_err(|_| not_a_manifest())?;
+        if manifest.get("memform_version").is_none() {
+            return Err(not_a_manifest());
+        }
+        let mut files: BTreeSet<String> = match manifest.get("files") {
+            Some(list) => listed_files(&path, list)?.into_iter().map(str::to_string).collect(),
+            None => Self::artefact_names().map(str::to_string).collect(),
+        };
+        files.insert(Self::MANIFEST.to_string());
+        Ok(files)
     }
 
     pub fn write_manifest(&self, m: &Manifest) -> Result<()> {
         write_json(&self.file(Self::MANIFEST), m)
     }
 
-    /// `run.json` as JSON (a run by an older memform may lack fields).
+    /// `run.json` as JSON (a run by an older memform may lack fields); it may
+    /// be an incomplete run's: readers of a run use [`RunDir::read_complete`].
     pub fn read_manifest(&self) -> Result<Value> {
         read_json(&self.file(Self::MANIFEST))
     }
 
     pub fn read_summary(&self) -> Result<Value> {
         read_json(&self.file(Self::SUMMARY))
+    }
+
+    /// Reads a finished run: `read` gets the manifest once `run.json` says
+    /// the run is complete and every file it lists is here. `run.json` is
+    /// read again afterwards, and a change (a run moving its files in
+    /// meanwhile) is an error, so `read` saw the files of one complete run.
+    pub fn read_complete<T>(&self, read: impl FnOnce(&Value) -> Result<T>) -> Result<T> {
+        let path = self.file(Self::MANIFEST);
+        let before = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        let manifest = parse_json(&path, &before)?;
+        if manifest.get("complete") != Some(&Value::Bool(true)) {
+            return Err(Error::input(
+                &path,
+                "incomplete run: no \"complete\": true (killed, still moving into place, or written by an older memform); run it again",
+            ));
+        }
+        let files = manifest.get("files").ok_or_else(|| Error::input(&path, "files: missing field"))?;
+        for name in listed_files(&path, files)? {
+            let p = self.file(name);
+            if !p.is_file() {
+                return Err(Error::input(&p, "listed in run.json but missing: incomplete run; run it again"));
+            }
+        }
+        let result = read(&manifest);
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(before.as_str()) {
+            return Err(Error::input(&path, "replaced by another run while it was read; read it again"));
+        }
+        result
     }
 
     /// `summary.json`, `facts.jsonl` and `episodes.jsonl`.
@@ -203,6 +324,206 @@ pub const PLOT_VERDICTS: &str = "plot_verdicts.svg";
 pub const PLOT_WARNINGS: &str = "plot_warnings.svg";
 pub const PLOT_SCORES: &str = "plot_precision_recall.svg";
 
+/// Where a run is built, inside its out directory: `.memform-build-<run id>`.
+const BUILD_PREFIX: &str = ".memform-build-";
+
+fn not_ours(path: &Path) -> Error {
+    Error::input(path, "not written by memform (no run.json here lists it); move it away or choose another --out")
+}
+
+/// The names in `run.json`'s `files`: plain file names in the directory,
+/// never a path that leads out of it.
+fn listed_files<'a>(manifest: &Path, list: &'a Value) -> Result<Vec<&'a str>> {
+    let bad = |what: String| Error::input(manifest, format!("files: {what}"));
+    let list = list.as_array().ok_or_else(|| bad("expected a list of file names".into()))?;
+    list.iter()
+        .map(|v| {
+            let name = v.as_str().ok_or_else(|| bad(format!("{v} is not a file name")))?;
+            let plain = !name.starts_with('.') && Path::new(name).file_name().is_some_and(|f| f == name);
+            if plain { Ok(name) } else { Err(bad(format!("{name:?} is not a file name in this directory"))) }
+        })
+        .collect()
+}
+
+/// A run being built: its build directory inside the out directory, and the
+/// out directory's lock, held until the build is committed or dropped.
+/// Dropped without [`Build::commit`] (the run failed), the build directory
+/// is removed; a killed run's stays until the next run here removes it.
+pub struct Build {
+    out: RunDir,
+    dir: RunDir,
+    _lock: Arc<DirLock>,
+    committed: bool,
+}
+
+impl Build {
+    /// Where the run writes its files.
+    pub fn dir(&self) -> &RunDir {
+        &self.dir
+    }
+
+    /// Marks the run complete and moves its files into the out directory.
+    /// The out directory's `run.json` first becomes an incomplete one
+    /// listing the previous run's files and this run's (so a reader refuses
+    /// the directory meanwhile, and the next run knows what is memform's
+    /// if this one dies here); then the files move in, the previous run's
+    /// files this run did not write are removed, and `run.json` moves in
+    /// last. Every file written (the store closed first) must be in the
+    /// build directory.
+    pub fn commit(mut self, manifest: &mut Manifest) -> Result<()> {
+        let mut files = plain_files(self.dir.path())?;
+        files.insert(RunDir::MANIFEST.to_string());
+        manifest.files = files.iter().cloned().collect();
+        manifest.complete = true;
+        self.dir.write_manifest(manifest)?;
+
+        let previous = self.out.previous_files()?;
+        if let Some(name) = files.iter().find(|f| !previous.contains(*f) && self.out.file(f).symlink_metadata().is_ok()) {
+            return Err(not_ours(&self.out.file(name)));
+        }
+        let mut marker = manifest.clone();
+        marker.complete = false;
+        marker.files = previous.union(&files).cloned().collect();
+        let swap = self.dir.file(".run.json.swap");
+        write_json(&swap, &marker)?;
+        move_file(&swap, &self.out.file(RunDir::MANIFEST))?;
+        for name in files.iter().filter(|f| *f != RunDir::MANIFEST) {
+            if name == RunDir::STORE {
+                self.remove_from_out(RunDir::STORE_COMPANIONS.iter().copied())?;
+            }
+            move_file(&self.dir.file(name), &self.out.file(name))?;
+        }
+        for name in previous.difference(&files) {
+            self.remove_from_out(std::iter::once(name.as_str()))?;
+            if name == RunDir::STORE {
+                self.remove_from_out(RunDir::STORE_COMPANIONS.iter().copied())?;
+            }
+        }
+        move_file(&self.dir.file(RunDir::MANIFEST), &self.out.file(RunDir::MANIFEST))?;
+        self.committed = true;
+        // Empty now; a leftover is removed by the next run.
+        let _ = std::fs::remove_dir_all(self.dir.path());
+        Ok(())
+    }
+
+    fn remove_from_out<'a>(&self, names: impl Iterator<Item = &'a str>) -> Result<()> {
+        for name in names {
+            let p = self.out.file(name);
+            match std::fs::remove_file(&p) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::write(&p, e)),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Build {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_dir_all(self.dir.path());
+        }
+    }
+}
+
+/// Names of the regular files in `dir`.
+fn plain_files(dir: &Path) -> Result<BTreeSet<String>> {
+    let mut names = BTreeSet::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        if entry.file_type().map_err(|e| Error::io(entry.path(), e))?.is_file() {
+            names.insert(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    Ok(names)
+}
+
+fn move_file(from: &Path, to: &Path) -> Result<()> {
+    std::fs::rename(from, to).map_err(|e| Error::Other(format!("move {} to {}: {e}", from.display(), to.display())))
+}
+
+/// The exclusive lock of a directory memform writes (a run's, a sweep's, a
+/// comparison's): an advisory lock on `.memform.lock` in it, held while
+/// this value lives. The file records the holder (process id, start time,
+/// command line) for the error of the process that finds it taken.
+#[derive(Debug)]
+pub struct DirLock {
+    file: File,
+    dir: PathBuf,
+}
+
+/// Who holds a [`DirLock`]: the lock file's content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Holder {
+    pid: u32,
+    started: String,
+    command: String,
+}
+
+impl DirLock {
+    pub const FILE: &'static str = ".memform.lock";
+
+    /// Creates `dir` if needed and takes its lock; fails at once with
+    /// [`Error::Busy`] naming the holder when another process has it.
+    pub fn acquire(dir: &Path) -> Result<DirLock> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
+        let path = dir.join(Self::FILE);
+        let mut file =
+            OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(|e| Error::write(&path, e))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(Error::Busy { path: dir.to_path_buf(), holder: holder_of(&mut file) });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(Error::write(&path, e)),
+        }
+        let me = Holder {
+            pid: std::process::id(),
+            started: crate::llm::fixtures::utc_now(),
+            command: std::env::args()
+                .map(|a| if a.contains(char::is_whitespace) { format!("{a:?}") } else { a })
+                .collect::<Vec<_>>()
+                .join(" "),
+        };
+        let text = serde_json::to_string(&me).map_err(|e| Error::Other(format!("serialise {}: {e}", path.display())))?;
+        file.set_len(0).and_then(|()| file.write_all(text.as_bytes())).and_then(|()| file.flush()).map_err(|e| Error::write(&path, e))?;
+        let dir = std::fs::canonicalize(dir).map_err(|e| Error::io(dir, e))?;
+        Ok(DirLock { file, dir })
+    }
+
+    /// An error unless this is the lock of `dir`.
+    fn check_holds(&self, dir: &Path) -> Result<()> {
+        match std::fs::canonicalize(dir) {
+            Ok(d) if d == self.dir => Ok(()),
+            _ => Err(Error::Other(format!("{}: the run holds the lock of {} instead", dir.display(), self.dir.display()))),
+        }
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        // The lock goes with the file; the file stays (removing it would let two
+        // processes lock two different files of the same name).
+        let _ = self.file.set_len(0);
+    }
+}
+
+/// The holder recorded in a taken lock file. The holder writes it just
+/// after taking the lock, so an empty file is read again for a moment.
+fn holder_of(file: &mut File) -> String {
+    for _ in 0..20 {
+        let mut text = String::new();
+        let read = std::io::Seek::rewind(file).and_then(|()| file.read_to_string(&mut text));
+        if read.is_ok()
+            && let Ok(h) = serde_json::from_str::<Holder>(&text)
+        {
+            return format!("pid {}, started {}: {}", h.pid, h.started, h.command);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    "its lock file does not say which".to_string()
+}
+
 /// Writes `value` as pretty JSON with a trailing newline.
 pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
     let mut text = serde_json::to_string_pretty(value).map_err(|e| Error::Other(format!("serialise {}: {e}", path.display())))?;
@@ -214,7 +535,11 @@ pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
 pub fn read_json(path: &Path) -> Result<Value> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     crate::error::reject_bom(path, text.as_bytes())?;
-    serde_json::from_str(&text).map_err(|e| Error::input(path, format!("line {} column {}: {e}", e.line(), e.column())))
+    parse_json(path, &text)
+}
+
+fn parse_json(path: &Path, text: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|e| Error::input(path, format!("line {} column {}: {e}", e.line(), e.column())))
 }
 
 fn write_jsonl<'a, T: Serialize + 'a>(path: &Path, rows: impl Iterator<Item = &'a T>) -> Result<()> {
@@ -225,4 +550,107 @@ fn write_jsonl<'a, T: Serialize + 'a>(path: &Path, rows: impl Iterator<Item = &'
         w.write_all(b"\n").map_err(|e| Error::write(path, e))?;
     }
     w.flush().map_err(|e| Error::write(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn manifest(files: &[&str], complete: bool) -> Value {
+        json!({"memform_version": "0.1.0", "mode": "rules", "files": files, "complete": complete})
+    }
+
+    #[test]
+    fn a_taken_lock_names_its_holder() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("o");
+        let held = DirLock::acquire(&dir).expect("first");
+        let err = DirLock::acquire(&dir).expect_err("second").to_string();
+        let prefix = format!("{} is in use by another memform process (pid {}, started ", dir.display(), std::process::id());
+        assert!(err.starts_with(&prefix), "{err}");
+        assert!(err.ends_with("; wait for it to finish or choose another --out"), "{err}");
+        drop(held);
+        let again = DirLock::acquire(&dir).expect("free once dropped");
+        assert!(again.check_holds(&dir).is_ok());
+        assert!(again.check_holds(tmp.path()).is_err(), "the lock of another directory");
+    }
+
+    #[test]
+    fn listed_files_stay_inside_the_directory() {
+        let p = Path::new("o/run.json");
+        assert_eq!(listed_files(p, &json!(["run.json", "report.md"])).expect("plain"), vec!["run.json", "report.md"]);
+        for bad in
+            [json!(["../x"]), json!(["/etc/passwd"]), json!(["a/b"]), json!([".memform.lock"]), json!([".."]), json!([1]), json!("x")]
+        {
+            let err = listed_files(p, &bad).expect_err("refused").to_string();
+            assert!(err.starts_with("o/run.json: files: "), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn what_a_previous_run_owns() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = RunDir::new(tmp.path());
+        assert!(dir.previous_files().expect("none").is_empty());
+        write_json(&dir.file("run.json"), &manifest(&["summary.json"], true)).expect("write");
+        let owned: Vec<String> = dir.previous_files().expect("listed").into_iter().collect();
+        assert_eq!(owned, vec!["run.json", "summary.json"]);
+        // An older memform's run.json lists nothing: it owns every artefact name.
+        write_json(&dir.file("run.json"), &json!({"memform_version": "0.0.9"})).expect("write");
+        let owned = dir.previous_files().expect("legacy");
+        assert!(owned.contains("report.md") && owned.contains("store.sqlite") && !owned.contains("notes.md"), "{owned:?}");
+        std::fs::write(dir.file("run.json"), "{\"mine\": 1}").expect("write");
+        let err = dir.previous_files().expect_err("not memform's").to_string();
+        assert!(err.ends_with("run.json: not a memform run's manifest; move it away or choose another --out"), "{err}");
+    }
+
+    #[test]
+    fn begin_refuses_a_users_file_and_removes_stale_builds() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = RunDir::new(tmp.path());
+        let lock = Arc::new(DirLock::acquire(dir.path()).expect("lock"));
+        std::fs::write(dir.file("report.md"), "mine").expect("write");
+        std::fs::create_dir_all(dir.file(".memform-build-9-dead")).expect("stale");
+        let err = dir.begin(lock.clone(), &RunStamp::now()).err().expect("a user's report.md").to_string();
+        assert!(err.contains("report.md: not written by memform"), "{err}");
+        assert!(dir.file(".memform-build-9-dead").exists(), "nothing done before the check");
+        write_json(&dir.file("run.json"), &manifest(&["report.md", "run.json"], true)).expect("write");
+        let stamp = RunStamp::now();
+        let build = dir.begin(lock, &stamp).expect("report.md is memform's now");
+        assert!(!dir.file(".memform-build-9-dead").exists());
+        assert_eq!(build.dir().path(), dir.file(&format!(".memform-build-{}", stamp.id)));
+        let path = build.dir().path().to_path_buf();
+        drop(build);
+        assert!(!path.exists(), "an uncommitted build is removed");
+    }
+
+    #[test]
+    fn read_complete_refuses_incomplete_and_replaced_runs() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = RunDir::new(tmp.path());
+        let err = dir.read_complete(|_| Ok(())).expect_err("no run.json").to_string();
+        assert!(err.starts_with("read ") && err.ends_with("run.json"), "{err}");
+        write_json(&dir.file("run.json"), &manifest(&["run.json"], false)).expect("write");
+        let err = dir.read_complete(|_| Ok(())).expect_err("incomplete").to_string();
+        assert!(err.contains("run.json: incomplete run: no \"complete\": true"), "{err}");
+        write_json(&dir.file("run.json"), &manifest(&["run.json", "summary.json"], true)).expect("write");
+        let err = dir.read_complete(|_| Ok(())).expect_err("missing file").to_string();
+        assert!(err.ends_with("summary.json: listed in run.json but missing: incomplete run; run it again"), "{err}");
+        std::fs::write(dir.file("summary.json"), "{}").expect("write");
+        assert_eq!(dir.read_complete(|m| Ok(m["mode"].clone())).expect("complete"), json!("rules"));
+        // Another run moved in while this one was read.
+        let err =
+            dir.read_complete(|_| write_json(&dir.file("run.json"), &manifest(&["run.json"], true))).expect_err("replaced").to_string();
+        assert!(err.ends_with("run.json: replaced by another run while it was read; read it again"), "{err}");
+    }
+
+    #[test]
+    fn run_stamps_differ() {
+        let (a, b) = (RunStamp::now(), RunStamp::now());
+        assert_ne!(a.id, b.id);
+        assert!(a.id.starts_with(&format!("{}-", std::process::id())));
+        assert_eq!(a.started.len(), "2024-01-01T00:00:00Z".len());
+    }
 }

@@ -70,11 +70,26 @@ fn manifest(mode: &str) -> serde_json::Value {
     })
 }
 
+/// A complete run directory: its files, then `run.json` listing them.
 fn write_run(dir: &Path, a: &Analysis, manifest: &serde_json::Value) {
     std::fs::create_dir_all(dir).expect("mkdir");
-    write_json(&dir.join("run.json"), manifest).expect("run.json");
     write_json(&dir.join("summary.json"), &a.summary).expect("summary.json");
     write_run_reports(dir, manifest, a).expect("reports");
+    mark_complete(dir, manifest);
+}
+
+fn mark_complete(dir: &Path, manifest: &serde_json::Value) {
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|f| f != "run.json")
+        .collect();
+    files.push("run.json".into());
+    files.sort();
+    let mut m = manifest.clone();
+    m["files"] = json!(files);
+    m["complete"] = json!(true);
+    write_json(&dir.join("run.json"), &m).expect("run.json");
 }
 
 /// Run A is the metrics fixture; run B is the same except that in `c2` it
@@ -172,7 +187,7 @@ fn different_datasets_are_refused() {
     let (a, b) = two_runs(dir.path());
     let mut m = manifest("rules");
     m["dataset"]["digest"] = json!("other");
-    write_json(&b.dir.join("run.json"), &m).expect("run.json");
+    mark_complete(&b.dir, &m);
     let err = compare_runs(&a, &b, dir.path(), CompareOptions::default()).expect_err("different digests").to_string();
     assert!(err.contains("ran on different datasets (digest d vs other)"), "{err}");
 }

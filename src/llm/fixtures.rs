@@ -694,7 +694,7 @@ impl Llm for RecordedLlm {
 }
 
 /// Now as `YYYY-MM-DDTHH:MM:SSZ`.
-fn utc_now() -> String {
+pub(crate) fn utc_now() -> String {
     let secs = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     utc_from_unix(secs)
 }

@@ -1,13 +1,17 @@
-//! A run killed mid-way leaves a consistent store; running again into the
-//! same `--out` starts clean and gives what an uninterrupted run gives.
+//! A run killed mid-way leaves a consistent store where it was building
+//! (`--out/.memform-build-<id>/`) and nothing in `--out` itself; running
+//! again into the same `--out` removes it, starts clean and gives what an
+//! uninterrupted run gives; a run killed while replacing a finished run
+//! leaves that run as it was.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use memform::store::Store;
 
 use crate::support::{bin, jsonl_without_timings, scenarios_dir};
 
-fn run_cli(out: &std::path::Path, abort_after: Option<usize>) -> std::process::Output {
+fn run_cli(out: &Path, abort_after: Option<usize>) -> std::process::Output {
     let mut cmd = Command::new(bin());
     cmd.args(["run", "--dataset"]).arg(scenarios_dir()).arg("--out").arg(out).args(["--threads", "2"]);
     if let Some(n) = abort_after {
@@ -16,26 +20,50 @@ fn run_cli(out: &std::path::Path, abort_after: Option<usize>) -> std::process::O
     cmd.output().expect("spawn memform")
 }
 
+fn build_dirs(out: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(out)
+        .expect("list out")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".memform-build-")))
+        .collect()
+}
+
 #[test]
 fn killed_run_leaves_consistent_store_and_rerun_starts_clean() {
     let killed = tempfile::tempdir().expect("tempdir");
     let out = run_cli(killed.path(), Some(5));
     assert!(!out.status.success(), "the fault must kill the run");
     assert_eq!(out.status.code(), None, "killed by a signal, not an exit code");
-    let store = Store::open(&killed.path().join("store.sqlite")).expect("open killed store");
+    for f in ["run.json", "summary.json", "facts.jsonl", "store.sqlite"] {
+        assert!(!killed.path().join(f).exists(), "{f}: nothing of a killed run reaches --out");
+    }
+    let builds = build_dirs(killed.path());
+    assert_eq!(builds.len(), 1, "the killed run's build directory: {builds:?}");
+    let store = Store::open(&builds[0].join("store.sqlite")).expect("open killed store");
     assert_eq!(store.consistency_problems().expect("check"), Vec::<String>::new());
     let dump = store.dump().expect("dump");
     let finished = dump.split("## episode_runs\n").nth(1).map_or(0, |s| s.lines().count());
     assert!(finished >= 5, "at least the 5 committed episodes are kept, got {finished}");
-    assert!(!killed.path().join("summary.json").exists(), "no summary for a killed run");
+    assert!(!builds[0].join("summary.json").exists(), "no summary for a killed run");
     drop(store);
 
     let rerun = run_cli(killed.path(), None);
     assert_eq!(rerun.status.code(), Some(0), "{}", String::from_utf8_lossy(&rerun.stderr));
+    assert_eq!(build_dirs(killed.path()), Vec::<PathBuf>::new(), "the rerun removed the killed run's build directory");
     let fresh = tempfile::tempdir().expect("tempdir");
     assert_eq!(run_cli(fresh.path(), None).status.code(), Some(0));
     assert_eq!(jsonl_without_timings(&killed.path().join("facts.jsonl")), jsonl_without_timings(&fresh.path().join("facts.jsonl")));
-    let a = Store::open(&killed.path().join("store.sqlite")).expect("open").dump().expect("dump");
-    let b = Store::open(&fresh.path().join("store.sqlite")).expect("open").dump().expect("dump");
-    assert_eq!(a, b, "rerun store equals a fresh run's");
+    let dump_of = |dir: &Path| Store::open(&dir.join("store.sqlite")).expect("open").dump().expect("dump");
+    assert_eq!(dump_of(killed.path()), dump_of(fresh.path()), "rerun store equals a fresh run's");
+
+    // Killed again, now over a finished run: that run stays, whole and readable.
+    let manifest = std::fs::read_to_string(killed.path().join("run.json")).expect("run.json");
+    let facts = std::fs::read(killed.path().join("facts.jsonl")).expect("facts.jsonl");
+    let dump = dump_of(killed.path());
+    assert_eq!(run_cli(killed.path(), Some(5)).status.code(), None);
+    assert_eq!(std::fs::read_to_string(killed.path().join("run.json")).expect("run.json"), manifest);
+    assert_eq!(std::fs::read(killed.path().join("facts.jsonl")).expect("facts.jsonl"), facts);
+    assert_eq!(dump_of(killed.path()), dump);
+    let run = memform::gate::read_run(killed.path()).expect("the finished run is still complete");
+    assert_eq!(run.mode, "rules");
 }

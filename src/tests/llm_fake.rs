@@ -359,8 +359,7 @@ fn a_planted_key_is_in_no_output_fixture_or_log() {
     let seen = echo.requests();
     assert_eq!(seen[0].header("authorization"), Some(format!("Bearer {KEY}").as_str()), "the key was sent");
     assert!(logs.contains("http status 401") && logs.contains("authorization"), "the echo is reported: {logs}");
-    let manifest = std::fs::read_to_string(tmp.path().join("refused/run.json")).unwrap();
-    assert!(manifest.contains("\"url\": \"http://[redacted]@127.0.0.1:"), "{manifest}");
+    assert!(!tmp.path().join("refused/run.json").exists(), "a failed run leaves no run in --out");
 
     let ok = FakeServer::start((0..8).map(|_| Reply::openai(&answer(REL, LIT), 30, 20)).collect());
     assert_eq!(run(&ok, "recorded", &mut logs), Some(0), "{logs}");
@@ -368,6 +367,8 @@ fn a_planted_key_is_in_no_output_fixture_or_log() {
     let files = files_under(tmp.path());
     assert!(files.iter().any(|f| f.starts_with(tmp.path().join("fx"))), "fixtures were recorded: {files:?}");
     assert!(files.iter().any(|f| f.ends_with("recorded/facts.jsonl")));
+    let manifest = std::fs::read_to_string(tmp.path().join("recorded/run.json")).unwrap();
+    assert!(manifest.contains("\"url\": \"http://[redacted]@127.0.0.1:"), "{manifest}");
     for f in files {
         let bytes = std::fs::read(&f).unwrap();
         let text = String::from_utf8_lossy(&bytes);

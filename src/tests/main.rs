@@ -10,6 +10,7 @@ mod gate;
 mod kill_rerun;
 mod llm_replay;
 mod locomo_data;
+mod out_dir;
 mod provenance;
 mod recorded;
 mod reports;
