@@ -2,6 +2,8 @@
 //! [`CandidateRecord`] per candidate fact (a row of `facts.jsonl`) and an
 //! [`EpisodeRecord`] per episode (a row of `episodes.jsonl`).
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::judge::FinalVerdict;
@@ -133,9 +135,11 @@ pub struct WriteCounts {
 }
 
 /// Folds what the write stage did into the candidates' records: the final
-/// outcome of each insert, and the facts each candidate ended.
+/// outcome of each insert, and the facts each candidate ended. Records are
+/// found by id through an index (one lookup per audit row, not a scan).
 pub fn settle(records: &mut [CandidateRecord], result: &WriteResult) -> WriteCounts {
     let mut counts = WriteCounts::default();
+    let index: HashMap<String, usize> = records.iter().enumerate().map(|(i, r)| (r.id.clone(), i)).collect();
     for a in &result.audit {
         match a.outcome {
             Outcome::Invalidated => counts.invalidations += 1,
@@ -143,14 +147,15 @@ pub fn settle(records: &mut [CandidateRecord], result: &WriteResult) -> WriteCou
             Outcome::Blocked => counts.blocked += 1,
             _ => {}
         }
-        if matches!(a.outcome, Outcome::Invalidated | Outcome::Closed) {
-            if let (Some(rec), Some(t)) = (records.iter_mut().find(|r| r.id == a.candidate_id), &a.target_fact_id) {
-                rec.ended.push(t.clone());
-            }
+        if matches!(a.outcome, Outcome::Invalidated | Outcome::Closed)
+            && let (Some(&i), Some(t)) = (index.get(&a.candidate_id), &a.target_fact_id)
+        {
+            records[i].ended.push(t.clone());
         }
     }
     for (cand, outcome, audit) in &result.inserts {
-        let Some(rec) = records.iter_mut().find(|r| &r.id == cand) else { continue };
+        let Some(&i) = index.get(cand) else { continue };
+        let rec = &mut records[i];
         let a = &result.audit[*audit];
         (rec.outcome, rec.stored) = CandidateOutcome::of_insert(*outcome);
         rec.reason = a.reason.clone();
