@@ -2,6 +2,7 @@
 //! and facts with their vectors. It mirrors the store and changes only from
 //! what a write actually applied, so shadow runs leave it untouched.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -9,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use serde::{Deserialize, Serialize};
 
 use crate::embed::cosine;
+use crate::pipeline::judge::{Antonyms, PolarityKeys};
 use crate::types::{CandidateFact, EntityType};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,8 +45,9 @@ pub struct FactRec {
     /// built one; `None` in a plain run.
     #[serde(skip)]
     pub slot: Option<u32>,
-    /// Matching keys, computed on first use (subject, predicate and object
-    /// never change once a fact exists).
+    /// Matching keys and the polarity rule's keys, computed on first use
+    /// (subject, predicate, object and content never change once a fact
+    /// exists).
     #[serde(skip)]
     pub keys: KeyCache,
 }
@@ -62,15 +65,18 @@ impl std::ops::DerefMut for FactRec {
     }
 }
 
-/// A fact's [`FactKeys`] once computed. It is derived data, so it never
-/// makes two facts unequal.
+/// A fact's [`FactKeys`] and [`PolarityKeys`] once computed. It is derived
+/// data, so it never makes two facts unequal.
 #[derive(Debug, Clone, Default)]
-pub struct KeyCache(OnceLock<FactKeys>);
+pub struct KeyCache {
+    keys: OnceLock<FactKeys>,
+    polarity: OnceLock<PolarityKeys>,
+}
 
 impl KeyCache {
     /// A cache that already holds `keys` (computed by whoever built the fact).
     pub fn with(keys: FactKeys) -> KeyCache {
-        KeyCache(OnceLock::from(keys))
+        KeyCache { keys: OnceLock::from(keys), polarity: OnceLock::new() }
     }
 }
 
@@ -194,7 +200,16 @@ impl FactRec {
 
     /// The fact's matching keys (computed once).
     pub fn keys(&self) -> &FactKeys {
-        self.keys.0.get_or_init(|| FactKeys::of(&self.subject, &self.predicate, &self.object))
+        self.keys.keys.get_or_init(|| FactKeys::of(&self.subject, &self.predicate, &self.object))
+    }
+
+    /// What the polarity rule needs of the fact's content against
+    /// `antonyms`: computed once and kept with the fact, so pairing a
+    /// candidate with thousands of facts does not re-tokenise them. Keys
+    /// cached for another antonym list are not reused (computed afresh).
+    pub fn polarity(&self, antonyms: &Antonyms) -> Cow<'_, PolarityKeys> {
+        let cached = self.keys.polarity.get_or_init(|| PolarityKeys::of(&self.content, antonyms));
+        if cached.is_for(antonyms) { Cow::Borrowed(cached) } else { Cow::Owned(PolarityKeys::of(&self.content, antonyms)) }
     }
 
     /// Not invalidated: the row the partial unique index covers.
