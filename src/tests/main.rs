@@ -3,6 +3,7 @@
 mod cli;
 mod determinism;
 mod gate;
+mod judging;
 mod kill_rerun;
 mod llm_replay;
 mod reports;
