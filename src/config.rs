@@ -65,21 +65,23 @@ pub struct Config {
     pub contradiction_band_min: f64,
     /// Shared tokens needed for a negation/antonym conflict verdict.
     pub antonym_min_shared_tokens: usize,
+    /// Most live facts a candidate is paired with (the nearest by cosine,
+    /// ties to the earlier fact); the rest are not judged.
+    pub max_pairs_per_candidate: usize,
     /// Facts below this confidence are stored but never destroy a fact.
     /// (Not given a figure by the seeds; memform's choice.)
     pub min_trusted_confidence: f64,
     /// Predicates that hold one object at a time: a different object replaces
     /// the old one (verdict `old`).
     pub single_valued_predicates: Vec<String>,
-    /// Predicates that hold many objects at once. The rules judge already
-    /// treats every predicate not in `single_valued_predicates` as
-    /// multi-valued (a different object stands beside the old one), so this
-    /// list only documents them; a predicate may not be in both lists.
+    /// Predicates that hold many objects at once: a candidate with one is
+    /// paired with a live fact only to end a relationship or on a polarity
+    /// conflict. (The rules judge treats every predicate not in
+    /// `single_valued_predicates` as multi-valued.) A predicate may not be
+    /// in both lists.
     pub multi_valued_predicates: Vec<String>,
     /// Antonym pairs for the polarity conflict rule.
     pub antonyms: Vec<[String; 2]>,
-    /// Most live facts one candidate is paired with for judging.
-    pub max_pairs_per_candidate: usize,
 
     // ---- stage 5: write ----
     /// Safety gate: facts below this confidence are not written
@@ -153,6 +155,7 @@ impl Default for Config {
             dedup_enabled: true,
             contradiction_band_min: 0.80,
             antonym_min_shared_tokens: 2,
+            max_pairs_per_candidate: 16,
             min_trusted_confidence: 0.8,
             single_valued_predicates: s(&[
                 "works at",
@@ -208,7 +211,6 @@ impl Default for Config {
             .iter()
             .map(|(a, b)| [a.to_string(), b.to_string()])
             .collect(),
-            max_pairs_per_candidate: 16,
             min_fact_confidence_for_write: 0.7,
             enabled: true,
             shadow_mode: false,

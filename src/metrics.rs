@@ -668,7 +668,7 @@ fn facts_frame(
             sref("tier", it().map(|r| tier_str(r.tier))),
             sref("content_hash", it().map(|r| r.content_hash.as_str())),
             sref("reason", it().map(|r| r.reason.as_str())),
-            icol("pairs", it().map(|r| r.verdicts.len() as i64).collect()),
+            icol("pairs", it().map(|r| r.pairs_judged() as i64).collect()),
             scol("ended", it().map(|r| r.ended.join(" ")).collect()),
             ofcol("gold_similarity", (0..n).map(|i| lex(i).map(|m| m.1)).collect()),
             ofcol("gold_cosine", (0..n).map(|i| cos(i).map(|m| m.1)).collect()),
@@ -722,7 +722,7 @@ fn tier_str(t: ValueTier) -> &'static str {
 }
 
 fn verdicts_frame(episodes: &[EpisodeRecord]) -> std::result::Result<DataFrame, PolarsError> {
-    let rows: Vec<_> = episodes.iter().flat_map(|e| &e.facts).flat_map(|f| f.verdicts.iter().map(move |v| (f, v))).collect();
+    let rows: Vec<_> = episodes.iter().flat_map(|e| &e.facts).flat_map(|f| f.all_verdicts().map(move |v| (f, v))).collect();
     let it = || rows.iter();
     frame(
         rows.len(),

@@ -2,12 +2,15 @@
 //! and facts with their vectors. It mirrors the store and changes only from
 //! what a write actually applied, so shadow runs leave it untouched.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
 use crate::embed::cosine;
+use crate::pipeline::judge::{Antonyms, PolarityKeys};
 use crate::types::{CandidateFact, EntityType};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,8 +45,9 @@ pub struct FactRec {
     /// built one; `None` in a plain run.
     #[serde(skip)]
     pub slot: Option<u32>,
-    /// Matching keys, computed on first use (subject, predicate and object
-    /// never change once a fact exists).
+    /// Matching keys and the polarity rule's keys, computed on first use
+    /// (subject, predicate, object and content never change once a fact
+    /// exists).
     #[serde(skip)]
     pub keys: KeyCache,
 }
@@ -61,15 +65,18 @@ impl std::ops::DerefMut for FactRec {
     }
 }
 
-/// A fact's [`FactKeys`] once computed. It is derived data, so it never
-/// makes two facts unequal.
+/// A fact's [`FactKeys`] and [`PolarityKeys`] once computed. It is derived
+/// data, so it never makes two facts unequal.
 #[derive(Debug, Clone, Default)]
-pub struct KeyCache(OnceLock<FactKeys>);
+pub struct KeyCache {
+    keys: OnceLock<FactKeys>,
+    polarity: OnceLock<PolarityKeys>,
+}
 
 impl KeyCache {
     /// A cache that already holds `keys` (computed by whoever built the fact).
     pub fn with(keys: FactKeys) -> KeyCache {
-        KeyCache(OnceLock::from(keys))
+        KeyCache { keys: OnceLock::from(keys), polarity: OnceLock::new() }
     }
 }
 
@@ -101,6 +108,91 @@ impl FactKeys {
     }
 }
 
+/// FNV-1a, 64 bits: a cheap, deterministic hash for comparing keys within a
+/// run (never stored).
+pub fn hash64(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// A vector's length, its norm, and the norms of its tails past each
+/// quarter (cut at multiples of 8): with a dot product over the values
+/// before a cut they bound a cosine from above (Cauchy–Schwarz), so a scan
+/// for cosines at or above a threshold stops at the first quarter whose
+/// bound falls below it, and computes the full cosine only where no bound
+/// does ([`ConvState::cosine_at_least`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Norms {
+    len: usize,
+    full: f64,
+    /// Where each tail starts, and its norm.
+    cuts: [usize; 3],
+    tails: [f64; 3],
+}
+
+impl Norms {
+    /// Vectors shorter than this are never bounded.
+    const MIN_LEN: usize = 32;
+    /// Slack for rounding: a pair is skipped only when its bound is this far
+    /// below the threshold (the bound's and the cosine's own rounding errors
+    /// are ~1e-6).
+    const SLACK: f64 = 1e-3;
+
+    pub fn of(v: &[f32]) -> Norms {
+        let sq = |x: &[f32]| x.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>();
+        let cuts = [1, 2, 3].map(|k| (v.len() * k / 4) / 8 * 8);
+        let tails = cuts.map(|c| sq(&v[c..]).sqrt());
+        Norms { len: v.len(), full: sq(v).sqrt(), cuts, tails }
+    }
+
+    /// Whether the cosine of `a` (with norms `self`) and `b` (with `other`)
+    /// is certainly below `threshold`: some quarter's bound says so. False
+    /// when the vectors cannot be bounded (short, different lengths, zero,
+    /// or not finite).
+    fn below(&self, other: &Norms, a: &[f32], b: &[f32], threshold: f64) -> bool {
+        self.below_with_head(other, a, b, b.get(..self.cuts[1]).unwrap_or_default(), threshold)
+    }
+
+    /// [`Norms::below`] with `b`'s first half read from `b_head`, a copy
+    /// kept where a scan reads it faster ([`ScanIndex`]).
+    fn below_with_head(&self, other: &Norms, a: &[f32], b: &[f32], b_head: &[f32], threshold: f64) -> bool {
+        if self.len != other.len || self.len < Norms::MIN_LEN || a.len() != self.len || b.len() != other.len || b_head.len() != self.cuts[1]
+        {
+            return false;
+        }
+        let limit = (threshold - Norms::SLACK) * self.full * other.full;
+        if !limit.is_finite() || self.full * other.full <= 0.0 {
+            return false;
+        }
+        let (mut from, mut dot) = (0, 0f64);
+        for k in 0..3 {
+            let to = self.cuts[k];
+            dot += lanes_dot(&a[from..to], if k < 2 { &b_head[from..to] } else { &b[from..to] });
+            from = to;
+            if dot + self.tails[k] * other.tails[k] < limit {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// A dot product in eight f32 lanes (vectorised); over a bound's slice its
+/// error (~1e-6) is far inside [`Norms::SLACK`]. Lengths are multiples of 8.
+fn lanes_dot(a: &[f32], b: &[f32]) -> f64 {
+    let mut acc = [0f32; 8];
+    for (x, y) in a.as_chunks::<8>().0.iter().zip(b.as_chunks::<8>().0) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    f64::from(acc.iter().sum::<f32>())
+}
+
 impl FactRec {
     /// The fact's vector, with its slot.
     pub fn vector(&self) -> Vector<'_> {
@@ -109,7 +201,16 @@ impl FactRec {
 
     /// The fact's matching keys (computed once).
     pub fn keys(&self) -> &FactKeys {
-        self.keys.0.get_or_init(|| FactKeys::of(&self.subject, &self.predicate, &self.object))
+        self.keys.keys.get_or_init(|| FactKeys::of(&self.subject, &self.predicate, &self.object))
+    }
+
+    /// What the polarity rule needs of the fact's content against
+    /// `antonyms`: computed once and kept with the fact, so pairing a
+    /// candidate with thousands of facts does not re-tokenise them. Keys
+    /// cached for another antonym list are not reused (computed afresh).
+    pub fn polarity(&self, antonyms: &Antonyms) -> Cow<'_, PolarityKeys> {
+        let cached = self.keys.polarity.get_or_init(|| PolarityKeys::of(&self.content, antonyms));
+        if cached.is_for(antonyms) { Cow::Borrowed(cached) } else { Cow::Owned(PolarityKeys::of(&self.content, antonyms)) }
     }
 
     /// Not invalidated: the row the partial unique index covers.
@@ -193,6 +294,112 @@ pub struct Vector<'a> {
     pub values: &'a [f32],
 }
 
+/// What the scans of stages 3 and 4 read of every fact, kept contiguous so
+/// that a pass over thousands of facts streams through memory instead of
+/// visiting each fact's own allocations: per fact its keys (the hashes of
+/// its content hash and s|p|o, and its subject, predicate and object as
+/// interned ids), its vector's [`Norms`] and a copy of the vector's first
+/// half. Facts are only ever appended to a conversation, so the index
+/// follows them by appending ([`ConvState::scan`]); what changes about a
+/// fact (its validity) is read from the fact itself.
+#[derive(Debug, Clone, Default)]
+pub struct ScanIndex {
+    /// Rows indexed: `ConvState::facts[..rows.len()]`, the last of them `last_id`.
+    rows: Vec<ScanRow>,
+    last_id: String,
+    heads: Vec<f32>,
+    /// Lower-cased subjects and predicates and normalised objects ([`FactKeys`]), interned.
+    ids: HashMap<String, u32>,
+}
+
+/// One fact's row of the [`ScanIndex`].
+#[derive(Debug, Clone, Copy)]
+pub struct ScanRow {
+    /// [`hash64`] of the content hash and of [`FactKeys::spo`].
+    pub hash: u64,
+    pub spo: u64,
+    /// Interned [`FactKeys`] subject, predicate and object ([`ScanIndex::id`]).
+    pub subject: u32,
+    pub predicate: u32,
+    pub object: u32,
+    pub norms: Norms,
+    head: (usize, usize),
+}
+
+impl ScanIndex {
+    /// Brings the index up to `facts`: appends the new ones, or starts over
+    /// if `facts` is not an extension of what was indexed.
+    fn sync(&mut self, facts: &[FactRec]) {
+        let n = self.rows.len();
+        if n > facts.len() || (n > 0 && facts[n - 1].id != self.last_id) {
+            *self = ScanIndex::default();
+        }
+        for f in &facts[self.rows.len()..] {
+            let norms = Norms::of(&f.embedding);
+            let head = f.embedding.get(..norms.cuts[1]).unwrap_or_default();
+            let at = self.heads.len();
+            self.heads.extend_from_slice(head);
+            let k = f.keys();
+            let mut intern = |s: &str| {
+                let next = self.ids.len() as u32;
+                *self.ids.entry(s.to_string()).or_insert(next)
+            };
+            let (subject, predicate, object) = (intern(&k.subject), intern(&k.predicate), intern(&k.object));
+            self.rows.push(ScanRow {
+                hash: hash64(&f.hash),
+                spo: hash64(&k.spo),
+                subject,
+                predicate,
+                object,
+                norms,
+                head: (at, head.len()),
+            });
+        }
+        if let Some(f) = facts.last() {
+            self.last_id.clone_from(&f.id);
+        }
+    }
+
+    /// The row of fact `i` (its position in `ConvState::facts`).
+    pub fn row(&self, i: usize) -> &ScanRow {
+        &self.rows[i]
+    }
+
+    /// The interned id of a subject, predicate or object key, if any
+    /// indexed fact has it (two keys have one id exactly when they are equal).
+    pub fn id(&self, key: &str) -> Option<u32> {
+        self.ids.get(key).copied()
+    }
+
+    /// The cosine of `a` and fact `i`'s vector `b` when it is at or above
+    /// `threshold`, else `None`: [`ConvState::cosine_at_least`] reading the
+    /// fact's norms and first half from the index.
+    pub fn cosine_at_least(&self, state: &ConvState, a: Vector<'_>, an: &Norms, i: usize, b: Vector<'_>, threshold: f64) -> Option<f64> {
+        let row = &self.rows[i];
+        if let Some(c) = state.sims.as_ref().and_then(|t| t.get(a, b)) {
+            return (c >= threshold).then_some(c);
+        }
+        let head = &self.heads[row.head.0..row.head.0 + row.head.1];
+        if an.below_with_head(&row.norms, a.values, b.values, head, threshold) {
+            return None;
+        }
+        let c = cosine(a.values, b.values);
+        (c >= threshold).then_some(c)
+    }
+}
+
+/// A [`ScanIndex`] behind a lock, so stages holding `&ConvState` can bring
+/// it up to date. It is derived data: cloning a state clones it, and it
+/// never makes two states differ.
+#[derive(Debug, Default)]
+pub struct ScanCache(Mutex<ScanIndex>);
+
+impl Clone for ScanCache {
+    fn clone(&self) -> ScanCache {
+        ScanCache(Mutex::new(self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()))
+    }
+}
+
 /// One conversation's entities and facts, in creation order.
 #[derive(Debug, Clone, Default)]
 pub struct ConvState {
@@ -200,6 +407,8 @@ pub struct ConvState {
     pub facts: Vec<FactRec>,
     /// Precomputed cosines of the conversation's candidate vectors (sweeps).
     pub sims: Option<Arc<SimTable>>,
+    /// The facts' [`ScanIndex`], brought up to date by [`ConvState::scan`].
+    pub scan: ScanCache,
 }
 
 impl ConvState {
@@ -210,6 +419,28 @@ impl ConvState {
             return c;
         }
         cosine(a.values, b.values)
+    }
+
+    /// The facts' [`ScanIndex`], up to date with `facts`.
+    pub fn scan(&self) -> MutexGuard<'_, ScanIndex> {
+        let mut index = self.scan.0.lock().unwrap_or_else(|p| p.into_inner());
+        index.sync(&self.facts);
+        index
+    }
+
+    /// The cosine of `a` and `b` when it is at or above `threshold`, else
+    /// `None`; equal to [`ConvState::cosine`] wherever it answers. Outside a
+    /// sweep's table, a pair whose [`Norms`] bound lies below the threshold
+    /// is skipped without computing the cosine.
+    pub fn cosine_at_least(&self, a: Vector<'_>, an: &Norms, b: Vector<'_>, bn: &Norms, threshold: f64) -> Option<f64> {
+        if let Some(c) = self.sims.as_ref().and_then(|t| t.get(a, b)) {
+            return (c >= threshold).then_some(c);
+        }
+        if an.below(bn, a.values, b.values, threshold) {
+            return None;
+        }
+        let c = cosine(a.values, b.values);
+        (c >= threshold).then_some(c)
     }
 
     pub fn entity(&self, id: &str) -> Option<&EntityRec> {
@@ -264,5 +495,100 @@ impl FactRec {
             slot: None,
             keys: KeyCache::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic pseudo-random unit vectors (xorshift), and vectors close to them.
+    fn vectors(n: usize, dims: usize, seed: u64) -> Vec<Vec<f32>> {
+        let mut s = seed | 1;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        };
+        let mut out: Vec<Vec<f32>> = Vec::new();
+        for i in 0..n {
+            let mut v: Vec<f32> = if i % 3 == 2 {
+                // A perturbed copy of the previous vector: cosines near 1.
+                out[i - 1].iter().map(|x| x + 0.02 * next()).collect()
+            } else {
+                (0..dims).map(|_| next()).collect()
+            };
+            if i % 7 == 0 {
+                v.iter_mut().take(dims / 3).for_each(|x| *x *= 4.0);
+            }
+            crate::embed::l2_normalize(&mut v);
+            out.push(v);
+        }
+        out
+    }
+
+    #[test]
+    fn cosine_at_least_answers_as_cosine_does() {
+        let st = ConvState::default();
+        let mut skipped = 0;
+        for dims in [8, 31, 64, 256, 384] {
+            let vs = vectors(60, dims, dims as u64);
+            let norms: Vec<Norms> = vs.iter().map(|v| Norms::of(v)).collect();
+            for t in [-1.0, 0.0, 0.5, 0.8, 0.95, 0.99, 1.0] {
+                for (a, an) in vs.iter().zip(&norms) {
+                    for (b, bn) in vs.iter().zip(&norms) {
+                        let c = cosine(a, b);
+                        let got = st.cosine_at_least(Vector { slot: None, values: a }, an, Vector { slot: None, values: b }, bn, t);
+                        assert_eq!(got.map(f64::to_bits), (c >= t).then_some(c.to_bits()), "dims {dims}, t {t}, cosine {c}");
+                        skipped += usize::from(an.below(bn, a, b, t));
+                    }
+                }
+            }
+        }
+        assert!(skipped > 0, "the bound skips some pairs");
+        // Zero and mismatched vectors are never bounded.
+        let z = vec![0f32; 64];
+        let one: Vec<f32> = (0..64).map(|i| if i == 0 { 1.0 } else { 0.0 }).collect();
+        assert!(!Norms::of(&z).below(&Norms::of(&one), &z, &one, 0.5));
+        assert!(!Norms::of(&one[..40]).below(&Norms::of(&one), &one[..40], &one, 0.5));
+    }
+
+    #[test]
+    fn the_scan_index_follows_appended_facts_and_starts_over_on_others() {
+        let vs = vectors(6, 64, 7);
+        let fact = |i: usize| FactRec { embedding: vs[i].clone(), ..FactRec::for_test(&format!("f{i}"), "A", "p", &format!("o{i}")) };
+        let mut st = ConvState::default();
+        st.facts.extend((0..3).map(fact));
+        let probe = Vector { slot: None, values: &vs[5] };
+        let pn = Norms::of(&vs[5]);
+        let check = |st: &ConvState| {
+            let scan = st.scan();
+            assert_eq!(scan.rows.len(), st.facts.len());
+            for (i, f) in st.facts.iter().enumerate() {
+                let (row, k) = (scan.row(i), f.keys());
+                assert_eq!((row.hash, row.spo), (hash64(&f.hash), hash64(&k.spo)));
+                assert_eq!(
+                    [Some(row.subject), Some(row.predicate), Some(row.object)],
+                    [scan.id(&k.subject), scan.id(&k.predicate), scan.id(&k.object)]
+                );
+                for t in [-1.0, 0.0, 0.3] {
+                    assert_eq!(
+                        scan.cosine_at_least(st, probe, &pn, i, f.vector(), t),
+                        st.cosine_at_least(probe, &pn, f.vector(), &Norms::of(&f.embedding), t)
+                    );
+                }
+            }
+        };
+        check(&st);
+        st.facts.extend((3..5).map(fact));
+        check(&st);
+        let copy = st.clone();
+        check(&copy);
+        // Not an extension of what was indexed: rebuilt.
+        st.facts = vec![fact(4), fact(0)];
+        check(&st);
+        st.facts.clear();
+        check(&st);
     }
 }

@@ -91,6 +91,8 @@ pub(crate) fn cand(conv: &str, ep: &str, n: usize, turn: &str, content: &str, ou
         subject_entity: Some(format!("{conv}/e0")),
         object_entity: None,
         verdicts: Vec::new(),
+        neither_unlisted: 0,
+        unlisted: Vec::new(),
         ended: Vec::new(),
         stored,
     }
@@ -124,6 +126,7 @@ fn verdict(live: &str, verdict: Verdict, judged: Verdict) -> FinalVerdict {
         judged,
         review_needed: false,
         guard: (verdict != judged).then(|| "low_confidence".to_string()),
+        cosine: 0.5,
     }
 }
 

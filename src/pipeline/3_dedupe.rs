@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Batch;
 use crate::config::Config;
-use crate::state::{ConvState, Vector};
+use crate::state::{ConvState, Norms, Vector, hash64};
 
 /// What a candidate is compared with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -115,18 +115,12 @@ pub fn dedupe(items: &[DedupeItem<'_>], state: &ConvState, now: Option<&str>, ne
     let mut out: Vec<DedupeOutcome> = Vec::with_capacity(items.len());
     // Batch survivors' validUntil as closures of this batch set it.
     let mut batch_until: Vec<Option<String>> = items.iter().map(|i| i.valid_until.map(str::to_string)).collect();
+    let norms: Vec<Norms> = items.iter().map(|i| Norms::of(i.embedding.values)).collect();
+    let (live_exact, live_near) = against_live(items, &norms, now, state, near_dup_threshold);
     for (i, item) in items.iter().enumerate() {
         let key = item.spo;
-        let live_exact = current.iter().find_map(|f| {
-            if f.hash == item.hash {
-                Some((f, MatchBy::Hash))
-            } else if f.spo_key() == key {
-                Some((f, MatchBy::Spo))
-            } else {
-                None
-            }
-        });
-        if let Some((f, by)) = live_exact {
+        if let Some((k, by)) = live_exact[i] {
+            let f = current[k];
             out.push(match item.valid_until {
                 Some(until) if f.valid_until.as_deref() != Some(until) => DedupeOutcome::Closure {
                     of: Target::Live(f.id.clone()),
@@ -163,12 +157,13 @@ pub fn dedupe(items: &[DedupeItem<'_>], state: &ConvState, now: Option<&str>, ne
             Live(usize),
             Batch(usize),
         }
-        let near = current
-            .iter()
-            .enumerate()
-            .map(|(k, f)| (state.cosine(item.embedding, f.vector()), Near::Live(k)))
-            .chain(survivors.map(|j| (state.cosine(item.embedding, items[j].embedding), Near::Batch(j))))
-            .filter(|(c, _)| *c >= near_dup_threshold)
+        let near = live_near[i]
+            .map(|(c, k)| (c, Near::Live(k)))
+            .into_iter()
+            .chain(survivors.filter_map(|j| {
+                let c = state.cosine_at_least(item.embedding, &norms[i], items[j].embedding, &norms[j], near_dup_threshold)?;
+                Some((c, Near::Batch(j)))
+            }))
             .fold(None::<(f64, Near)>, |best, (c, t)| match best {
                 Some((bc, _)) if bc >= c => best,
                 _ => Some((c, t)),
@@ -180,6 +175,49 @@ pub fn dedupe(items: &[DedupeItem<'_>], state: &ConvState, now: Option<&str>, ne
         });
     }
     out
+}
+
+/// A current fact (its position among them) an item matches exactly, and how.
+type ExactLive = (usize, MatchBy);
+/// The cosine of the nearest current fact at or above the threshold, and its position.
+type NearLive = (f64, usize);
+
+/// Per item, what the current facts (positions among them, in order) hold
+/// for it: the first with the same content hash or, failing that, the same
+/// s|p|o; and the nearest at or above `threshold` (the first of equal best).
+/// One pass over the facts, reading the state's [`ScanIndex`], with the
+/// items inside; a string is compared only where its hash agrees.
+///
+/// [`ScanIndex`]: crate::state::ScanIndex
+fn against_live(
+    items: &[DedupeItem<'_>],
+    norms: &[Norms],
+    now: Option<&str>,
+    state: &ConvState,
+    threshold: f64,
+) -> (Vec<Option<ExactLive>>, Vec<Option<NearLive>>) {
+    let keys: Vec<(u64, u64)> = items.iter().map(|i| (hash64(i.hash), hash64(i.spo))).collect();
+    let mut exact: Vec<Option<ExactLive>> = vec![None; items.len()];
+    let mut near: Vec<Option<NearLive>> = vec![None; items.len()];
+    let scan = state.scan();
+    for (k, (pos, f)) in state.facts.iter().enumerate().filter(|(_, f)| f.is_current(now)).enumerate() {
+        let row = scan.row(pos);
+        for (i, item) in items.iter().enumerate() {
+            if exact[i].is_some() {
+                continue;
+            }
+            if row.hash == keys[i].0 && f.hash == item.hash {
+                exact[i] = Some((k, MatchBy::Hash));
+            } else if row.spo == keys[i].1 && f.spo_key() == item.spo {
+                exact[i] = Some((k, MatchBy::Spo));
+            } else if let Some(c) = scan.cosine_at_least(state, item.embedding, &norms[i], pos, f.vector(), threshold)
+                && near[i].is_none_or(|(best, _)| c > best)
+            {
+                near[i] = Some((c, k));
+            }
+        }
+    }
+    (exact, near)
 }
 
 /// Live facts anchored (by subject) on an entity whose last current link ends

@@ -2,12 +2,14 @@
 //! [`CandidateRecord`] per candidate fact (a row of `facts.jsonl`) and an
 //! [`EpisodeRecord`] per episode (a row of `episodes.jsonl`).
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::judge::FinalVerdict;
 use super::resolve::EntityDecision;
 use super::write::{InsertOutcome, Outcome, WriteResult};
-use crate::types::{FactKind, FactType, LlmUsage, ValueTier, Warning, string_enum};
+use crate::types::{FactKind, FactType, LlmUsage, ValueTier, Verdict, Warning, string_enum};
 
 string_enum! {
     /// What became of a candidate fact, as `facts.jsonl` names it.
@@ -97,10 +99,63 @@ pub struct CandidateRecord {
     pub related: Option<String>,
     pub subject_entity: Option<String>,
     pub object_entity: Option<String>,
+    /// Its judged pairs, in pair order: every pair but the plain `neither`
+    /// ones (judged and final verdict `neither`, no guard, no review), and
+    /// of those the [`LISTED_NEITHER`] nearest by cosine.
     pub verdicts: Vec<FinalVerdict>,
+    /// Plain `neither` pairs judged but not listed in `verdicts` (written
+    /// only when not 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub neither_unlisted: usize,
+    /// Those pairs themselves, in pair order: kept in memory for the run's
+    /// metrics (every judged pair counts), never written.
+    #[serde(skip)]
+    pub unlisted: Vec<FinalVerdict>,
     /// Facts this candidate invalidated or closed (applied, cascades included).
     pub ended: Vec<String>,
     pub stored: bool,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Plain `neither` pairs listed per candidate in `facts.jsonl`; the rest are
+/// counted (`neither_unlisted`).
+pub const LISTED_NEITHER: usize = 3;
+
+impl CandidateRecord {
+    /// Every judged pair: the listed ones, then the unlisted.
+    pub fn all_verdicts(&self) -> impl Iterator<Item = &FinalVerdict> {
+        self.verdicts.iter().chain(&self.unlisted)
+    }
+
+    /// Number of judged pairs, listed or not.
+    pub fn pairs_judged(&self) -> usize {
+        self.verdicts.len() + self.neither_unlisted
+    }
+
+    /// Moves the plain `neither` pairs beyond the [`LISTED_NEITHER`] nearest
+    /// (highest cosine, ties to the earlier pair) out of `verdicts` into
+    /// `unlisted`, and counts them. The listed pairs keep their order.
+    pub fn list_verdicts(&mut self) {
+        let plain =
+            |v: &FinalVerdict| v.verdict == Verdict::Neither && v.judged == Verdict::Neither && v.guard.is_none() && !v.review_needed;
+        let mut nearest: Vec<usize> = (0..self.verdicts.len()).filter(|&i| plain(&self.verdicts[i])).collect();
+        if nearest.len() <= LISTED_NEITHER {
+            return;
+        }
+        let key = |c: f64| if c.is_nan() { f64::NEG_INFINITY } else { c };
+        nearest.sort_by(|&a, &b| key(self.verdicts[b].cosine).total_cmp(&key(self.verdicts[a].cosine)).then(a.cmp(&b)));
+        let dropped: std::collections::BTreeSet<usize> = nearest[LISTED_NEITHER..].iter().copied().collect();
+        let (mut listed, mut unlisted) = (Vec::new(), Vec::new());
+        for (i, v) in std::mem::take(&mut self.verdicts).into_iter().enumerate() {
+            if dropped.contains(&i) { unlisted.push(v) } else { listed.push(v) }
+        }
+        self.verdicts = listed;
+        self.neither_unlisted += unlisted.len();
+        self.unlisted.extend(unlisted);
+    }
 }
 
 /// One episode's record (a row of `episodes.jsonl`) with its candidates.
@@ -133,9 +188,12 @@ pub struct WriteCounts {
 }
 
 /// Folds what the write stage did into the candidates' records: the final
-/// outcome of each insert, and the facts each candidate ended.
+/// outcome of each insert, and the facts each candidate ended. Then, the
+/// store having every judged pair as a `verdicts` row, lists each record's
+/// verdicts for `facts.jsonl` ([`CandidateRecord::list_verdicts`]).
 pub fn settle(records: &mut [CandidateRecord], result: &WriteResult) -> WriteCounts {
     let mut counts = WriteCounts::default();
+    let index: HashMap<String, usize> = records.iter().enumerate().map(|(i, r)| (r.id.clone(), i)).collect();
     for a in &result.audit {
         match a.outcome {
             Outcome::Invalidated => counts.invalidations += 1,
@@ -144,13 +202,14 @@ pub fn settle(records: &mut [CandidateRecord], result: &WriteResult) -> WriteCou
             _ => {}
         }
         if matches!(a.outcome, Outcome::Invalidated | Outcome::Closed)
-            && let (Some(rec), Some(t)) = (records.iter_mut().find(|r| r.id == a.candidate_id), &a.target_fact_id)
+            && let (Some(&i), Some(t)) = (index.get(&a.candidate_id), &a.target_fact_id)
         {
-            rec.ended.push(t.clone());
+            records[i].ended.push(t.clone());
         }
     }
     for (cand, outcome, audit) in &result.inserts {
-        let Some(rec) = records.iter_mut().find(|r| &r.id == cand) else { continue };
+        let Some(&i) = index.get(cand) else { continue };
+        let rec = &mut records[i];
         let a = &result.audit[*audit];
         (rec.outcome, rec.stored) = CandidateOutcome::of_insert(*outcome);
         rec.reason = a.reason.clone();
@@ -158,5 +217,106 @@ pub fn settle(records: &mut [CandidateRecord], result: &WriteResult) -> WriteCou
             rec.related = a.target_fact_id.clone();
         }
     }
+    for rec in records.iter_mut() {
+        rec.list_verdicts();
+    }
     counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::judge::PairReason;
+    use crate::types::FactKind;
+
+    fn verdict(live: &str, cosine: f64, verdict: Verdict, guard: Option<&str>) -> FinalVerdict {
+        FinalVerdict {
+            live_id: live.into(),
+            reason: PairReason::SamePredicate,
+            verdict,
+            judged: if guard.is_some() { Verdict::Old } else { verdict },
+            review_needed: false,
+            guard: guard.map(str::to_string),
+            cosine,
+        }
+    }
+
+    fn record(verdicts: Vec<FinalVerdict>) -> CandidateRecord {
+        CandidateRecord {
+            id: "c/e2/c0".into(),
+            conversation: "c".into(),
+            episode: "e2".into(),
+            turn: "t2".into(),
+            subject: "Alice".into(),
+            predicate: "prefers".into(),
+            object: "tea".into(),
+            kind: FactKind::Literal,
+            fact_type: FactType::Preference,
+            content: "Alice prefers tea".into(),
+            confidence: 0.9,
+            value_score: 0.6,
+            tier: ValueTier::Contextual,
+            content_hash: "h".into(),
+            outcome: CandidateOutcome::Created,
+            reason: String::new(),
+            related: None,
+            subject_entity: None,
+            object_entity: None,
+            verdicts,
+            neither_unlisted: 0,
+            unlisted: Vec::new(),
+            ended: Vec::new(),
+            stored: true,
+        }
+    }
+
+    #[test]
+    fn facts_jsonl_lists_the_nearest_plain_neither_pairs_and_counts_the_rest() {
+        use Verdict::{Neither, Old};
+        let all = vec![
+            verdict("f0", 0.30, Neither, None),
+            verdict("f1", 0.90, Old, None),
+            verdict("f2", 0.85, Neither, None),
+            verdict("f3", 0.10, Neither, Some("below_min_trusted_confidence")),
+            verdict("f4", 0.85, Neither, None),
+            verdict("f5", 0.20, Neither, None),
+            verdict("f6", 0.95, Neither, None),
+            verdict("f7", 0.85, Neither, None),
+        ];
+        let mut r = record(all.clone());
+        r.list_verdicts();
+        let listed: Vec<&str> = r.verdicts.iter().map(|v| v.live_id.as_str()).collect();
+        // Non-neither and guarded pairs in full; of the six plain ones the
+        // three nearest (0.95, then the earlier two of the three 0.85s), in pair order.
+        assert_eq!(listed, ["f1", "f2", "f3", "f4", "f6"]);
+        assert_eq!(r.neither_unlisted, 3);
+        let unlisted: Vec<&str> = r.unlisted.iter().map(|v| v.live_id.as_str()).collect();
+        assert_eq!(unlisted, ["f0", "f5", "f7"]);
+        assert_eq!(r.pairs_judged(), all.len());
+        assert_eq!(r.all_verdicts().count(), all.len());
+        let row: serde_json::Value = serde_json::to_value(&r).unwrap();
+        assert_eq!(row["neither_unlisted"], 3);
+        assert_eq!(row["verdicts"].as_array().unwrap().len(), 5);
+        assert!(row.get("unlisted").is_none() && row["verdicts"][0].get("cosine").is_none());
+        // Listing again changes nothing.
+        let before = r.clone();
+        r.list_verdicts();
+        assert_eq!(r, before);
+    }
+
+    #[test]
+    fn a_record_with_few_neither_pairs_is_written_as_before() {
+        let few = vec![
+            verdict("f0", 0.3, Verdict::Neither, None),
+            verdict("f1", 0.2, Verdict::Neither, None),
+            verdict("f2", 0.1, Verdict::Neither, None),
+        ];
+        let mut r = record(few.clone());
+        r.list_verdicts();
+        assert_eq!((r.verdicts.clone(), r.neither_unlisted), (few, 0));
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(!text.contains("neither_unlisted") && !text.contains("unlisted"), "{text}");
+        let back: CandidateRecord = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.neither_unlisted, 0);
+    }
 }

@@ -7,6 +7,7 @@ mod ci;
 mod cli;
 mod determinism;
 mod gate;
+mod judging;
 mod kill_rerun;
 mod llm_replay;
 mod locomo_data;

@@ -17,6 +17,10 @@ pub struct FinalVerdict {
     pub review_needed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guard: Option<String>,
+    /// The pair's cosine, which orders a candidate's pairs by nearness
+    /// (not written: `facts.jsonl` rows keep their shape).
+    #[serde(skip)]
+    pub cosine: f64,
 }
 
 /// What the guards need of each candidate.
@@ -59,7 +63,15 @@ pub fn apply_guards(
                     guard = Some("below_min_trusted_confidence".into());
                 }
             }
-            FinalVerdict { live_id: p.live_id.clone(), reason: p.reason, verdict, judged, review_needed: review, guard }
+            FinalVerdict {
+                live_id: p.live_id.clone(),
+                reason: p.reason,
+                verdict,
+                judged,
+                review_needed: review,
+                guard,
+                cosine: p.pair.cosine,
+            }
         })
         .collect()
 }

@@ -18,8 +18,8 @@ mod rules;
 
 pub use guards::{FinalVerdict, GuardInput, apply_guards};
 pub use llm::LlmJudge;
-pub use pairs::{FoundPair, PairInput, PairReason, find_pairs};
-pub use rules::RulesJudge;
+pub use pairs::{FoundPair, PairInput, PairReason, PairRules, find_pairs};
+pub use rules::{Antonyms, PolarityKeys, RulesJudge, polarity_conflict};
 
 /// One side of a pair, as a judge sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -110,7 +110,7 @@ pub fn stage(
         .iter()
         .map(|&i| PairInput { fact: PairFact::of(&batch.facts[i].fact), embedding: batch.vector(i), keys: &batch.keys[i] })
         .collect();
-    let pairs = find_pairs(&inputs, state, now, cfg.contradiction_band_min, cfg.near_dup_threshold);
+    let pairs = find_pairs(&inputs, state, now, &PairRules::new(cfg));
     let mut out = Judged { verdicts: vec![Vec::new(); batch.len()], ..Judged::default() };
     let answer = if pairs.is_empty() {
         Ok(JudgeOutput::default())
@@ -142,6 +142,8 @@ pub fn stage(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+
     use crate::state::{FactKeys, FactRec, Vector};
 
     /// A candidate for pairing; its keys are leaked (tests only).
@@ -225,13 +227,173 @@ mod tests {
             pin(pf("Alice", "is employed by", "Meta", "", None), Vector { slot: None, values: &band }),
             pin(pf("Alice", "likes", "tea", "", None), Vector { slot: None, values: &e0 }),
         ];
-        let found = find_pairs(&cands, &st, None, 0.80, 0.95);
+        let found = find_pairs(&cands, &st, None, &PairRules::new(&Config::default()));
         let got: Vec<_> = found.iter().map(|p| (p.candidate, p.live_id.as_str(), p.reason)).collect();
         assert_eq!(
             got,
             vec![(0, "f1", PairReason::SamePredicate), (1, "f1", PairReason::EndsRelationship), (2, "f1", PairReason::SimilarContent),]
         );
         assert!(found.iter().enumerate().all(|(i, p)| p.pair.index == i));
+    }
+
+    fn live_content(id: &str, s: &str, p: &str, o: &str, content: &str, emb: Vec<f32>) -> FactRec {
+        let mut f = live_rec(id, s, p, o, emb);
+        f.content = content.into();
+        f
+    }
+
+    fn pairs_of(found: &[FoundPair]) -> Vec<(usize, &str, PairReason)> {
+        found.iter().map(|p| (p.candidate, p.live_id.as_str(), p.reason)).collect()
+    }
+
+    #[test]
+    fn multi_valued_predicates_pair_only_to_end_or_on_polarity_conflict() {
+        let mut st = ConvState::default();
+        let e = vec![1.0f32, 0.0];
+        st.facts.push(live_content("f1", "Alice", "likes", "tea", "Alice likes tea", e.clone()));
+        st.facts.push(live_content("f2", "Alice", "likes", "coffee", "Alice likes coffee", e.clone()));
+        st.facts.push(live_content("f3", "Alice", "enjoys", "chess", "Alice enjoys chess", e.clone()));
+        // Cosine 0.85 with every fact: in the similar-content band.
+        let band = [0.85f32, (1.0f32 - 0.85 * 0.85).sqrt()];
+        let v = |values| Vector { slot: None, values };
+        let cands = [
+            // Another like: same predicate, different object; both stand.
+            pin(pf("Alice", "likes", "sushi", "Alice likes sushi", None), v(&band)),
+            // Ends the tea relationship.
+            pin(pf("Alice", "likes", "tea", "Alice likes tea", Some("2024-01-01")), v(&band)),
+            // A negation: a polarity conflict with both likes ("alice", "likes" shared), not with chess.
+            pin(pf("Alice", "likes", "green tea", "Alice likes green tea but never coffee", None), v(&band)),
+            // An antonym split with the tea fact: likes / dislikes, 2 shared words.
+            pin(pf("Alice", "hates", "tea bags", "Alice dislikes tea bags", None), v(&band)),
+        ];
+        let cfg = Config::default();
+        let found = find_pairs(&cands, &st, None, &PairRules::new(&cfg));
+        assert_eq!(
+            pairs_of(&found),
+            vec![
+                (1, "f1", PairReason::EndsRelationship),
+                (2, "f1", PairReason::SamePredicate),
+                (2, "f2", PairReason::SamePredicate),
+                (3, "f1", PairReason::SimilarContent),
+            ]
+        );
+        // The same candidates with no multi-valued predicate: the three conditions alone.
+        let mut open = cfg.clone();
+        open.multi_valued_predicates.clear();
+        let found = find_pairs(&cands, &st, None, &PairRules::new(&open));
+        let got = pairs_of(&found);
+        assert!(got.contains(&(0, "f1", PairReason::SamePredicate)) && got.contains(&(0, "f2", PairReason::SamePredicate)), "{got:?}");
+        assert!(got.contains(&(0, "f3", PairReason::SimilarContent)), "{got:?}");
+        assert_eq!(got.len(), 12, "every candidate with every fact: {got:?}");
+    }
+
+    #[test]
+    fn the_cap_keeps_the_nearest_pairs_in_live_order_ties_to_the_earlier_fact() {
+        // Cosines with the candidate's vector [1, 0]: f0 0.2, f1 0.9, f2 0.5, f3 0.9, f4 0.7, f5 0.9.
+        let at = |c: f32| vec![c, (1.0 - c * c).sqrt()];
+        let mut st = ConvState::default();
+        for (i, c) in [0.2f32, 0.9, 0.5, 0.9, 0.7, 0.9].into_iter().enumerate() {
+            st.facts.push(live_rec(&format!("f{i}"), "Alice", "prefers", &format!("thing {i}"), at(c)));
+        }
+        let one = [1.0f32, 0.0];
+        let cands = [pin(pf("Alice", "prefers", "tea", "Alice prefers tea", None), Vector { slot: None, values: &one })];
+        let mut cfg = Config::default();
+        let ids =
+            |cfg: &Config| -> Vec<String> { find_pairs(&cands, &st, None, &PairRules::new(cfg)).into_iter().map(|p| p.live_id).collect() };
+        assert_eq!(ids(&cfg), ["f0", "f1", "f2", "f3", "f4", "f5"], "under the cap every pair stays");
+        cfg.max_pairs_per_candidate = 4;
+        assert_eq!(ids(&cfg), ["f1", "f3", "f4", "f5"]);
+        cfg.max_pairs_per_candidate = 2;
+        assert_eq!(ids(&cfg), ["f1", "f3"], "equal cosines: the earlier facts");
+        assert_eq!(ids(&cfg), ids(&cfg));
+        cfg.max_pairs_per_candidate = 1;
+        let found = find_pairs(&cands, &st, None, &PairRules::new(&cfg));
+        assert_eq!((found.len(), found[0].live_id.as_str(), found[0].pair.index), (1, "f1", 0));
+    }
+
+    /// The polarity rule as it was written before its keys were precomputed.
+    fn polarity_reference(antonyms: &[[String; 2]], min_shared: usize, a: &str, b: &str) -> bool {
+        let words = |s: &str| -> Vec<String> {
+            s.to_lowercase().split(|c: char| !(c.is_alphanumeric() || c == '\'')).filter(|w| !w.is_empty()).map(str::to_string).collect()
+        };
+        let (ta, tb) = (words(a), words(b));
+        let mut distinct = ta.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if distinct.iter().filter(|t| tb.contains(t)).count() < min_shared {
+            return false;
+        }
+        let neg = [
+            "not", "no", "never", "don't", "doesn't", "didn't", "isn't", "aren't", "wasn't", "won't", "can't", "cannot", "dont", "doesnt",
+            "isnt", "longer",
+        ];
+        let negated = |t: &[String]| t.iter().any(|w| neg.contains(&w.as_str()));
+        if negated(&ta) != negated(&tb) {
+            return true;
+        }
+        let has = |t: &[String], w: &str| t.iter().any(|x| x == w);
+        antonyms.iter().any(|[x, y]| {
+            let (x, y) = (x.to_lowercase(), y.to_lowercase());
+            (has(&ta, &x) && has(&tb, &y) && !has(&ta, &y) && !has(&tb, &x))
+                || (has(&ta, &y) && has(&tb, &x) && !has(&ta, &x) && !has(&tb, &y))
+        })
+    }
+
+    #[test]
+    fn precomputed_polarity_keys_answer_as_the_rule_on_text_did() {
+        let texts = [
+            "Alice loves sushi",
+            "Alice hates sushi",
+            "Alice does not drink coffee",
+            "Alice drinks coffee",
+            "Dark mode: enabled",
+            "dark mode: DISABLED",
+            "I love it",
+            "they hate rain",
+            "Alice likes tea, not coffee",
+            "Alice likes coffee",
+            "Alice no longer works at Google",
+            "Alice works at Google",
+            "Allow all, deny none",
+            "always on",
+            "never off",
+            "yes yes",
+            "no",
+            "",
+            "Alice's car isn't red",
+            "Alice's car is red",
+        ];
+        let mut many = Config::default().antonyms;
+        for i in 0..70 {
+            many.push([format!("w{i}a"), format!("w{i}b")]);
+        }
+        many.push(["Enabled".into(), "Disabled".into()]);
+        for antonyms in [Config::default().antonyms, many] {
+            let list = Antonyms::interned(&antonyms);
+            for min in [0, 1, 2, 3] {
+                for a in texts {
+                    for b in texts {
+                        let keys = (PolarityKeys::of(a, &list), PolarityKeys::of(b, &list));
+                        assert_eq!(
+                            polarity_conflict(&keys.0, &keys.1, min),
+                            polarity_reference(&antonyms, min, a, b),
+                            "{a:?} / {b:?}, {min}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(Arc::ptr_eq(&Antonyms::interned(&Config::default().antonyms), &Antonyms::interned(&Config::default().antonyms)));
+    }
+
+    #[test]
+    fn a_facts_cached_polarity_keys_serve_only_their_antonym_list() {
+        let f = live_content("f1", "Alice", "likes", "tea", "Alice likes tea", vec![]);
+        let default = Antonyms::interned(&Config::default().antonyms);
+        let other = Antonyms::interned(&[["tea".to_string(), "coffee".to_string()]]);
+        assert!(f.polarity(&default).is_for(&default));
+        assert!(f.polarity(&other).is_for(&other), "computed afresh for another list");
+        assert_eq!(*f.polarity(&default), PolarityKeys::of("Alice likes tea", &default));
     }
 
     fn found(reason: PairReason) -> FoundPair {

@@ -1,8 +1,12 @@
 //! Stage 4a, pairing: which live facts a surviving candidate may contradict.
 //! Rules in docs/pipeline.md, "Stage 4: judge".
 
+use std::sync::Arc;
+
+use super::rules::{Antonyms, PolarityKeys, polarity_conflict};
 use super::{JudgePair, PairFact};
-use crate::state::{ConvState, FactKeys, Vector};
+use crate::config::Config;
+use crate::state::{ConvState, FactKeys, FactRec, Norms, Vector};
 use crate::types::string_enum;
 
 string_enum! {
@@ -37,28 +41,100 @@ pub struct FoundPair {
     pub pair: JudgePair,
 }
 
-/// Pairs each candidate with the current live facts it may contradict.
-pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&str>, band_min: f64, band_max: f64) -> Vec<FoundPair> {
-    let mut out = Vec::new();
-    let current: Vec<_> = state.facts.iter().filter(|f| f.is_current(now)).collect();
-    for (ci, c) in candidates.iter().enumerate() {
-        let (cs, cp, co) = (&c.keys.subject, &c.keys.predicate, &c.keys.object);
-        for live in &current {
-            let k = live.keys();
-            if k.subject != *cs {
+/// What pairing needs of the config: the cosine band, which predicates are
+/// multi-valued, the polarity rule's figures, and the cap per candidate.
+#[derive(Debug, Clone)]
+pub struct PairRules {
+    pub band_min: f64,
+    pub band_max: f64,
+    /// `multi_valued_predicates`, lower-cased.
+    multi_valued: Vec<String>,
+    antonyms: Arc<Antonyms>,
+    min_shared_tokens: usize,
+    pub max_per_candidate: usize,
+}
+
+impl PairRules {
+    pub fn new(cfg: &Config) -> PairRules {
+        PairRules {
+            band_min: cfg.contradiction_band_min,
+            band_max: cfg.near_dup_threshold,
+            multi_valued: cfg.multi_valued_predicates.iter().map(|p| p.trim().to_lowercase()).collect(),
+            antonyms: Antonyms::interned(&cfg.antonyms),
+            min_shared_tokens: cfg.antonym_min_shared_tokens,
+            max_per_candidate: cfg.max_pairs_per_candidate,
+        }
+    }
+
+    /// Whether a (lower-cased) predicate holds many objects at once.
+    pub fn is_multi_valued(&self, predicate: &str) -> bool {
+        self.multi_valued.iter().any(|p| p == predicate.trim())
+    }
+}
+
+/// Pairs each candidate with the current live facts it may contradict: the
+/// three conditions, except that a candidate whose predicate is
+/// multi-valued pairs only to end a relationship or on a polarity conflict
+/// (both facts could stand otherwise); then at most `max_per_candidate`
+/// pairs per candidate, the nearest by cosine (ties: the earlier live fact),
+/// kept in live-fact order. Pairs are indexed in candidate, then live-fact
+/// order.
+pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&str>, rules: &PairRules) -> Vec<FoundPair> {
+    let current: Vec<(usize, &FactRec)> = state.facts.iter().enumerate().filter(|(_, f)| f.is_current(now)).collect();
+    let scan = state.scan();
+    // A multi-valued candidate's polarity keys, and every candidate's norms, computed once.
+    let polarity: Vec<Option<PolarityKeys>> = candidates
+        .iter()
+        .map(|c| rules.is_multi_valued(&c.keys.predicate).then(|| PolarityKeys::of(&c.fact.content, &rules.antonyms)))
+        .collect();
+    let norms: Vec<Norms> = candidates.iter().map(|c| Norms::of(c.embedding.values)).collect();
+    // Per candidate: (cosine, position in `current`, reason). One pass over
+    // the facts with the candidates inside, so each fact is read once.
+    let mut found: Vec<Vec<(f64, usize, PairReason)>> = vec![Vec::new(); candidates.len()];
+    // The candidates' keys as the index's ids (none: no fact has that key).
+    let ids: Vec<[Option<u32>; 3]> =
+        candidates.iter().map(|c| [scan.id(&c.keys.subject), scan.id(&c.keys.predicate), scan.id(&c.keys.object)]).collect();
+    for (li, &(pos, live)) in current.iter().enumerate() {
+        let row = scan.row(pos);
+        let mut live_polarity = None;
+        for (ci, c) in candidates.iter().enumerate() {
+            let [subject, predicate, object] = ids[ci];
+            if subject != Some(row.subject) {
                 continue;
             }
-            let same_object = k.object == *co;
-            let cos = state.cosine(c.embedding, live.vector());
-            let reason = if k.predicate == *cp && !same_object {
-                PairReason::SamePredicate
-            } else if same_object && c.fact.valid_until.is_some() {
+            let reason = if object == Some(row.object) {
+                if c.fact.valid_until.is_none() {
+                    continue;
+                }
                 PairReason::EndsRelationship
-            } else if !same_object && cos >= band_min && cos < band_max {
-                PairReason::SimilarContent
-            } else {
+            } else if let Some(p) = &polarity[ci]
+                && !polarity_conflict(p, live_polarity.get_or_insert_with(|| live.polarity(&rules.antonyms)), rules.min_shared_tokens)
+            {
+                // Multi-valued: both facts can stand.
                 continue;
+            } else if predicate == Some(row.predicate) {
+                PairReason::SamePredicate
+            } else {
+                // Paired only if the cosine falls in the band (below).
+                PairReason::SimilarContent
             };
+            let cos = if reason == PairReason::SimilarContent {
+                match scan.cosine_at_least(state, c.embedding, &norms[ci], pos, live.vector(), rules.band_min) {
+                    Some(cos) if cos < rules.band_max => cos,
+                    _ => continue,
+                }
+            } else {
+                state.cosine(c.embedding, live.vector())
+            };
+            found[ci].push((cos, li, reason));
+        }
+    }
+    drop(scan);
+    let mut out = Vec::new();
+    for (ci, (c, mut pairs)) in candidates.iter().zip(found).enumerate() {
+        keep_nearest(&mut pairs, rules.max_per_candidate);
+        for (cos, li, reason) in pairs {
+            let live = current[li].1;
             let index = out.len();
             out.push(FoundPair {
                 candidate: ci,
@@ -69,4 +145,17 @@ pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&
         }
     }
     out
+}
+
+/// Keeps the `cap` nearest of one candidate's pairs (cosine, live-fact
+/// position, reason): highest cosine first, a NaN lowest, ties to the
+/// earlier live fact; the kept pairs stay in live-fact order.
+fn keep_nearest(pairs: &mut Vec<(f64, usize, PairReason)>, cap: usize) {
+    if pairs.len() <= cap {
+        return;
+    }
+    let key = |c: f64| if c.is_nan() { f64::NEG_INFINITY } else { c };
+    pairs.sort_by(|a, b| key(b.0).total_cmp(&key(a.0)).then(a.1.cmp(&b.1)));
+    pairs.truncate(cap);
+    pairs.sort_by_key(|p| p.1);
 }

@@ -1,5 +1,7 @@
 //! Stage 4b, the rules judge: a deterministic verdict per pair.
 
+use std::sync::{Arc, Mutex};
+
 use super::{Judge, JudgeContext, JudgeOutput, JudgePair};
 use crate::config::Config;
 use crate::error::Result;
@@ -12,7 +14,7 @@ use crate::types::Verdict;
 /// relationship; anything else stands.
 pub struct RulesJudge {
     single_valued: Vec<String>,
-    antonyms: Vec<[String; 2]>,
+    antonyms: Arc<Antonyms>,
     min_shared_tokens: usize,
 }
 
@@ -22,7 +24,7 @@ impl RulesJudge {
     pub fn new(cfg: &Config) -> Self {
         RulesJudge {
             single_valued: cfg.single_valued_predicates.iter().map(|p| p.to_lowercase()).collect(),
-            antonyms: cfg.antonyms.iter().map(|[a, b]| [a.to_lowercase(), b.to_lowercase()]).collect(),
+            antonyms: Antonyms::interned(&cfg.antonyms),
             min_shared_tokens: cfg.antonym_min_shared_tokens,
         }
     }
@@ -51,23 +53,99 @@ impl RulesJudge {
     /// Negation polarity differs, or an antonym pair splits the two texts,
     /// and they share at least `min_shared_tokens` tokens.
     pub fn polarity_conflict(&self, a: &str, b: &str) -> bool {
-        let (la, lb) = (a.to_lowercase(), b.to_lowercase());
-        let (ta, tb) = (words(&la), words(&lb));
-        let mut distinct_a = ta.clone();
-        distinct_a.sort_unstable();
-        distinct_a.dedup();
-        let shared = distinct_a.iter().filter(|t| tb.contains(t)).count();
-        if shared < self.min_shared_tokens {
-            return false;
+        let (a, b) = (PolarityKeys::of(a, &self.antonyms), PolarityKeys::of(b, &self.antonyms));
+        polarity_conflict(&a, &b, self.min_shared_tokens)
+    }
+}
+
+/// The polarity rule on two texts' [`PolarityKeys`] (computed against the
+/// same antonym list): negation differs or an antonym pair splits them, and
+/// they share at least `min_shared` distinct words. The split is a few mask
+/// operations; the shared words are counted only when it holds.
+pub fn polarity_conflict(a: &PolarityKeys, b: &PolarityKeys, min_shared: usize) -> bool {
+    debug_assert_eq!(a.list, b.list, "polarity keys of two antonym lists");
+    let splits = |(xa, ya): (u64, u64), (xb, yb): (u64, u64)| (xa & yb & !ya & !xb) | (ya & xb & !xa & !yb) != 0;
+    let split = a.negated != b.negated || splits((a.x, a.y), (b.x, b.y)) || a.more.iter().zip(&b.more).any(|(&ma, &mb)| splits(ma, mb));
+    split && shared_at_least(&a.words, &b.words, min_shared)
+}
+
+/// Whether two sorted lists of distinct words have at least `n` in common.
+fn shared_at_least(a: &[Box<str>], b: &[Box<str>], n: usize) -> bool {
+    let (mut i, mut j, mut shared) = (0, 0, 0);
+    while shared < n && i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                shared += 1;
+                i += 1;
+                j += 1;
+            }
         }
-        let negated = |t: &[&str]| t.iter().any(|w| NEGATIONS.contains(w));
-        if negated(&ta) != negated(&tb) {
-            return true;
+    }
+    shared >= n
+}
+
+/// A config's antonym pairs, lower-cased and interned: each distinct list
+/// gets one id for the life of the process, so a fact's [`PolarityKeys`],
+/// computed once and cached with the fact, are reused only for the list
+/// they were computed against.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Antonyms {
+    id: usize,
+    pairs: Vec<[String; 2]>,
+}
+
+impl Antonyms {
+    /// The interned list equal to `pairs` (lower-cased).
+    pub fn interned(pairs: &[[String; 2]]) -> Arc<Antonyms> {
+        static LISTS: Mutex<Vec<Arc<Antonyms>>> = Mutex::new(Vec::new());
+        let pairs: Vec<[String; 2]> = pairs.iter().map(|[a, b]| [a.to_lowercase(), b.to_lowercase()]).collect();
+        let mut lists = LISTS.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(l) = lists.iter().find(|l| l.pairs == pairs) {
+            return l.clone();
         }
-        let has = |t: &[&str], w: &str| t.contains(&w);
-        self.antonyms.iter().any(|[x, y]| {
-            (has(&ta, x) && has(&tb, y) && !has(&ta, y) && !has(&tb, x)) || (has(&ta, y) && has(&tb, x) && !has(&ta, x) && !has(&tb, y))
-        })
+        let l = Arc::new(Antonyms { id: lists.len(), pairs });
+        lists.push(l.clone());
+        l
+    }
+}
+
+/// What the polarity rule needs of one text, computed once per fact (cached
+/// with it, see [`crate::state::FactRec::polarity`]) and once per candidate:
+/// its distinct words, sorted; whether a negation is among them; and which
+/// words of the antonym list it holds (bit `k` of `x` / `y`: the first /
+/// second word of pair `k`; pairs past the 64th in `more`, 64 per block).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolarityKeys {
+    list: usize,
+    words: Vec<Box<str>>,
+    negated: bool,
+    x: u64,
+    y: u64,
+    more: Vec<(u64, u64)>,
+}
+
+impl PolarityKeys {
+    pub fn of(text: &str, antonyms: &Antonyms) -> PolarityKeys {
+        let lower = text.to_lowercase();
+        let mut words: Vec<Box<str>> = words(&lower).into_iter().map(Box::from).collect();
+        words.sort_unstable();
+        words.dedup();
+        let has = |w: &str| words.binary_search_by(|x| (**x).cmp(w)).is_ok();
+        let negated = NEGATIONS.iter().any(|n| has(n));
+        let mut blocks = vec![(0u64, 0u64); antonyms.pairs.len().div_ceil(64).max(1)];
+        for (k, [a, b]) in antonyms.pairs.iter().enumerate() {
+            blocks[k / 64].0 |= u64::from(has(a)) << (k % 64);
+            blocks[k / 64].1 |= u64::from(has(b)) << (k % 64);
+        }
+        let (x, y) = blocks[0];
+        PolarityKeys { list: antonyms.id, words, negated, x, y, more: blocks.split_off(1) }
+    }
+
+    /// Whether these keys were computed against `antonyms`.
+    pub fn is_for(&self, antonyms: &Antonyms) -> bool {
+        self.list == antonyms.id
     }
 }
 

@@ -151,6 +151,8 @@ impl Batch<'_> {
             subject_entity: r.subject_entity.clone(),
             object_entity: r.object_entity.clone(),
             verdicts: Vec::new(),
+            neither_unlisted: 0,
+            unlisted: Vec::new(),
             ended: Vec::new(),
             stored: false,
         }
