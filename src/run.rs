@@ -92,7 +92,7 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         Manifest::with(dataset, cfg, stages, &opts.recorded, opts.dataset_path.as_deref(), opts.digests.clone(), opts.tags.clone());
     manifest.run = Some(stamp);
     dir.write_manifest(&manifest)?;
-    let store = Store::open(&dir.file(RunDir::STORE))?;
+    let store = Store::open_for_run(&dir.file(RunDir::STORE))?;
     let total: usize = dataset.conversations.iter().map(|c| c.episodes.len()).sum();
     if let Some(p) = &opts.progress {
         p(Progress::Start { episodes: total });
@@ -153,9 +153,10 @@ fn run_conversation(
     let rows: Vec<EntityRow> = speakers.iter().map(EntityRow::of).collect();
     store.write_conversation(&conv.id, &conv.speakers, &rows)?;
     state.entities = speakers;
+    // Evidence, raw first: the whole conversation's, before any of it is processed.
+    store.write_evidence_from(&conv.id, 0, &conv.episodes)?;
     let mut out = Vec::with_capacity(conv.episodes.len());
-    for (seq, episode) in conv.episodes.iter().enumerate() {
-        store.write_evidence(&conv.id, seq, episode)?;
+    for episode in &conv.episodes {
         let f = front(stages, conv, episode, &state, cfg)?;
         let rec = profile.back(&f, conv, episode, &mut state, cfg, stages.judge, store)?;
         if let Some(p) = progress {

@@ -95,6 +95,20 @@ impl Store {
         Ok(Store { conn: Mutex::new(conn), path: path.to_path_buf() })
     }
 
+    /// Opens the store a run builds in its private build directory, tuned
+    /// for one writer: the connection holds SQLite's lock for its lifetime
+    /// (`locking_mode=EXCLUSIVE`; no `-shm` file) and commits are not synced
+    /// to disk (`synchronous=OFF`). Still crash-safe for the run's process:
+    /// WAL keeps every committed transaction whole if the process is killed;
+    /// only an operating-system crash could lose the tail, and a run that did
+    /// not finish is discarded anyway (its build directory is removed by the
+    /// next run). Readers open the finished file with [`Store::open`].
+    pub fn open_for_run(path: &Path) -> Result<Store> {
+        let store = Store::open(path)?;
+        store.with(|c| c.execute_batch("PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"))?;
+        Ok(store)
+    }
+
     /// An in-memory store (for sweeps and tests).
     pub fn in_memory() -> Result<Store> {
         let path = PathBuf::from(":memory:");
@@ -140,19 +154,27 @@ impl Store {
 
     /// Commits an episode's evidence (episode and turns) before it is processed.
     pub fn write_evidence(&self, conversation_id: &str, seq: usize, episode: &Episode) -> Result<()> {
+        self.write_evidence_from(conversation_id, seq, std::slice::from_ref(episode))
+    }
+
+    /// Commits the evidence of `episodes` (numbered from `first_seq`) in one
+    /// transaction, before any of them is processed: a run writes a whole
+    /// conversation's evidence at once, raw first.
+    pub fn write_evidence_from(&self, conversation_id: &str, first_seq: usize, episodes: &[Episode]) -> Result<()> {
         self.with(|c| {
             let tx = c.transaction()?;
-            tx.execute(
-                "INSERT OR IGNORE INTO episodes (conversation_id, id, seq, timestamp) VALUES (?1, ?2, ?3, ?4)",
-                params![conversation_id, episode.id, seq as i64, episode.timestamp],
-            )?;
             {
+                let mut ep =
+                    tx.prepare_cached("INSERT OR IGNORE INTO episodes (conversation_id, id, seq, timestamp) VALUES (?1, ?2, ?3, ?4)")?;
                 let mut st = tx.prepare_cached(
                     "INSERT OR IGNORE INTO turns (conversation_id, episode_id, id, seq, speaker, text)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 )?;
-                for (i, t) in episode.turns.iter().enumerate() {
-                    st.execute(params![conversation_id, episode.id, t.id, i as i64, t.speaker, t.text])?;
+                for (k, episode) in episodes.iter().enumerate() {
+                    ep.execute(params![conversation_id, episode.id, (first_seq + k) as i64, episode.timestamp])?;
+                    for (i, t) in episode.turns.iter().enumerate() {
+                        st.execute(params![conversation_id, episode.id, t.id, i as i64, t.speaker, t.text])?;
+                    }
                 }
             }
             tx.commit()
