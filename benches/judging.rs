@@ -1,6 +1,6 @@
 //! Judging at scale (issue 11): whole rules-mode runs (hashed embedder,
 //! store and run files written) of one conversation in which one speaker
-//! states 1,000 and 4,000 different likes, ten a session. The datasets are
+//! states 1,000, 2,000 and 4,000 different likes, ten a session. The datasets are
 //! written by `benches/gen_likes.py` (python3) into a temporary directory.
 //! Before the fix both grew quadratically (pairs, verdict rows, facts.jsonl);
 //! compare the two timings to see how the cost grows with N.
@@ -29,7 +29,7 @@ fn bench_judging(c: &mut Criterion) {
     let cfg = Config::default();
     let mut group = c.benchmark_group("judging");
     group.sample_size(10);
-    for n in [1000, 4000] {
+    for n in [1000, 2000, 4000] {
         let data = tempfile::tempdir().expect("tempdir");
         generate(n, data.path());
         let dataset = memform::dataset::load(data.path()).expect("load dataset");

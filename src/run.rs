@@ -137,7 +137,7 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
 
 /// Ids of the facts live in `store` (neither invalidated nor superseded).
 pub fn live_fact_ids(store: &Store) -> Result<std::collections::BTreeSet<String>> {
-    Ok(store.facts()?.into_iter().filter(|f| f.invalid_at.is_none() && f.superseded_by.is_none()).map(|f| f.id).collect())
+    store.live_fact_ids()
 }
 
 fn run_conversation(

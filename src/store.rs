@@ -206,6 +206,14 @@ impl Store {
         Ok(result)
     }
 
+    /// Ids of the live facts (neither invalidated nor superseded).
+    pub fn live_fact_ids(&self) -> Result<std::collections::BTreeSet<String>> {
+        self.with(|c| {
+            let mut st = c.prepare("SELECT id FROM facts WHERE invalid_at IS NULL AND superseded_by IS NULL")?;
+            st.query_map([], |r| r.get(0))?.collect()
+        })
+    }
+
     /// Every fact, live and invalidated, ordered by id.
     pub fn facts(&self) -> Result<Vec<StoredFact>> {
         self.with(|c| {
@@ -754,8 +762,10 @@ mod tests {
                 WriteMode::Shadow => vec!["recorded", "recorded", "recorded"],
             };
             assert_eq!(o, expected, "{mode:?}");
-            let live = s.facts().unwrap().iter().filter(|f| f.invalid_at.is_none()).count();
-            assert_eq!(live, live_after, "{mode:?}");
+            let live: std::collections::BTreeSet<String> =
+                s.facts().unwrap().into_iter().filter(|f| f.invalid_at.is_none() && f.superseded_by.is_none()).map(|f| f.id).collect();
+            assert_eq!(live.len(), live_after, "{mode:?}");
+            assert_eq!(s.live_fact_ids().unwrap(), live, "{mode:?}: the live ids query agrees with the rows");
             if mode == WriteMode::Full {
                 let f1 = s.facts().unwrap().into_iter().find(|f| f.id == "f1").unwrap();
                 assert_eq!((f1.invalid_at.as_deref(), f1.superseded_by.as_deref()), (Some("2024-02-01"), Some("f2")));
