@@ -18,7 +18,7 @@ use crate::pipeline::write::{AuditAction, AuditRow, EntityRow, LiveByHash, Outco
 use crate::state::FactRec;
 use crate::types::{Episode, FactKind, Verdict};
 
-pub use search::{SearchHit, SearchParams, blob_to_vector, fts_match_query, merge, normalise_bm25, vector_to_blob};
+pub use search::{Document, SearchHit, SearchParams, blob_to_vector, fts_match_query, merge, normalise_bm25, vector_to_blob};
 
 /// Named migrations, applied in order, each once, each in a transaction.
 /// Append only: never edit or reorder a released entry.

@@ -277,6 +277,47 @@ fn first_live(
     Ok(out)
 }
 
+/// A document of a baseline corpus (a raw turn or a whole session), stored
+/// as a fact row so the same search serves it.
+#[derive(Debug, Clone, Copy)]
+pub struct Document<'a> {
+    pub id: &'a str,
+    pub episode: &'a str,
+    pub text: &'a str,
+    /// The turns it holds.
+    pub turns: &'a [String],
+    pub vector: &'a [f32],
+}
+
+impl Store {
+    /// Stores `docs` as live facts of `conversation` (content the text,
+    /// content hash the id, source turns the document's turns) with their
+    /// vectors, in one transaction: for the QA evaluation's baselines, each
+    /// in a store of its own.
+    pub fn insert_documents(&self, conversation: &str, docs: &[Document<'_>]) -> Result<()> {
+        self.with(|c| {
+            let tx = c.transaction()?;
+            {
+                let mut fact = tx.prepare_cached(
+                    "INSERT INTO facts (id, conversation_id, subject, predicate, object, kind, fact_type, content,
+                        normalized_content, content_hash, confidence, source_episode, source_turns, source_quote)
+                     VALUES (?1, ?2, '', '', '', 'literal', 'fact', ?3, ?4, ?1, 1.0, ?5, ?6, '')",
+                )?;
+                let mut vector =
+                    tx.prepare_cached("INSERT INTO embeddings (fact_id, conversation_id, dims, vector) VALUES (?1, ?2, ?3, ?4)")?;
+                for d in docs {
+                    let turns = serde_json::to_string(d.turns).unwrap_or_default();
+                    fact.execute(params![d.id, conversation, d.text, crate::normalize::normalize_content(d.text), d.episode, turns])?;
+                    if !d.vector.is_empty() {
+                        vector.execute(params![d.id, conversation, d.vector.len() as i64, vector_to_blob(d.vector)])?;
+                    }
+                }
+            }
+            tx.commit()
+        })
+    }
+}
+
 /// Reads the `embeddings` rows written since `conv.seen`.
 fn top_up(c: &Connection, conversation: &str, conv: &mut ConvVectors) -> rusqlite::Result<()> {
     let max: i64 = c.prepare_cached("SELECT COALESCE(MAX(rowid), 0) FROM embeddings")?.query_row([], |r| r.get(0))?;
