@@ -23,6 +23,8 @@ pub mod normalize;
 pub mod paths;
 pub mod pipeline;
 pub mod provenance;
+#[cfg(feature = "full")]
+pub mod qa;
 pub mod redact;
 #[cfg(feature = "full")]
 pub mod regenerate;

@@ -348,6 +348,13 @@ struct RunArgs {
     /// A label recorded in run.json (repeatable): --tag experiment=baseline
     #[arg(long = "tag", value_name = "KEY=VALUE")]
     tag: Vec<String>,
+    /// Evaluate retrieval over the final store against the QA items, beside
+    /// the raw-turn and raw-session baselines (qa.csv, qa_* metrics).
+    #[arg(long, overrides_with = "no_qa")]
+    qa: bool,
+    /// Skip the retrieval evaluation.
+    #[arg(long)]
+    no_qa: bool,
     #[command(flatten)]
     stage: StageArgs,
 }
@@ -669,11 +676,24 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         digests: built.digests.clone(),
         tags,
         lock: Some(lock),
+        qa: if args.no_qa {
+            Some(false)
+        } else if args.qa {
+            Some(true)
+        } else {
+            None
+        },
     };
     let output = run(&dataset, &cfg, built.stages(), &opts);
     bar.finish_and_clear();
     built.embedder.flush()?;
     let output = output?;
+    for w in output.qa_warnings.iter().take(20) {
+        eprintln!("warning: {w}");
+    }
+    if output.qa_warnings.len() > 20 {
+        eprintln!("warning: {} more unknown evidence turns (qa_evidence_unknown_turns in summary.json)", output.qa_warnings.len() - 20);
+    }
     if args.stage.llm == "record" || args.stage.embed == "record" {
         finish_recording(&built, &output.out_dir)?;
     }

@@ -56,6 +56,9 @@ pub struct RunOptions {
     /// `out_dir`'s lock, when the caller took it already (to fail before
     /// loading anything); else the run takes it.
     pub lock: Option<Arc<DirLock>>,
+    /// Evaluate retrieval over the final store against the QA items
+    /// (`None`: off, for now; see docs/metrics.md, "Retrieval (QA)").
+    pub qa: Option<bool>,
 }
 
 /// A conversation the run skipped, and why.
@@ -71,6 +74,8 @@ pub struct RunOutput {
     pub episodes: Vec<EpisodeRecord>,
     pub skipped: Vec<Skipped>,
     pub out_dir: PathBuf,
+    /// The QA evaluation's warnings (evidence naming an unknown turn).
+    pub qa_warnings: Vec<String>,
 }
 
 /// Runs `dataset` through the pipeline and writes the run's files.
@@ -126,13 +131,24 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         wall_ms: started.elapsed().as_secs_f64() * 1000.0,
         embedder: Some(stages.embedder),
     })?;
+    let mut analysis = analysis;
+    let mut qa_warnings = Vec::new();
+    let has_qa = dataset.conversations.iter().any(|c| !c.gold.qa.is_empty());
+    if opts.qa.unwrap_or(false) && has_qa {
+        let started = Instant::now();
+        let qa = crate::qa::evaluate(dataset, &store, stages.embedder, cfg)?;
+        crate::qa::write_csv(&dir.file("qa.csv"), &qa)?;
+        analysis.summary.metrics.extend(crate::qa::summary_metrics(&qa));
+        analysis.summary.timings.insert("qa_ms".into(), started.elapsed().as_secs_f64() * 1000.0);
+        qa_warnings = qa.warnings;
+    }
     dir.write_records(&analysis.summary, &episodes)?;
     crate::report::write_run_reports(dir.path(), &manifest.to_value()?, &analysis)?;
     // Closed, so SQLite's -wal and -shm files are gone before the store moves.
     drop(store);
     build.commit(&mut manifest)?;
     let Analysis { summary, .. } = analysis;
-    Ok(RunOutput { summary, episodes, skipped, out_dir: opts.out_dir.clone() })
+    Ok(RunOutput { summary, episodes, skipped, out_dir: opts.out_dir.clone(), qa_warnings })
 }
 
 /// Ids of the facts live in `store` (neither invalidated nor superseded).

@@ -201,7 +201,7 @@ impl RunDir {
     /// Every name a run may write here (a file named so that no `run.json`
     /// lists stops a run).
     fn artefact_names() -> impl Iterator<Item = &'static str> {
-        Self::RUN_FILES.iter().chain(REPORT_FILES).copied()
+        Self::RUN_FILES.iter().chain(REPORT_FILES).chain(QA_FILES).copied()
     }
 
     /// Starts building a run into this directory under `lock` (this
@@ -302,6 +302,9 @@ impl RunDir {
         write_jsonl(&self.file(Self::EPISODES), episodes.iter())
     }
 }
+
+/// Files the QA evaluation adds to a run directory (`run --qa`).
+pub const QA_FILES: &[&str] = &["qa.csv"];
 
 /// Files the reports add to a run directory (removed before a re-run).
 pub const REPORT_FILES: &[&str] = &[

@@ -2,6 +2,9 @@
 //! append-only list of named migrations, each in a transaction; evidence
 //! written raw first; one transaction per episode for everything derived.
 
+mod search;
+
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -14,6 +17,8 @@ use crate::pipeline::judge::PairReason;
 use crate::pipeline::write::{AuditAction, AuditRow, EntityRow, LiveByHash, Outcome, VerdictRow, WritePlan, WriteResult, WriteTx};
 use crate::state::FactRec;
 use crate::types::{Episode, FactKind, Verdict};
+
+pub use search::{Document, SearchHit, SearchParams, blob_to_vector, fts_match_query, merge, normalise_bm25, vector_to_blob};
 
 /// Named migrations, applied in order, each once, each in a transaction.
 /// Append only: never edit or reorder a released entry.
@@ -76,6 +81,27 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
              judged TEXT NOT NULL, guard TEXT, verdict TEXT NOT NULL, review_needed INTEGER NOT NULL,
              PRIMARY KEY (conversation_id, episode_id, seq));",
     ),
+    (
+        // The hybrid search (src/store/search.rs): an FTS5 index of every
+        // fact's normalised content (external content, kept by triggers),
+        // and each fact's vector (f32 little-endian), written with its fact.
+        "0007_search",
+        "CREATE VIRTUAL TABLE facts_fts USING fts5(
+             normalized_content, content='facts', content_rowid='rowid', tokenize='unicode61');
+         INSERT INTO facts_fts(facts_fts) VALUES ('rebuild');
+         CREATE TRIGGER facts_fts_insert AFTER INSERT ON facts BEGIN
+             INSERT INTO facts_fts(rowid, normalized_content) VALUES (new.rowid, new.normalized_content);
+         END;
+         CREATE TRIGGER facts_fts_delete AFTER DELETE ON facts BEGIN
+             INSERT INTO facts_fts(facts_fts, rowid, normalized_content) VALUES ('delete', old.rowid, old.normalized_content);
+         END;
+         CREATE TRIGGER facts_fts_update AFTER UPDATE OF normalized_content ON facts BEGIN
+             INSERT INTO facts_fts(facts_fts, rowid, normalized_content) VALUES ('delete', old.rowid, old.normalized_content);
+             INSERT INTO facts_fts(rowid, normalized_content) VALUES (new.rowid, new.normalized_content);
+         END;
+         CREATE TABLE embeddings (
+             fact_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, dims INTEGER NOT NULL, vector BLOB NOT NULL);",
+    ),
 ];
 
 /// A store file. One connection, shared by the run's threads behind a mutex:
@@ -83,6 +109,9 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
 pub struct Store {
     conn: Mutex<Connection>,
     path: PathBuf,
+    /// The vector leg's copy of each conversation's `embeddings` rows
+    /// (read on first search, topped up with later rows).
+    vectors: Mutex<HashMap<String, std::sync::Arc<Mutex<search::ConvVectors>>>>,
 }
 
 impl Store {
@@ -92,7 +121,7 @@ impl Store {
         let mut conn = Connection::open(path).map_err(err)?;
         conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;").map_err(err)?;
         migrate(&mut conn).map_err(err)?;
-        Ok(Store { conn: Mutex::new(conn), path: path.to_path_buf() })
+        Ok(Store { conn: Mutex::new(conn), path: path.to_path_buf(), vectors: Mutex::default() })
     }
 
     /// Opens the store a run builds in its private build directory, tuned
@@ -115,7 +144,7 @@ impl Store {
         let err = |e| Error::Store { path: PathBuf::from(":memory:"), source: e };
         let mut conn = Connection::open_in_memory().map_err(err)?;
         migrate(&mut conn).map_err(err)?;
-        Ok(Store { conn: Mutex::new(conn), path })
+        Ok(Store { conn: Mutex::new(conn), path, vectors: Mutex::default() })
     }
 
     pub fn path(&self) -> &Path {
@@ -334,6 +363,7 @@ impl Store {
             ("audit", "conversation_id, episode_id, seq"),
             ("episode_runs", "conversation_id, episode_id"),
             ("verdicts", "conversation_id, episode_id, seq"),
+            ("embeddings", "fact_id"),
         ];
         self.with(|c| {
             let mut out = String::new();
@@ -532,7 +562,16 @@ impl WriteTx for SqlTx<'_> {
                     self.now,
                 ])
             })
-            .map(|n| n == 1)
+            .and_then(|n| {
+                if n == 1 && !fact.embedding.is_empty() {
+                    self.tx
+                        .prepare_cached(
+                            "INSERT OR REPLACE INTO embeddings (fact_id, conversation_id, dims, vector) VALUES (?1, ?2, ?3, ?4)",
+                        )?
+                        .execute(params![fact.id, self.conversation_id, fact.embedding.len() as i64, vector_to_blob(&fact.embedding)])?;
+                }
+                Ok(n == 1)
+            })
             .map_err(|e| self.err(e))
     }
 
