@@ -20,7 +20,7 @@ use memform::error::exit_code;
 use memform::llm::fixtures::{RecordedLlm, default_fixtures_dir};
 use memform::llm::{LlmMode, LlmSettings};
 use memform::pipeline::extract::{Extractor, LlmExtractor};
-use memform::pipeline::judge::{Judge, LlmJudge};
+use memform::pipeline::judge::Judge;
 use memform::pipeline::{Stages, profiles};
 use memform::run::{Progress, RunOptions, Skipped, run};
 use memform::rundir::{Manifest, Recorded};
@@ -97,6 +97,11 @@ impl ConfigArgs {
         }
         if let Some(p) = &self.profile {
             cfg.profile = profiles::by_name(p)?.name().to_string();
+        }
+        // A key the profile never reads is ignored, and said so (an unknown
+        // profile is reported by validation).
+        for w in profiles::inapplicable(&cfg).unwrap_or_default() {
+            eprintln!("warning: {w}");
         }
         Ok(cfg)
     }
@@ -454,11 +459,7 @@ fn build_stages(
             recorded.llm = Some(settings.clone());
             recorded.fixtures_dir = Some(dir.display().to_string());
             recorded.prompt_templates = Some(templates);
-            (
-                Box::new(LlmExtractor::new(boundary.clone(), &settings)?),
-                Box::new(LlmJudge::new(boundary.clone(), &settings)?),
-                Some(boundary),
-            )
+            (Box::new(LlmExtractor::new(boundary.clone(), &settings)?), profile.llm_judge(boundary.clone(), &settings)?, Some(boundary))
         }
     };
     let digests = recorded_digests(embedder.as_ref(), llm.as_deref())?;
@@ -947,7 +948,7 @@ fn replay_for_keys(mode: Mode, dataset_dir: &std::path::Path, dataset: &Dataset,
         let dir = stage.fixtures.clone().unwrap_or_else(|| default_fixtures_dir(&recorded_root(dataset_dir, dataset), &settings.model));
         let b = Arc::new(RecordedLlm::replay(memform::llm::FixtureStore::new(&dir)).collecting_misses());
         built.extractor = Box::new(LlmExtractor::new(b.clone(), &settings)?);
-        built.judge = Box::new(LlmJudge::new(b.clone(), &settings)?);
+        built.judge = profiles::by_name(&cfg.profile)?.llm_judge(b.clone(), &settings)?;
         boundary = Some((dir, b));
     }
     let n = SCRATCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

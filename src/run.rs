@@ -156,6 +156,10 @@ fn run_conversation(
     let mut out = Vec::with_capacity(conv.episodes.len());
     for (seq, episode) in conv.episodes.iter().enumerate() {
         store.write_evidence(&conv.id, seq, episode)?;
+        if !cfg.enabled {
+            out.push(EpisodeRecord::disabled(&conv.id, episode));
+            continue;
+        }
         let f = front(stages, conv, episode, &state, cfg)?;
         let rec = profile.back(&f, conv, episode, &mut state, cfg, stages.judge, store)?;
         if let Some(p) = progress {

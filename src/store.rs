@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 use crate::config::WriteMode;
 use crate::error::{Error, Result};
 use crate::pipeline::judge::PairReason;
-use crate::pipeline::write::{AuditAction, AuditRow, EntityRow, LiveByHash, Outcome, VerdictRow, WritePlan, WriteResult, WriteTx};
+use crate::pipeline::write::{
+    AuditAction, AuditRow, EntityRow, LiveByHash, Outcome, Provenance, VerdictRow, WritePlan, WriteResult, WriteTx,
+};
 use crate::state::FactRec;
 use crate::types::{Episode, FactKind, Verdict};
 
@@ -76,7 +78,41 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
              judged TEXT NOT NULL, guard TEXT, verdict TEXT NOT NULL, review_needed INTEGER NOT NULL,
              PRIMARY KEY (conversation_id, episode_id, seq));",
     ),
+    (
+        "0007_signet",
+        "CREATE TABLE fact_history (
+             conversation_id TEXT NOT NULL, fact_id TEXT NOT NULL, episode_id TEXT NOT NULL,
+             seq INTEGER NOT NULL, event TEXT NOT NULL, by_candidate TEXT NOT NULL, reason TEXT NOT NULL,
+             subject TEXT NOT NULL, predicate TEXT NOT NULL, object TEXT NOT NULL, fact_type TEXT NOT NULL,
+             content TEXT NOT NULL, content_hash TEXT NOT NULL, confidence REAL NOT NULL,
+             valid_until TEXT, invalid_at TEXT, source_episode TEXT NOT NULL, source_turns TEXT NOT NULL,
+             PRIMARY KEY (conversation_id, episode_id, seq));
+         CREATE TABLE mentions (
+             conversation_id TEXT NOT NULL, fact_id TEXT NOT NULL, entity_id TEXT NOT NULL,
+             text TEXT NOT NULL, episode_id TEXT NOT NULL,
+             PRIMARY KEY (fact_id, entity_id));
+         CREATE TABLE audit_provenance (
+             conversation_id TEXT NOT NULL, episode_id TEXT NOT NULL, audit_seq INTEGER NOT NULL,
+             action TEXT NOT NULL, content TEXT NOT NULL, confidence REAL NOT NULL, source TEXT NOT NULL,
+             extractor TEXT NOT NULL, decider TEXT NOT NULL, fact_count INTEGER NOT NULL,
+             entity_count INTEGER NOT NULL, review_needed INTEGER NOT NULL,
+             PRIMARY KEY (conversation_id, episode_id, audit_seq));",
+    ),
 ];
+
+/// One archived fact state (a row of `fact_history`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryRow {
+    pub conversation_id: String,
+    pub fact_id: String,
+    pub episode_id: String,
+    /// `update` or `delete`.
+    pub event: String,
+    pub by_candidate: String,
+    pub reason: String,
+    /// The content the fact had before the event.
+    pub content: String,
+}
 
 /// A store file. One connection, shared by the run's threads behind a mutex:
 /// transactions are short and the plan is computed before the lock is taken.
@@ -257,6 +293,73 @@ impl Store {
                         fact_id: r.get(5)?,
                         target_fact_id: r.get(6)?,
                         reason: r.get(7)?,
+                    },
+                ))
+            })?
+            .collect()
+        })
+    }
+
+    /// Every archived fact state (`signet`'s history table): conversation,
+    /// fact id, episode, event, candidate, reason and the archived content,
+    /// in archive order.
+    pub fn history(&self) -> Result<Vec<HistoryRow>> {
+        self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT h.conversation_id, h.fact_id, h.episode_id, h.event, h.by_candidate, h.reason, h.content
+                 FROM fact_history h JOIN episodes e ON e.conversation_id = h.conversation_id AND e.id = h.episode_id
+                 ORDER BY h.conversation_id, e.seq, h.seq",
+            )?;
+            st.query_map([], |r| {
+                Ok(HistoryRow {
+                    conversation_id: r.get(0)?,
+                    fact_id: r.get(1)?,
+                    episode_id: r.get(2)?,
+                    event: r.get(3)?,
+                    by_candidate: r.get(4)?,
+                    reason: r.get(5)?,
+                    content: r.get(6)?,
+                })
+            })?
+            .collect()
+        })
+    }
+
+    /// Every mention row (`signet`'s entity linker): conversation, fact id,
+    /// entity id and the text that named it, ordered by fact.
+    pub fn mentions(&self) -> Result<Vec<(String, String, String, String)>> {
+        self.with(|c| {
+            let mut st =
+                c.prepare("SELECT conversation_id, fact_id, entity_id, text FROM mentions ORDER BY conversation_id, fact_id, entity_id")?;
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect()
+        })
+    }
+
+    /// Every audit row's provenance (`signet`), ordered like the audit:
+    /// conversation, episode, audit row number and the provenance.
+    pub fn provenance(&self) -> Result<Vec<(String, String, usize, Provenance)>> {
+        self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT p.conversation_id, p.episode_id, p.audit_seq, p.action, p.content, p.confidence, p.source,
+                        p.extractor, p.decider, p.fact_count, p.entity_count, p.review_needed
+                 FROM audit_provenance p JOIN episodes e ON e.conversation_id = p.conversation_id AND e.id = p.episode_id
+                 ORDER BY p.conversation_id, e.seq, p.audit_seq",
+            )?;
+            st.query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get::<_, i64>(2)? as usize,
+                    Provenance {
+                        action: r.get(3)?,
+                        content: r.get(4)?,
+                        confidence: r.get(5)?,
+                        source: r.get(6)?,
+                        extractor: r.get(7)?,
+                        decider: r.get(8)?,
+                        fact_count: r.get::<_, i64>(9)? as usize,
+                        entity_count: r.get::<_, i64>(10)? as usize,
+                        review_needed: r.get::<_, i64>(11)? != 0,
                     },
                 ))
             })?
@@ -522,6 +625,69 @@ impl WriteTx for SqlTx<'_> {
             .map(drop)
             .map_err(|e| self.err(e))
     }
+
+    fn archive(&mut self, id: &str, event: AuditAction, by: &str, reason: &str) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "INSERT INTO fact_history (conversation_id, fact_id, episode_id, seq, event, by_candidate, reason,
+                    subject, predicate, object, fact_type, content, content_hash, confidence, valid_until,
+                    invalid_at, source_episode, source_turns)
+                 SELECT conversation_id, id, ?2,
+                    (SELECT COUNT(*) FROM fact_history h WHERE h.conversation_id = f.conversation_id AND h.episode_id = ?2),
+                    ?3, ?4, ?5, subject, predicate, object, fact_type, content, content_hash, confidence,
+                    valid_until, invalid_at, source_episode, source_turns
+                 FROM facts f WHERE id = ?1",
+            )
+            .and_then(|mut st| st.execute(params![id, self.episode_id, event.as_str(), by, reason]))
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    fn update_fact(&mut self, id: &str, with: &FactRec) -> Result<bool> {
+        let turns = serde_json::to_string(&[&with.source_turn]).map_err(|e| Error::Other(format!("serialise source turns: {e}")))?;
+        // OR IGNORE: a live row with the same hash (the partial unique index) leaves this one unchanged.
+        self.tx
+            .prepare_cached(
+                "UPDATE OR IGNORE facts SET subject = ?2, predicate = ?3, object = ?4, kind = ?5, fact_type = ?6,
+                    content = ?7, normalized_content = ?8, content_hash = ?9, confidence = ?10, valid_from = ?11,
+                    valid_until = ?12, source_episode = ?13, source_turns = ?14, source_quote = ?15,
+                    subject_entity = ?16, object_entity = ?17
+                 WHERE id = ?1 AND invalid_at IS NULL AND superseded_by IS NULL",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    id,
+                    with.subject,
+                    with.predicate,
+                    with.object,
+                    kind_str(with.kind),
+                    with.fact_type.as_str(),
+                    with.content,
+                    with.normalized,
+                    with.hash,
+                    with.confidence,
+                    with.valid_from,
+                    with.valid_until,
+                    with.source_episode,
+                    turns,
+                    with.source_quote,
+                    with.subject_entity,
+                    with.object_entity,
+                ])
+            })
+            .map(|n| n == 1)
+            .map_err(|e| self.err(e))
+    }
+
+    fn insert_mention(&mut self, fact_id: &str, entity_id: &str, text: &str) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "INSERT OR IGNORE INTO mentions (conversation_id, fact_id, entity_id, text, episode_id) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .and_then(|mut st| st.execute(params![self.conversation_id, fact_id, entity_id, text, self.episode_id]))
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
 }
 
 /// The audit rows, the verdict rows and the episode's completion mark.
@@ -562,6 +728,27 @@ fn record_decisions(tx: &rusqlite::Transaction<'_>, plan: &WritePlan, mode: Writ
             v.guard,
             v.verdict.as_str(),
             v.review_needed as i64
+        ])?;
+    }
+    let mut st = tx.prepare_cached(
+        "INSERT INTO audit_provenance (conversation_id, episode_id, audit_seq, action, content, confidence, source,
+                                       extractor, decider, fact_count, entity_count, review_needed)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?;
+    for (seq, p) in &result.provenance {
+        st.execute(params![
+            conv,
+            ep,
+            *seq as i64,
+            p.action,
+            p.content,
+            p.confidence,
+            p.source,
+            p.extractor,
+            p.decider,
+            p.fact_count as i64,
+            p.entity_count as i64,
+            p.review_needed as i64
         ])?;
     }
     tx.prepare_cached("INSERT OR REPLACE INTO episode_runs (conversation_id, episode_id, write_mode) VALUES (?1, ?2, ?3)")?

@@ -21,6 +21,7 @@ pub mod profiles;
 pub mod records;
 #[path = "2_resolve.rs"]
 pub mod resolve;
+pub mod signet;
 #[path = "5_write/mod.rs"]
 pub mod write;
 
@@ -67,6 +68,8 @@ pub struct EpisodeFront {
     pub fact_embeddings: Vec<Vec<f32>>,
     pub entity_embeddings: Vec<Vec<f32>>,
     pub usage: LlmUsage,
+    /// The extractor's id (provenance of what it extracted).
+    pub extractor: String,
     pub extract_ms: f64,
     pub embed_ms: f64,
     /// Slot of the first fact vector in the conversation's [`SimTable`]
@@ -100,10 +103,11 @@ pub fn front(stages: Stages<'_>, conv: &Conversation, episode: &Episode, state: 
     let fact_embeddings = if texts.is_empty() { Vec::new() } else { stages.embedder.embed(&texts, &source)? };
     let names: Vec<&str> = extraction.entities.iter().map(|e| e.name.as_str()).collect();
     let entity_embeddings = if names.is_empty() { Vec::new() } else { stages.embedder.embed(&names, &source)? };
-    Ok(EpisodeFront { extraction, fact_embeddings, entity_embeddings, usage, extract_ms, embed_ms: ms(t1), slot_base: None })
+    let extractor = stages.extractor.id();
+    Ok(EpisodeFront { extraction, fact_embeddings, entity_embeddings, usage, extractor, extract_ms, embed_ms: ms(t1), slot_base: None })
 }
 
-fn ms(t: Instant) -> f64 {
+pub(crate) fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1000.0
 }
 
@@ -285,6 +289,7 @@ mod tests {
             },
             entity_embeddings: vec![],
             usage: LlmUsage::default(),
+            extractor: "test".into(),
             extract_ms: 0.0,
             embed_ms: 0.0,
             slot_base: None,
