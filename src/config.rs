@@ -288,10 +288,10 @@ impl Config {
     }
 
     /// Sets the flags so that [`Config::write_mode`] returns `mode`.
+    /// `enabled` and `autonomous_frozen` are no part of a write mode and
+    /// keep their values.
     pub fn set_write_mode(&mut self, mode: WriteMode) {
-        self.enabled = true;
         self.mutations_frozen = false;
-        self.autonomous_frozen = false;
         self.shadow_mode = mode == WriteMode::Shadow;
         self.allow_update_delete = mode == WriteMode::Full;
     }

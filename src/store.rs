@@ -1013,4 +1013,105 @@ mod tests {
         assert_eq!(s.facts().unwrap()[0].valid_until.as_deref(), Some("2024-02-01"));
         assert_eq!(s.audit().unwrap().len(), 4, "one row per proposal, across both episodes");
     }
+
+    /// `signet`'s write policy through the real store: one proposal per fact.
+    mod signet {
+        use super::*;
+        use crate::pipeline::signet::write::{Applied, SignetProposal, apply as signet_apply};
+        use crate::pipeline::signet::{Decision, DecisionAction};
+
+        fn proposal(f: FactRec, action: DecisionAction, target: Option<&str>) -> SignetProposal {
+            let provenance = Provenance {
+                action: action.as_str().into(),
+                content: f.content.clone(),
+                confidence: f.confidence,
+                source: "e/t".into(),
+                extractor: "x".into(),
+                decider: "d".into(),
+                fact_count: 1,
+                entity_count: 0,
+                review_needed: false,
+            };
+            let decision = Decision { action, target: target.map(str::to_string), confidence: 0.9, reason: "because".into() };
+            SignetProposal { fact: f, decision: Some(decision), dropped: None, review_needed: false, mentions: vec![], provenance }
+        }
+
+        fn run(s: &Store, episode: &str, mode: WriteMode, ps: &[SignetProposal]) -> (WriteResult, Vec<Applied>) {
+            let mut applied = vec![];
+            let r = s
+                .write_episode(&plan(episode, "2024-02-01T00:00:00", vec![]), mode, |tx| {
+                    let (r, a) = signet_apply(tx, ps, mode, 0.7, Some("2024-02-01T00:00:00"))?;
+                    applied = a;
+                    Ok(r)
+                })
+                .unwrap();
+            (r, applied)
+        }
+
+        #[test]
+        fn the_three_gates_and_a_pinned_target() {
+            let s = store();
+            let mut pinned = fact("f1", "Alice works at Google", 0.9);
+            pinned.pinned = true;
+            let (_, a) = run(&s, "e1", WriteMode::Full, &[proposal(pinned, DecisionAction::Add, None)]);
+            assert_eq!(a, [Applied::Created]);
+            let mut empty = fact("f3", "...", 0.9);
+            empty.normalized = String::new();
+            let ps = [
+                proposal(fact("f2", "Alice works at Anthropic", 0.5), DecisionAction::Add, None),
+                proposal(empty, DecisionAction::Add, None),
+                proposal(fact("f4", "Alice works at Google", 0.9), DecisionAction::Add, None),
+                proposal(fact("f5", "Alice works at Meta", 0.9), DecisionAction::Update, Some("f1")),
+                proposal(fact("f6", "Alice left Google", 0.9), DecisionAction::Delete, Some("f1")),
+            ];
+            let (r, a) = run(&s, "e2", WriteMode::Full, &ps);
+            use Applied::*;
+            assert_eq!(a, [LowConfidence, EmptyContent, Deduped, TargetSkipped, TargetSkipped]);
+            assert_eq!(r.audit[2].target_fact_id.as_deref(), Some("f1"), "deduped names the existing id");
+            assert_eq!(r.audit[3].reason, "pinned");
+            assert!(s.history().unwrap().is_empty(), "nothing archived for a pinned target");
+            assert_eq!(r.provenance.len(), r.audit.len(), "every audit row carries its provenance");
+            assert_eq!(s.provenance().unwrap().len(), 6);
+        }
+
+        #[test]
+        fn full_updates_in_place_and_soft_deletes_after_archiving_controlled_writes_neither_side() {
+            let s = store();
+            for (i, id) in ["e3", "e4"].into_iter().enumerate() {
+                let ep = Episode { id: id.into(), timestamp: Some("2024-02-01T00:00:00".into()), turns: vec![] };
+                s.write_evidence("c", 2 + i, &ep).unwrap();
+            }
+            run(&s, "e1", WriteMode::Full, &[proposal(fact("f1", "Alice works at Google", 0.9), DecisionAction::Add, None)]);
+            let upd = [proposal(fact("f2", "Alice works at Anthropic", 0.9), DecisionAction::Update, Some("f1"))];
+            let (_, a) = run(&s, "e2", WriteMode::Controlled, &upd);
+            assert_eq!(a, [Applied::Blocked]);
+            let facts = s.facts().unwrap();
+            assert_eq!(facts.iter().map(|f| f.content.as_str()).collect::<Vec<_>>(), ["Alice works at Google"], "neither side written");
+            let (r, a) = run(&s, "e3", WriteMode::Full, &upd);
+            assert_eq!(a, [Applied::Updated]);
+            assert_eq!(r.effects, vec![Effect::Updated { id: "f1".into(), by: "f2".into() }]);
+            assert_eq!(s.facts().unwrap()[0].content, "Alice works at Anthropic");
+            let del = [proposal(fact("f3", "Alice left Anthropic", 0.9), DecisionAction::Delete, Some("f1"))];
+            let (_, a) = run(&s, "e4", WriteMode::Full, &del);
+            assert_eq!(a, [Applied::Deleted]);
+            let f = &s.facts().unwrap()[0];
+            assert_eq!((f.invalid_at.as_deref(), f.superseded_by.as_deref()), (Some("2024-02-01"), None), "soft-deleted");
+            let h: Vec<(String, String)> = s.history().unwrap().into_iter().map(|h| (h.event, h.content)).collect();
+            assert_eq!(h, [("update".into(), "Alice works at Google".into()), ("delete".into(), "Alice works at Anthropic".into())]);
+        }
+
+        #[test]
+        fn shadow_records_every_decision_and_writes_nothing() {
+            let s = store();
+            let ps = [
+                proposal(fact("f1", "Alice works at Google", 0.9), DecisionAction::Add, None),
+                proposal(fact("f2", "Alice works at Meta", 0.9), DecisionAction::Update, Some("f0")),
+                proposal(fact("f3", "Alice works at Meta", 0.9), DecisionAction::None, Some("f0")),
+            ];
+            let (r, a) = run(&s, "e1", WriteMode::Shadow, &ps);
+            assert_eq!(a, [Applied::Recorded; 3]);
+            assert!(r.audit.iter().all(|a| a.outcome == Outcome::Recorded), "{:?}", r.audit);
+            assert!(s.facts().unwrap().is_empty() && s.history().unwrap().is_empty());
+        }
+    }
 }

@@ -366,4 +366,39 @@ mod tests {
         assert!(rec.warnings.iter().any(|w| w.kind == "judge_failed"));
         assert!(state.facts.iter().all(|f| f.is_live()));
     }
+
+    #[test]
+    fn low_confidence_and_historical_candidates_skip_judging() {
+        // A judge that fails when called: a call would leave `judge_failed`.
+        let judge = Scripted(None);
+        let conv = Conversation {
+            id: "c".into(),
+            speakers: vec!["Alice".into()],
+            episodes: vec![episode("e1", "t1", "2024-01-01"), episode("e2", "t2", "2024-02-01"), episode("e3", "t3", "2024-03-01")],
+            gold: Gold::default(),
+        };
+        let (store, cfg, mut state) = (Store::in_memory().unwrap(), Config::default(), ConvState::default());
+        back(&front_of(vec![fact("Google", "t1")]), &conv, &conv.episodes[0], &mut state, &cfg, &judge, &store).unwrap();
+        let hedged = CandidateFact { confidence: 0.75, ..fact("Anthropic", "t2") };
+        let rec = back(&front_of(vec![hedged]), &conv, &conv.episodes[1], &mut state, &cfg, &judge, &store).unwrap();
+        assert_eq!(rec.facts[0].outcome, CandidateOutcome::Created, "stored");
+        assert!(rec.facts[0].verdicts.is_empty(), "paired with nothing");
+        assert!(rec.warnings.is_empty(), "the judge was not asked: {:?}", rec.warnings);
+        let past = CandidateFact {
+            predicate: "worked at".into(),
+            content: "Alice worked at Google until 2023".into(),
+            valid_until: Some("2023-12-31".into()),
+            ..fact("Google", "t3")
+        };
+        let rec = back(&front_of(vec![past]), &conv, &conv.episodes[2], &mut state, &cfg, &judge, &store).unwrap();
+        let v = &rec.facts[0].verdicts;
+        assert_eq!(v.len(), 1, "only the relationship it ends: {v:?}");
+        assert_eq!(
+            (v[0].live_id.as_str(), v[0].verdict, v[0].guard.as_deref()),
+            ("c/e1/c0", Verdict::Old, Some("historical_skips_judging"))
+        );
+        assert!(rec.warnings.is_empty(), "the judge was not asked: {:?}", rec.warnings);
+        assert_eq!(state.fact("c/e1/c0").unwrap().superseded_by.as_deref(), Some("c/e3/c0"));
+        assert!(state.fact("c/e2/c0").unwrap().is_live(), "a historical candidate ends only the relationship it names");
+    }
 }

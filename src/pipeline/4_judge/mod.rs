@@ -469,4 +469,40 @@ mod tests {
         let g = apply_guards(&[found(PairReason::SamePredicate)], &old_answer(), &ok, None, 0.8);
         assert_eq!(g[0].verdict, Verdict::Old);
     }
+
+    #[test]
+    fn preference_polarity_of_predicates() {
+        for (p, want) in [
+            ("loves", Some(true)),
+            ("likes", Some(true)),
+            ("enjoys", Some(true)),
+            ("prefers", Some(true)),
+            ("hates", Some(false)),
+            ("dislikes", Some(false)),
+            ("avoids", Some(false)),
+            ("does not like", Some(false)),
+            ("no longer enjoys", Some(false)),
+            ("doesn't hate", Some(true)),
+            ("works at", None),
+            ("lives in", None),
+        ] {
+            assert_eq!(preference_polarity(p), want, "{p}");
+        }
+        assert!(opposite_preferences("loves", "hates") && opposite_preferences("likes", "does not like"));
+        assert!(!opposite_preferences("loves", "likes") && !opposite_preferences("loves", "works at"));
+    }
+
+    #[test]
+    fn opposite_preferences_on_the_same_object_pair_and_the_later_wins() {
+        let mut st = ConvState::default();
+        // Orthogonal vectors: no cosine band could pair them.
+        st.facts.push(live_content("f1", "Mia", "loves", "Chinese food", "Mia loves Chinese food", vec![1.0, 0.0]));
+        let e = [0.0f32, 1.0];
+        let cand = [pin(pf("Mia", "hates", "Chinese food", "Mia hates Chinese food", None), Vector { slot: None, values: &e })];
+        let found = find_pairs(&cand, &st, None, &PairRules::new(&Config::default()));
+        assert_eq!(pairs_of(&found), vec![(0, "f1", PairReason::OppositePreference)]);
+        assert_eq!(RulesJudge::new(&Config::default()).verdict(&found[0].pair), (Verdict::Old, false));
+        let off = Config { preference_polarity_pairing: false, ..Config::default() };
+        assert!(find_pairs(&cand, &st, None, &PairRules::new(&off)).is_empty(), "switched off: not paired");
+    }
 }
