@@ -106,6 +106,19 @@ pub struct Config {
     /// it has no effect on formation (accepted and recorded).
     pub autonomous_frozen: bool,
 
+    // ---- the store's hybrid search (docs/search.md) ----
+    /// Weight of the vector score when both legs scored a fact:
+    /// `alpha·vector + (1 − alpha)·bm25` (Signet's default 0.7).
+    pub search_alpha: f64,
+    /// Merged scores below this are dropped (Signet's default 0.1).
+    pub search_min_score: f64,
+    /// Most facts a search returns (Signet's decision stage keeps 5). The QA
+    /// evaluation asks for 10 whatever this is.
+    pub search_top_k: usize,
+    /// Each leg fetches `top_k × search_leg_factor` facts before the merge
+    /// (Signet's decision stage fetches twice its 5).
+    pub search_leg_factor: usize,
+
     // ---- embedder ----
     /// `hashed` (built-in, deterministic, no model) or a real embedder.
     pub embedder: String,
@@ -226,6 +239,10 @@ impl Default for Config {
             allow_update_delete: true,
             mutations_frozen: false,
             autonomous_frozen: false,
+            search_alpha: 0.7,
+            search_min_score: 0.1,
+            search_top_k: 5,
+            search_leg_factor: 2,
             embedder: "hashed".to_string(),
             hashed_dims: 256,
             llm_provider: "openai".to_string(),
@@ -481,6 +498,10 @@ pub const BOUNDS: &[Bound] = &[
     float("min_trusted_confidence", 0.0, 1.0),
     int("max_pairs_per_candidate", 1, 1000),
     float("min_fact_confidence_for_write", 0.0, 1.0),
+    float("search_alpha", 0.0, 1.0),
+    float("search_min_score", 0.0, 1.0),
+    int("search_top_k", 1, 1000),
+    int("search_leg_factor", 1, 100),
     int("hashed_dims", 1, 8192),
     float("llm_temperature", 0.0, 2.0),
     // TOML integers are signed 64-bit.

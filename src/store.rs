@@ -2,6 +2,9 @@
 //! append-only list of named migrations, each in a transaction; evidence
 //! written raw first; one transaction per episode for everything derived.
 
+mod search;
+
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -16,6 +19,8 @@ use crate::pipeline::write::{
 };
 use crate::state::FactRec;
 use crate::types::{Episode, FactKind, Verdict};
+
+pub use search::{SearchHit, SearchParams, blob_to_vector, fts_match_query, merge, normalise_bm25, vector_to_blob};
 
 /// Named migrations, applied in order, each once, each in a transaction.
 /// Append only: never edit or reorder a released entry.
@@ -79,7 +84,28 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
              PRIMARY KEY (conversation_id, episode_id, seq));",
     ),
     (
-        "0007_signet",
+        // The hybrid search (src/store/search.rs): an FTS5 index of every
+        // fact's normalised content (external content, kept by triggers),
+        // and each fact's vector (f32 little-endian), written with its fact.
+        "0007_search",
+        "CREATE VIRTUAL TABLE facts_fts USING fts5(
+             normalized_content, content='facts', content_rowid='rowid', tokenize='unicode61');
+         INSERT INTO facts_fts(facts_fts) VALUES ('rebuild');
+         CREATE TRIGGER facts_fts_insert AFTER INSERT ON facts BEGIN
+             INSERT INTO facts_fts(rowid, normalized_content) VALUES (new.rowid, new.normalized_content);
+         END;
+         CREATE TRIGGER facts_fts_delete AFTER DELETE ON facts BEGIN
+             INSERT INTO facts_fts(facts_fts, rowid, normalized_content) VALUES ('delete', old.rowid, old.normalized_content);
+         END;
+         CREATE TRIGGER facts_fts_update AFTER UPDATE OF normalized_content ON facts BEGIN
+             INSERT INTO facts_fts(facts_fts, rowid, normalized_content) VALUES ('delete', old.rowid, old.normalized_content);
+             INSERT INTO facts_fts(rowid, normalized_content) VALUES (new.rowid, new.normalized_content);
+         END;
+         CREATE TABLE embeddings (
+             fact_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, dims INTEGER NOT NULL, vector BLOB NOT NULL);",
+    ),
+    (
+        "0008_signet",
         "CREATE TABLE fact_history (
              conversation_id TEXT NOT NULL, fact_id TEXT NOT NULL, episode_id TEXT NOT NULL,
              seq INTEGER NOT NULL, event TEXT NOT NULL, by_candidate TEXT NOT NULL, reason TEXT NOT NULL,
@@ -119,6 +145,9 @@ pub struct HistoryRow {
 pub struct Store {
     conn: Mutex<Connection>,
     path: PathBuf,
+    /// The vector leg's copy of each conversation's `embeddings` rows
+    /// (read on first search, topped up with later rows).
+    vectors: Mutex<HashMap<String, std::sync::Arc<Mutex<search::ConvVectors>>>>,
 }
 
 impl Store {
@@ -128,7 +157,7 @@ impl Store {
         let mut conn = Connection::open(path).map_err(err)?;
         conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;").map_err(err)?;
         migrate(&mut conn).map_err(err)?;
-        Ok(Store { conn: Mutex::new(conn), path: path.to_path_buf() })
+        Ok(Store { conn: Mutex::new(conn), path: path.to_path_buf(), vectors: Mutex::default() })
     }
 
     /// An in-memory store (for sweeps and tests).
@@ -137,7 +166,7 @@ impl Store {
         let err = |e| Error::Store { path: PathBuf::from(":memory:"), source: e };
         let mut conn = Connection::open_in_memory().map_err(err)?;
         migrate(&mut conn).map_err(err)?;
-        Ok(Store { conn: Mutex::new(conn), path })
+        Ok(Store { conn: Mutex::new(conn), path, vectors: Mutex::default() })
     }
 
     pub fn path(&self) -> &Path {
@@ -407,6 +436,7 @@ impl Store {
             ("audit", "conversation_id, episode_id, seq"),
             ("episode_runs", "conversation_id, episode_id"),
             ("verdicts", "conversation_id, episode_id, seq"),
+            ("embeddings", "fact_id"),
         ];
         self.with(|c| {
             let mut out = String::new();
@@ -605,7 +635,16 @@ impl WriteTx for SqlTx<'_> {
                     self.now,
                 ])
             })
-            .map(|n| n == 1)
+            .and_then(|n| {
+                if n == 1 && !fact.embedding.is_empty() {
+                    self.tx
+                        .prepare_cached(
+                            "INSERT OR REPLACE INTO embeddings (fact_id, conversation_id, dims, vector) VALUES (?1, ?2, ?3, ?4)",
+                        )?
+                        .execute(params![fact.id, self.conversation_id, fact.embedding.len() as i64, vector_to_blob(&fact.embedding)])?;
+                }
+                Ok(n == 1)
+            })
             .map_err(|e| self.err(e))
     }
 
@@ -675,7 +714,17 @@ impl WriteTx for SqlTx<'_> {
                     with.object_entity,
                 ])
             })
-            .map(|n| n == 1)
+            .and_then(|n| {
+                // The vector goes with the content (the FTS row follows by trigger).
+                if n == 1 && !with.embedding.is_empty() {
+                    self.tx
+                        .prepare_cached(
+                            "INSERT OR REPLACE INTO embeddings (fact_id, conversation_id, dims, vector) VALUES (?1, ?2, ?3, ?4)",
+                        )?
+                        .execute(params![id, self.conversation_id, with.embedding.len() as i64, vector_to_blob(&with.embedding)])?;
+                }
+                Ok(n == 1)
+            })
             .map_err(|e| self.err(e))
     }
 

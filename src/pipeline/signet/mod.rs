@@ -51,7 +51,6 @@ fn decide_all(
     front: &EpisodeFront,
     ctx: JudgeContext<'_>,
     (state, store): (&ConvState, &Store),
-    now: Option<&str>,
     cfg: &Config,
     decider: &dyn Decider,
 ) -> Result<(Vec<Decided>, Vec<Warning>, LlmUsage)> {
@@ -60,7 +59,7 @@ fn decide_all(
     let mut out = Vec::with_capacity(front.extraction.facts.len());
     for (i, sf) in front.extraction.facts.iter().enumerate() {
         let vector = front.fact_embeddings.get(i).map_or(&[][..], Vec::as_slice);
-        let candidates = retrieve::candidates(store, state, &sf.fact.content, vector, now, cfg)?;
+        let candidates = retrieve::candidates(store, state, ctx.conversation_id, &sf.fact.content, vector, cfg)?;
         if candidates.is_empty() {
             let d = Decision {
                 action: DecisionAction::Add,
@@ -131,7 +130,7 @@ pub fn back(
     let mut timings = Timings { extract_ms: front.extract_ms, embed_ms: front.embed_ms, ..Timings::default() };
     let t = Instant::now();
     let ctx = JudgeContext { conversation_id: &conv.id, episode_id: &episode.id };
-    let (decided, decide_warnings, decide_usage) = decide_all(front, ctx, (state, store), now, cfg, decider)?;
+    let (decided, decide_warnings, decide_usage) = decide_all(front, ctx, (state, store), cfg, decider)?;
     timings.judge_ms = ms(t);
 
     let t = Instant::now();

@@ -1,60 +1,43 @@
 //! `signet`'s candidate retrieval: the stored memories a fact is decided
-//! against, from the same search a recall would use (top 5 by merged
-//! score, those below the minimum score dropped). The seam is
-//! [`candidates`]; what it asks of the store is named there.
+//! against, from the same search a recall would use — the store's hybrid
+//! search ([`Store::search`]: BM25 over the live facts' normalised content
+//! and the vector leg, merged with `search_alpha`, below `search_min_score`
+//! dropped, the best `search_top_k` kept; Signet's figures 0.7, 0.1 and 5).
 
 use super::decide::MemoryCandidate;
 use crate::config::Config;
 use crate::embed::cosine;
 use crate::error::Result;
 use crate::state::ConvState;
+use crate::store::SearchParams;
 use crate::store::Store;
 
-/// Most candidates a fact is decided against (Signet v2's `CANDIDATE_LIMIT`).
-pub const CANDIDATE_LIMIT: usize = 5;
-
-/// Until the store's hybrid search lands: the minimum merged score
-/// (Signet's default `min_score` is applied to the vector leg alone).
-pub const MIN_SCORE: f64 = 0.1;
-
-/// The current facts of the conversation that best match `query` (and its
-/// vector), best first, at most [`CANDIDATE_LIMIT`].
-///
-/// This is an exact vector scan over the conversation's current facts
-/// (cosine, ties to the earlier fact) with no BM25 leg: the simplest
-/// honest stand-in until `Store::search` is available.
+/// The live facts of `conversation` that best match `query` and its
+/// vector, best first, as the decision stage sees them (the state mirrors
+/// the store, so every hit is one of its facts).
 pub fn candidates(
-    _store: &Store,
+    store: &Store,
     state: &ConvState,
-    _query: &str,
+    conversation: &str,
+    query: &str,
     vector: &[f32],
-    now: Option<&str>,
-    _cfg: &Config,
+    cfg: &Config,
 ) -> Result<Vec<MemoryCandidate>> {
-    let mut scored: Vec<(f64, usize)> = state
-        .facts
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| f.is_current(now))
-        .map(|(i, f)| (cosine(vector, &f.embedding), i))
-        .filter(|(s, _)| *s >= MIN_SCORE)
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    scored.truncate(CANDIDATE_LIMIT);
-    Ok(scored
+    let hits = store.search(conversation, query, vector, &SearchParams::from_config(cfg))?;
+    Ok(hits
         .into_iter()
-        .map(|(score, i)| {
-            let f = &state.facts[i];
-            MemoryCandidate {
+        .filter_map(|h| {
+            let f = state.fact(&h.fact_id)?;
+            Some(MemoryCandidate {
                 id: f.id.clone(),
                 fact_type: f.fact_type,
                 content: f.content.clone(),
                 subject: f.subject.clone(),
                 predicate: f.predicate.clone(),
                 object: f.object.clone(),
-                score,
-                cosine: score,
-            }
+                score: h.score,
+                cosine: cosine(vector, &f.embedding),
+            })
         })
         .collect())
 }

@@ -1,0 +1,609 @@
+//! The store's hybrid search: a BM25 leg over the FTS5 table `facts_fts`
+//! and a vector leg over the `embeddings` table, merged by fact id, over a
+//! conversation's live facts (or the facts live at an instant). The one
+//! retrieval every caller uses: candidate retrieval before a decision, and
+//! the QA evaluation. Rules and figures in docs/search.md.
+
+use std::collections::HashMap;
+
+use rusqlite::{Connection, params};
+
+use super::Store;
+use crate::config::Config;
+use crate::error::Result;
+
+/// What one search asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchParams {
+    /// Weight of the vector score when both legs scored a fact:
+    /// `alpha·vector + (1 − alpha)·bm25`.
+    pub alpha: f64,
+    /// Merged scores below this are dropped.
+    pub min_score: f64,
+    /// Most hits returned.
+    pub top_k: usize,
+    /// Most hits each leg contributes before the merge.
+    pub leg_k: usize,
+    /// `None`: the facts live now. `Some(t)` (ISO-8601, compared as text
+    /// with the episodes' timestamps): the facts written at or before `t`
+    /// and not invalidated at or before `t`.
+    pub as_of: Option<String>,
+}
+
+impl SearchParams {
+    /// The config's `search_*` keys; each leg fetches `top_k × search_leg_factor`.
+    pub fn from_config(cfg: &Config) -> SearchParams {
+        SearchParams::with_top_k(cfg, cfg.search_top_k)
+    }
+
+    /// [`SearchParams::from_config`] with another `top_k` (the QA evaluation asks for 10).
+    pub fn with_top_k(cfg: &Config, top_k: usize) -> SearchParams {
+        SearchParams {
+            alpha: cfg.search_alpha,
+            min_score: cfg.search_min_score,
+            top_k,
+            leg_k: top_k.saturating_mul(cfg.search_leg_factor),
+            as_of: None,
+        }
+    }
+}
+
+/// One fact found, with the score of each leg that found it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SearchHit {
+    pub fact_id: String,
+    /// The merged score the hits are ranked by.
+    pub score: f64,
+    /// `1 / (1 + |bm25|)` when the BM25 leg found the fact.
+    pub bm25: Option<f64>,
+    /// The cosine, clamped to [0, 1], when the vector leg found the fact.
+    pub vector: Option<f64>,
+}
+
+/// The FTS5 query for a text: lower-cased, split on every character that is
+/// not a letter, a digit or `_`, each term quoted (`"` doubled) and the terms
+/// joined by spaces, which FTS5 reads as AND. `None` when no term is left.
+pub fn fts_match_query(text: &str) -> Option<String> {
+    let lower = text.to_lowercase();
+    let terms: Vec<String> = lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|t| !t.is_empty())
+        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+        .collect();
+    if terms.is_empty() { None } else { Some(terms.join(" ")) }
+}
+
+/// FTS5's `bm25()` (lower is better, usually negative) mapped into (0, 1].
+pub fn normalise_bm25(raw: f64) -> f64 {
+    1.0 / (1.0 + raw.abs())
+}
+
+/// Merges the legs by id: `alpha·vector + (1 − alpha)·bm25` when both
+/// scored (a score of 0 counts as not scored), else the one present; drops
+/// scores below `min_score`; ranks by score, ties to the smaller id (byte
+/// order); keeps `top_k`.
+pub fn merge(bm25: &[(String, f64)], vector: &[(String, f64)], alpha: f64, min_score: f64, top_k: usize) -> Vec<SearchHit> {
+    let mut by_id: HashMap<&str, (Option<f64>, Option<f64>)> = HashMap::new();
+    for (id, s) in bm25.iter().filter(|(_, s)| *s > 0.0) {
+        by_id.entry(id).or_default().0 = Some(*s);
+    }
+    for (id, s) in vector.iter().filter(|(_, s)| *s > 0.0) {
+        by_id.entry(id).or_default().1 = Some(*s);
+    }
+    let mut hits: Vec<SearchHit> = by_id
+        .into_iter()
+        .filter_map(|(id, (b, v))| {
+            let score = match (b, v) {
+                (Some(b), Some(v)) => alpha * v + (1.0 - alpha) * b,
+                (Some(s), None) | (None, Some(s)) => s,
+                (None, None) => return None,
+            };
+            (score >= min_score).then(|| SearchHit { fact_id: id.to_string(), score, bm25: b, vector: v })
+        })
+        .collect();
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.fact_id.cmp(&b.fact_id)));
+    hits.truncate(top_k);
+    hits
+}
+
+/// The vectors of one conversation's facts, loaded from `embeddings` and
+/// topped up with the rows written since (rows are only ever added; a fact
+/// whose vector is rewritten keeps its slot).
+#[derive(Debug, Default)]
+pub(super) struct ConvVectors {
+    ids: Vec<String>,
+    slot_of: HashMap<String, usize>,
+    /// Each slot's values (`dims[slot]` floats at `offset[slot]` in `data`).
+    data: Vec<f32>,
+    offset: Vec<usize>,
+    dims: Vec<usize>,
+    norm: Vec<f32>,
+    /// The highest `embeddings` rowid read (of any conversation).
+    seen: i64,
+}
+
+impl ConvVectors {
+    fn put(&mut self, id: String, v: Vec<f32>) {
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let (offset, dims) = (self.data.len(), v.len());
+        self.data.extend_from_slice(&v);
+        match self.slot_of.get(&id) {
+            Some(&s) => (self.offset[s], self.dims[s], self.norm[s]) = (offset, dims, norm),
+            None => {
+                self.slot_of.insert(id.clone(), self.ids.len());
+                self.ids.push(id);
+                self.offset.push(offset);
+                self.dims.push(dims);
+                self.norm.push(norm);
+            }
+        }
+    }
+
+    /// Every slot's cosine with `q` clamped to [0, 1]; slots of another
+    /// dimension, or a zero vector, score 0.
+    fn scores(&self, q: &[f32]) -> Vec<f32> {
+        let qn = q.iter().map(|x| x * x).sum::<f32>().sqrt();
+        (0..self.ids.len())
+            .map(|s| {
+                if self.dims[s] != q.len() || qn == 0.0 || self.norm[s] == 0.0 {
+                    return 0.0;
+                }
+                let v = &self.data[self.offset[s]..self.offset[s] + self.dims[s]];
+                (dot(q, v) / (qn * self.norm[s])).clamp(0.0, 1.0)
+            })
+            .collect()
+    }
+}
+
+/// A dot product in eight independent lanes, so the loop vectorises.
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let (ca, ra) = a.as_chunks::<8>();
+    let (cb, rb) = b.as_chunks::<8>();
+    let mut acc = [0f32; 8];
+    for (x, y) in ca.iter().zip(cb) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    for (x, y) in ra.iter().zip(rb) {
+        acc[0] += x * y;
+    }
+    acc.iter().sum()
+}
+
+/// Live now: neither invalidated nor superseded.
+const LIVE_NOW: &str = "f.invalid_at IS NULL AND f.superseded_by IS NULL";
+/// Live at `?9` (the instant): written at or before it, and not invalidated at or
+/// before it (a fact superseded without a clock counts as ended).
+const LIVE_AT: &str = "f.created_at IS NOT NULL AND f.created_at <= ?9 \
+     AND (f.invalid_at IS NULL OR f.invalid_at > ?9) AND NOT (f.invalid_at IS NULL AND f.superseded_by IS NOT NULL)";
+
+/// The parameter number of the instant in [`LIVE_AT`] (above every positional one).
+const AS_OF: usize = 9;
+
+fn live_clause(as_of: &Option<String>) -> &'static str {
+    if as_of.is_some() { LIVE_AT } else { LIVE_NOW }
+}
+
+/// Binds `positional` to ?1, ?2, … and `as_of` (when given) to ?9.
+fn bind(st: &mut rusqlite::Statement<'_>, positional: &[&dyn rusqlite::ToSql], as_of: &Option<String>) -> rusqlite::Result<()> {
+    st.clear_bindings();
+    for (i, v) in positional.iter().enumerate() {
+        st.raw_bind_parameter(i + 1, *v)?;
+    }
+    if let Some(t) = as_of {
+        st.raw_bind_parameter(AS_OF, t)?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// The hybrid search over `conversation`'s live facts (see the module
+    /// docs): `query_text` goes to the BM25 leg, `query_vector` (may be
+    /// empty: no vector leg) to the vector leg.
+    pub fn search(&self, conversation: &str, query_text: &str, query_vector: &[f32], params: &SearchParams) -> Result<Vec<SearchHit>> {
+        if params.top_k == 0 {
+            return Ok(Vec::new());
+        }
+        let leg_k = params.leg_k.max(params.top_k);
+        let as_of = &params.as_of;
+        if query_vector.is_empty() {
+            let bm25 = self.with(|c| bm25_leg(c, conversation, query_text, leg_k, as_of))?;
+            return Ok(merge(&bm25, &[], params.alpha, params.min_score, params.top_k));
+        }
+        let conv = {
+            let mut cache = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
+            std::sync::Arc::clone(cache.entry(conversation.to_string()).or_default())
+        };
+        let mut conv = conv.lock().unwrap_or_else(|p| p.into_inner());
+        self.with(|c| top_up(c, conversation, &mut conv))?;
+        let conv = &*conv;
+        let bm25 = self.with(|c| bm25_leg(c, conversation, query_text, leg_k, as_of))?;
+        let ranked = conv.ranked(query_vector, leg_k);
+        let vector = self.with(|c| first_live(c, conversation, conv, ranked, leg_k, as_of))?;
+        Ok(merge(&bm25, &vector, params.alpha, params.min_score, params.top_k))
+    }
+}
+
+/// Slots in rank order: a short head first, the rest on demand.
+struct Ranked {
+    scores: Vec<f32>,
+    order: Vec<usize>,
+    head: usize,
+}
+
+impl ConvVectors {
+    /// Every slot with a positive cosine, best first, ties to the smaller
+    /// id; only the first few are ordered now (most of them are live).
+    fn ranked(&self, q: &[f32], k: usize) -> Ranked {
+        let scores = self.scores(q);
+        let mut order: Vec<usize> = (0..scores.len()).filter(|&s| scores[s] > 0.0).collect();
+        let head = k.saturating_mul(4).max(16).min(order.len());
+        let better = |a: &usize, b: &usize| scores[*b].total_cmp(&scores[*a]).then_with(|| self.ids[*a].cmp(&self.ids[*b]));
+        if head < order.len() {
+            order.select_nth_unstable_by(head, better);
+        }
+        order[..head].sort_unstable_by(better);
+        Ranked { scores, order, head }
+    }
+}
+
+/// The vector leg's hits: the first `k` live facts of the ranking.
+fn first_live(
+    c: &Connection,
+    conversation: &str,
+    conv: &ConvVectors,
+    mut r: Ranked,
+    k: usize,
+    as_of: &Option<String>,
+) -> rusqlite::Result<Vec<(String, f64)>> {
+    let sql = format!("SELECT 1 FROM facts f WHERE f.id = ?1 AND f.conversation_id = ?2 AND {}", live_clause(as_of));
+    let mut st = c.prepare_cached(&sql)?;
+    let mut out = Vec::with_capacity(k);
+    for i in 0..r.order.len() {
+        if out.len() == k {
+            break;
+        }
+        if i == r.head {
+            let (scores, ids) = (&r.scores, &conv.ids);
+            r.order[i..].sort_unstable_by(|a, b| scores[*b].total_cmp(&scores[*a]).then_with(|| ids[*a].cmp(&ids[*b])));
+        }
+        let s = r.order[i];
+        bind(&mut st, &[&conv.ids[s], &conversation], as_of)?;
+        if st.raw_query().next()?.is_some() {
+            out.push((conv.ids[s].clone(), f64::from(r.scores[s])));
+        }
+    }
+    Ok(out)
+}
+
+/// Reads the `embeddings` rows written since `conv.seen`.
+fn top_up(c: &Connection, conversation: &str, conv: &mut ConvVectors) -> rusqlite::Result<()> {
+    let max: i64 = c.prepare_cached("SELECT COALESCE(MAX(rowid), 0) FROM embeddings")?.query_row([], |r| r.get(0))?;
+    if max <= conv.seen {
+        return Ok(());
+    }
+    let mut st = c.prepare_cached(
+        "SELECT fact_id, vector FROM embeddings WHERE rowid > ?1 AND rowid <= ?2 AND conversation_id = ?3 ORDER BY rowid",
+    )?;
+    let mut rows = st.query(params![conv.seen, max, conversation])?;
+    while let Some(r) = rows.next()? {
+        let id: String = r.get(0)?;
+        let blob: Vec<u8> = r.get(1)?;
+        conv.put(id, blob_to_vector(&blob));
+    }
+    conv.seen = max;
+    Ok(())
+}
+
+/// The BM25 leg: the `k` best live facts matching every term of the text.
+fn bm25_leg(c: &Connection, conversation: &str, text: &str, k: usize, as_of: &Option<String>) -> rusqlite::Result<Vec<(String, f64)>> {
+    let Some(query) = fts_match_query(text) else { return Ok(Vec::new()) };
+    let sql = format!(
+        // CROSS JOIN keeps the FTS match as the outer loop (else the planner
+        // may walk the conversation's facts and probe the index per row).
+        "SELECT f.id, bm25(facts_fts) AS raw FROM facts_fts CROSS JOIN facts f ON f.rowid = facts_fts.rowid
+         WHERE facts_fts MATCH ?1 AND f.conversation_id = ?2 AND {} ORDER BY raw, f.id LIMIT ?3",
+        live_clause(as_of)
+    );
+    let mut st = c.prepare_cached(&sql)?;
+    bind(&mut st, &[&query, &conversation, &(k as i64)], as_of)?;
+    let mut rows = st.raw_query();
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push((r.get::<_, String>(0)?, normalise_bm25(r.get(1)?)));
+    }
+    Ok(out)
+}
+
+/// A vector as the store keeps it: f32 little-endian.
+pub fn vector_to_blob(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The inverse of [`vector_to_blob`] (a trailing partial float is ignored).
+pub fn blob_to_vector(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::WriteMode;
+    use crate::normalize::normalize_and_hash_content;
+    use crate::pipeline::write::{Action, Proposal, WritePlan, policy};
+    use crate::state::FactRec;
+    use crate::types::{Episode, Turn};
+
+    fn hits(v: &[SearchHit]) -> Vec<(&str, f64)> {
+        v.iter().map(|h| (h.fact_id.as_str(), h.score)).collect()
+    }
+
+    fn ids(v: &[SearchHit]) -> Vec<&str> {
+        v.iter().map(|h| h.fact_id.as_str()).collect()
+    }
+
+    fn scored(v: &[(&str, f64)]) -> Vec<(String, f64)> {
+        v.iter().map(|(i, s)| (i.to_string(), *s)).collect()
+    }
+
+    #[test]
+    fn the_match_query_quotes_each_term_and_ands_them() {
+        assert_eq!(fts_match_query("Where does Alice work?").as_deref(), Some(r#""where" "does" "alice" "work""#));
+        assert_eq!(fts_match_query("snake_case AND \"x\" -y OR z*").as_deref(), Some(r#""snake_case" "and" "x" "y" "or" "z""#));
+        assert_eq!(fts_match_query("Café, déjà-vu 42").as_deref(), Some(r#""café" "déjà" "vu" "42""#));
+        assert_eq!(fts_match_query(" ?! -- "), None);
+        assert_eq!(fts_match_query(""), None);
+    }
+
+    #[test]
+    fn bm25_is_normalised_into_zero_one() {
+        assert_eq!(normalise_bm25(0.0), 1.0);
+        assert_eq!(normalise_bm25(-3.0), 0.25);
+        assert_eq!(normalise_bm25(3.0), 0.25);
+        assert!(normalise_bm25(-1e9) > 0.0);
+    }
+
+    #[test]
+    fn alpha_weighs_the_legs_only_where_both_scored() {
+        let b = scored(&[("both", 0.4), ("bm25_only", 0.3)]);
+        let v = scored(&[("both", 0.9), ("vec_only", 0.2)]);
+        assert_eq!(hits(&merge(&b, &v, 0.0, 0.0, 10)), vec![("both", 0.4), ("bm25_only", 0.3), ("vec_only", 0.2)]);
+        assert_eq!(hits(&merge(&b, &v, 1.0, 0.0, 10)), vec![("both", 0.9), ("bm25_only", 0.3), ("vec_only", 0.2)]);
+        let m = merge(&b, &v, 0.7, 0.0, 10);
+        assert!((m[0].score - (0.7 * 0.9 + 0.3 * 0.4)).abs() < 1e-12, "{m:?}");
+        assert_eq!((m[0].bm25, m[0].vector), (Some(0.4), Some(0.9)));
+        assert_eq!((m[1].bm25, m[1].vector), (Some(0.3), None));
+        assert_eq!((m[2].bm25, m[2].vector), (None, Some(0.2)));
+    }
+
+    #[test]
+    fn a_zero_score_counts_as_not_scored() {
+        let m = merge(&scored(&[("a", 0.5)]), &scored(&[("a", 0.0), ("z", 0.0)]), 0.7, 0.0, 10);
+        assert_eq!(hits(&m), vec![("a", 0.5)]);
+        assert_eq!(m[0].vector, None);
+    }
+
+    #[test]
+    fn min_score_drops_and_top_k_keeps() {
+        let b = scored(&[("a", 0.5), ("b", 0.1), ("c", 0.09999), ("d", 0.3)]);
+        assert_eq!(ids(&merge(&b, &[], 0.7, 0.1, 10)), vec!["a", "d", "b"]);
+        assert_eq!(ids(&merge(&b, &[], 0.7, 0.1, 2)), vec!["a", "d"]);
+        assert_eq!(ids(&merge(&b, &[], 0.7, 0.6, 10)), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn ties_go_to_the_smaller_id_whatever_the_input_order() {
+        let b = scored(&[("c/e1/c2", 0.5), ("c/e1/c10", 0.5), ("c/e0/c9", 0.5), ("a", 0.25)]);
+        let v = scored(&[("b", 0.5)]);
+        let want = vec!["b", "c/e0/c9", "c/e1/c10", "c/e1/c2", "a"];
+        assert_eq!(ids(&merge(&b, &v, 0.7, 0.0, 10)), want);
+        let (mut rb, mut rv) = (b.clone(), v.clone());
+        rb.reverse();
+        rv.reverse();
+        assert_eq!(ids(&merge(&rb, &rv, 0.7, 0.0, 10)), want);
+        assert_eq!(ids(&merge(&b, &v, 0.7, 0.0, 2)), vec!["b", "c/e0/c9"]);
+    }
+
+    // ---- through a real store ----
+
+    fn fact(id: &str, content: &str, embedding: Vec<f32>) -> FactRec {
+        let n = normalize_and_hash_content(content);
+        let mut f = FactRec { normalized: n.normalized, hash: n.hash, embedding, ..FactRec::for_test(id, "Alice", "p", id) };
+        f.content = n.storage;
+        f
+    }
+
+    fn plan(episode: &str, now: &str, proposals: Vec<Proposal>) -> WritePlan {
+        WritePlan {
+            conversation_id: "c".into(),
+            episode_id: episode.into(),
+            now: Some(now.into()),
+            new_entities: vec![],
+            new_aliases: vec![],
+            proposals,
+            verdicts: vec![],
+        }
+    }
+
+    fn insert(f: FactRec) -> Proposal {
+        Proposal { candidate_id: f.id.clone(), action: Action::Insert { fact: Box::new(f) } }
+    }
+
+    fn store_at(path: &std::path::Path) -> Store {
+        let s = Store::open(path).unwrap();
+        s.write_conversation("c", &["Alice".into()], &[]).unwrap();
+        for (i, ep) in ["e1", "e2", "e3"].iter().enumerate() {
+            let turns = vec![Turn { id: format!("{ep}t"), speaker: "Alice".into(), text: "x".into() }];
+            s.write_evidence("c", i, &Episode { id: ep.to_string(), timestamp: Some(format!("2024-0{}-01", i + 1)), turns }).unwrap();
+        }
+        s
+    }
+
+    fn write(s: &Store, p: &WritePlan) {
+        s.write_episode(p, WriteMode::Full, |tx| policy::apply(tx, p, WriteMode::Full, 0.7)).unwrap();
+    }
+
+    fn params(alpha: f64) -> SearchParams {
+        SearchParams { alpha, min_score: 0.0, top_k: 10, leg_k: 20, as_of: None }
+    }
+
+    #[test]
+    fn the_store_file_has_a_real_fts5_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store_at(&dir.path().join("s.sqlite"));
+        let (sql, fts5): (String, i64) = s
+            .with(|c| {
+                let sql = c.query_row("SELECT sql FROM sqlite_master WHERE name = 'facts_fts'", [], |r| r.get(0))?;
+                let fts5 = c.query_row("SELECT sqlite_compileoption_used('ENABLE_FTS5')", [], |r| r.get(0))?;
+                Ok((sql, fts5))
+            })
+            .unwrap();
+        assert!(sql.contains("USING fts5("), "{sql}");
+        assert_eq!(fts5, 1);
+    }
+
+    #[test]
+    fn bm25_terms_are_anded() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store_at(&dir.path().join("s.sqlite"));
+        write(
+            &s,
+            &plan(
+                "e1",
+                "2024-01-01",
+                vec![
+                    insert(fact("f1", "Alice likes green tea", vec![])),
+                    insert(fact("f2", "Alice likes black tea", vec![])),
+                    insert(fact("f3", "Alice drinks green smoothies", vec![])),
+                ],
+            ),
+        );
+        assert_eq!(ids(&s.search("c", "green tea", &[], &params(0.7)).unwrap()), vec!["f1"]);
+        let tea = s.search("c", "TEA!", &[], &params(0.7)).unwrap();
+        assert_eq!(tea.len(), 2, "{tea:?}");
+        assert!(tea.iter().all(|h| h.vector.is_none() && h.bm25.is_some_and(|b| b > 0.0 && b < 1.0)));
+        assert!(s.search("c", "green coffee", &[], &params(0.7)).unwrap().is_empty());
+        assert!(s.search("c", "?!", &[], &params(0.7)).unwrap().is_empty());
+        assert!(s.search("other", "tea", &[], &params(0.7)).unwrap().is_empty(), "another conversation's facts are not searched");
+    }
+
+    #[test]
+    fn the_vector_leg_ranks_by_cosine_and_alpha_one_follows_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store_at(&dir.path().join("s.sqlite"));
+        write(
+            &s,
+            &plan(
+                "e1",
+                "2024-01-01",
+                vec![
+                    insert(fact("f1", "Alice likes green tea", vec![1.0, 0.0, 0.0])),
+                    insert(fact("f2", "Alice likes black tea", vec![0.6, 0.8, 0.0])),
+                    insert(fact("f3", "Alice rides horses", vec![0.0, 0.0, 1.0])),
+                ],
+            ),
+        );
+        let q = [0.0f32, 1.0, 0.0];
+        let only_vec = s.search("c", "", &q, &params(0.7)).unwrap();
+        assert_eq!(ids(&only_vec), vec!["f2"], "f1 and f3 are orthogonal: cosine 0 is no score");
+        assert!((only_vec[0].score - 0.8).abs() < 1e-6);
+        // Both legs: alpha 1 ranks by the vector, alpha 0 by BM25.
+        let q = [0.6f32, 0.8, 0.0];
+        let by_vec = s.search("c", "green tea", &q, &params(1.0)).unwrap();
+        assert_eq!(ids(&by_vec), vec!["f2", "f1"]);
+        let by_bm25 = s.search("c", "green tea", &q, &params(0.0)).unwrap();
+        let f1 = by_bm25.iter().find(|h| h.fact_id == "f1").unwrap();
+        assert_eq!((f1.score, f1.vector.is_some()), (f1.bm25.unwrap(), true), "alpha 0: both legs scored, BM25's score");
+    }
+
+    #[test]
+    fn invalidated_facts_are_never_returned_but_are_as_of_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store_at(&dir.path().join("s.sqlite"));
+        let v = vec![1.0f32, 0.0];
+        write(&s, &plan("e1", "2024-01-01", vec![insert(fact("f1", "Alice works at Google", v.clone()))]));
+        let replace =
+            Proposal { candidate_id: "f2".into(), action: Action::Invalidate { target: "f1".into(), by: "f2".into(), cascade: vec![] } };
+        write(&s, &plan("e2", "2024-02-01", vec![replace, insert(fact("f2", "Alice works at Anthropic", vec![0.9, 0.1]))]));
+        // Now (both legs, then each alone): only the new fact.
+        for (text, q) in [("Alice works at", &v[..]), ("Alice works at", &[][..]), ("", &v[..])] {
+            let found = s.search("c", text, q, &params(0.7)).unwrap();
+            assert_eq!(ids(&found), vec!["f2"], "{text:?} {q:?}");
+        }
+        assert!(s.search("c", "google", &v, &params(0.7)).unwrap().iter().all(|h| h.fact_id != "f1"));
+        // As of a time before the change: the old fact only; after it: the new one only.
+        let at = |t: &str| SearchParams { as_of: Some(t.into()), ..params(0.7) };
+        assert_eq!(ids(&s.search("c", "Alice works at", &v, &at("2024-01-15")).unwrap()), vec!["f1"]);
+        assert_eq!(ids(&s.search("c", "Alice works at", &v, &at("2024-02-01")).unwrap()), vec!["f2"]);
+        assert_eq!(ids(&s.search("c", "Alice works at", &v, &at("2023-12-31")).unwrap()), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn the_embeddings_row_is_written_in_its_facts_transaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store_at(&dir.path().join("s.sqlite"));
+        let count = |s: &Store| -> (i64, i64) {
+            s.with(|c| {
+                let f = c.query_row("SELECT COUNT(*) FROM facts", [], |r| r.get(0))?;
+                let e = c.query_row("SELECT COUNT(*) FROM embeddings", [], |r| r.get(0))?;
+                Ok((f, e))
+            })
+            .unwrap()
+        };
+        // A write that fails after inserting rolls back the fact and its vector together.
+        let p = plan("e1", "2024-01-01", vec![insert(fact("f1", "Alice likes tea", vec![0.5, -0.25]))]);
+        let err = s.write_episode(&p, WriteMode::Full, |tx| {
+            policy::apply(tx, &p, WriteMode::Full, 0.7)?;
+            Err(crate::error::Error::Other("injected failure".into()))
+        });
+        assert!(err.is_err());
+        assert_eq!(count(&s), (0, 0));
+        write(&s, &p);
+        assert_eq!(count(&s), (1, 1));
+        let (dims, blob): (i64, Vec<u8>) = s
+            .with(|c| c.query_row("SELECT dims, vector FROM embeddings WHERE fact_id = 'f1'", [], |r| Ok((r.get(0)?, r.get(1)?))))
+            .unwrap();
+        assert_eq!((dims, blob_to_vector(&blob)), (2, vec![0.5, -0.25]));
+        assert_eq!(blob, [0.5f32.to_le_bytes(), (-0.25f32).to_le_bytes()].concat());
+        // A fact without a vector gets no row.
+        write(&s, &plan("e2", "2024-02-01", vec![insert(fact("f2", "Alice likes coffee", vec![]))]));
+        assert_eq!(count(&s), (2, 1));
+    }
+
+    #[test]
+    fn vectors_written_after_a_search_are_seen_by_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store_at(&dir.path().join("s.sqlite"));
+        write(&s, &plan("e1", "2024-01-01", vec![insert(fact("f1", "Alice likes tea", vec![1.0, 0.0]))]));
+        assert_eq!(ids(&s.search("c", "", &[0.0, 1.0], &params(0.7)).unwrap()), Vec::<&str>::new());
+        write(&s, &plan("e2", "2024-02-01", vec![insert(fact("f2", "Alice likes coffee", vec![0.0, 1.0]))]));
+        assert_eq!(ids(&s.search("c", "", &[0.0, 1.0], &params(0.7)).unwrap()), vec!["f2"]);
+        // A query of another dimension scores nothing.
+        assert!(s.search("c", "", &[0.0, 1.0, 0.0], &params(0.7)).unwrap().is_empty());
+    }
+
+    #[test]
+    fn both_legs_together_find_what_each_finds_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store_at(&dir.path().join("s.sqlite"));
+        let words = ["tea", "chess", "jazz", "yoga", "golf", "sushi", "piano", "rowing"];
+        let n = 300;
+        let facts: Vec<Proposal> = (0..n)
+            .map(|i| {
+                let text = format!("Alice likes {} and {} number {i}", words[i % 8], words[(i / 8) % 8]);
+                let v = vec![(i % 7) as f32, (i % 11) as f32, 1.0, (i % 3) as f32];
+                insert(fact(&format!("f{i:05}"), &text, v))
+            })
+            .collect();
+        write(&s, &plan("e1", "2024-01-01", facts));
+        let p = SearchParams { alpha: 0.7, min_score: 0.0, top_k: 30, leg_k: 30, as_of: None };
+        let q = [3.0f32, 5.0, 1.0, 1.0];
+        let both = s.search("c", "chess", &q, &p).unwrap();
+        let bm25: Vec<(String, f64)> = s.search("c", "chess", &[], &p).unwrap().into_iter().map(|h| (h.fact_id, h.score)).collect();
+        let vector: Vec<(String, f64)> = s.search("c", "", &q, &p).unwrap().into_iter().map(|h| (h.fact_id, h.score)).collect();
+        assert_eq!(bm25.len(), 30);
+        assert_eq!(vector.len(), 30);
+        assert_eq!(both, merge(&bm25, &vector, 0.7, 0.0, 30));
+    }
+}
