@@ -82,12 +82,19 @@ pub struct Config {
     pub multi_valued_predicates: Vec<String>,
     /// Antonym pairs for the polarity conflict rule.
     pub antonyms: Vec<[String; 2]>,
+    /// Preference polarity pairing (memform's addition, `soda` profile): a
+    /// candidate with the same subject and object as a current fact and a
+    /// predicate of opposite polarity (love/like/enjoy/prefer against
+    /// hate/dislike/avoid, or negated against plain) is paired with it, and
+    /// the rules judge lets the later statement win.
+    pub preference_polarity_pairing: bool,
 
     // ---- stage 5: write ----
     /// Safety gate: facts below this confidence are not written
     /// (`low_fact_confidence`).
     pub min_fact_confidence_for_write: f64,
-    /// Flag `enabled`: when false the run is in shadow mode.
+    /// Flag `enabled`: when false nothing is processed (the run records the
+    /// evidence and says so in a warning per episode).
     pub enabled: bool,
     /// Flag `shadowMode`: everything runs and is audited, only the audit is written.
     pub shadow_mode: bool,
@@ -95,7 +102,8 @@ pub struct Config {
     pub allow_update_delete: bool,
     /// Flag `mutationsFrozen`: like shadow mode.
     pub mutations_frozen: bool,
-    /// Flag `autonomous.frozen`: like controlled mode.
+    /// Flag `autonomous.frozen`: stops Signet's maintenance schedule only;
+    /// it has no effect on formation (accepted and recorded).
     pub autonomous_frozen: bool,
 
     // ---- the store's hybrid search (docs/search.md) ----
@@ -224,6 +232,7 @@ impl Default for Config {
             .iter()
             .map(|(a, b)| [a.to_string(), b.to_string()])
             .collect(),
+            preference_polarity_pairing: true,
             min_fact_confidence_for_write: 0.7,
             enabled: true,
             shadow_mode: false,
@@ -281,13 +290,14 @@ impl WriteMode {
 }
 
 impl Config {
-    /// Shadow when not enabled, in shadow mode or with mutations frozen;
-    /// else controlled when updates/deletes are not allowed or autonomous
-    /// writes are frozen; else full.
+    /// Shadow in shadow mode or with mutations frozen; else controlled when
+    /// updates/deletes are not allowed; else full. `enabled` = false is not
+    /// a write mode (nothing runs, see [`Config::enabled`]) and
+    /// `autonomous_frozen` does not touch formation.
     pub fn write_mode(&self) -> WriteMode {
-        if !self.enabled || self.shadow_mode || self.mutations_frozen {
+        if self.shadow_mode || self.mutations_frozen {
             WriteMode::Shadow
-        } else if !self.allow_update_delete || self.autonomous_frozen {
+        } else if !self.allow_update_delete {
             WriteMode::Controlled
         } else {
             WriteMode::Full
@@ -295,10 +305,10 @@ impl Config {
     }
 
     /// Sets the flags so that [`Config::write_mode`] returns `mode`.
+    /// `enabled` and `autonomous_frozen` are no part of a write mode and
+    /// keep their values.
     pub fn set_write_mode(&mut self, mode: WriteMode) {
-        self.enabled = true;
         self.mutations_frozen = false;
-        self.autonomous_frozen = false;
         self.shadow_mode = mode == WriteMode::Shadow;
         self.allow_update_delete = mode == WriteMode::Full;
     }
@@ -561,6 +571,10 @@ mod tests {
         let mut c = Config::default();
         assert_eq!(c.write_mode(), WriteMode::Full);
         c.autonomous_frozen = true;
+        assert_eq!(c.write_mode(), WriteMode::Full, "autonomous.frozen only stops maintenance");
+        c.enabled = false;
+        assert_eq!(c.write_mode(), WriteMode::Full, "enabled = false runs nothing; it is no write mode");
+        c.allow_update_delete = false;
         assert_eq!(c.write_mode(), WriteMode::Controlled);
         c.mutations_frozen = true;
         assert_eq!(c.write_mode(), WriteMode::Shadow);

@@ -36,6 +36,8 @@ pub const API_KEY_ENV: &str = "MEMFORM_LLM_API_KEY";
 pub enum Stage {
     Extract,
     Judge,
+    /// `signet`'s decision stage (one call per fact with candidates).
+    Decide,
 }
 
 impl Stage {
@@ -43,6 +45,7 @@ impl Stage {
         match self {
             Stage::Extract => "extract",
             Stage::Judge => "judge",
+            Stage::Decide => "decide",
         }
     }
 }

@@ -20,7 +20,7 @@ use memform::error::exit_code;
 use memform::llm::fixtures::{RecordedLlm, default_fixtures_dir};
 use memform::llm::{LlmMode, LlmSettings};
 use memform::pipeline::extract::{Extractor, LlmExtractor};
-use memform::pipeline::judge::{Judge, LlmJudge};
+use memform::pipeline::judge::Judge;
 use memform::pipeline::{Stages, profiles};
 use memform::run::{Progress, RunOptions, Skipped, run};
 use memform::rundir::{Manifest, Recorded};
@@ -97,6 +97,11 @@ impl ConfigArgs {
         }
         if let Some(p) = &self.profile {
             cfg.profile = profiles::by_name(p)?.name().to_string();
+        }
+        // A key the profile never reads is ignored, and said so (an unknown
+        // profile is reported by validation).
+        for w in profiles::inapplicable(&cfg).unwrap_or_default() {
+            eprintln!("warning: {w}");
         }
         Ok(cfg)
     }
@@ -323,6 +328,9 @@ struct CompareArgs {
 enum Mode {
     Rules,
     Llm,
+    /// Rules extraction, the profile's judge (or decision stage) by a model:
+    /// isolates what the model does after extraction (`mode` = `mixed`).
+    LlmJudge,
 }
 
 #[derive(clap::Args)]
@@ -446,7 +454,7 @@ fn build_stages(
     let profile = profiles::by_name(&cfg.profile)?;
     let (extractor, judge, llm): (Box<dyn Extractor>, Box<dyn Judge>, _) = match mode {
         Mode::Rules => (profile.rules_extractor(cfg), profile.rules_judge(cfg), None),
-        Mode::Llm => {
+        Mode::Llm | Mode::LlmJudge => {
             let settings = LlmSettings::from_config_and_env(cfg)?;
             let llm_mode = LlmMode::parse(&args.llm)?;
             let dir = args.fixtures.clone().unwrap_or_else(|| default_fixtures_dir(&root, &settings.model));
@@ -461,11 +469,11 @@ fn build_stages(
             recorded.llm = Some(settings.clone());
             recorded.fixtures_dir = Some(dir.display().to_string());
             recorded.prompt_templates = Some(templates);
-            (
-                Box::new(LlmExtractor::new(boundary.clone(), &settings)?),
-                Box::new(LlmJudge::new(boundary.clone(), &settings)?),
-                Some(boundary),
-            )
+            let extractor: Box<dyn Extractor> = match mode {
+                Mode::LlmJudge => profile.rules_extractor(cfg),
+                _ => Box::new(LlmExtractor::new(boundary.clone(), &settings)?),
+            };
+            (extractor, profile.llm_judge(boundary.clone(), &settings)?, Some(boundary))
         }
     };
     let digests = recorded_digests(embedder.as_ref(), llm.as_deref())?;
@@ -500,6 +508,7 @@ fn mode_name(mode: Mode) -> &'static str {
     match mode {
         Mode::Rules => "rules",
         Mode::Llm => "llm",
+        Mode::LlmJudge => "llm-judge",
     }
 }
 
@@ -962,12 +971,14 @@ fn replay_for_keys(mode: Mode, dataset_dir: &std::path::Path, dataset: &Dataset,
     let mut cfg = cfg.clone();
     let mut built = build_stages(Mode::Rules, stage, &mut cfg, dataset_dir, dataset, None)?;
     let mut boundary = None;
-    if let Mode::Llm = mode {
+    if let Mode::Llm | Mode::LlmJudge = mode {
         let settings = LlmSettings::from_config_and_env(&cfg)?;
         let dir = stage.fixtures.clone().unwrap_or_else(|| default_fixtures_dir(&recorded_root(dataset_dir, dataset), &settings.model));
         let b = Arc::new(RecordedLlm::replay(memform::llm::FixtureStore::new(&dir)).collecting_misses());
-        built.extractor = Box::new(LlmExtractor::new(b.clone(), &settings)?);
-        built.judge = Box::new(LlmJudge::new(b.clone(), &settings)?);
+        if let Mode::Llm = mode {
+            built.extractor = Box::new(LlmExtractor::new(b.clone(), &settings)?);
+        }
+        built.judge = profiles::by_name(&cfg.profile)?.llm_judge(b.clone(), &settings)?;
         boundary = Some((dir, b));
     }
     let n = SCRATCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -1147,7 +1158,7 @@ mod housekeeping {
                 let mut cache = None;
                 for m in modes.split(',') {
                     let mode = Mode::from_str(m.trim(), true)
-                        .map_err(|_| anyhow::anyhow!("--modes: unknown mode {:?} (expected rules or llm)", m.trim()))?;
+                        .map_err(|_| anyhow::anyhow!("--modes: unknown mode {:?} (expected rules, llm or llm-judge)", m.trim()))?;
                     let keys = replay_for_keys(mode, &dataset, &ds, &cfg, &stage)?;
                     if !keys.llm_missed.is_empty() {
                         bail!(
@@ -1202,7 +1213,8 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
         .modes
         .split(',')
         .map(|m| {
-            Mode::from_str(m.trim(), true).map_err(|_| anyhow::anyhow!("--modes: unknown mode {:?} (expected rules or llm)", m.trim()))
+            Mode::from_str(m.trim(), true)
+                .map_err(|_| anyhow::anyhow!("--modes: unknown mode {:?} (expected rules, llm or llm-judge)", m.trim()))
         })
         .collect::<Result<_>>()?;
     let [mode_a, mode_b] = modes[..] else { bail!("--modes: expected two modes, A,B (got {:?})", args.modes) };

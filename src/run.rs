@@ -173,6 +173,10 @@ fn run_conversation(
     store.write_evidence_from(&conv.id, 0, &conv.episodes)?;
     let mut out = Vec::with_capacity(conv.episodes.len());
     for episode in &conv.episodes {
+        if !cfg.enabled {
+            out.push(EpisodeRecord::disabled(&conv.id, episode));
+            continue;
+        }
         let f = front(stages, conv, episode, &state, cfg)?;
         let rec = profile.back(&f, conv, episode, &mut state, cfg, stages.judge, store)?;
         if let Some(p) = progress {

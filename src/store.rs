@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use crate::config::WriteMode;
 use crate::error::{Error, Result};
 use crate::pipeline::judge::PairReason;
-use crate::pipeline::write::{AuditAction, AuditRow, EntityRow, LiveByHash, Outcome, VerdictRow, WritePlan, WriteResult, WriteTx};
+use crate::pipeline::write::{
+    AuditAction, AuditRow, EntityRow, LiveByHash, Outcome, Provenance, VerdictRow, WritePlan, WriteResult, WriteTx,
+};
 use crate::state::FactRec;
 use crate::types::{Episode, FactKind, Verdict};
 
@@ -102,7 +104,41 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
          CREATE TABLE embeddings (
              fact_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, dims INTEGER NOT NULL, vector BLOB NOT NULL);",
     ),
+    (
+        "0008_signet",
+        "CREATE TABLE fact_history (
+             conversation_id TEXT NOT NULL, fact_id TEXT NOT NULL, episode_id TEXT NOT NULL,
+             seq INTEGER NOT NULL, event TEXT NOT NULL, by_candidate TEXT NOT NULL, reason TEXT NOT NULL,
+             subject TEXT NOT NULL, predicate TEXT NOT NULL, object TEXT NOT NULL, fact_type TEXT NOT NULL,
+             content TEXT NOT NULL, content_hash TEXT NOT NULL, confidence REAL NOT NULL,
+             valid_until TEXT, invalid_at TEXT, source_episode TEXT NOT NULL, source_turns TEXT NOT NULL,
+             PRIMARY KEY (conversation_id, episode_id, seq));
+         CREATE TABLE mentions (
+             conversation_id TEXT NOT NULL, fact_id TEXT NOT NULL, entity_id TEXT NOT NULL,
+             text TEXT NOT NULL, episode_id TEXT NOT NULL,
+             PRIMARY KEY (fact_id, entity_id));
+         CREATE TABLE audit_provenance (
+             conversation_id TEXT NOT NULL, episode_id TEXT NOT NULL, audit_seq INTEGER NOT NULL,
+             action TEXT NOT NULL, content TEXT NOT NULL, confidence REAL NOT NULL, source TEXT NOT NULL,
+             extractor TEXT NOT NULL, decider TEXT NOT NULL, fact_count INTEGER NOT NULL,
+             entity_count INTEGER NOT NULL, review_needed INTEGER NOT NULL,
+             PRIMARY KEY (conversation_id, episode_id, audit_seq));",
+    ),
 ];
+
+/// One archived fact state (a row of `fact_history`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryRow {
+    pub conversation_id: String,
+    pub fact_id: String,
+    pub episode_id: String,
+    /// `update` or `delete`.
+    pub event: String,
+    pub by_candidate: String,
+    pub reason: String,
+    /// The content the fact had before the event.
+    pub content: String,
+}
 
 /// A store file. One connection, shared by the run's threads behind a mutex:
 /// transactions are short and the plan is computed before the lock is taken.
@@ -316,6 +352,73 @@ impl Store {
                         fact_id: r.get(5)?,
                         target_fact_id: r.get(6)?,
                         reason: r.get(7)?,
+                    },
+                ))
+            })?
+            .collect()
+        })
+    }
+
+    /// Every archived fact state (`signet`'s history table): conversation,
+    /// fact id, episode, event, candidate, reason and the archived content,
+    /// in archive order.
+    pub fn history(&self) -> Result<Vec<HistoryRow>> {
+        self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT h.conversation_id, h.fact_id, h.episode_id, h.event, h.by_candidate, h.reason, h.content
+                 FROM fact_history h JOIN episodes e ON e.conversation_id = h.conversation_id AND e.id = h.episode_id
+                 ORDER BY h.conversation_id, e.seq, h.seq",
+            )?;
+            st.query_map([], |r| {
+                Ok(HistoryRow {
+                    conversation_id: r.get(0)?,
+                    fact_id: r.get(1)?,
+                    episode_id: r.get(2)?,
+                    event: r.get(3)?,
+                    by_candidate: r.get(4)?,
+                    reason: r.get(5)?,
+                    content: r.get(6)?,
+                })
+            })?
+            .collect()
+        })
+    }
+
+    /// Every mention row (`signet`'s entity linker): conversation, fact id,
+    /// entity id and the text that named it, ordered by fact.
+    pub fn mentions(&self) -> Result<Vec<(String, String, String, String)>> {
+        self.with(|c| {
+            let mut st =
+                c.prepare("SELECT conversation_id, fact_id, entity_id, text FROM mentions ORDER BY conversation_id, fact_id, entity_id")?;
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect()
+        })
+    }
+
+    /// Every audit row's provenance (`signet`), ordered like the audit:
+    /// conversation, episode, audit row number and the provenance.
+    pub fn provenance(&self) -> Result<Vec<(String, String, usize, Provenance)>> {
+        self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT p.conversation_id, p.episode_id, p.audit_seq, p.action, p.content, p.confidence, p.source,
+                        p.extractor, p.decider, p.fact_count, p.entity_count, p.review_needed
+                 FROM audit_provenance p JOIN episodes e ON e.conversation_id = p.conversation_id AND e.id = p.episode_id
+                 ORDER BY p.conversation_id, e.seq, p.audit_seq",
+            )?;
+            st.query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get::<_, i64>(2)? as usize,
+                    Provenance {
+                        action: r.get(3)?,
+                        content: r.get(4)?,
+                        confidence: r.get(5)?,
+                        source: r.get(6)?,
+                        extractor: r.get(7)?,
+                        decider: r.get(8)?,
+                        fact_count: r.get::<_, i64>(9)? as usize,
+                        entity_count: r.get::<_, i64>(10)? as usize,
+                        review_needed: r.get::<_, i64>(11)? != 0,
                     },
                 ))
             })?
@@ -591,6 +694,79 @@ impl WriteTx for SqlTx<'_> {
             .map(drop)
             .map_err(|e| self.err(e))
     }
+
+    fn archive(&mut self, id: &str, event: AuditAction, by: &str, reason: &str) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "INSERT INTO fact_history (conversation_id, fact_id, episode_id, seq, event, by_candidate, reason,
+                    subject, predicate, object, fact_type, content, content_hash, confidence, valid_until,
+                    invalid_at, source_episode, source_turns)
+                 SELECT conversation_id, id, ?2,
+                    (SELECT COUNT(*) FROM fact_history h WHERE h.conversation_id = f.conversation_id AND h.episode_id = ?2),
+                    ?3, ?4, ?5, subject, predicate, object, fact_type, content, content_hash, confidence,
+                    valid_until, invalid_at, source_episode, source_turns
+                 FROM facts f WHERE id = ?1",
+            )
+            .and_then(|mut st| st.execute(params![id, self.episode_id, event.as_str(), by, reason]))
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    fn update_fact(&mut self, id: &str, with: &FactRec) -> Result<bool> {
+        let turns = serde_json::to_string(&[&with.source_turn]).map_err(|e| Error::Other(format!("serialise source turns: {e}")))?;
+        // OR IGNORE: a live row with the same hash (the partial unique index) leaves this one unchanged.
+        self.tx
+            .prepare_cached(
+                "UPDATE OR IGNORE facts SET subject = ?2, predicate = ?3, object = ?4, kind = ?5, fact_type = ?6,
+                    content = ?7, normalized_content = ?8, content_hash = ?9, confidence = ?10, valid_from = ?11,
+                    valid_until = ?12, source_episode = ?13, source_turns = ?14, source_quote = ?15,
+                    subject_entity = ?16, object_entity = ?17
+                 WHERE id = ?1 AND invalid_at IS NULL AND superseded_by IS NULL",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    id,
+                    with.subject,
+                    with.predicate,
+                    with.object,
+                    kind_str(with.kind),
+                    with.fact_type.as_str(),
+                    with.content,
+                    with.normalized,
+                    with.hash,
+                    with.confidence,
+                    with.valid_from,
+                    with.valid_until,
+                    with.source_episode,
+                    turns,
+                    with.source_quote,
+                    with.subject_entity,
+                    with.object_entity,
+                ])
+            })
+            .and_then(|n| {
+                // The vector goes with the content (the FTS row follows by trigger).
+                if n == 1 && !with.embedding.is_empty() {
+                    self.tx
+                        .prepare_cached(
+                            "INSERT OR REPLACE INTO embeddings (fact_id, conversation_id, dims, vector) VALUES (?1, ?2, ?3, ?4)",
+                        )?
+                        .execute(params![id, self.conversation_id, with.embedding.len() as i64, vector_to_blob(&with.embedding)])?;
+                }
+                Ok(n == 1)
+            })
+            .map_err(|e| self.err(e))
+    }
+
+    fn insert_mention(&mut self, fact_id: &str, entity_id: &str, text: &str) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "INSERT OR IGNORE INTO mentions (conversation_id, fact_id, entity_id, text, episode_id) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .and_then(|mut st| st.execute(params![self.conversation_id, fact_id, entity_id, text, self.episode_id]))
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
 }
 
 /// The audit rows, the verdict rows and the episode's completion mark.
@@ -631,6 +807,27 @@ fn record_decisions(tx: &rusqlite::Transaction<'_>, plan: &WritePlan, mode: Writ
             v.guard,
             v.verdict.as_str(),
             v.review_needed as i64
+        ])?;
+    }
+    let mut st = tx.prepare_cached(
+        "INSERT INTO audit_provenance (conversation_id, episode_id, audit_seq, action, content, confidence, source,
+                                       extractor, decider, fact_count, entity_count, review_needed)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?;
+    for (seq, p) in &result.provenance {
+        st.execute(params![
+            conv,
+            ep,
+            *seq as i64,
+            p.action,
+            p.content,
+            p.confidence,
+            p.source,
+            p.extractor,
+            p.decider,
+            p.fact_count as i64,
+            p.entity_count as i64,
+            p.review_needed as i64
         ])?;
     }
     tx.prepare_cached("INSERT OR REPLACE INTO episode_runs (conversation_id, episode_id, write_mode) VALUES (?1, ?2, ?3)")?
@@ -896,5 +1093,106 @@ mod tests {
         assert_eq!(o, vec![("c1", "closed"), ("c2", "skipped"), ("c3", "deduped")]);
         assert_eq!(s.facts().unwrap()[0].valid_until.as_deref(), Some("2024-02-01"));
         assert_eq!(s.audit().unwrap().len(), 4, "one row per proposal, across both episodes");
+    }
+
+    /// `signet`'s write policy through the real store: one proposal per fact.
+    mod signet {
+        use super::*;
+        use crate::pipeline::signet::write::{Applied, SignetProposal, apply as signet_apply};
+        use crate::pipeline::signet::{Decision, DecisionAction};
+
+        fn proposal(f: FactRec, action: DecisionAction, target: Option<&str>) -> SignetProposal {
+            let provenance = Provenance {
+                action: action.as_str().into(),
+                content: f.content.clone(),
+                confidence: f.confidence,
+                source: "e/t".into(),
+                extractor: "x".into(),
+                decider: "d".into(),
+                fact_count: 1,
+                entity_count: 0,
+                review_needed: false,
+            };
+            let decision = Decision { action, target: target.map(str::to_string), confidence: 0.9, reason: "because".into() };
+            SignetProposal { fact: f, decision: Some(decision), dropped: None, review_needed: false, mentions: vec![], provenance }
+        }
+
+        fn run(s: &Store, episode: &str, mode: WriteMode, ps: &[SignetProposal]) -> (WriteResult, Vec<Applied>) {
+            let mut applied = vec![];
+            let r = s
+                .write_episode(&plan(episode, "2024-02-01T00:00:00", vec![]), mode, |tx| {
+                    let (r, a) = signet_apply(tx, ps, mode, 0.7, Some("2024-02-01T00:00:00"))?;
+                    applied = a;
+                    Ok(r)
+                })
+                .unwrap();
+            (r, applied)
+        }
+
+        #[test]
+        fn the_three_gates_and_a_pinned_target() {
+            let s = store();
+            let mut pinned = fact("f1", "Alice works at Google", 0.9);
+            pinned.pinned = true;
+            let (_, a) = run(&s, "e1", WriteMode::Full, &[proposal(pinned, DecisionAction::Add, None)]);
+            assert_eq!(a, [Applied::Created]);
+            let mut empty = fact("f3", "...", 0.9);
+            empty.normalized = String::new();
+            let ps = [
+                proposal(fact("f2", "Alice works at Anthropic", 0.5), DecisionAction::Add, None),
+                proposal(empty, DecisionAction::Add, None),
+                proposal(fact("f4", "Alice works at Google", 0.9), DecisionAction::Add, None),
+                proposal(fact("f5", "Alice works at Meta", 0.9), DecisionAction::Update, Some("f1")),
+                proposal(fact("f6", "Alice left Google", 0.9), DecisionAction::Delete, Some("f1")),
+            ];
+            let (r, a) = run(&s, "e2", WriteMode::Full, &ps);
+            use Applied::*;
+            assert_eq!(a, [LowConfidence, EmptyContent, Deduped, TargetSkipped, TargetSkipped]);
+            assert_eq!(r.audit[2].target_fact_id.as_deref(), Some("f1"), "deduped names the existing id");
+            assert_eq!(r.audit[3].reason, "pinned");
+            assert!(s.history().unwrap().is_empty(), "nothing archived for a pinned target");
+            assert_eq!(r.provenance.len(), r.audit.len(), "every audit row carries its provenance");
+            assert_eq!(s.provenance().unwrap().len(), 6);
+        }
+
+        #[test]
+        fn full_updates_in_place_and_soft_deletes_after_archiving_controlled_writes_neither_side() {
+            let s = store();
+            for (i, id) in ["e3", "e4"].into_iter().enumerate() {
+                let ep = Episode { id: id.into(), timestamp: Some("2024-02-01T00:00:00".into()), turns: vec![] };
+                s.write_evidence("c", 2 + i, &ep).unwrap();
+            }
+            run(&s, "e1", WriteMode::Full, &[proposal(fact("f1", "Alice works at Google", 0.9), DecisionAction::Add, None)]);
+            let upd = [proposal(fact("f2", "Alice works at Anthropic", 0.9), DecisionAction::Update, Some("f1"))];
+            let (_, a) = run(&s, "e2", WriteMode::Controlled, &upd);
+            assert_eq!(a, [Applied::Blocked]);
+            let facts = s.facts().unwrap();
+            assert_eq!(facts.iter().map(|f| f.content.as_str()).collect::<Vec<_>>(), ["Alice works at Google"], "neither side written");
+            let (r, a) = run(&s, "e3", WriteMode::Full, &upd);
+            assert_eq!(a, [Applied::Updated]);
+            assert_eq!(r.effects, vec![Effect::Updated { id: "f1".into(), by: "f2".into() }]);
+            assert_eq!(s.facts().unwrap()[0].content, "Alice works at Anthropic");
+            let del = [proposal(fact("f3", "Alice left Anthropic", 0.9), DecisionAction::Delete, Some("f1"))];
+            let (_, a) = run(&s, "e4", WriteMode::Full, &del);
+            assert_eq!(a, [Applied::Deleted]);
+            let f = &s.facts().unwrap()[0];
+            assert_eq!((f.invalid_at.as_deref(), f.superseded_by.as_deref()), (Some("2024-02-01"), None), "soft-deleted");
+            let h: Vec<(String, String)> = s.history().unwrap().into_iter().map(|h| (h.event, h.content)).collect();
+            assert_eq!(h, [("update".into(), "Alice works at Google".into()), ("delete".into(), "Alice works at Anthropic".into())]);
+        }
+
+        #[test]
+        fn shadow_records_every_decision_and_writes_nothing() {
+            let s = store();
+            let ps = [
+                proposal(fact("f1", "Alice works at Google", 0.9), DecisionAction::Add, None),
+                proposal(fact("f2", "Alice works at Meta", 0.9), DecisionAction::Update, Some("f0")),
+                proposal(fact("f3", "Alice works at Meta", 0.9), DecisionAction::None, Some("f0")),
+            ];
+            let (r, a) = run(&s, "e1", WriteMode::Shadow, &ps);
+            assert_eq!(a, [Applied::Recorded; 3]);
+            assert!(r.audit.iter().all(|a| a.outcome == Outcome::Recorded), "{:?}", r.audit);
+            assert!(s.facts().unwrap().is_empty() && s.history().unwrap().is_empty());
+        }
     }
 }

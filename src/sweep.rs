@@ -405,6 +405,10 @@ fn run_point(
     for (conv, conv_fronts) in dataset.conversations.iter().zip(fronts) {
         let mut state = ConvState { entities: conv_fronts.speakers.clone(), sims: conv_fronts.sims.clone(), ..ConvState::default() };
         for (episode, f) in conv.episodes.iter().zip(&conv_fronts.episodes) {
+            if !cfg.enabled {
+                records.push(EpisodeRecord::disabled(&conv.id, episode));
+                continue;
+            }
             records.push(profile.back(f, conv, episode, &mut state, cfg, judge, &store)?);
         }
         // The state mirrors what the store applied, so its live facts are the store's.

@@ -16,6 +16,9 @@ pub const EXTRACT_SOURCE: &str = include_str!("prompts/extract.txt");
 /// The batched contradiction judge template's source text.
 pub const JUDGE_SOURCE: &str = include_str!("prompts/judge.txt");
 
+/// The `signet` profile's per-fact decision template's source text.
+pub const SIGNET_DECISION_SOURCE: &str = include_str!("prompts/signet_decision.txt");
+
 /// Most known entity names shown to the model.
 pub const MAX_KNOWN_ENTITIES: usize = 200;
 /// Most recent live facts shown to the model.
@@ -90,9 +93,14 @@ pub fn judge_template() -> Result<Template> {
     Template::parse("judge.txt", JUDGE_SOURCE)
 }
 
+/// The `signet` profile's decision template (one call per fact with candidates).
+pub fn signet_decision_template() -> Result<Template> {
+    Template::parse("signet_decision.txt", SIGNET_DECISION_SOURCE)
+}
+
 /// Every compiled-in template (for the version pin test and `memform` listings).
 pub fn all_templates() -> Result<Vec<Template>> {
-    Ok(vec![extract_template()?, judge_template()?])
+    Ok(vec![extract_template()?, judge_template()?, signet_decision_template()?])
 }
 
 fn fill(id: &TemplateId, text: &str, vars: &[(&str, &str)]) -> Result<String> {
@@ -143,6 +151,9 @@ fn find_ascii_ci(hay: &str, needle: &str) -> Option<usize> {
 /// The fence tags the templates use for untrusted data.
 pub const FENCE_TAGS: [&str; 4] = ["transcript", "known_entities", "known_facts", "pairs"];
 
+/// The fence tags of `signet`'s decision template.
+pub const SIGNET_FENCE_TAGS: [&str; 2] = ["fact", "memories"];
+
 /// The JSON schema of an extraction answer, as text: properties are listed
 /// in the order a model should write them (llama.cpp's grammar keeps it).
 pub const EXTRACT_SCHEMA: &str = include_str!("prompts/extract.schema.json");
@@ -156,9 +167,10 @@ mod tests {
 
     /// SHA-256 of each template's text, per version. Editing a template
     /// without bumping its `version:` line fails here.
-    const PINNED: [(&str, u32, &str); 2] = [
+    const PINNED: [(&str, u32, &str); 3] = [
         ("extract", 1, "d3f87e25e4bd3d0588c8872789c41964f9a8cd0fb35cbb0a0cacc1e6220181ce"),
         ("judge", 1, "dcda12d1cbcf50821aedba446062e32981edf0aed516e970e0b072d8b811922c"),
+        ("signet_decision", 1, "089327b638edc35592196f38866c563119bc886c89aa96411f2acb77293ce352"),
     ];
 
     #[test]

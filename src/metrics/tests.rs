@@ -95,6 +95,7 @@ pub(crate) fn cand(conv: &str, ep: &str, n: usize, turn: &str, content: &str, ou
         unlisted: Vec::new(),
         ended: Vec::new(),
         stored,
+        decision: None,
     }
 }
 

@@ -21,6 +21,7 @@ pub mod profiles;
 pub mod records;
 #[path = "2_resolve.rs"]
 pub mod resolve;
+pub mod signet;
 #[path = "5_write/mod.rs"]
 pub mod write;
 
@@ -67,6 +68,8 @@ pub struct EpisodeFront {
     pub fact_embeddings: Vec<Vec<f32>>,
     pub entity_embeddings: Vec<Vec<f32>>,
     pub usage: LlmUsage,
+    /// The extractor's id (provenance of what it extracted).
+    pub extractor: String,
     pub extract_ms: f64,
     pub embed_ms: f64,
     /// Slot of the first fact vector in the conversation's [`SimTable`]
@@ -100,10 +103,11 @@ pub fn front(stages: Stages<'_>, conv: &Conversation, episode: &Episode, state: 
     let fact_embeddings = if texts.is_empty() { Vec::new() } else { stages.embedder.embed(&texts, &source)? };
     let names: Vec<&str> = extraction.entities.iter().map(|e| e.name.as_str()).collect();
     let entity_embeddings = if names.is_empty() { Vec::new() } else { stages.embedder.embed(&names, &source)? };
-    Ok(EpisodeFront { extraction, fact_embeddings, entity_embeddings, usage, extract_ms, embed_ms: ms(t1), slot_base: None })
+    let extractor = stages.extractor.id();
+    Ok(EpisodeFront { extraction, fact_embeddings, entity_embeddings, usage, extractor, extract_ms, embed_ms: ms(t1), slot_base: None })
 }
 
-fn ms(t: Instant) -> f64 {
+pub(crate) fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1000.0
 }
 
@@ -285,6 +289,7 @@ mod tests {
             },
             entity_embeddings: vec![],
             usage: LlmUsage::default(),
+            extractor: "test".into(),
             extract_ms: 0.0,
             embed_ms: 0.0,
             slot_base: None,
@@ -360,5 +365,40 @@ mod tests {
         assert_eq!(rec.facts[0].verdicts[0].verdict, Verdict::Neither);
         assert!(rec.warnings.iter().any(|w| w.kind == "judge_failed"));
         assert!(state.facts.iter().all(|f| f.is_live()));
+    }
+
+    #[test]
+    fn low_confidence_and_historical_candidates_skip_judging() {
+        // A judge that fails when called: a call would leave `judge_failed`.
+        let judge = Scripted(None);
+        let conv = Conversation {
+            id: "c".into(),
+            speakers: vec!["Alice".into()],
+            episodes: vec![episode("e1", "t1", "2024-01-01"), episode("e2", "t2", "2024-02-01"), episode("e3", "t3", "2024-03-01")],
+            gold: Gold::default(),
+        };
+        let (store, cfg, mut state) = (Store::in_memory().unwrap(), Config::default(), ConvState::default());
+        back(&front_of(vec![fact("Google", "t1")]), &conv, &conv.episodes[0], &mut state, &cfg, &judge, &store).unwrap();
+        let hedged = CandidateFact { confidence: 0.75, ..fact("Anthropic", "t2") };
+        let rec = back(&front_of(vec![hedged]), &conv, &conv.episodes[1], &mut state, &cfg, &judge, &store).unwrap();
+        assert_eq!(rec.facts[0].outcome, CandidateOutcome::Created, "stored");
+        assert!(rec.facts[0].verdicts.is_empty(), "paired with nothing");
+        assert!(rec.warnings.is_empty(), "the judge was not asked: {:?}", rec.warnings);
+        let past = CandidateFact {
+            predicate: "worked at".into(),
+            content: "Alice worked at Google until 2023".into(),
+            valid_until: Some("2023-12-31".into()),
+            ..fact("Google", "t3")
+        };
+        let rec = back(&front_of(vec![past]), &conv, &conv.episodes[2], &mut state, &cfg, &judge, &store).unwrap();
+        let v = &rec.facts[0].verdicts;
+        assert_eq!(v.len(), 1, "only the relationship it ends: {v:?}");
+        assert_eq!(
+            (v[0].live_id.as_str(), v[0].verdict, v[0].guard.as_deref()),
+            ("c/e1/c0", Verdict::Old, Some("historical_skips_judging"))
+        );
+        assert!(rec.warnings.is_empty(), "the judge was not asked: {:?}", rec.warnings);
+        assert_eq!(state.fact("c/e1/c0").unwrap().superseded_by.as_deref(), Some("c/e3/c0"));
+        assert!(state.fact("c/e2/c0").unwrap().is_live(), "a historical candidate ends only the relationship it names");
     }
 }

@@ -3,11 +3,14 @@
 //! (or one type here) plus one entry in [`PROFILES`]; the driver never
 //! changes for it. Chosen with `--profile NAME` or `profile = "NAME"`.
 
+use std::sync::Arc;
+
 use super::extract::{Extractor, RulesExtractor};
-use super::judge::{Judge, RulesJudge};
+use super::judge::{Judge, LlmJudge, RulesJudge};
 use super::{EpisodeFront, EpisodeRecord, back};
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::llm::{Llm, LlmSettings};
 use crate::state::ConvState;
 use crate::store::Store;
 use crate::types::{Conversation, Episode};
@@ -25,6 +28,15 @@ pub trait Profile: Send + Sync {
     /// The judge rules mode uses.
     fn rules_judge(&self, cfg: &Config) -> Box<dyn Judge> {
         Box::new(RulesJudge::new(cfg))
+    }
+    /// The judge LLM mode uses, behind the recorded boundary `llm`.
+    fn llm_judge(&self, llm: Arc<dyn Llm>, settings: &LlmSettings) -> Result<Box<dyn Judge>> {
+        Ok(Box::new(LlmJudge::new(llm, settings)?))
+    }
+    /// Config keys this profile never reads (a value other than the default
+    /// is warned about, see [`inapplicable`]).
+    fn inapplicable_keys(&self) -> &'static [&'static str] {
+        &[]
     }
     /// Stages 2–5 of one episode whose front (stage 1 and its vectors) is done.
     #[allow(clippy::too_many_arguments)]
@@ -65,8 +77,67 @@ impl Profile for Soda {
     }
 }
 
+/// Signet Pipeline v2 after extraction: candidate retrieval, per-fact
+/// ADD/UPDATE/DELETE/NONE, the inline entity linker and Signet's write
+/// semantics (docs/pipeline.md, "The signet profile").
+pub struct Signet;
+
+impl Profile for Signet {
+    fn name(&self) -> &'static str {
+        "signet"
+    }
+    fn summary(&self) -> &'static str {
+        "Signet v2's extraction caps, candidate retrieval, ADD/UPDATE/DELETE/NONE decisions, inline entity linker and write modes"
+    }
+    fn rules_judge(&self, _cfg: &Config) -> Box<dyn Judge> {
+        Box::new(super::signet::RulesDecider)
+    }
+    fn llm_judge(&self, llm: Arc<dyn Llm>, settings: &LlmSettings) -> Result<Box<dyn Judge>> {
+        Ok(Box::new(super::signet::llm::LlmDecider::new(llm, settings)?))
+    }
+    fn inapplicable_keys(&self) -> &'static [&'static str] {
+        &[
+            "value_core_min",
+            "value_contextual_min",
+            "entity_merge_threshold",
+            "dedup_enabled",
+            "contradiction_band_min",
+            "max_pairs_per_candidate",
+            "min_trusted_confidence",
+            "multi_valued_predicates",
+            "preference_polarity_pairing",
+        ]
+    }
+    fn back(
+        &self,
+        front: &EpisodeFront,
+        conv: &Conversation,
+        episode: &Episode,
+        state: &mut ConvState,
+        cfg: &Config,
+        judge: &dyn Judge,
+        store: &Store,
+    ) -> Result<EpisodeRecord> {
+        super::signet::back(front, conv, episode, state, cfg, judge, store)
+    }
+}
+
 /// Every profile, the default first.
-pub const PROFILES: &[&dyn Profile] = &[&Soda];
+pub const PROFILES: &[&dyn Profile] = &[&Soda, &Signet];
+
+/// One line per config key set away from its default that `cfg`'s profile
+/// never reads: such a key is ignored, and the run says so.
+pub fn inapplicable(cfg: &Config) -> Result<Vec<String>> {
+    let profile = by_name(&cfg.profile)?;
+    let set = toml::Table::try_from(cfg).map_err(|e| Error::Config(format!("serialise config: {e}")))?;
+    let default = toml::Table::try_from(Config::default()).map_err(|e| Error::Config(format!("serialise config: {e}")))?;
+    Ok(profile
+        .inapplicable_keys()
+        .iter()
+        .filter(|k| set.get(**k) != default.get(**k))
+        .map(|k| format!("config key {k} does not apply to profile {}: it is ignored", profile.name()))
+        .collect())
+}
 
 /// The default profile's name.
 pub const DEFAULT: &str = "soda";

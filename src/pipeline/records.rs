@@ -32,6 +32,20 @@ string_enum! {
         LowFactConfidence => "low_fact_confidence",
         EmptyFactContent => "empty_fact_content",
         Conflict => "conflict",
+        /// `signet`: an UPDATE applied (the target now holds this content).
+        Updated => "updated",
+        /// `signet`: a DELETE applied (the target soft-deleted; this fact not written).
+        Deleted => "deleted",
+        /// `signet`: a NONE decision (a stored memory already says it).
+        NoneDecided => "none",
+        /// `signet`, controlled mode: an UPDATE or DELETE blocked, neither side written.
+        Blocked => "blocked",
+        /// `signet`, shadow mode: an UPDATE or DELETE recorded, nothing written.
+        ShadowRecorded => "shadow_recorded",
+        /// `signet`: the decision was dropped by validation (or its call failed).
+        DecisionDropped => "decision_dropped",
+        /// `signet`: an UPDATE or DELETE whose target is pinned or no longer live.
+        TargetSkipped => "target_skipped",
     }
 }
 
@@ -114,6 +128,25 @@ pub struct CandidateRecord {
     /// Facts this candidate invalidated or closed (applied, cascades included).
     pub ended: Vec<String>,
     pub stored: bool,
+    /// The `signet` profile's decision for this fact (absent for `soda`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<DecisionRecord>,
+}
+
+/// A `signet` decision as `facts.jsonl` records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecisionRecord {
+    /// add, update, delete or none; absent when the decision was dropped.
+    pub action: Option<String>,
+    pub target: Option<String>,
+    pub confidence: Option<f64>,
+    pub reason: String,
+    /// The contradiction detector's flag on an UPDATE or DELETE.
+    pub review_needed: bool,
+    /// The retrieved candidates: id and merged search score, best first.
+    pub candidates: Vec<(String, f64)>,
+    /// Entities the linker found named in the content.
+    pub mentions: Vec<String>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -177,6 +210,34 @@ pub struct EpisodeRecord {
     #[serde(skip)]
     pub facts: Vec<CandidateRecord>,
     pub timings: Timings,
+}
+
+impl EpisodeRecord {
+    /// The record of an episode that was not processed because the pipeline
+    /// is disabled (`enabled = false`): its evidence is stored, nothing is
+    /// extracted or written, and a `pipeline_disabled` warning says so.
+    pub fn disabled(conversation: &str, episode: &crate::types::Episode) -> EpisodeRecord {
+        EpisodeRecord {
+            conversation: conversation.to_string(),
+            episode: episode.id.clone(),
+            timestamp: episode.timestamp.clone(),
+            turns: episode.turns.len(),
+            candidates: 0,
+            stored: 0,
+            entity_decisions: Vec::new(),
+            warnings: vec![Warning::new(
+                "pipeline_disabled",
+                "enabled = false: the episode's evidence was stored and nothing was processed",
+            )],
+            usage: LlmUsage::default(),
+            invalidations: 0,
+            closures: 0,
+            review_needed: 0,
+            blocked: 0,
+            facts: Vec::new(),
+            timings: Timings::default(),
+        }
+    }
 }
 
 /// Write-stage counts of one episode.
@@ -267,6 +328,7 @@ mod tests {
             unlisted: Vec::new(),
             ended: Vec::new(),
             stored: true,
+            decision: None,
         }
     }
 

@@ -81,7 +81,50 @@ fn model() -> Arc<Scripted> {
             )
         }
         Stage::Judge => r#"{"verdicts":[{"pair":0,"verdict":"old"},{"pair":5,"verdict":"new"}]}"#.into(),
+        // A hallucinated target: no candidate has this id.
+        Stage::Decide => r#"{"action":"update","targetId":"conv-a/e9/c9","confidence":0.9,"reason":"newer"}"#.into(),
     })
+}
+
+/// Fault injection: a decision naming a non-candidate id is dropped with a
+/// warning (Signet's decision.test.ts, "rejects UPDATE referencing a
+/// non-candidate ID"), through the recorded boundary.
+#[test]
+fn signet_decision_with_a_hallucinated_target_is_dropped_with_a_warning() {
+    use memform::pipeline::signet::Decider;
+    use memform::pipeline::signet::decide::{DecisionInput, MemoryCandidate};
+    use memform::pipeline::signet::llm::LlmDecider;
+    use memform::types::{CandidateFact, FactKind, FactType};
+    let settings = memform::llm::LlmSettings::from_config(&Config::default()).unwrap();
+    let decider = LlmDecider::new(model(), &settings).unwrap();
+    let fact = CandidateFact {
+        subject: "Ann".into(),
+        predicate: "works at".into(),
+        object: "Initech".into(),
+        kind: FactKind::Literal,
+        fact_type: FactType::Fact,
+        content: "Ann works at Initech".into(),
+        confidence: 0.9,
+        source_turn: "t1".into(),
+        source_quote: String::new(),
+        valid_from: None,
+        valid_until: None,
+    };
+    let candidates = [MemoryCandidate {
+        id: "conv-a/e1/c0".into(),
+        fact_type: FactType::Fact,
+        content: "Ann works at Acme".into(),
+        subject: "Ann".into(),
+        predicate: "works at".into(),
+        object: "Acme".into(),
+        score: 0.8,
+        cosine: 0.8,
+    }];
+    let ctx = JudgeContext { conversation_id: "conv-a", episode_id: "e2" };
+    let a = decider.decide(&ctx, &DecisionInput { fact: &fact, candidates: &candidates }, &Config::default()).unwrap();
+    assert_eq!(a.decision, None);
+    assert_eq!(a.warnings.iter().map(|w| w.kind.as_str()).collect::<Vec<_>>(), ["decision_unknown_target"]);
+    assert_eq!(a.usage.calls, 1);
 }
 
 fn pairs() -> Vec<JudgePair> {

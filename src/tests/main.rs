@@ -12,6 +12,7 @@ mod kill_rerun;
 mod llm_replay;
 mod locomo_data;
 mod out_dir;
+mod profiles;
 mod provenance;
 mod recorded;
 mod reports;

@@ -144,7 +144,7 @@ fn compare_refuses_what_it_cannot_run_before_running_anything() {
     for (modes, message) in [
         ("rules,rules", "error: both sides are \"rules\": give two modes, or --set-a/--set-b to vary the config"),
         ("rules", "error: --modes: expected two modes, A,B (got \"rules\")"),
-        ("rules,magic", "error: --modes: unknown mode \"magic\" (expected rules or llm)"),
+        ("rules,magic", "error: --modes: unknown mode \"magic\" (expected rules, llm or llm-judge)"),
     ] {
         let (code, stdout, stderr) = memform(&["compare", "--dataset", ds, "--modes", modes, "--runs-dir", "runs"], tmp.path());
         assert_eq!(code, Some(2), "{modes}: {stderr}");

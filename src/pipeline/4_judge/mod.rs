@@ -19,7 +19,7 @@ mod rules;
 pub use guards::{FinalVerdict, GuardInput, apply_guards};
 pub use llm::LlmJudge;
 pub use pairs::{FoundPair, PairInput, PairReason, PairRules, find_pairs};
-pub use rules::{Antonyms, PolarityKeys, RulesJudge, polarity_conflict};
+pub use rules::{Antonyms, PolarityKeys, RulesJudge, opposite_preferences, polarity_conflict, preference_polarity};
 
 /// One side of a pair, as a judge sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -80,6 +80,11 @@ pub trait Judge: Send + Sync {
         StageMode::Rules
     }
     fn judge(&self, ctx: &JudgeContext<'_>, pairs: &[JudgePair]) -> Result<JudgeOutput>;
+    /// The per-fact decision stage this judge is, for profiles that decide
+    /// per fact (`signet`) rather than judge pairs.
+    fn decider(&self) -> Option<&dyn crate::pipeline::signet::Decider> {
+        None
+    }
 }
 
 /// Stage 4's answer for one episode.
@@ -96,6 +101,12 @@ pub struct Judged {
 /// contradict, asks `judge` once for all pairs, and applies the guards. A
 /// judge failure makes every verdict `neither` with a warning; a fixture
 /// miss (a hole in the recording) stops the run.
+///
+/// Two kinds of survivor skip judging (memory-soda): one below
+/// `min_trusted_confidence` is paired with nothing (it is stored and can
+/// never end a fact), and a historical one (`valid_until` past) is paired
+/// only with the relationship it ends, which it ends without asking the
+/// judge (guard `historical_skips_judging`).
 pub fn stage(
     batch: &Batch<'_>,
     deduped: &Deduped,
@@ -105,13 +116,30 @@ pub fn stage(
     cfg: &Config,
     judge: &dyn Judge,
 ) -> Result<Judged> {
-    let survivors: Vec<usize> = deduped.survivors().collect();
+    let survivors: Vec<usize> = deduped.survivors().filter(|&i| batch.facts[i].fact.confidence >= cfg.min_trusted_confidence).collect();
     let inputs: Vec<PairInput<'_>> = survivors
         .iter()
         .map(|&i| PairInput { fact: PairFact::of(&batch.facts[i].fact), embedding: batch.vector(i), keys: &batch.keys[i] })
         .collect();
-    let pairs = find_pairs(&inputs, state, now, &PairRules::new(cfg));
+    let historical = |p: &FoundPair| crate::state::is_past(batch.facts[survivors[p.candidate]].fact.valid_until.as_deref(), now);
+    let (ended, mut pairs): (Vec<FoundPair>, Vec<FoundPair>) =
+        find_pairs(&inputs, state, now, &PairRules::new(cfg)).into_iter().partition(|p| historical(p));
+    // The judge answers by index: the pairs it sees are numbered from 0.
+    for (k, p) in pairs.iter_mut().enumerate() {
+        p.pair.index = k;
+    }
     let mut out = Judged { verdicts: vec![Vec::new(); batch.len()], ..Judged::default() };
+    for p in ended.iter().filter(|p| p.reason == PairReason::EndsRelationship) {
+        out.verdicts[survivors[p.candidate]].push(FinalVerdict {
+            live_id: p.live_id.clone(),
+            reason: p.reason,
+            verdict: Verdict::Old,
+            judged: Verdict::Old,
+            review_needed: false,
+            guard: Some("historical_skips_judging".into()),
+            cosine: p.pair.cosine,
+        });
+    }
     let answer = if pairs.is_empty() {
         Ok(JudgeOutput::default())
     } else {
@@ -440,5 +468,41 @@ mod tests {
         let ok = [GuardInput { confidence: 0.8, valid_until: None }];
         let g = apply_guards(&[found(PairReason::SamePredicate)], &old_answer(), &ok, None, 0.8);
         assert_eq!(g[0].verdict, Verdict::Old);
+    }
+
+    #[test]
+    fn preference_polarity_of_predicates() {
+        for (p, want) in [
+            ("loves", Some(true)),
+            ("likes", Some(true)),
+            ("enjoys", Some(true)),
+            ("prefers", Some(true)),
+            ("hates", Some(false)),
+            ("dislikes", Some(false)),
+            ("avoids", Some(false)),
+            ("does not like", Some(false)),
+            ("no longer enjoys", Some(false)),
+            ("doesn't hate", Some(true)),
+            ("works at", None),
+            ("lives in", None),
+        ] {
+            assert_eq!(preference_polarity(p), want, "{p}");
+        }
+        assert!(opposite_preferences("loves", "hates") && opposite_preferences("likes", "does not like"));
+        assert!(!opposite_preferences("loves", "likes") && !opposite_preferences("loves", "works at"));
+    }
+
+    #[test]
+    fn opposite_preferences_on_the_same_object_pair_and_the_later_wins() {
+        let mut st = ConvState::default();
+        // Orthogonal vectors: no cosine band could pair them.
+        st.facts.push(live_content("f1", "Mia", "loves", "Chinese food", "Mia loves Chinese food", vec![1.0, 0.0]));
+        let e = [0.0f32, 1.0];
+        let cand = [pin(pf("Mia", "hates", "Chinese food", "Mia hates Chinese food", None), Vector { slot: None, values: &e })];
+        let found = find_pairs(&cand, &st, None, &PairRules::new(&Config::default()));
+        assert_eq!(pairs_of(&found), vec![(0, "f1", PairReason::OppositePreference)]);
+        assert_eq!(RulesJudge::new(&Config::default()).verdict(&found[0].pair), (Verdict::Old, false));
+        let off = Config { preference_polarity_pairing: false, ..Config::default() };
+        assert!(find_pairs(&cand, &st, None, &PairRules::new(&off)).is_empty(), "switched off: not paired");
     }
 }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::rules::{Antonyms, PolarityKeys, polarity_conflict};
+use super::rules::{Antonyms, PolarityKeys, opposite_preferences, polarity_conflict};
 use super::{JudgePair, PairFact};
 use crate::config::Config;
 use crate::state::{ConvState, FactKeys, FactRec, Norms, Vector};
@@ -19,6 +19,9 @@ string_enum! {
         /// Cosine in [contradiction_band_min, near_dup_threshold), same subject,
         /// different object.
         SimilarContent => "similar_content",
+        /// Same subject and object, predicates of opposite preference
+        /// polarity (`preference_polarity_pairing`, memform's addition).
+        OppositePreference => "opposite_preference",
     }
 }
 
@@ -52,6 +55,8 @@ pub struct PairRules {
     antonyms: Arc<Antonyms>,
     min_shared_tokens: usize,
     pub max_per_candidate: usize,
+    /// `preference_polarity_pairing`.
+    pub preference_pairing: bool,
 }
 
 impl PairRules {
@@ -63,6 +68,7 @@ impl PairRules {
             antonyms: Antonyms::interned(&cfg.antonyms),
             min_shared_tokens: cfg.antonym_min_shared_tokens,
             max_per_candidate: cfg.max_pairs_per_candidate,
+            preference_pairing: cfg.preference_polarity_pairing,
         }
     }
 
@@ -73,7 +79,7 @@ impl PairRules {
 }
 
 /// Pairs each candidate with the current live facts it may contradict: the
-/// three conditions, except that a candidate whose predicate is
+/// three conditions (and, when switched on, opposite preferences), except that a candidate whose predicate is
 /// multi-valued pairs only to end a relationship or on a polarity conflict
 /// (both facts could stand otherwise); then at most `max_per_candidate`
 /// pairs per candidate, the nearest by cosine (ties: the earlier live fact),
@@ -103,10 +109,13 @@ pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&
                 continue;
             }
             let reason = if object == Some(row.object) {
-                if c.fact.valid_until.is_none() {
+                if c.fact.valid_until.is_some() {
+                    PairReason::EndsRelationship
+                } else if rules.preference_pairing && opposite_preferences(&c.keys.predicate, &live.keys().predicate) {
+                    PairReason::OppositePreference
+                } else {
                     continue;
                 }
-                PairReason::EndsRelationship
             } else if let Some(p) = &polarity[ci]
                 && !polarity_conflict(p, live_polarity.get_or_insert_with(|| live.polarity(&rules.antonyms)), rules.min_shared_tokens)
             {

@@ -16,6 +16,7 @@ pub struct RulesJudge {
     single_valued: Vec<String>,
     antonyms: Arc<Antonyms>,
     min_shared_tokens: usize,
+    preference_pairing: bool,
 }
 
 impl RulesJudge {
@@ -26,6 +27,7 @@ impl RulesJudge {
             single_valued: cfg.single_valued_predicates.iter().map(|p| p.to_lowercase()).collect(),
             antonyms: Antonyms::interned(&cfg.antonyms),
             min_shared_tokens: cfg.antonym_min_shared_tokens,
+            preference_pairing: cfg.preference_polarity_pairing,
         }
     }
 
@@ -42,6 +44,10 @@ impl RulesJudge {
             let p = cand.predicate.to_lowercase();
             self.single_valued.contains(&p)
         } {
+            return (Verdict::Old, false);
+        }
+        // The later statement of a preference wins (memform's addition).
+        if self.preference_pairing && same_subject && same_object && opposite_preferences(&live.predicate, &cand.predicate) {
             return (Verdict::Old, false);
         }
         if same_subject && self.polarity_conflict(&live.content, &cand.content) {
@@ -147,6 +153,37 @@ impl PolarityKeys {
     pub fn is_for(&self, antonyms: &Antonyms) -> bool {
         self.list == antonyms.id
     }
+}
+
+/// Preference verbs by polarity (their word forms compare by prefix stem).
+const LIKE_STEMS: &[&str] = &["love", "like", "enjoy", "prefer"];
+const DISLIKE_STEMS: &[&str] = &["hate", "dislike", "avoid"];
+
+/// A predicate's preference polarity: `Some(true)` for love/like/enjoy/prefer,
+/// `Some(false)` for hate/dislike/avoid, flipped by a negation ("does not
+/// like", "no longer enjoys"); `None` when no preference verb is in it.
+pub fn preference_polarity(predicate: &str) -> Option<bool> {
+    let lower = predicate.to_lowercase();
+    let ws = words(&lower);
+    let negated = ws.iter().any(|w| NEGATIONS.contains(w));
+    let stem = |w: &str, stems: &[&str]| {
+        stems.iter().any(|s| w == *s || w.strip_prefix(s).is_some_and(|r| ["s", "d", "ed", "es", "red", "ing"].contains(&r)))
+    };
+    let positive = ws.iter().find_map(|w| {
+        if stem(w, DISLIKE_STEMS) {
+            Some(false)
+        } else if stem(w, LIKE_STEMS) {
+            Some(true)
+        } else {
+            None
+        }
+    })?;
+    Some(positive != negated)
+}
+
+/// Whether two predicates state preferences of opposite polarity.
+pub fn opposite_preferences(a: &str, b: &str) -> bool {
+    matches!((preference_polarity(a), preference_polarity(b)), (Some(x), Some(y)) if x != y)
 }
 
 const NEGATIONS: &[&str] = &[

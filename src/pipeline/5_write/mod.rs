@@ -88,6 +88,12 @@ string_enum! {
         Blocked => "blocked",
         /// Shadow mode: what would have happened is recorded, nothing else.
         Recorded => "recorded",
+        /// `signet`: a fact modified in place (UPDATE), its previous state archived.
+        Updated => "updated",
+        /// `signet`: a fact soft-deleted (DELETE), its previous state archived.
+        Deleted => "deleted",
+        /// `signet`: a NONE decision, recorded; nothing written.
+        Kept => "kept",
     }
 }
 
@@ -101,6 +107,10 @@ string_enum! {
         CloseCascade => "close_cascade",
         Invalidate => "invalidate",
         InvalidateCascade => "invalidate_cascade",
+        /// `signet`'s decisions: ADD is audited as `insert`.
+        Update => "update",
+        Delete => "delete",
+        None => "none",
     }
 }
 
@@ -113,6 +123,27 @@ pub struct AuditRow {
     pub fact_id: Option<String>,
     pub target_fact_id: Option<String>,
     pub reason: String,
+}
+
+/// Where an audit row's proposal came from (`signet`: every audit row has
+/// one, in the store's `audit_provenance` table).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The decision: add, update, delete or none.
+    pub action: String,
+    pub content: String,
+    pub confidence: f64,
+    /// `<episode>/<turn>` of the fact's source turn.
+    pub source: String,
+    /// The extractor's id (rules or model and template).
+    pub extractor: String,
+    /// The decision stage's id (rules or model and template).
+    pub decider: String,
+    /// Facts and entities the episode's extraction returned.
+    pub fact_count: usize,
+    pub entity_count: usize,
+    /// The contradiction detector flagged this UPDATE or DELETE.
+    pub review_needed: bool,
 }
 
 /// What became of one `Insert` proposal.
@@ -134,9 +165,23 @@ pub enum InsertOutcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "effect", rename_all = "snake_case")]
 pub enum Effect {
-    Inserted { id: String },
-    ValidUntilSet { id: String, valid_until: String },
-    Invalidated { id: String, at: Option<String>, superseded_by: Option<String> },
+    Inserted {
+        id: String,
+    },
+    ValidUntilSet {
+        id: String,
+        valid_until: String,
+    },
+    Invalidated {
+        id: String,
+        at: Option<String>,
+        superseded_by: Option<String>,
+    },
+    /// `signet`: fact `id` now holds candidate `by`'s content (UPDATE in place).
+    Updated {
+        id: String,
+        by: String,
+    },
 }
 
 /// What the write stage did.
@@ -147,6 +192,8 @@ pub struct WriteResult {
     /// Per `Insert` proposal: its candidate id, what became of it, and its audit row.
     pub inserts: Vec<(String, InsertOutcome, usize)>,
     pub entities_written: bool,
+    /// Per audit row (by index), where its proposal came from (`signet`).
+    pub provenance: Vec<(usize, Provenance)>,
 }
 
 /// A live row found by content hash.
@@ -169,6 +216,15 @@ pub trait WriteTx {
     fn insert_fact(&mut self, fact: &FactRec) -> Result<bool>;
     fn set_valid_until(&mut self, id: &str, valid_until: &str) -> Result<()>;
     fn invalidate(&mut self, id: &str, at: Option<&str>, superseded_by: Option<&str>) -> Result<()>;
+    /// Copies fact `id`'s current row into the history (cold-tier) table,
+    /// with the event, the candidate that caused it and why.
+    fn archive(&mut self, id: &str, event: AuditAction, by: &str, reason: &str) -> Result<()>;
+    /// Replaces live fact `id`'s content and everything derived from it with
+    /// `with`'s (UPDATE in place); `false` when a live row already has that
+    /// content hash (nothing changed).
+    fn update_fact(&mut self, id: &str, with: &FactRec) -> Result<bool>;
+    /// Records that fact `fact_id` mentions entity `entity_id` as `text`.
+    fn insert_mention(&mut self, fact_id: &str, entity_id: &str, text: &str) -> Result<()>;
 }
 
 /// Mirrors into `state` what the store reports applied: the state never
@@ -210,6 +266,8 @@ pub fn mirror(state: &mut ConvState, new_entities: &[EntityRec], plan: WritePlan
                     f.superseded_by = superseded_by.clone();
                 }
             }
+            // Only `signet` updates in place, and its own mirror applies it.
+            Effect::Updated { .. } => {}
         }
     }
 }
