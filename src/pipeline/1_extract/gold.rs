@@ -44,8 +44,8 @@ impl GoldExtractor {
             }
         }
         if facts.is_empty() {
-            return Err(Error::Config(format!(
-                "--extract gold: dataset {} has no gold facts (none of its {} conversations lists any), so there is nothing to extract",
+            return Err(Error::Other(format!(
+                "--extract gold: dataset {} has no gold facts in any of its {} conversation(s): there is nothing to extract",
                 dataset.name,
                 dataset.conversations.len()
             )));
