@@ -670,6 +670,15 @@ pub fn render_markdown(c: &Comparison) -> String {
     if !provenance.is_empty() {
         table(&mut o, &["what produced it", "A", "B"], &provenance);
     }
+    for (side, r) in [("A", &c.a), ("B", &c.b)] {
+        if r.extractor.starts_with("gold:") {
+            let _ = writeln!(
+                o,
+                "**Extraction in {side} was the oracle**: its candidates are the dataset's gold facts, so its extraction metrics are the \
+                 ceiling, not a measurement of an extractor.\n"
+            );
+        }
+    }
     let digest: String = c.dataset.digest.chars().take(12).collect();
     let _ = writeln!(
         o,
@@ -757,3 +766,216 @@ pub fn write_comparison(out: &Path, c: &Comparison) -> Result<()> {
 
 #[cfg(test)]
 mod tests;
+
+// ---------------------------------------------------------------------------
+// Three or more variants: one table, each variant a column, uplift against the first.
+
+/// `compare.json` of three or more variants (`memform-compare/2`): every
+/// variant against the first, each pair computed as [`compare_runs`] does
+/// (the pairs are kept whole in `pairs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManyComparison {
+    pub format: String,
+    pub dataset: DatasetInfo,
+    /// The variants in order; the first is the baseline of every uplift.
+    pub variants: Vec<RunInfo>,
+    /// Values fixed by the dataset.
+    pub context: Vec<(String, Value)>,
+    /// One row per metric compared in every pair.
+    pub metrics: Vec<ManyRow>,
+    /// Variant `i + 1` against the first.
+    pub pairs: Vec<Comparison>,
+}
+
+/// One metric across the variants.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManyRow {
+    pub metric: String,
+    /// The metric per variant, in order.
+    pub values: Vec<f64>,
+    pub higher_is_better: Option<bool>,
+    /// Variant `i + 1` − the first: uplift, interval, and what it reads as.
+    pub against_first: Vec<Against>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Against {
+    pub uplift: f64,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub undefined: Option<String>,
+    pub reading: String,
+}
+
+/// Compares every variant after the first with the first.
+pub fn compare_many(sides: &[Side], out: &Path, opts: CompareOptions) -> Result<ManyComparison> {
+    let [first, rest @ ..] = sides else { return Err(Error::Other("compare: no variants".into())) };
+    if rest.is_empty() {
+        return Err(Error::Other("compare: one variant; there is nothing to compare it with".into()));
+    }
+    let pairs: Vec<Comparison> = rest.iter().map(|s| compare_runs(first, s, out, opts)).collect::<Result<_>>()?;
+    let base = &pairs[0];
+    let mut metrics = Vec::new();
+    for row in &base.metrics {
+        let found: Vec<&MetricRow> = pairs.iter().filter_map(|p| p.metrics.iter().find(|r| r.metric == row.metric)).collect();
+        if found.len() != pairs.len() {
+            continue;
+        }
+        let mut values = vec![row.a];
+        values.extend(found.iter().map(|r| r.b));
+        let against_first = found
+            .iter()
+            .map(|r| Against {
+                uplift: r.uplift,
+                ci_low: r.ci_low,
+                ci_high: r.ci_high,
+                undefined: r.undefined.clone(),
+                reading: reading(r),
+            })
+            .collect();
+        metrics.push(ManyRow { metric: row.metric.clone(), values, higher_is_better: row.higher_is_better, against_first });
+    }
+    let mut variants = vec![base.a.clone()];
+    variants.extend(pairs.iter().map(|p| p.b.clone()));
+    Ok(ManyComparison {
+        format: "memform-compare/2".into(),
+        dataset: base.dataset.clone(),
+        variants,
+        context: base.context.clone(),
+        metrics,
+        pairs,
+    })
+}
+
+/// The column letter of variant `i` (A, B, C, …).
+fn letter(i: usize) -> String {
+    char::from(b'A' + (i % 26) as u8).to_string()
+}
+
+/// An uplift cell: the uplift, its interval and its reading, with the
+/// baseline's letters in place of "A" and "B".
+fn against_cell(a: &Against, i: usize) -> String {
+    let ci = match (a.ci_low, a.ci_high) {
+        (Some(lo), Some(hi)) => format!(" [{}, {}]", signed(lo), signed(hi)),
+        _ => String::new(),
+    };
+    let reading = a.reading.replace("A and B", "both").replace('B', &letter(i + 1));
+    let reading = if reading.is_empty() { String::new() } else { format!(" {reading}") };
+    format!("**{}**{ci}{reading}", signed(a.uplift))
+}
+
+/// Renders `compare.md` for three or more variants.
+pub fn render_many(c: &ManyComparison) -> String {
+    let mut o = String::new();
+    let labels: Vec<String> = c.variants.iter().map(|v| v.label.clone()).collect();
+    let _ = writeln!(o, "# memform compare: {}, {}\n", c.dataset.name, labels.join(" vs "));
+    let _ = writeln!(o, "## What was compared\n");
+    let rows: Vec<Vec<String>> = c
+        .variants
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            vec![
+                letter(i),
+                format!("`{}`", md(&r.label)),
+                format!("`{}`", md(&r.dir)),
+                r.mode.clone(),
+                format!("`{}` / `{}` / `{}`", r.extractor, r.judge, r.embedder),
+                r.write_mode.clone(),
+                if r.config_changes.is_empty() { "defaults".into() } else { md(&r.config_changes.join(", ")) },
+            ]
+        })
+        .collect();
+    table(&mut o, &["", "label", "run directory", "mode (extract/judge)", "extractor / judge / embedder", "write mode", "config"], &rows);
+    let letters: Vec<String> = (0..c.variants.len()).map(letter).collect();
+    let provenance: Vec<Vec<String>> = c.variants[0]
+        .provenance
+        .iter()
+        .map(|(k, _)| {
+            std::iter::once(k.clone())
+                .chain(c.variants.iter().map(|v| v.provenance.iter().find(|(x, _)| x == k).map_or("–".into(), |(_, val)| val.clone())))
+                .collect()
+        })
+        .collect();
+    if !provenance.is_empty() {
+        let header: Vec<&str> = std::iter::once("what produced it").chain(letters.iter().map(String::as_str)).collect();
+        table(&mut o, &header, &provenance);
+    }
+    if c.variants.iter().any(|v| v.extractor.starts_with("gold:")) {
+        let which: Vec<String> =
+            c.variants.iter().enumerate().filter(|(_, v)| v.extractor.starts_with("gold:")).map(|(i, _)| letter(i)).collect();
+        let _ = writeln!(
+            o,
+            "**Extraction in {} was the oracle**: its candidates are the dataset's gold facts, so its extraction metrics are the ceiling, \
+             not a measurement of an extractor.\n",
+            which.join(", ")
+        );
+    }
+    let pb = &c.pairs[0].bootstrap;
+    let digest: String = c.dataset.digest.chars().take(12).collect();
+    let _ = writeln!(
+        o,
+        "Dataset `{}` (digest `{digest}`). Every uplift is against **A**, with a paired bootstrap 95% interval over the episodes \
+         both runs ran ({} resamples, seed {}), as in a two-run comparison.\n",
+        c.dataset.name, pb.resamples, pb.seed
+    );
+    if !c.context.is_empty() {
+        let ctx: Vec<String> = c.context.iter().map(|(k, v)| format!("{k} {}", crate::report::num(Some(v)))).collect();
+        let _ = writeln!(o, "Fixed by the dataset: {}.\n", ctx.join(", "));
+    }
+    let uplift_heads: Vec<String> = (1..c.variants.len()).map(|i| format!("{} − A", letter(i))).collect();
+    let header: Vec<&str> =
+        std::iter::once("metric").chain(letters.iter().map(String::as_str)).chain(uplift_heads.iter().map(String::as_str)).collect();
+    let row = |r: &ManyRow| -> Vec<String> {
+        let dir = match r.higher_is_better {
+            Some(true) => " ↑",
+            Some(false) => " ↓",
+            None => "",
+        };
+        let count = is_count(&r.metric);
+        std::iter::once(format!("`{}`{dir}", r.metric))
+            .chain(r.values.iter().map(|v| value(*v, count)))
+            .chain(r.against_first.iter().enumerate().map(|(i, a)| against_cell(a, i)))
+            .collect()
+    };
+    let _ = writeln!(o, "## Headline\n");
+    let headline: Vec<Vec<String>> = HEADLINE.iter().filter_map(|k| c.metrics.iter().find(|r| r.metric == *k)).map(row).collect();
+    table(&mut o, &header, &headline);
+    let _ = writeln!(
+        o,
+        "↑: higher is better; ↓: lower is better; unmarked metrics describe formation and have no better direction. Every metric is defined in docs/metrics.md.\n"
+    );
+    let _ = writeln!(o, "## All metrics\n");
+    table(&mut o, &header, &c.metrics.iter().map(row).collect::<Vec<_>>());
+    let _ = writeln!(o, "## Facts one run stored and the other did not\n");
+    let rows: Vec<Vec<String>> = c
+        .pairs
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            vec![format!("{} vs A", letter(i + 1)), p.facts.both.to_string(), p.facts.only_a.to_string(), p.facts.only_b.to_string()]
+        })
+        .collect();
+    table(&mut o, &["pair", "stored by both", "only by A", "only by the other"], &rows);
+    let _ = writeln!(o, "## Timings\n");
+    let _ = writeln!(o, "Wall-clock milliseconds (not deterministic; the only such section).\n");
+    let timings: Vec<&std::collections::BTreeMap<String, f64>> =
+        std::iter::once(&c.pairs[0].timings.a).chain(c.pairs.iter().map(|p| &p.timings.b)).collect();
+    let rows: Vec<Vec<String>> = crate::metrics::TIMING_COLUMNS
+        .iter()
+        .chain(&["wall_ms"])
+        .map(|k| {
+            std::iter::once(format!("`{k}`")).chain(timings.iter().map(|t| t.get(*k).map_or("–".into(), |v| format!("{v:.1}")))).collect()
+        })
+        .collect();
+    let header: Vec<&str> = std::iter::once("stage").chain(letters.iter().map(String::as_str)).collect();
+    table(&mut o, &header, &rows);
+    o
+}
+
+/// Writes `compare.json` and `compare.md` of three or more variants into `out`.
+pub fn write_many(out: &Path, c: &ManyComparison) -> Result<()> {
+    std::fs::create_dir_all(out).map_err(|e| Error::write(out, e))?;
+    write_json(&out.join("compare.json"), c)?;
+    write_text(&out.join("compare.md"), &render_many(c))
+}

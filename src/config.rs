@@ -26,6 +26,8 @@ pub struct Config {
     pub max_facts_graph: usize,
     /// Most entities kept per episode.
     pub max_entities: usize,
+    /// Confidence of every candidate `--extract gold` makes from a gold fact.
+    pub gold_confidence: f64,
     /// Facts shorter than this (characters) are rejected.
     pub min_fact_chars: usize,
     /// Facts longer than this are truncated.
@@ -139,11 +141,18 @@ pub struct Config {
     pub llm_temperature: f64,
     /// Sampling seed (part of the fixture key).
     pub llm_seed: u64,
-    /// Most tokens a model may generate per call (part of the fixture key).
-    /// 384 keeps recording with the bundled 135M model practical on two
-    /// cores (it tends to repeat list items until the limit); a truncated
-    /// answer still yields its complete items (warning `llm_truncated_json`).
+    /// The completion budget of a call before it scales with the episode
+    /// (part of the fixture key): an extraction call may generate
+    /// `llm_max_tokens + llm_tokens_per_turn × turns` tokens, a judge call
+    /// `llm_max_tokens + llm_tokens_per_turn × pairs`, at most
+    /// `llm_max_tokens_cap`. A truncated answer is asked again once with
+    /// twice the budget (at most the cap) before its complete items are used
+    /// (warning `llm_truncated_json`).
     pub llm_max_tokens: u32,
+    /// Tokens added to the completion budget per turn shown (per pair judged).
+    pub llm_tokens_per_turn: u32,
+    /// The largest completion budget of any call, retries included.
+    pub llm_max_tokens_cap: u32,
     /// How an OpenAI-compatible server is asked for JSON: `json_schema`
     /// (OpenAI's `response_format.json_schema`), `json_object` (llama.cpp's
     /// `{"type":"json_object","schema":…}`) or `none`. Ollama always gets `format`.
@@ -163,6 +172,7 @@ impl Default for Config {
             profile: crate::pipeline::profiles::DEFAULT.to_string(),
             max_facts: 20,
             max_facts_graph: 12,
+            gold_confidence: 0.9,
             max_entities: 50,
             min_fact_chars: 10,
             max_fact_chars: 2000,
@@ -212,6 +222,7 @@ impl Default for Config {
                 "attended",
                 "dislikes",
                 "hates",
+                "states",
             ]),
             antonyms: [
                 ("enabled", "disabled"),
@@ -250,7 +261,9 @@ impl Default for Config {
             llm_model: "SmolLM2-135M-Instruct.Q4_1".to_string(),
             llm_temperature: 0.0,
             llm_seed: 42,
-            llm_max_tokens: 384,
+            llm_max_tokens: 128,
+            llm_tokens_per_turn: 32,
+            llm_max_tokens_cap: 2048,
             llm_response_format: "json_object".to_string(),
             llm_timeout_secs: 300.0,
             llm_max_retries: 2,
@@ -403,6 +416,9 @@ impl Config {
                 self.value_contextual_min, self.value_core_min
             ));
         }
+        if self.llm_max_tokens > self.llm_max_tokens_cap {
+            return Err(format!("llm_max_tokens = {} is above llm_max_tokens_cap = {}", self.llm_max_tokens, self.llm_max_tokens_cap));
+        }
         if self.min_fact_chars > self.max_fact_chars {
             return Err(format!("min_fact_chars = {} is above max_fact_chars = {}", self.min_fact_chars, self.max_fact_chars));
         }
@@ -484,6 +500,7 @@ pub const BOUNDS: &[Bound] = &[
     int("max_facts", 1, 1000),
     int("max_facts_graph", 1, 1000),
     int("max_entities", 1, 10_000),
+    float("gold_confidence", 0.0, 1.0),
     int("min_fact_chars", 0, 100_000),
     int("max_fact_chars", 1, 100_000),
     int("max_object_chars", 1, 100_000),
@@ -507,6 +524,8 @@ pub const BOUNDS: &[Bound] = &[
     // TOML integers are signed 64-bit.
     int("llm_seed", 0, i64::MAX as u64),
     int("llm_max_tokens", 1, 131_072),
+    int("llm_tokens_per_turn", 0, 4096),
+    int("llm_max_tokens_cap", 1, 131_072),
     float("llm_timeout_secs", 0.1, 3600.0),
     int("llm_max_retries", 0, 10),
     int("llm_retry_backoff_ms", 0, 60_000),

@@ -118,7 +118,9 @@ impl Rules {
 /// The largest tolerance a rule may give (absolute, or relative as a fraction).
 pub const MAX_TOLERANCE: f64 = 1e12;
 
-/// A committed baseline: per mode, the metrics of a reference run.
+/// A committed baseline: per mode (the per-stage modes, with the profile
+/// first when it is not the default: `rules`, `gold/rules`, `signet:llm`),
+/// the metrics of a reference run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Baseline {
@@ -158,7 +160,12 @@ pub fn read_run(dir: &Path) -> Result<RunMetrics> {
                     Error::input(&manifest_path, format!("{}: missing field", ptr.trim_start_matches('/').replace('/', ".")))
                 })
             };
-        let mode = field("/mode")?;
+        // The baseline key: the per-stage modes (`rules`, `gold/rules`, …),
+        // prefixed with the profile when it is not the default (`signet:rules`).
+        let mode = match manifest.pointer("/profile").and_then(|v| v.as_str()) {
+            Some(p) if p != crate::pipeline::profiles::DEFAULT => format!("{p}:{}", field("/mode")?),
+            _ => field("/mode")?,
+        };
         let dataset_name = field("/dataset/name")?;
         let dataset_digest = field("/dataset/digest")?;
         let summary_path = run_dir.file(RunDir::SUMMARY);

@@ -116,6 +116,43 @@ pub struct LlmResponse {
     /// Wall time of the live call (zero for a fixture).
     #[serde(with = "duration_ms")]
     pub wall: Duration,
+    /// Why the model stopped, as the server said (`stop`, `length`); `None` when it did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+}
+
+impl LlmResponse {
+    /// True when the answer stopped at its token budget: the server says
+    /// `length`, or (a server that does not say) it used the whole budget.
+    pub fn truncated(&self, max_tokens: u32) -> bool {
+        match self.finish_reason.as_deref() {
+            Some(r) => r == "length",
+            None => self.usage.completion_tokens >= u64::from(max_tokens),
+        }
+    }
+}
+
+/// Asks `req`; a truncated answer is asked once more with twice the budget
+/// (at most `cap`; not when the budget is the cap already). Returns the
+/// answer used, the usage of every call made (`retries` counts the second),
+/// and whether that answer is still truncated.
+pub fn complete_budgeted(llm: &dyn Llm, req: &LlmRequest, cap: u32) -> Result<(LlmResponse, LlmUsage, bool)> {
+    let first = llm.complete(req)?;
+    let mut usage = first.usage;
+    if !first.truncated(req.sampling.max_tokens) {
+        return Ok((first, usage, false));
+    }
+    let larger = req.sampling.max_tokens.saturating_mul(2).min(cap);
+    if larger <= req.sampling.max_tokens {
+        return Ok((first, usage, true));
+    }
+    let mut again = req.clone();
+    again.sampling.max_tokens = larger;
+    let second = llm.complete(&again)?;
+    usage.add(second.usage);
+    usage.retries += 1;
+    let truncated = second.truncated(larger);
+    Ok((second, usage, truncated))
 }
 
 /// A chat model behind the recorded boundary.
@@ -213,6 +250,12 @@ pub struct LlmSettings {
     pub url: String,
     pub model: String,
     pub sampling: Sampling,
+    /// Completion tokens added per turn shown (per pair judged) to `sampling.max_tokens`.
+    #[serde(default)]
+    pub tokens_per_turn: u32,
+    /// The largest completion budget of a call, retries included.
+    #[serde(default)]
+    pub max_tokens_cap: u32,
     pub response_format: ResponseFormat,
     pub timeout_secs: f64,
     pub max_retries: u32,
@@ -224,7 +267,15 @@ pub struct LlmSettings {
 impl LlmSettings {
     /// Settings from the config alone.
     pub fn from_config(cfg: &Config) -> Result<Self> {
-        for key in ["llm_timeout_secs", "llm_temperature", "llm_max_retries", "llm_retry_backoff_ms", "llm_max_tokens"] {
+        for key in [
+            "llm_timeout_secs",
+            "llm_temperature",
+            "llm_max_retries",
+            "llm_retry_backoff_ms",
+            "llm_max_tokens",
+            "llm_tokens_per_turn",
+            "llm_max_tokens_cap",
+        ] {
             cfg.check_key(key)?;
         }
         if cfg.llm_model.trim().is_empty() {
@@ -235,12 +286,22 @@ impl LlmSettings {
             url: cfg.llm_url.trim_end_matches('/').to_string(),
             model: cfg.llm_model.clone(),
             sampling: Sampling { temperature: cfg.llm_temperature, seed: cfg.llm_seed, max_tokens: cfg.llm_max_tokens },
+            tokens_per_turn: cfg.llm_tokens_per_turn,
+            max_tokens_cap: cfg.llm_max_tokens_cap.max(cfg.llm_max_tokens),
             response_format: ResponseFormat::parse(&cfg.llm_response_format)?,
             timeout_secs: cfg.llm_timeout_secs,
             max_retries: cfg.llm_max_retries,
             retry_backoff_ms: cfg.llm_retry_backoff_ms,
             max_input_chars: cfg.max_input_chars,
         })
+    }
+
+    /// The completion budget of a call over `items` turns (or pairs):
+    /// `max_tokens + tokens_per_turn × items`, at most the cap.
+    pub fn budget(&self, items: usize) -> u32 {
+        let per = u64::from(self.tokens_per_turn).saturating_mul(items as u64);
+        let want = u64::from(self.sampling.max_tokens).saturating_add(per);
+        u32::try_from(want).unwrap_or(u32::MAX).min(self.max_tokens_cap.max(self.sampling.max_tokens))
     }
 
     /// Settings from the config, then MEMFORM_LLM_PROVIDER, MEMFORM_LLM_URL

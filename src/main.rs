@@ -19,9 +19,9 @@ use memform::embed::{Embedder, EmbedderKind, EmbedderSpec, build_embedder};
 use memform::error::exit_code;
 use memform::llm::fixtures::{RecordedLlm, default_fixtures_dir};
 use memform::llm::{LlmMode, LlmSettings};
-use memform::pipeline::extract::{Extractor, LlmExtractor};
+use memform::pipeline::extract::{Extractor, GoldExtractor, LlmExtractor};
 use memform::pipeline::judge::Judge;
-use memform::pipeline::{Stages, profiles};
+use memform::pipeline::{Modes, StageMode, Stages, profiles};
 use memform::run::{Progress, RunOptions, Skipped, run};
 use memform::rundir::{Manifest, Recorded};
 use memform::types::{Dataset, DatasetFormat, Warning};
@@ -204,8 +204,8 @@ struct SweepArgs {
     /// KEY=START:STOP:STEP (inclusive) or KEY=v1,v2,… (repeatable; axes multiply).
     #[arg(long = "grid", value_name = "SPEC")]
     grid: Vec<String>,
-    #[arg(long, value_enum, default_value = "rules")]
-    mode: Mode,
+    #[command(flatten)]
+    modes: ModeArgs,
     /// The metric the best point maximises.
     #[arg(long, default_value = "turn_f1")]
     objective: String,
@@ -284,16 +284,25 @@ struct CompareArgs {
     /// Dataset directory (native format or LoCoMo JSON; detected).
     #[arg(long)]
     dataset: PathBuf,
-    /// The two modes, A then B; the uplift is B − A (`rules,rules` with --set-b compares two configs).
-    #[arg(long, default_value = "rules,llm")]
-    modes: String,
+    /// The variants' per-stage modes, the first the baseline: MODE or EXTRACT/JUDGE, comma-separated
+    /// (`rules,gold/rules,rules/llm`; default `rules,llm`, or `rules` with several --profiles).
+    /// The uplift of each variant is against the first; `rules,rules` with --set-b compares two configs.
+    #[arg(long, conflicts_with = "variants")]
+    modes: Option<String>,
+    /// The profiles to compare, comma-separated (default: the config's); with --modes, every profile
+    /// runs every mode (profiles outer, modes inner).
+    #[arg(long, conflicts_with = "variants")]
+    profiles: Option<String>,
+    /// Explicit variants PROFILE:MODES, comma-separated (`soda:rules,signet:llm`), the first the baseline.
+    #[arg(long)]
+    variants: Option<String>,
     /// The config for both runs.
     #[command(flatten)]
     config: ConfigArgs,
-    /// Override one config key for run A only (repeatable).
+    /// Override one config key for the first variant (A) only (repeatable).
     #[arg(long = "set-a", value_name = "KEY=VALUE")]
     set_a: Vec<String>,
-    /// Override one config key for run B only (repeatable).
+    /// Override one config key for the second variant (B) only (repeatable).
     #[arg(long = "set-b", value_name = "KEY=VALUE")]
     set_b: Vec<String>,
     /// The write mode of both runs.
@@ -328,9 +337,49 @@ struct CompareArgs {
 enum Mode {
     Rules,
     Llm,
-    /// Rules extraction, the profile's judge (or decision stage) by a model:
-    /// isolates what the model does after extraction (`mode` = `mixed`).
-    LlmJudge,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ExtractMode {
+    Rules,
+    Llm,
+    /// The dataset's gold facts (the oracle).
+    Gold,
+}
+
+fn stage_mode(m: Mode) -> StageMode {
+    match m {
+        Mode::Rules => StageMode::Rules,
+        Mode::Llm => StageMode::Llm,
+    }
+}
+
+/// The per-stage modes of a run: `--mode` sets both model stages, `--extract`
+/// and `--judge` each one (and win over `--mode`).
+#[derive(clap::Args, Clone)]
+struct ModeArgs {
+    /// Both model stages: rules | llm (shorthand for --extract M --judge M; default rules).
+    #[arg(long, value_enum)]
+    mode: Option<Mode>,
+    /// How stage 1 extracts: rules | llm | gold (the dataset's gold facts: the extraction oracle).
+    #[arg(long, value_enum)]
+    extract: Option<ExtractMode>,
+    /// How stage 4 judges: rules | llm.
+    #[arg(long, value_enum)]
+    judge: Option<Mode>,
+}
+
+impl ModeArgs {
+    fn modes(&self) -> Modes {
+        let both = stage_mode(self.mode.unwrap_or(Mode::Rules));
+        let extract = match self.extract {
+            Some(ExtractMode::Rules) => StageMode::Rules,
+            Some(ExtractMode::Llm) => StageMode::Llm,
+            Some(ExtractMode::Gold) => StageMode::Gold,
+            None => both,
+        };
+        Modes { extract, judge: self.judge.map_or(both, stage_mode) }
+    }
 }
 
 #[derive(clap::Args)]
@@ -338,13 +387,13 @@ struct RunArgs {
     /// Dataset directory (native format or LoCoMo JSON; detected).
     #[arg(long)]
     dataset: PathBuf,
-    #[arg(long, value_enum, default_value = "rules")]
-    mode: Mode,
+    #[command(flatten)]
+    modes: ModeArgs,
     #[arg(long, value_enum, default_value = "full")]
     write_mode: WriteMode,
     #[command(flatten)]
     config: ConfigArgs,
-    /// Output directory (default: reports/<dataset>-<mode>). Its previous run files are replaced.
+    /// Output directory (default: reports/<dataset>-<mode>, e.g. scenarios-gold-rules). Its previous run files are replaced.
     #[arg(long)]
     out: Option<PathBuf>,
     /// Skip a conversation that fails, count it, and exit 2 at the end.
@@ -426,7 +475,7 @@ fn recorded_root(dataset_dir: &std::path::Path, dataset: &Dataset) -> PathBuf {
 }
 
 fn build_stages(
-    mode: Mode,
+    modes: Modes,
     args: &StageArgs,
     cfg: &mut Config,
     dataset_dir: &std::path::Path,
@@ -452,29 +501,42 @@ fn build_stages(
     let embedder = build_embedder(&spec)?;
     let mut recorded = Recorded { embed_mode: Some(spec.mode.as_str().to_string()), ..Recorded::default() };
     let profile = profiles::by_name(&cfg.profile)?;
-    let (extractor, judge, llm): (Box<dyn Extractor>, Box<dyn Judge>, _) = match mode {
-        Mode::Rules => (profile.rules_extractor(cfg), profile.rules_judge(cfg), None),
-        Mode::Llm | Mode::LlmJudge => {
-            let settings = LlmSettings::from_config_and_env(cfg)?;
-            let llm_mode = LlmMode::parse(&args.llm)?;
-            let dir = args.fixtures.clone().unwrap_or_else(|| default_fixtures_dir(&root, &settings.model));
-            let mut boundary = RecordedLlm::from_settings(&settings, llm_mode, Some(dir.clone()))?;
-            if let Some(hook) = llm_progress {
-                boundary = boundary.with_progress(hook);
-            }
-            let boundary = Arc::new(boundary);
-            let templates: Vec<String> =
-                memform::llm::prompts::all_templates()?.iter().map(|t| format!("{} v{}", t.id.name, t.id.version)).collect();
-            recorded.llm_mode = Some(llm_mode.as_str().to_string());
-            recorded.llm = Some(settings.clone());
-            recorded.fixtures_dir = Some(dir.display().to_string());
-            recorded.prompt_templates = Some(templates);
-            let extractor: Box<dyn Extractor> = match mode {
-                Mode::LlmJudge => profile.rules_extractor(cfg),
-                _ => Box::new(LlmExtractor::new(boundary.clone(), &settings)?),
-            };
-            (extractor, profile.llm_judge(boundary.clone(), &settings)?, Some(boundary))
+    let mut llm = None;
+    let mut settings = None;
+    if modes.uses_llm() {
+        let s = LlmSettings::from_config_and_env(cfg)?;
+        let llm_mode = LlmMode::parse(&args.llm)?;
+        let dir = args.fixtures.clone().unwrap_or_else(|| default_fixtures_dir(&root, &s.model));
+        let mut boundary = RecordedLlm::from_settings(&s, llm_mode, Some(dir.clone()))?;
+        if let Some(hook) = llm_progress {
+            boundary = boundary.with_progress(hook);
         }
+        let templates: Vec<String> =
+            memform::llm::prompts::all_templates()?.iter().map(|t| format!("{} v{}", t.id.name, t.id.version)).collect();
+        recorded.llm_mode = Some(llm_mode.as_str().to_string());
+        recorded.llm = Some(s.clone());
+        recorded.fixtures_dir = Some(dir.display().to_string());
+        recorded.prompt_templates = Some(templates);
+        llm = Some(Arc::new(boundary));
+        settings = Some(s);
+    }
+    let model = || -> Result<(Arc<RecordedLlm>, &LlmSettings)> {
+        Ok((llm.clone().context("no LLM boundary")?, settings.as_ref().context("no LLM settings")?))
+    };
+    let extractor: Box<dyn Extractor> = match modes.extract {
+        StageMode::Rules => profile.rules_extractor(cfg),
+        StageMode::Llm => {
+            let (b, s) = model()?;
+            Box::new(LlmExtractor::new(b, s)?)
+        }
+        StageMode::Gold => Box::new(GoldExtractor::new(dataset, cfg)?),
+    };
+    let judge: Box<dyn Judge> = match modes.judge {
+        StageMode::Llm => {
+            let (b, s) = model()?;
+            profile.llm_judge(b, s)?
+        }
+        _ => profile.rules_judge(cfg),
     };
     let digests = recorded_digests(embedder.as_ref(), llm.as_deref())?;
     Ok(Built { extractor, embedder, judge, llm, recorded, digests })
@@ -502,14 +564,6 @@ fn finish_recording(built: &Built, out: &std::path::Path) -> Result<()> {
         memform::regenerate::regenerate(out)?;
     }
     Ok(())
-}
-
-fn mode_name(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Rules => "rules",
-        Mode::Llm => "llm",
-        Mode::LlmJudge => "llm-judge",
-    }
 }
 
 /// A clap parser for a `usize` within `range`.
@@ -636,8 +690,9 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
             error: memform::error::chain(&b.error),
         })
         .collect();
-    let mode = mode_name(args.mode);
-    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-{mode}", dataset.name)));
+    let modes = args.modes.modes();
+    let mode = modes.name();
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-{}", dataset.name, modes.slug())));
     memform::paths::check_out_dir("--out", &out, Some(&args.dataset))?;
     let lock = Arc::new(memform::rundir::DirLock::acquire(&out)?);
     let bar = ProgressBar::new(0);
@@ -653,7 +708,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
             p.live_calls, p.fixture_hits, p.prompt_tokens, p.completion_tokens
         ));
     });
-    let built = build_stages(args.mode, &args.stage, &mut cfg, &args.dataset, &dataset, Some(llm_hook))?;
+    let built = build_stages(modes, &args.stage, &mut cfg, &args.dataset, &dataset, Some(llm_hook))?;
     let pb = bar.clone();
     let abort_after: Option<u64> = std::env::var(FAULT_ABORT_ENV).ok().and_then(|v| v.parse().ok());
     let hold_until: Option<PathBuf> = std::env::var_os(FAULT_HOLD_ENV).map(PathBuf::from);
@@ -796,7 +851,11 @@ fn cmd_gate(args: GateArgs) -> Result<ExitCode> {
 #[derive(serde::Serialize, serde::Deserialize)]
 struct SweepMeta {
     dataset: String,
+    /// The per-stage modes (`rules`, `llm`, `gold/rules`, …).
     mode: String,
+    /// The pipeline profile.
+    #[serde(default)]
+    profile: String,
     objective: String,
     pareto_x: String,
     pareto_y: String,
@@ -836,10 +895,12 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
             })
             .collect::<Result<_>>()?;
         let Some(first) = metas.first() else { bail!("merge: no shard directories given") };
-        if let Some((d, _)) =
-            dirs.iter().zip(&metas).find(|(_, m)| m.grid != first.grid || m.dataset != first.dataset || m.mode != first.mode)
+        if let Some((d, _)) = dirs
+            .iter()
+            .zip(&metas)
+            .find(|(_, m)| m.grid != first.grid || m.dataset != first.dataset || m.mode != first.mode || m.profile != first.profile)
         {
-            bail!("merge: {} was swept over another grid, dataset or mode than {}", d.display(), dirs[0].display());
+            bail!("merge: {} was swept over another grid, dataset, mode or profile than {}", d.display(), dirs[0].display());
         }
         memform::paths::check_out_dir("--out", &out, None)?;
         let refs: Vec<&std::path::Path> = dirs.iter().map(PathBuf::as_path).collect();
@@ -868,12 +929,12 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
     let dataset = memform::dataset::load(&dataset_dir)?;
     let cfg_value = serde_json::to_value(&cfg).context("serialise config")?;
     let defaults = axes.iter().map(|a| (a.key.clone(), cfg_value.get(&a.key).map(|v| v.to_string()).unwrap_or_default())).collect();
-    let mode_name = mode_name(args.mode);
+    let modes = args.modes.modes();
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-sweep", dataset.name)));
     memform::paths::check_out_dir("--out", &out, Some(&dataset_dir))?;
     let _lock = memform::rundir::DirLock::acquire(&out)?;
     let mut cfg = cfg;
-    let built = build_stages(args.mode, &args.stage, &mut cfg, &dataset_dir, &dataset, None)?;
+    let built = build_stages(modes, &args.stage, &mut cfg, &dataset_dir, &dataset, None)?;
     let cfg = cfg;
     let stages = built.stages();
     let bar = ProgressBar::new(points.len() as u64);
@@ -898,7 +959,8 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
     bar.finish_and_clear();
     let meta = SweepMeta {
         dataset: dataset.name.clone(),
-        mode: mode_name.to_string(),
+        mode: modes.name(),
+        profile: cfg.profile.clone(),
         objective: args.objective.clone(),
         pareto_x: px.trim().to_string(),
         pareto_y: py.trim().to_string(),
@@ -923,7 +985,7 @@ fn cmd_fixtures_check(dataset_dir: &std::path::Path, config: &ConfigArgs, stage:
     let cfg = config.load()?;
     cfg.validate()?;
     let dataset = memform::dataset::load(dataset_dir)?;
-    let keys = replay_for_keys(Mode::Llm, dataset_dir, &dataset, &cfg, stage)?;
+    let keys = replay_for_keys(LLM, dataset_dir, &dataset, &cfg, stage)?;
     let dir = keys.fixtures_dir.context("llm replay without a fixture directory")?;
     let needed: std::collections::BTreeSet<String> = keys.llm_used.union(&keys.llm_missed).cloned().collect();
     let check = memform::llm::fixtures::fixtures_check(&dir, &needed)?;
@@ -952,6 +1014,9 @@ fn cmd_fixtures_check(dataset_dir: &std::path::Path, config: &ConfigArgs, stage:
     }
 }
 
+/// Both model stages asking the model (what `fixtures check` and `prune` replay).
+const LLM: Modes = Modes { extract: StageMode::Llm, judge: StageMode::Llm };
+
 /// The recorded keys a replay of a dataset needs.
 struct ReplayKeys {
     fixtures_dir: Option<PathBuf>,
@@ -966,19 +1031,23 @@ struct ReplayKeys {
 /// Replays `dataset` in `mode` into a scratch directory, LLM misses
 /// answered empty instead of failing (as `fixtures check` needs), and
 /// returns the recorded keys it needed.
-fn replay_for_keys(mode: Mode, dataset_dir: &std::path::Path, dataset: &Dataset, cfg: &Config, stage: &StageArgs) -> Result<ReplayKeys> {
+fn replay_for_keys(modes: Modes, dataset_dir: &std::path::Path, dataset: &Dataset, cfg: &Config, stage: &StageArgs) -> Result<ReplayKeys> {
     static SCRATCH: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let mut cfg = cfg.clone();
-    let mut built = build_stages(Mode::Rules, stage, &mut cfg, dataset_dir, dataset, None)?;
+    let base =
+        Modes { extract: if modes.extract == StageMode::Gold { StageMode::Gold } else { StageMode::Rules }, judge: StageMode::Rules };
+    let mut built = build_stages(base, stage, &mut cfg, dataset_dir, dataset, None)?;
     let mut boundary = None;
-    if let Mode::Llm | Mode::LlmJudge = mode {
+    if modes.uses_llm() {
         let settings = LlmSettings::from_config_and_env(&cfg)?;
         let dir = stage.fixtures.clone().unwrap_or_else(|| default_fixtures_dir(&recorded_root(dataset_dir, dataset), &settings.model));
         let b = Arc::new(RecordedLlm::replay(memform::llm::FixtureStore::new(&dir)).collecting_misses());
-        if let Mode::Llm = mode {
+        if modes.extract == StageMode::Llm {
             built.extractor = Box::new(LlmExtractor::new(b.clone(), &settings)?);
         }
-        built.judge = profiles::by_name(&cfg.profile)?.llm_judge(b.clone(), &settings)?;
+        if modes.judge == StageMode::Llm {
+            built.judge = profiles::by_name(&cfg.profile)?.llm_judge(b.clone(), &settings)?;
+        }
         boundary = Some((dir, b));
     }
     let n = SCRATCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -1004,12 +1073,11 @@ mod housekeeping {
     use std::process::ExitCode;
 
     use anyhow::{Result, bail};
-    use clap::ValueEnum;
     use memform::housekeeping as hk;
     use memform::llm::LlmSettings;
     use memform::llm::fixtures::{FixtureStore, default_fixtures_dir};
 
-    use super::{EmbeddingsCommand, FixturesCommand, Mode, recorded_root, replay_for_keys};
+    use super::{EmbeddingsCommand, FixturesCommand, recorded_root, replay_for_keys};
 
     /// A directory named on the command line, which must exist.
     fn given(dir: PathBuf) -> Result<Vec<PathBuf>> {
@@ -1065,7 +1133,7 @@ mod housekeeping {
                 let cfg = config.load()?;
                 cfg.validate()?;
                 let ds = memform::dataset::load(&dataset)?;
-                let keys = replay_for_keys(Mode::Llm, &dataset, &ds, &cfg, &stage)?;
+                let keys = replay_for_keys(super::LLM, &dataset, &ds, &cfg, &stage)?;
                 let settings = LlmSettings::from_config_and_env(&cfg)?;
                 let dir = keys.fixtures_dir.clone().unwrap_or_else(|| default_fixtures_dir(&recorded_root(&dataset, &ds), &settings.model));
                 let needed: BTreeSet<String> = keys.llm_used.union(&keys.llm_missed).cloned().collect();
@@ -1157,8 +1225,7 @@ mod housekeeping {
                 let mut keep = BTreeSet::new();
                 let mut cache = None;
                 for m in modes.split(',') {
-                    let mode = Mode::from_str(m.trim(), true)
-                        .map_err(|_| anyhow::anyhow!("--modes: unknown mode {:?} (expected rules, llm or llm-judge)", m.trim()))?;
+                    let mode = memform::pipeline::Modes::parse(m).map_err(|e| anyhow::anyhow!("--modes: {e}"))?;
                     let keys = replay_for_keys(mode, &dataset, &ds, &cfg, &stage)?;
                     if !keys.llm_missed.is_empty() {
                         bail!(
@@ -1194,9 +1261,53 @@ mod housekeeping {
     }
 }
 
+/// One variant of a comparison: a profile and its per-stage modes.
+#[derive(Debug, Clone, PartialEq)]
+struct Variant {
+    profile: String,
+    modes: Modes,
+}
+
+/// The variants `--variants`, or `--profiles` × `--modes`, name; the first is the baseline.
+fn compare_variants(args: &CompareArgs, config_profile: &str) -> Result<Vec<Variant>> {
+    let list = |s: &str| -> Vec<String> { s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect() };
+    let modes = |m: &str| Modes::parse(m).map_err(|e| anyhow::anyhow!("--modes: {e}"));
+    let profile = |p: &str, flag: &str| -> Result<String> {
+        Ok(profiles::by_name(p).map_err(|e| anyhow::anyhow!("{flag}: {e}"))?.name().to_string())
+    };
+    let out = if let Some(v) = &args.variants {
+        list(v)
+            .iter()
+            .map(|item| {
+                let (p, m) =
+                    item.split_once(':').with_context(|| format!("--variants: {item:?}: expected PROFILE:MODES, e.g. soda:gold/rules"))?;
+                Ok(Variant {
+                    profile: profile(p.trim(), "--variants")?,
+                    modes: Modes::parse(m).map_err(|e| anyhow::anyhow!("--variants: {e}"))?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?
+    } else {
+        let profs = match &args.profiles {
+            Some(p) => list(p).iter().map(|p| profile(p, "--profiles")).collect::<Result<Vec<_>>>()?,
+            None => vec![config_profile.to_string()],
+        };
+        let default_modes = if profs.len() > 1 { "rules" } else { "rules,llm" };
+        let ms = list(args.modes.as_deref().unwrap_or(default_modes)).iter().map(|m| modes(m)).collect::<Result<Vec<_>>>()?;
+        profs.iter().flat_map(|p| ms.iter().map(move |m| Variant { profile: p.clone(), modes: *m })).collect()
+    };
+    if out.len() < 2 {
+        bail!("compare: expected at least two variants (got {}): give two or more --modes, --profiles or --variants", out.len());
+    }
+    if out.len() > 26 {
+        bail!("compare: at most 26 variants (got {})", out.len());
+    }
+    Ok(out)
+}
+
 /// A label and a directory-safe slug for one side of a comparison.
-fn side_label(mode: Mode, sets: &[String], embedder: Option<&str>) -> (String, String) {
-    let mut label = mode_name(mode).to_string();
+fn side_label(variant: &Variant, show_profile: bool, sets: &[String], embedder: Option<&str>) -> (String, String) {
+    let mut label = if show_profile { format!("{}:{}", variant.profile, variant.modes.name()) } else { variant.modes.name() };
     if let Some(e) = embedder {
         label.push_str(&format!("+embedder={e}"));
     }
@@ -1204,20 +1315,21 @@ fn side_label(mode: Mode, sets: &[String], embedder: Option<&str>) -> (String, S
         label.push('+');
         label.push_str(s.trim());
     }
-    let slug = label.chars().map(|c| if c.is_ascii_alphanumeric() || "._=+-".contains(c) { c } else { '_' }).collect();
+    // `gold/rules` → `gold-rules`, as `run`'s default output directory spells it.
+    let slug = label
+        .chars()
+        .map(|c| match c {
+            '/' => '-',
+            c if c.is_ascii_alphanumeric() || "._=+-".contains(c) => c,
+            _ => '_',
+        })
+        .collect();
     (label, slug)
 }
 
 fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
-    let modes: Vec<Mode> = args
-        .modes
-        .split(',')
-        .map(|m| {
-            Mode::from_str(m.trim(), true)
-                .map_err(|_| anyhow::anyhow!("--modes: unknown mode {:?} (expected rules, llm or llm-judge)", m.trim()))
-        })
-        .collect::<Result<_>>()?;
-    let [mode_a, mode_b] = modes[..] else { bail!("--modes: expected two modes, A,B (got {:?})", args.modes) };
+    let variants = compare_variants(&args, &args.config.load()?.profile)?;
+    let show_profile = variants.iter().any(|v| v.profile != variants[0].profile);
     let tags = memform::provenance::parse_tags(&args.tag)?;
     let dataset = memform::dataset::load(&args.dataset)?;
     memform::compare::check_bootstrap(dataset.conversations.iter().map(|c| c.episodes.len()).sum(), args.resamples)?;
@@ -1226,19 +1338,26 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
     memform::paths::check_out_dir("--out", &out, Some(&args.dataset))?;
     memform::paths::check_out_dir("--runs-dir", &runs_dir, Some(&args.dataset))?;
     let mut sides = Vec::new();
-    for (mode, sets, flag) in [(mode_a, &args.set_a, "--set-a"), (mode_b, &args.set_b, "--set-b")] {
+    let none: Vec<String> = Vec::new();
+    for (i, variant) in variants.iter().enumerate() {
+        let (sets, flag) = match i {
+            0 => (&args.set_a, "--set-a"),
+            1 => (&args.set_b, "--set-b"),
+            _ => (&none, ""),
+        };
         let mut cfg = args.config.load()?;
+        cfg.profile = variant.profile.clone();
         for s in sets {
             cfg.set_from(flag, s)?;
         }
         cfg.set_write_mode(args.write_mode);
         cfg.validate()?;
-        let (label, slug) = side_label(mode, sets, args.stage.embedder.as_deref());
-        let built = build_stages(mode, &args.stage, &mut cfg, &args.dataset, &dataset, None)?;
-        sides.push((mode, cfg, label, runs_dir.join(format!("{}-{slug}", dataset.name)), built));
-    }
-    if sides[0].2 == sides[1].2 {
-        bail!("both sides are {:?}: give two modes, or --set-a/--set-b to vary the config", sides[0].2);
+        let (label, slug) = side_label(variant, show_profile, sets, args.stage.embedder.as_deref());
+        if let Some((_, _, other, _, _)) = sides.iter().find(|s: &&(Modes, Config, String, PathBuf, Built)| s.2 == label) {
+            bail!("two variants are both {other:?}: give different modes or profiles, or --set-a/--set-b to vary the config");
+        }
+        let built = build_stages(variant.modes, &args.stage, &mut cfg, &args.dataset, &dataset, None)?;
+        sides.push((variant.modes, cfg, label, runs_dir.join(format!("{}-{slug}", dataset.name)), built));
     }
     let mut compared = Vec::new();
     // Both run directories stay locked until they are read.
@@ -1277,11 +1396,20 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
         compared.push(memform::compare::Side { label, dir });
     }
     let opts = memform::compare::CompareOptions { resamples: args.resamples, seed: args.seed };
-    let comparison = memform::compare::compare_runs(&compared[0], &compared[1], &out, opts)?;
-    drop(locks);
-    let _lock = memform::rundir::DirLock::acquire(&out)?;
-    memform::compare::write_comparison(&out, &comparison)?;
-    println!("{}", serde_json::to_string_pretty(&comparison).context("serialise comparison")?);
+    let json = if let [a, b] = &compared[..] {
+        let comparison = memform::compare::compare_runs(a, b, &out, opts)?;
+        drop(locks);
+        let _lock = memform::rundir::DirLock::acquire(&out)?;
+        memform::compare::write_comparison(&out, &comparison)?;
+        serde_json::to_string_pretty(&comparison).context("serialise comparison")?
+    } else {
+        let comparison = memform::compare::compare_many(&compared, &out, opts)?;
+        drop(locks);
+        let _lock = memform::rundir::DirLock::acquire(&out)?;
+        memform::compare::write_many(&out, &comparison)?;
+        serde_json::to_string_pretty(&comparison).context("serialise comparison")?
+    };
+    println!("{json}");
     eprintln!("wrote {} and {}", out.join("compare.json").display(), out.join("compare.md").display());
     Ok(ExitCode::SUCCESS)
 }

@@ -193,6 +193,20 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
     let mode = manifest["mode"].as_str().unwrap_or("?");
     let _ = writeln!(o, "# memform run: {dataset}, {mode} mode\n");
 
+    if manifest["extract_mode"].as_str() == Some("gold") {
+        let m = &a.summary.metrics;
+        let literal = m.get("warnings_by_kind").and_then(|w| w.get("gold_literal")).and_then(Value::as_f64).unwrap_or(0.0);
+        let gold = m.get("gold_facts").and_then(Value::as_f64).unwrap_or(0.0);
+        let _ = writeln!(
+            o,
+            "**Extraction was the oracle** (`--extract gold`): the candidates are the dataset's own gold facts, each at its evidence \
+             turn, so the extraction metrics are the ceiling, not a measurement of an extractor. Stages 2–5 ran as normal. Of {} gold \
+             facts, {} were kept as literals (`gold_literal` warnings: the clause parser found no clause), the rest parsed into \
+             subject, predicate and object.\n",
+            num(Some(&Value::from(gold))),
+            num(Some(&Value::from(literal)))
+        );
+    }
     let _ = writeln!(o, "## What was run\n");
     table(&mut o, &["", ""], &run_rows(manifest, a, dataset, mode));
     headline(&mut o, a, plots);

@@ -42,8 +42,15 @@ pub struct Manifest {
     pub dataset_path: Option<String>,
     /// The pipeline profile (also in `config`).
     pub profile: String,
-    /// `rules` or `llm` when both model stages run that way, else `mixed`.
+    /// `rules` or `llm` when both model stages run that way, else
+    /// `EXTRACT/JUDGE` (`gold/rules`, `rules/llm`): [`crate::pipeline::Modes::name`].
     pub mode: String,
+    /// How stage 1 extracted: `rules`, `llm` or `gold` (the dataset's gold facts).
+    #[serde(default)]
+    pub extract_mode: String,
+    /// How stage 4 judged: `rules` or `llm`.
+    #[serde(default)]
+    pub judge_mode: String,
     pub write_mode: String,
     pub extractor: String,
     pub embedder: String,
@@ -132,7 +139,7 @@ impl Manifest {
         digests: Value,
         tags: BTreeMap<String, String>,
     ) -> Manifest {
-        let (extract, judge) = (stages.extractor.mode(), stages.judge.mode());
+        let modes = crate::pipeline::Modes { extract: stages.extractor.mode(), judge: stages.judge.mode() };
         Manifest {
             memform_version: env!("CARGO_PKG_VERSION").to_string(),
             build: crate::provenance::build_info(),
@@ -144,7 +151,9 @@ impl Manifest {
             },
             dataset_path: dataset_path.map(|p| p.display().to_string()),
             profile: cfg.profile.clone(),
-            mode: if extract == judge { extract.as_str().to_string() } else { "mixed".to_string() },
+            mode: modes.name(),
+            extract_mode: modes.extract.as_str().to_string(),
+            judge_mode: modes.judge.as_str().to_string(),
             write_mode: cfg.write_mode().as_str().to_string(),
             extractor: stages.extractor.id(),
             embedder: stages.embedder.id(),

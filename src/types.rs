@@ -282,6 +282,14 @@ pub struct LlmUsage {
     pub calls: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Calls that asked again, with a larger budget, after a truncated answer
+    /// (counted in `calls` too).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl LlmUsage {
@@ -289,5 +297,6 @@ impl LlmUsage {
         self.calls += other.calls;
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.retries += other.retries;
     }
 }

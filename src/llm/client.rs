@@ -104,7 +104,7 @@ impl HttpLlm {
                 format!(",\"response_format\":{{\"type\":\"json_object\",\"schema\":{schema}}}}}")
             }
             (Provider::OpenAi, ResponseFormat::JsonSchema) => format!(
-                ",\"response_format\":{{\"type\":\"json_schema\",\"json_schema\":{{\"name\":\"{}\",\"schema\":{schema}}}}}}}",
+                ",\"response_format\":{{\"type\":\"json_schema\",\"json_schema\":{{\"name\":\"{}\",\"strict\":true,\"schema\":{schema}}}}}}}",
                 req.stage.as_str()
             ),
             (Provider::OpenAi, ResponseFormat::None) => return Ok(body),
@@ -141,7 +141,15 @@ impl HttpLlm {
         }
         match self.read_answer(&text) {
             Ok((answer, usage, model)) => {
-                Attempt::Done(LlmResponse { text: answer, usage, model, source: AnswerSource::Live, wall: started.elapsed() })
+                let finish_reason = finish_reason(self.settings.provider, &text);
+                Attempt::Done(LlmResponse {
+                    text: answer,
+                    usage,
+                    model,
+                    source: AnswerSource::Live,
+                    wall: started.elapsed(),
+                    finish_reason,
+                })
             }
             Err(message) => Attempt::Fail(Error::LlmBody {
                 url: shown,
@@ -169,6 +177,7 @@ impl HttpLlm {
                     calls: 1,
                     prompt_tokens: count("/usage/prompt_tokens"),
                     completion_tokens: count("/usage/completion_tokens"),
+                    retries: 0,
                 };
                 Ok((text, usage, model))
             }
@@ -179,11 +188,26 @@ impl HttpLlm {
                 let Some(text) = v.pointer("/message/content").and_then(Value::as_str) else {
                     return Err("no message.content".into());
                 };
-                let usage = LlmUsage { calls: 1, prompt_tokens: count("/prompt_eval_count"), completion_tokens: count("/eval_count") };
+                let usage = LlmUsage {
+                    calls: 1,
+                    prompt_tokens: count("/prompt_eval_count"),
+                    completion_tokens: count("/eval_count"),
+                    ..LlmUsage::default()
+                };
                 Ok((text.to_string(), usage, model))
             }
         }
     }
+}
+
+/// Why the model stopped: OpenAI's `choices[0].finish_reason`, Ollama's `done_reason`.
+fn finish_reason(provider: Provider, body: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    let at = match provider {
+        Provider::OpenAi => "/choices/0/finish_reason",
+        Provider::Ollama => "/done_reason",
+    };
+    v.pointer(at).and_then(Value::as_str).map(str::to_string)
 }
 
 impl Llm for HttpLlm {

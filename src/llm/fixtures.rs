@@ -118,6 +118,9 @@ pub struct RecordedAnswer {
     pub usage: LlmUsage,
     /// The model name the server reported.
     pub model: String,
+    /// Why the model stopped, when the server said (`length`: truncated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
 }
 
 /// One fixture file, `<key>.json`.
@@ -181,7 +184,12 @@ impl FixtureStore {
     pub fn put(&self, req: &LlmRequest, resp: &LlmResponse) -> Result<PathBuf> {
         let request = KeyMaterial::of(req)?;
         let key = request.key()?;
-        let response = RecordedAnswer { text: resp.text.clone(), usage: resp.usage, model: resp.model.clone() };
+        let response = RecordedAnswer {
+            text: resp.text.clone(),
+            usage: resp.usage,
+            model: resp.model.clone(),
+            finish_reason: resp.finish_reason.clone(),
+        };
         let file = FixtureFile {
             format: FIXTURE_FORMAT.to_string(),
             key: key.clone(),
@@ -661,6 +669,7 @@ impl Llm for RecordedLlm {
                 model: f.response.model,
                 source: AnswerSource::Fixture,
                 wall: Duration::ZERO,
+                finish_reason: f.response.finish_reason,
             };
             self.answered(req.stage, &resp);
             return Ok(resp);
@@ -680,6 +689,7 @@ impl Llm for RecordedLlm {
                 model: String::new(),
                 source: AnswerSource::Fixture,
                 wall: Duration::ZERO,
+                finish_reason: None,
             });
         }
         Err(Error::FixtureMiss(Box::new(FixtureMiss {

@@ -156,9 +156,55 @@ pub const SIGNET_FENCE_TAGS: [&str; 2] = ["fact", "memories"];
 
 /// The JSON schema of an extraction answer, as text: properties are listed
 /// in the order a model should write them (llama.cpp's grammar keeps it).
+/// Requests send [`extract_schema`], this with the request's own enums.
 pub const EXTRACT_SCHEMA: &str = include_str!("prompts/extract.schema.json");
-/// The JSON schema of a judge answer, as text.
+/// The JSON schema of a judge answer, as text ([`judge_schema`] adds the pair enum).
 pub const JUDGE_SCHEMA: &str = include_str!("prompts/judge.schema.json");
+
+/// `"name": {"type": T}` in a schema text with an `enum` of `values` added.
+fn with_enum(schema: &str, name: &str, ty: &str, values: &str) -> String {
+    schema.replace(&format!("\"{name}\": {{\"type\": \"{ty}\"}}"), &format!("\"{name}\": {{\"type\": \"{ty}\", \"enum\": {values}}}"))
+}
+
+/// The extraction schema of one request: `sourceTurn` an `enum` of the
+/// turn ids shown, `subject` an `enum` of the speakers and known entities.
+/// `strict` (OpenAI's `json_schema` with `strict: true`) closes every
+/// object, requires every property (the dates as string or null) and drops
+/// `maxItems`, as strict mode requires.
+pub fn extract_schema(turn_ids: &[String], subjects: &[String], strict: bool) -> Result<String> {
+    let list = |v: &[String]| serde_json::to_string(v).map_err(|e| Error::Other(format!("extraction schema: {e}")));
+    let mut seen = std::collections::BTreeSet::new();
+    let subjects: Vec<String> = subjects.iter().filter(|s| !s.trim().is_empty() && seen.insert(s.as_str())).cloned().collect();
+    let mut s = with_enum(EXTRACT_SCHEMA, "sourceTurn", "string", &list(turn_ids)?);
+    if !subjects.is_empty() {
+        s = with_enum(&s, "subject", "string", &list(&subjects)?);
+    }
+    Ok(if strict { strictly(&s) } else { s })
+}
+
+/// The judge schema of one request: `pair` an `enum` of its pair indexes,
+/// and exactly one verdict per pair.
+pub fn judge_schema(pairs: &[usize], strict: bool) -> Result<String> {
+    let list = serde_json::to_string(pairs).map_err(|e| Error::Other(format!("judge schema: {e}")))?;
+    let s = with_enum(JUDGE_SCHEMA, "pair", "integer", &list);
+    // One verdict per pair: the list is exactly as long as the pairs.
+    let n = pairs.len();
+    let s = s.replacen("\"type\": \"array\",", &format!("\"type\": \"array\",\n      \"minItems\": {n},\n      \"maxItems\": {n},"), 1);
+    Ok(if strict { strictly(&s) } else { s })
+}
+
+/// A schema text in the form OpenAI's strict mode takes (see [`extract_schema`]).
+fn strictly(schema: &str) -> String {
+    let mut s = schema.replace("\"type\": \"object\",", "\"type\": \"object\", \"additionalProperties\": false,");
+    for d in ["validFrom", "validUntil"] {
+        s = s.replace(&format!("\"{d}\": {{\"type\": \"string\"}}"), &format!("\"{d}\": {{\"type\": [\"string\", \"null\"]}}"));
+    }
+    s = s.replace("\"sourceTurn\", \"sourceQuote\"]", "\"sourceTurn\", \"sourceQuote\", \"validFrom\", \"validUntil\"]");
+    s.lines()
+        .filter(|l| !l.trim_start().starts_with("\"maxItems\"") && !l.trim_start().starts_with("\"minItems\""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
 
 #[cfg(test)]
 mod tests {
@@ -168,8 +214,8 @@ mod tests {
     /// SHA-256 of each template's text, per version. Editing a template
     /// without bumping its `version:` line fails here.
     const PINNED: [(&str, u32, &str); 3] = [
-        ("extract", 1, "d3f87e25e4bd3d0588c8872789c41964f9a8cd0fb35cbb0a0cacc1e6220181ce"),
-        ("judge", 1, "dcda12d1cbcf50821aedba446062e32981edf0aed516e970e0b072d8b811922c"),
+        ("extract", 2, "62a72811ecfe9536d970cf5c0a4fbd6fbf0a6766c5a95514aaeea6b44aa55062"),
+        ("judge", 2, "146e67267af848985418f0a068e1fe2e5f939733af80cbe83780cf825f3af526"),
         ("signet_decision", 1, "089327b638edc35592196f38866c563119bc886c89aa96411f2acb77293ce352"),
     ];
 
@@ -240,6 +286,32 @@ mod tests {
         assert_eq!(j["required"][0], "verdicts");
         let subject = EXTRACT_SCHEMA.find("\"subject\"").unwrap();
         assert!(subject < EXTRACT_SCHEMA.find("\"confidence\"").unwrap(), "writing order kept");
+    }
+
+    #[test]
+    fn per_request_schemas_carry_the_requests_enums_and_no_template_example() {
+        let ids = vec!["t1".to_string(), "t2".to_string()];
+        let subjects = vec!["Ann".to_string(), "Bo".to_string(), "Ann".to_string(), String::new()];
+        let e: serde_json::Value = serde_json::from_str(&extract_schema(&ids, &subjects, false).unwrap()).unwrap();
+        for list in ["relationships", "literalFacts"] {
+            let f = &e["properties"][list]["items"]["properties"];
+            assert_eq!(f["sourceTurn"]["enum"], serde_json::json!(["t1", "t2"]), "{list}");
+            assert_eq!(f["subject"]["enum"], serde_json::json!(["Ann", "Bo"]), "{list}: deduplicated, blanks dropped");
+        }
+        let other: serde_json::Value = serde_json::from_str(&extract_schema(&ids[..1], &subjects, false).unwrap()).unwrap();
+        assert_ne!(e, other, "another request's turns, another schema");
+        let j: serde_json::Value = serde_json::from_str(&judge_schema(&[0, 2], false).unwrap()).unwrap();
+        assert_eq!(j["properties"]["verdicts"]["items"]["properties"]["pair"]["enum"], serde_json::json!([0, 2]));
+        assert_eq!(j["properties"]["verdicts"]["minItems"], 2);
+        let strict: serde_json::Value = serde_json::from_str(&judge_schema(&[0, 2], true).unwrap()).unwrap();
+        assert_eq!(strict["properties"]["verdicts"]["items"]["additionalProperties"], false);
+        assert!(strict["properties"]["verdicts"].get("minItems").is_none());
+        // No worked example to copy: the prompts show no answer values.
+        for t in all_templates().unwrap() {
+            for copyable in ["\"sourceTurn\": \"", "{\"pair\": 0", "\"name\": \""] {
+                assert!(!t.source.contains(copyable), "{} shows an example answer ({copyable})", t.id.name);
+            }
+        }
     }
 
     #[test]

@@ -207,7 +207,7 @@ pub(crate) fn fixture() -> (Dataset, Vec<EpisodeRecord>, BTreeSet<String>) {
     really.verdicts = vec![verdict("c1/e1/c2", Verdict::Neither, Verdict::New)];
     let mut e2 = episode_record("c1", "e2", 3, vec![beta, near, wrong, really]);
     e2.invalidations = 1;
-    e2.usage = LlmUsage { calls: 1, prompt_tokens: 100, completion_tokens: 20 };
+    e2.usage = LlmUsage { calls: 1, prompt_tokens: 100, completion_tokens: 20, ..LlmUsage::default() };
     e2.timings.extract_ms = 3.0;
 
     let mut jazz = cand("c2", "e1", 0, "u1", "Bo likes jazz", "created", true);

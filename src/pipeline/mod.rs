@@ -42,10 +42,61 @@ use write::plan::Planned;
 pub use records::{CandidateOutcome, CandidateRecord, EpisodeRecord, Timings};
 
 string_enum! {
-    /// How a model stage (extract, judge) answers.
+    /// How a model stage (extract, judge) answers: rules, a model, or (for
+    /// extraction only) the dataset's gold facts, the oracle.
     pub enum StageMode {
         Rules => "rules",
         Llm => "llm",
+        Gold => "gold",
+    }
+}
+
+/// The per-stage modes of a run: how stage 1 extracts and how stage 4 judges.
+///
+/// Written `EXTRACT/JUDGE` (`gold/rules`, `rules/llm`); a single word sets
+/// both stages where both take it (`rules`, `llm`), and `gold` alone is
+/// `gold/rules`. [`Modes::name`] is the canonical spelling, used in
+/// `run.json`'s `mode`, baselines, sweeps and compare labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Modes {
+    pub extract: StageMode,
+    pub judge: StageMode,
+}
+
+impl Modes {
+    pub const RULES: Modes = Modes { extract: StageMode::Rules, judge: StageMode::Rules };
+
+    /// `rules` or `llm` when both stages run that way, else `EXTRACT/JUDGE`.
+    pub fn name(self) -> String {
+        if self.extract == self.judge { self.extract.as_str().to_string() } else { format!("{}/{}", self.extract, self.judge) }
+    }
+
+    /// [`Modes::name`] safe in a directory name (`gold-rules`).
+    pub fn slug(self) -> String {
+        self.name().replace('/', "-")
+    }
+
+    /// Parses `rules`, `llm`, `gold` or `EXTRACT/JUDGE`; the error names what is allowed.
+    pub fn parse(spec: &str) -> std::result::Result<Modes, String> {
+        let bad =
+            || format!("{spec:?}: expected rules, llm, gold or EXTRACT/JUDGE (extract rules|llm|gold, judge rules|llm), e.g. gold/rules");
+        let stage = |s: &str| StageMode::parse(s.trim()).ok_or_else(bad);
+        let modes = match spec.trim().split_once('/') {
+            Some((e, j)) => Modes { extract: stage(e)?, judge: stage(j)? },
+            None => match stage(spec)? {
+                StageMode::Gold => Modes { extract: StageMode::Gold, judge: StageMode::Rules },
+                m => Modes { extract: m, judge: m },
+            },
+        };
+        if modes.judge == StageMode::Gold {
+            return Err(format!("{spec:?}: the judge is rules or llm (gold is an extraction mode only)"));
+        }
+        Ok(modes)
+    }
+
+    /// True when a stage asks a model.
+    pub fn uses_llm(self) -> bool {
+        self.extract == StageMode::Llm || self.judge == StageMode::Llm
     }
 }
 
@@ -337,6 +388,20 @@ mod tests {
         let (_, _, store) = two_episodes_in_store(&Scripted(None));
         let rows: Vec<VerdictRow> = store.verdicts().unwrap().into_iter().map(|(_, _, r)| r).collect();
         assert_eq!(rows, vec![row(Verdict::Neither, Some("judge_failed: model timed out"))]);
+    }
+
+    #[test]
+    fn per_stage_modes_parse_and_name_themselves() {
+        let m = |s: &str| Modes::parse(s).map(|m| (m.name(), m.slug()));
+        assert_eq!(m("rules"), Ok(("rules".into(), "rules".into())));
+        assert_eq!(m("llm"), Ok(("llm".into(), "llm".into())));
+        assert_eq!(m("gold"), Ok(("gold/rules".into(), "gold-rules".into())));
+        assert_eq!(m(" rules / llm "), Ok(("rules/llm".into(), "rules-llm".into())));
+        assert_eq!(m("llm/llm"), Ok(("llm".into(), "llm".into())));
+        assert!(m("gold/gold").unwrap_err().contains("gold is an extraction mode only"));
+        assert!(m("fancy").unwrap_err().contains("expected rules, llm, gold or EXTRACT/JUDGE"));
+        assert!(Modes::parse("gold/llm").unwrap().uses_llm());
+        assert!(!Modes::parse("gold").unwrap().uses_llm());
     }
 
     #[test]

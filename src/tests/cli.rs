@@ -90,6 +90,16 @@ fn bad_input_errors_and_exit_codes() {
         },
         &["run", "--dataset", "ds", "--keep-going", "--out", "o"],
     );
+    all += &case(
+        "gold extraction without gold facts",
+        |d| native(&d.join("ds"), "ok.json", GOOD),
+        &["run", "--dataset", "ds", "--extract", "gold", "--out", "o"],
+    );
+    all += &case(
+        "unknown per-stage mode",
+        |d| native(&d.join("ds"), "ok.json", GOOD),
+        &["compare", "--dataset", "ds", "--modes", "rules,gold/gold"],
+    );
     all += &case("good run", |d| native(&d.join("ds"), "ok.json", GOOD), &["run", "--dataset", "ds", "--out", "o"]);
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(snapshots_dir());

@@ -81,9 +81,16 @@ fn openai_request_carries_sampling_schema_and_key_and_reads_usage() {
     assert_eq!(body["model"], "SmolLM2-135M-Instruct.Q4_1");
     assert_eq!(body["temperature"], 0.0);
     assert_eq!(body["seed"], 42);
-    assert_eq!(body["max_tokens"], 384);
+    // The budget scales with the turns shown: 128 + 32 × 2.
+    assert_eq!(body["max_tokens"], 192);
     assert_eq!(body["response_format"]["type"], "json_object");
-    assert_eq!(body["response_format"]["schema"]["required"][2], "literalFacts");
+    let schema = &body["response_format"]["schema"];
+    assert_eq!(schema["required"][2], "literalFacts");
+    for list in ["relationships", "literalFacts"] {
+        let props = &schema["properties"][list]["items"]["properties"];
+        assert_eq!(props["sourceTurn"]["enum"], serde_json::json!(["t1", "t2"]), "{list}: the request's turn ids");
+        assert_eq!(props["subject"]["enum"], serde_json::json!(["Ann", "Bo"]), "{list}: the speakers and known entities");
+    }
     let user = body["messages"][1]["content"].as_str().unwrap();
     assert!(user.contains("<transcript>\n[t1] Ann: I started working at Acme Corp last month."), "{user}");
     assert!(user.contains("Session date: 2024-03-01"), "{user}");
@@ -114,8 +121,9 @@ fn ollama_request_uses_format_and_options_and_reads_counts() {
     assert_eq!(body["stream"], false);
     assert_eq!(body["options"]["seed"], 42);
     assert_eq!(body["options"]["temperature"], 0.0);
-    assert_eq!(body["options"]["num_predict"], 384);
+    assert_eq!(body["options"]["num_predict"], 192);
     assert_eq!(body["format"]["type"], "object");
+    assert_eq!(body["format"]["properties"]["literalFacts"]["items"]["properties"]["sourceTurn"]["enum"], serde_json::json!(["t1", "t2"]));
 }
 
 #[test]
@@ -186,6 +194,11 @@ fn judge_reads_verdicts_by_index_and_drops_hallucinated_ones() {
     let user = body["messages"][1]["content"].as_str().unwrap();
     assert!(user.contains("Pair 3:\n  stored: Ann works at Initech (Ann | works at | Initech)"), "{user}");
     assert!(user.contains("Pair 4:"));
+    let verdicts = &body["response_format"]["schema"]["properties"]["verdicts"];
+    assert_eq!(verdicts["items"]["properties"]["pair"]["enum"], serde_json::json!([3, 4]), "the request's pair indexes");
+    assert_eq!(verdicts["items"]["properties"]["verdict"]["enum"], serde_json::json!(["old", "new", "neither"]));
+    assert_eq!((verdicts["minItems"].as_u64(), verdicts["maxItems"].as_u64()), (Some(2), Some(2)), "one verdict per pair");
+    assert_eq!(body["max_tokens"], 128 + 32 * 2);
     // garbage: Ok with no verdict (every pair neither) and a warning, usage kept
     let out = judge.judge(&ctx, &pairs).unwrap();
     assert!(out.verdicts.is_empty());
@@ -195,6 +208,104 @@ fn judge_reads_verdicts_by_index_and_drops_hallucinated_ones() {
     let out = judge.judge(&ctx, &[]).unwrap();
     assert_eq!(out.usage.calls, 0);
     assert_eq!(server.requests().len(), 2);
+}
+
+/// An OpenAI completion that stopped at its token budget.
+fn cut_off(content: &str, completion_tokens: u64) -> Reply {
+    let body = serde_json::json!({
+        "model": "fake-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "length"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": completion_tokens}
+    });
+    Reply::ok(body.to_string())
+}
+
+#[test]
+fn a_truncated_answer_is_asked_again_once_with_twice_the_budget() {
+    let good = answer(REL, LIT);
+    let cut = &good[..good.len() - 30];
+    // Truncated, then complete: the second answer is used; both calls and the retry are counted.
+    let server = FakeServer::start(vec![cut_off(cut, 192), Reply::openai(&good, 100, 80)]);
+    let s = settings(&server.url, "openai");
+    let ex = LlmExtractor::new(Arc::new(HttpLlm::with_api_key(s.clone(), None)), &s).unwrap();
+    let ep = episode();
+    let speakers: Vec<String> = SPEAKERS.iter().map(|s| s.to_string()).collect();
+    let raw = ex.extract(&input(&ep, &speakers)).unwrap();
+    assert_eq!((raw.entities.len(), raw.relationships.len(), raw.literal_facts.len()), (2, 1, 1));
+    assert_eq!(kinds(&raw.warnings), vec!["llm_truncated_retry"]);
+    assert_eq!((raw.usage.calls, raw.usage.retries, raw.usage.completion_tokens), (2, 1, 272));
+    let budgets: Vec<u64> = server.requests().iter().map(|r| r.json()["max_tokens"].as_u64().unwrap()).collect();
+    assert_eq!(budgets, vec![192, 384]);
+
+    // Truncated twice: one retry only, then the complete items of the second answer.
+    let server = FakeServer::start(vec![cut_off(cut, 192), cut_off(cut, 384)]);
+    let s = settings(&server.url, "openai");
+    let ex = LlmExtractor::new(Arc::new(HttpLlm::with_api_key(s.clone(), None)), &s).unwrap();
+    let raw = ex.extract(&input(&ep, &speakers)).unwrap();
+    assert_eq!((raw.entities.len(), raw.relationships.len(), raw.literal_facts.len()), (2, 1, 0));
+    assert_eq!(kinds(&raw.warnings), vec!["llm_truncated_retry", "llm_truncated_json"]);
+    assert_eq!((raw.usage.calls, raw.usage.retries), (2, 1));
+    assert_eq!(server.requests().len(), 2);
+
+    // At the cap already: no retry; the partial items are used at once.
+    let cfg =
+        Config { llm_url: server.url.clone(), llm_max_tokens: 192, llm_tokens_per_turn: 0, llm_max_tokens_cap: 192, ..Config::default() };
+    let s = LlmSettings::from_config(&cfg).unwrap();
+    let server = FakeServer::start(vec![cut_off(cut, 192)]);
+    let s = LlmSettings { url: server.url.clone(), ..s };
+    let ex = LlmExtractor::new(Arc::new(HttpLlm::with_api_key(s.clone(), None)), &s).unwrap();
+    let raw = ex.extract(&input(&ep, &speakers)).unwrap();
+    assert_eq!(kinds(&raw.warnings), vec!["llm_truncated_json"]);
+    assert_eq!((raw.usage.calls, raw.usage.retries, server.requests().len()), (1, 0, 1));
+}
+
+#[test]
+fn the_schema_is_built_per_request_and_its_turn_ids_are_part_of_the_key() {
+    let s = settings("http://127.0.0.1:9", "openai");
+    let ex = LlmExtractor::new(Arc::new(HttpLlm::with_api_key(s.clone(), None)), &s).unwrap();
+    let speakers: Vec<String> = SPEAKERS.iter().map(|s| s.to_string()).collect();
+    let known = vec!["Acme Corp".to_string()];
+    let ep = episode();
+    let inp = ExtractInput { known_entities: &known, ..input(&ep, &speakers) };
+    let (req, _, _) = ex.request(&inp).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(req.schema.as_deref().unwrap()).unwrap();
+    let props = &schema["properties"]["relationships"]["items"]["properties"];
+    assert_eq!(props["sourceTurn"]["enum"], serde_json::json!(["t1", "t2"]));
+    assert_eq!(props["subject"]["enum"], serde_json::json!(["Ann", "Bo", "Acme Corp"]));
+    // Another turn id, nothing else changed: another schema, another key.
+    let mut other = episode();
+    other.turns[1].id = "t3".into();
+    let (req2, _, _) = ex.request(&ExtractInput { episode: &other, ..inp }).unwrap();
+    let schema2: serde_json::Value = serde_json::from_str(req2.schema.as_deref().unwrap()).unwrap();
+    assert_eq!(schema2["properties"]["literalFacts"]["items"]["properties"]["sourceTurn"]["enum"], serde_json::json!(["t1", "t3"]));
+    assert_ne!(request_key(&req).unwrap(), request_key(&req2).unwrap());
+    // The schema alone changes the key: the same messages with the second schema.
+    let mut swapped = req.clone();
+    swapped.schema = req2.schema.clone();
+    assert_ne!(request_key(&req).unwrap(), request_key(&swapped).unwrap());
+}
+
+#[test]
+fn openai_json_schema_is_sent_strict_with_closed_objects() {
+    let server = FakeServer::start(vec![Reply::openai(&answer(REL, LIT), 10, 5)]);
+    let cfg = Config { llm_url: server.url.clone(), llm_response_format: "json_schema".into(), ..Config::default() };
+    let s = LlmSettings::from_config(&cfg).unwrap();
+    let ex = LlmExtractor::new(Arc::new(HttpLlm::with_api_key(s.clone(), None)), &s).unwrap();
+    let ep = episode();
+    let speakers: Vec<String> = SPEAKERS.iter().map(|s| s.to_string()).collect();
+    ex.extract(&input(&ep, &speakers)).unwrap();
+    let body = server.requests()[0].json();
+    let rf = &body["response_format"];
+    assert_eq!((rf["type"].as_str(), rf["json_schema"]["strict"].as_bool()), (Some("json_schema"), Some(true)));
+    let schema = &rf["json_schema"]["schema"];
+    assert_eq!(schema["additionalProperties"], false);
+    let item = &schema["properties"]["relationships"]["items"];
+    assert_eq!(item["additionalProperties"], false);
+    let props: Vec<&String> = item["properties"].as_object().unwrap().keys().collect();
+    let required: Vec<&str> = item["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(props.iter().all(|p| required.contains(&p.as_str())), "strict mode requires every property: {required:?}");
+    assert_eq!(item["properties"]["validUntil"]["type"], serde_json::json!(["string", "null"]));
+    assert!(schema["properties"]["relationships"].get("maxItems").is_none());
 }
 
 fn request_for(url: &str) -> memform::llm::LlmRequest {

@@ -39,10 +39,11 @@ impl Llm for Scripted {
         let chars: usize = req.messages.iter().map(|m| m.content.len()).sum();
         Ok(LlmResponse {
             text: (self.answer)(req),
-            usage: LlmUsage { calls: 1, prompt_tokens: chars as u64 / 4, completion_tokens: 17 },
+            usage: LlmUsage { calls: 1, prompt_tokens: chars as u64 / 4, completion_tokens: 17, ..LlmUsage::default() },
             model: "scripted-1".into(),
             source: AnswerSource::Live,
             wall: Duration::from_millis(3),
+            finish_reason: Some("stop".into()),
         })
     }
 }

@@ -5,7 +5,7 @@
 //!   soft-deleted facts), history rows, mentions and audit with
 //!   provenance, in rules mode under each write mode (and with the write
 //!   gate raised), and with the decision stage by the bundled model
-//!   (`--mode llm-judge`, replaying the answers recorded against it).
+//!   (`--extract rules --judge llm`, replaying the answers recorded against it).
 //! - `soda`'s preference polarity pairing: "love, then hate Chinese food"
 //!   ends with exactly one live preference, and not without the pairing.
 //! - A config key the profile does not read is a one-line warning.
@@ -29,7 +29,7 @@ const RUNS: &[(&str, &[&str])] = &[
     ("rules, controlled", &["--mode", "rules", "--write-mode", "controlled"]),
     ("rules, shadow", &["--mode", "rules", "--write-mode", "shadow"]),
     ("rules, full, min_fact_confidence_for_write = 0.8", &["--mode", "rules", "--set", "min_fact_confidence_for_write=0.8"]),
-    ("llm-judge (recorded SmolLM2-135M answers), full", &["--mode", "llm-judge", "--llm", "replay"]),
+    ("rules/llm (recorded SmolLM2-135M answers), full", &["--extract", "rules", "--judge", "llm", "--llm", "replay"]),
 ];
 
 struct Ran {

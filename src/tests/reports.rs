@@ -142,9 +142,13 @@ fn compare_refuses_what_it_cannot_run_before_running_anything() {
     let ds = scenarios_dir();
     let ds = ds.to_str().expect("utf-8 path");
     for (modes, message) in [
-        ("rules,rules", "error: both sides are \"rules\": give two modes, or --set-a/--set-b to vary the config"),
-        ("rules", "error: --modes: expected two modes, A,B (got \"rules\")"),
-        ("rules,magic", "error: --modes: unknown mode \"magic\" (expected rules, llm or llm-judge)"),
+        ("rules,rules", "error: two variants are both \"rules\": give different modes or profiles, or --set-a/--set-b to vary the config"),
+        ("rules", "error: compare: expected at least two variants (got 1): give two or more --modes, --profiles or --variants"),
+        (
+            "rules,magic",
+            "error: --modes: \"magic\": expected rules, llm, gold or EXTRACT/JUDGE (extract rules|llm|gold, judge rules|llm), e.g. gold/rules",
+        ),
+        ("rules,gold/gold", "error: --modes: \"gold/gold\": the judge is rules or llm (gold is an extraction mode only)"),
     ] {
         let (code, stdout, stderr) = memform(&["compare", "--dataset", ds, "--modes", modes, "--runs-dir", "runs"], tmp.path());
         assert_eq!(code, Some(2), "{modes}: {stderr}");
@@ -168,4 +172,53 @@ fn compare_rules_with_llm_on_the_recorded_scenarios() {
     assert!(comparison.is_object());
     let md = std::fs::read_to_string(tmp.path().join("cmp/compare.md")).expect("compare.md");
     assert!(md.contains("llm") && md.contains("rules") && md.contains("95%"), "{md}");
+}
+
+#[test]
+fn compare_puts_three_variants_in_one_table_against_the_first_and_matches_runs_by_their_modes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let ds = scenarios_dir();
+    let ds = ds.to_str().expect("utf-8 path");
+    // A gold run where the rules run would go: compare must not take it for the rules run.
+    let (code, _, stderr) = memform(&["run", "--dataset", ds, "--extract", "gold", "--out", "runs/scenarios-rules"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    let args =
+        ["compare", "--dataset", ds, "--modes", "rules,gold,rules", "--set-a", "dedup_enabled=false", "--runs-dir", "runs", "--out", "cmp"];
+    let (code, stdout, stderr) = memform(&args, tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stderr.matches("running ").count(), 3, "the gold run in the rules directory is not reused: {stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).expect("compare.json on stdout");
+    assert_eq!(json["format"], "memform-compare/2");
+    let labels: Vec<&str> = json["variants"].as_array().unwrap().iter().map(|v| v["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["rules+dedup_enabled=false", "gold/rules", "rules"]);
+    assert_eq!(json["variants"][1]["mode"], "gold/rules");
+    assert_eq!(json["variants"][1]["dir"], "../runs/scenarios-gold-rules");
+    let f1 = json["metrics"].as_array().unwrap().iter().find(|r| r["metric"] == "content_f1").expect("content_f1 row");
+    assert_eq!(f1["values"].as_array().unwrap().len(), 3);
+    assert_eq!(f1["against_first"].as_array().unwrap().len(), 2);
+    // Each uplift is that pair's own two-run comparison.
+    for (i, pair) in json["pairs"].as_array().unwrap().iter().enumerate() {
+        let row = pair["metrics"].as_array().unwrap().iter().find(|r| r["metric"] == "content_f1").unwrap();
+        assert_eq!(row["uplift"], f1["against_first"][i]["uplift"]);
+        assert_eq!(row["b"], f1["values"][i + 1]);
+    }
+    let md = std::fs::read_to_string(tmp.path().join("cmp/compare.md")).expect("compare.md");
+    assert!(md.contains("| metric | A | B | C | B − A | C − A |"), "{md}");
+    assert!(md.contains("**Extraction in B was the oracle**"), "{md}");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("runs/scenarios-gold-rules/run.json")).unwrap()).unwrap();
+    assert_eq!((manifest["extract_mode"].as_str(), manifest["judge_mode"].as_str()), (Some("gold"), Some("rules")));
+    let (code, _, stderr) = memform(&args, tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stderr.matches("reusing ").count(), 3, "{stderr}");
+    // The same variants spelt as PROFILE:MODES reuse the same runs.
+    let (code, _, stderr) = memform(
+        &["compare", "--dataset", ds, "--variants", "soda:gold/rules,soda:rules", "--runs-dir", "runs", "--out", "cmp2"],
+        tmp.path(),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stderr.matches("reusing ").count(), 2, "{stderr}");
+    let (code, _, stderr) = memform(&["compare", "--dataset", ds, "--profiles", "soda,nope", "--runs-dir", "runs"], tmp.path());
+    assert_eq!(code, Some(2));
+    assert!(stderr.starts_with("error: --profiles: config: profile = \"nope\": unknown profile"), "{stderr}");
 }

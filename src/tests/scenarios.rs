@@ -2,13 +2,20 @@
 //! live, closed and invalidated facts with their verdicts, and the audit
 //! outcomes. One test per scenario, so one failing scenario does not hide
 //! the others; adding a scenario adds a file, a line to `scenario_tests!`
-//! and a snapshot (a test fails until the line is there).
+//! and a snapshot (a test fails until the line is there). Every scenario
+//! also runs with `--extract gold` (the gold facts as candidates, rules
+//! judge) under its own snapshot, `scenario_gold__<id>`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::OnceLock;
 
 use memform::config::Config;
+use memform::embed::hashed::HashedEmbedder;
+use memform::pipeline::Stages;
+use memform::pipeline::extract::GoldExtractor;
+use memform::pipeline::judge::RulesJudge;
+use memform::run::{RunOptions, run};
 use memform::store::Store;
 
 use crate::support::{jsonl_without_timings, run_rules, scenarios_dir, snapshots_dir};
@@ -19,15 +26,40 @@ struct Ran {
     store: Store,
 }
 
-fn ran() -> &'static Ran {
-    static RAN: OnceLock<Ran> = OnceLock::new();
-    RAN.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("tempdir");
-        run_rules(&scenarios_dir(), dir.path(), &Config::default(), None);
-        let facts = jsonl_without_timings(&dir.path().join("facts.jsonl"));
-        let store = Store::open(&dir.path().join("store.sqlite")).expect("open store");
-        Ran { _dir: dir, facts, store }
-    })
+#[derive(Clone, Copy)]
+enum Extraction {
+    Rules,
+    Gold,
+}
+
+fn read(dir: tempfile::TempDir) -> Ran {
+    let facts = jsonl_without_timings(&dir.path().join("facts.jsonl"));
+    let store = Store::open(&dir.path().join("store.sqlite")).expect("open store");
+    Ran { _dir: dir, facts, store }
+}
+
+fn ran(extraction: Extraction) -> &'static Ran {
+    static RULES: OnceLock<Ran> = OnceLock::new();
+    static GOLD: OnceLock<Ran> = OnceLock::new();
+    match extraction {
+        Extraction::Rules => RULES.get_or_init(|| {
+            let dir = tempfile::tempdir().expect("tempdir");
+            run_rules(&scenarios_dir(), dir.path(), &Config::default(), None);
+            read(dir)
+        }),
+        Extraction::Gold => GOLD.get_or_init(|| {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let cfg = Config::default();
+            let dataset = memform::dataset::load(&scenarios_dir()).expect("load dataset");
+            let extractor = GoldExtractor::new(&dataset, &cfg).expect("gold extractor");
+            let embedder = HashedEmbedder::new(cfg.hashed_dims);
+            let judge = RulesJudge::new(&cfg);
+            let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
+            let opts = RunOptions { out_dir: dir.path().to_path_buf(), ..RunOptions::default() };
+            run(&dataset, &cfg, stages, &opts).expect("gold run");
+            read(dir)
+        }),
+    }
 }
 
 fn s(v: &serde_json::Value) -> String {
@@ -38,8 +70,8 @@ fn s(v: &serde_json::Value) -> String {
     }
 }
 
-fn render(conversation: &str) -> String {
-    let r = ran();
+fn render(conversation: &str, extraction: Extraction) -> String {
+    let r = ran(extraction);
     let mut out = String::new();
     let _ = writeln!(out, "# entities");
     for (conv, id, name, ty, aliases) in r.store.entities().expect("entities") {
@@ -105,11 +137,15 @@ fn render(conversation: &str) -> String {
     out
 }
 
-fn check(id: &str) {
+fn check(id: &str, extraction: Extraction) {
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(snapshots_dir());
     settings.set_prepend_module_to_snapshot(false);
-    settings.bind(|| insta::assert_snapshot!(format!("scenario__{id}"), render(id)));
+    let name = match extraction {
+        Extraction::Rules => format!("scenario__{id}"),
+        Extraction::Gold => format!("scenario_gold__{id}"),
+    };
+    settings.bind(|| insta::assert_snapshot!(name, render(id, extraction)));
 }
 
 macro_rules! scenario_tests {
@@ -117,9 +153,18 @@ macro_rules! scenario_tests {
         $(
             #[test]
             fn $test() {
-                check($id);
+                check($id, Extraction::Rules);
             }
         )+
+        /// The same scenarios with `--extract gold`.
+        mod gold {
+            $(
+                #[test]
+                fn $test() {
+                    super::check($id, super::Extraction::Gold);
+                }
+            )+
+        }
         const SCENARIOS: &[&str] = &[$($id),+];
     };
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::llm::parse::parse_extraction;
 use crate::llm::prompts::{self, FENCE_TAGS, MAX_KNOWN_ENTITIES, MAX_KNOWN_FACTS, Template, defuse};
-use crate::llm::{CallContext, Llm, LlmRequest, LlmSettings, Stage};
+use crate::llm::{CallContext, Llm, LlmRequest, LlmSettings, Provider, ResponseFormat, Stage, complete_budgeted};
 use crate::pipeline::StageMode;
 use crate::pipeline::extract::{ExtractInput, Extractor, RawExtraction};
 use crate::types::{Turn, Warning};
@@ -48,13 +48,18 @@ impl LlmExtractor {
             ("known_facts", &known_facts),
             ("transcript", &transcript),
         ])?;
+        let turn_ids: Vec<String> = shown.iter().map(|t| t.id.clone()).collect();
+        let subjects: Vec<String> = input.speakers.iter().chain(input.known_entities.iter().take(MAX_KNOWN_ENTITIES)).cloned().collect();
+        let schema = prompts::extract_schema(&turn_ids, &subjects, strict(&self.settings))?;
+        let mut sampling = self.settings.sampling;
+        sampling.max_tokens = self.settings.budget(shown.len());
         let req = LlmRequest {
             stage: Stage::Extract,
             model: self.settings.model.clone(),
             template: self.template.id.clone(),
             messages,
-            sampling: self.settings.sampling,
-            schema: Some(prompts::EXTRACT_SCHEMA.to_string()),
+            sampling,
+            schema: Some(schema),
             context: CallContext { conversation: input.conversation_id.to_string(), episode: input.episode.id.clone() },
         };
         Ok((req, shown, warnings))
@@ -71,13 +76,33 @@ impl Extractor for LlmExtractor {
 
     fn extract(&self, input: &ExtractInput<'_>) -> Result<RawExtraction> {
         let (req, shown, mut warnings) = self.request(input)?;
-        let resp = self.llm.complete(&req)?;
+        let (resp, usage, _) = complete_budgeted(self.llm.as_ref(), &req, self.settings.max_tokens_cap)?;
+        if usage.retries > 0 {
+            warnings.push(retried(&req));
+        }
         let mut raw = parse_extraction(&resp.text, &shown);
         warnings.append(&mut raw.warnings);
         raw.warnings = warnings;
-        raw.usage = resp.usage;
+        raw.usage = usage;
         Ok(raw)
     }
+}
+
+/// Whether the schema goes to OpenAI's strict `json_schema` mode.
+pub(crate) fn strict(settings: &LlmSettings) -> bool {
+    settings.provider == Provider::OpenAi && settings.response_format == ResponseFormat::JsonSchema
+}
+
+/// The warning of a call asked again after a truncated answer.
+pub(crate) fn retried(req: &LlmRequest) -> Warning {
+    Warning::new(
+        "llm_truncated_retry",
+        format!(
+            "the {} answer stopped at its {}-token budget; asked again once with a larger one",
+            req.stage.as_str(),
+            req.sampling.max_tokens
+        ),
+    )
 }
 
 fn one_line(s: &str) -> String {

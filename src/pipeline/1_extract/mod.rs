@@ -5,6 +5,7 @@
 //! and caps whatever produced it, and scores each fact's value. Validation
 //! never fails: problems become warnings and partial results come back.
 
+pub mod gold;
 pub mod llm;
 pub mod postprocess;
 pub mod rules;
@@ -16,6 +17,7 @@ use super::StageMode;
 use crate::error::Result;
 use crate::types::{CandidateEntity, CandidateFact, Episode, LlmUsage, ValueTier, Warning};
 
+pub use gold::GoldExtractor;
 pub use llm::LlmExtractor;
 pub use postprocess::postprocess;
 pub use rules::RulesExtractor;

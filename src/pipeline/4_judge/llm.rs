@@ -9,8 +9,9 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::llm::parse::parse_verdicts;
 use crate::llm::prompts::{self, FENCE_TAGS, Template, defuse};
-use crate::llm::{CallContext, Llm, LlmRequest, LlmSettings, Stage};
+use crate::llm::{CallContext, Llm, LlmRequest, LlmSettings, Stage, complete_budgeted};
 use crate::pipeline::StageMode;
+use crate::pipeline::extract::llm::{retried, strict};
 use crate::pipeline::judge::{Judge, JudgeContext, JudgeOutput, JudgePair, PairFact};
 
 /// Contradiction verdicts by a model behind the recorded boundary.
@@ -37,8 +38,8 @@ impl LlmJudge {
             model: self.settings.model.clone(),
             template: self.template.id.clone(),
             messages: self.template.render(&[("pairs", &pairs_text)])?,
-            sampling: self.settings.sampling,
-            schema: Some(prompts::JUDGE_SCHEMA.to_string()),
+            sampling: crate::llm::Sampling { max_tokens: self.settings.budget(pairs.len()), ..self.settings.sampling },
+            schema: Some(prompts::judge_schema(&pairs.iter().map(|p| p.index).collect::<Vec<_>>(), strict(&self.settings))?),
             context: CallContext { conversation: ctx.conversation_id.to_string(), episode: ctx.episode_id.to_string() },
         })
     }
@@ -66,9 +67,12 @@ impl Judge for LlmJudge {
             return Ok(JudgeOutput::default());
         }
         let req = self.request(ctx, pairs)?;
-        let resp = self.llm.complete(&req)?;
+        let (resp, usage, _) = complete_budgeted(self.llm.as_ref(), &req, self.settings.max_tokens_cap)?;
         let known: BTreeSet<usize> = pairs.iter().map(|p| p.index).collect();
-        let parsed = parse_verdicts(&resp.text, &known);
-        Ok(JudgeOutput { verdicts: parsed.verdicts, review_needed: Vec::new(), warnings: parsed.warnings, usage: resp.usage })
+        let mut parsed = parse_verdicts(&resp.text, &known);
+        if usage.retries > 0 {
+            parsed.warnings.insert(0, retried(&req));
+        }
+        Ok(JudgeOutput { verdicts: parsed.verdicts, review_needed: Vec::new(), warnings: parsed.warnings, usage })
     }
 }
