@@ -19,7 +19,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::metrics::{Analysis, RunData, Summary, analyze};
 use crate::pipeline::write::EntityRow;
-use crate::pipeline::{EpisodeRecord, Stages, front, profiles, speaker_entities};
+use crate::pipeline::{EpisodeRecord, Stages, profiles, speaker_entities};
 use crate::rundir::{DirLock, Manifest, Recorded, RunDir, RunStamp};
 use crate::state::ConvState;
 use crate::store::Store;
@@ -156,8 +156,7 @@ fn run_conversation(
     let mut out = Vec::with_capacity(conv.episodes.len());
     for (seq, episode) in conv.episodes.iter().enumerate() {
         store.write_evidence(&conv.id, seq, episode)?;
-        let f = front(stages, conv, episode, &state, cfg)?;
-        let rec = profile.back(&f, conv, episode, &mut state, cfg, stages.judge, store)?;
+        let rec = profile.episode(stages, conv, episode, &mut state, cfg, store)?;
         if let Some(p) = progress {
             p(Progress::Episode { conversation: conv.id.clone(), episode: episode.id.clone() });
         }

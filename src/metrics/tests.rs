@@ -71,6 +71,7 @@ fn contradiction(old: &str, new: &str, verdict: Verdict) -> GoldContradiction {
 
 pub(crate) fn cand(conv: &str, ep: &str, n: usize, turn: &str, content: &str, outcome: &str, stored: bool) -> CandidateRecord {
     CandidateRecord {
+        formed: None,
         id: format!("{conv}/{ep}/c{n}"),
         conversation: conv.into(),
         episode: ep.into(),
@@ -136,6 +137,7 @@ pub(crate) fn fixture() -> (Dataset, Vec<EpisodeRecord>, BTreeSet<String>) {
         speakers: vec!["Ann".into(), "Assistant".into()],
         episodes: vec![
             Episode {
+                observations: vec![],
                 id: "e1".into(),
                 timestamp: Some("2024-01-01T10:00:00".into()),
                 turns: vec![
@@ -146,6 +148,7 @@ pub(crate) fn fixture() -> (Dataset, Vec<EpisodeRecord>, BTreeSet<String>) {
                 ],
             },
             Episode {
+                observations: vec![],
                 id: "e2".into(),
                 timestamp: Some("2024-02-01T10:00:00".into()),
                 turns: vec![
@@ -156,6 +159,7 @@ pub(crate) fn fixture() -> (Dataset, Vec<EpisodeRecord>, BTreeSet<String>) {
             },
         ],
         gold: Gold {
+            observations: vec![],
             facts: vec![
                 gold_fact("g1", "e1", "Ann works at Acme", &["t1", "t3"]),
                 gold_fact("g2", "e1", "Ann loves tea", &["t4", "t6", "t7"]),
@@ -174,7 +178,7 @@ pub(crate) fn fixture() -> (Dataset, Vec<EpisodeRecord>, BTreeSet<String>) {
     let c2 = Conversation {
         id: "c2".into(),
         speakers: vec!["Bo".into()],
-        episodes: vec![Episode { id: "e1".into(), timestamp: None, turns: vec![turn("u1", "Bo", "I like jazz.")] }],
+        episodes: vec![Episode { id: "e1".into(), timestamp: None, turns: vec![turn("u1", "Bo", "I like jazz.")], observations: vec![] }],
         gold: Gold::default(),
     };
     let dataset = Dataset { name: "tiny".into(), format: DatasetFormat::Native, digest: "d".into(), conversations: vec![c1, c2] };

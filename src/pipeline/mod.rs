@@ -17,6 +17,7 @@ pub mod dedupe;
 pub mod extract;
 #[path = "4_judge/mod.rs"]
 pub mod judge;
+pub mod memorix;
 pub mod profiles;
 pub mod records;
 #[path = "2_resolve.rs"]
@@ -103,7 +104,7 @@ pub fn front(stages: Stages<'_>, conv: &Conversation, episode: &Episode, state: 
     Ok(EpisodeFront { extraction, fact_embeddings, entity_embeddings, usage, extract_ms, embed_ms: ms(t1), slot_base: None })
 }
 
-fn ms(t: Instant) -> f64 {
+pub(crate) fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1000.0
 }
 
@@ -268,6 +269,7 @@ mod tests {
 
     fn episode(id: &str, turn: &str, date: &str) -> Episode {
         Episode {
+            observations: vec![],
             id: id.into(),
             timestamp: Some(format!("{date}T10:00:00")),
             turns: vec![Turn { id: turn.into(), speaker: "Alice".into(), text: String::new() }],

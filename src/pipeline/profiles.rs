@@ -5,7 +5,7 @@
 
 use super::extract::{Extractor, RulesExtractor};
 use super::judge::{Judge, RulesJudge};
-use super::{EpisodeFront, EpisodeRecord, back};
+use super::{EpisodeFront, EpisodeRecord, Stages, back, front};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::state::ConvState;
@@ -38,6 +38,20 @@ pub trait Profile: Send + Sync {
         judge: &dyn Judge,
         store: &Store,
     ) -> Result<EpisodeRecord>;
+    /// One whole episode: stage 1 ([`front`]) then [`Profile::back`]. A
+    /// profile whose formation is not stage 1's extraction overrides it.
+    fn episode(
+        &self,
+        stages: Stages<'_>,
+        conv: &Conversation,
+        episode: &Episode,
+        state: &mut ConvState,
+        cfg: &Config,
+        store: &Store,
+    ) -> Result<EpisodeRecord> {
+        let f = front(stages, conv, episode, state, cfg)?;
+        self.back(&f, conv, episode, state, cfg, stages.judge, store)
+    }
 }
 
 /// memory-soda's five stages, with Signet v2's extraction caps and write
@@ -66,7 +80,7 @@ impl Profile for Soda {
 }
 
 /// Every profile, the default first.
-pub const PROFILES: &[&dyn Profile] = &[&Soda];
+pub const PROFILES: &[&dyn Profile] = &[&Soda, &super::memorix::Memorix];
 
 /// The default profile's name.
 pub const DEFAULT: &str = "soda";

@@ -32,6 +32,12 @@ string_enum! {
         LowFactConfidence => "low_fact_confidence",
         EmptyFactContent => "empty_fact_content",
         Conflict => "conflict",
+        /// memorix: merged into an existing memory, rewritten in place.
+        Merged => "merged",
+        /// memorix: stored as a rewrite that supersedes an existing memory.
+        Evolved => "evolved",
+        /// memorix: not stored, an existing memory already says it.
+        Discarded => "discarded",
     }
 }
 
@@ -114,6 +120,10 @@ pub struct CandidateRecord {
     /// Facts this candidate invalidated or closed (applied, cascades included).
     pub ended: Vec<String>,
     pub stored: bool,
+    /// The memorix profile's `FormedMemory` record of this observation
+    /// (absent for other profiles).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub formed: Option<Box<super::memorix::FormedMemory>>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -243,6 +253,7 @@ mod tests {
 
     fn record(verdicts: Vec<FinalVerdict>) -> CandidateRecord {
         CandidateRecord {
+            formed: None,
             id: "c/e2/c0".into(),
             conversation: "c".into(),
             episode: "e2".into(),

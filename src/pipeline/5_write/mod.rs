@@ -85,6 +85,8 @@ string_enum! {
         Skipped => "skipped",
         Invalidated => "invalidated",
         Closed => "closed",
+        /// A memory rewritten in place (the memorix profile's merge).
+        Updated => "updated",
         Blocked => "blocked",
         /// Shadow mode: what would have happened is recorded, nothing else.
         Recorded => "recorded",
@@ -101,6 +103,8 @@ string_enum! {
         CloseCascade => "close_cascade",
         Invalidate => "invalidate",
         InvalidateCascade => "invalidate_cascade",
+        /// The memorix profile's merge: a memory rewritten in place.
+        Update => "update",
     }
 }
 
@@ -169,6 +173,22 @@ pub trait WriteTx {
     fn insert_fact(&mut self, fact: &FactRec) -> Result<bool>;
     fn set_valid_until(&mut self, id: &str, valid_until: &str) -> Result<()>;
     fn invalidate(&mut self, id: &str, at: Option<&str>, superseded_by: Option<&str>) -> Result<()>;
+    /// Rewrites a live memory in place (the memorix profile's merge);
+    /// `false` when it is no longer live or another live row holds the new hash.
+    fn update_memory(&mut self, id: &str, update: &MemoryUpdate) -> Result<bool>;
+    /// Sets a stored fact's importance (`high`, `normal`, `low`) and decay flag.
+    fn set_importance(&mut self, id: &str, importance: &str, decay: bool) -> Result<()>;
+}
+
+/// A memory's new title, content (its narrative) and facts, for an in-place merge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryUpdate {
+    pub title: String,
+    pub content: String,
+    pub normalized: String,
+    pub hash: String,
+    /// The facts, one per line (stored in `source_quote`).
+    pub facts: String,
 }
 
 /// Mirrors into `state` what the store reports applied: the state never

@@ -155,6 +155,7 @@ impl Batch<'_> {
             unlisted: Vec::new(),
             ended: Vec::new(),
             stored: false,
+            formed: None,
         }
     }
 
