@@ -330,7 +330,77 @@ fn formation_rates() {
     close(&a, "duplicate_reduction", 1.0 - 5.0 / 9.0);
     close(&a, "noise_rejection_rate", 1.0 / 9.0);
     // Stored: acme (linked), tea, really, jazz (literal, subject linked); beta has no subject entity.
-    close(&a, "entity_coherence", 4.0 / 5.0);
+    close(&a, "entity_resolution_rate", 4.0 / 5.0);
+    // Candidates whose subject entity existed before their episode: all but
+    // beta (no subject entity); e1 created c1/e1, an object only.
+    close(&a, "entity_coherence", 8.0 / 9.0);
+    // Stored 5, invalidated 1, of 9 candidates.
+    close(&a, "growth_rate", 4.0 / 9.0);
+    // No FormedMemory records: Memorix's observation metrics are empty.
+    assert_eq!(metric(&a, "observations"), json!(0));
+    close(&a, "fact_density_before", 0.0);
+    close(&a, "title_quality", 0.0);
+}
+
+fn formed(caller: usize, extracted: usize, title: &str, existed: bool, action: &str) -> Box<crate::pipeline::memorix::FormedMemory> {
+    use crate::pipeline::StageMode;
+    use crate::pipeline::memorix::evaluate::{Category, Value};
+    use crate::pipeline::memorix::extract::{EntityMatch, ResolvedEntity};
+    use crate::pipeline::memorix::formed::{FormedMemory, PipelineInfo};
+    use crate::pipeline::memorix::resolve::{Resolution, ResolveAction};
+    Box::new(FormedMemory {
+        obs_type: "discovery".into(),
+        title: title.into(),
+        caller_facts: (0..caller).map(|i| format!("Caller: {i}")).collect(),
+        extracted_facts: (0..extracted).map(|i| format!("Port: {i}000")).collect(),
+        resolved_entity: ResolvedEntity { name: "m".into(), resolved: existed, existed, matched: EntityMatch::None },
+        title_improved: false,
+        type_corrected: false,
+        resolution: Resolution { action: ResolveAction::parse(action).unwrap(), target_id: None, reason: String::new(), merged: None },
+        value: Value { score: 0.5, category: Category::Contextual, reason: String::new() },
+        pipeline: PipelineInfo { mode: StageMode::Rules, stages_completed: 3 },
+        hits: vec![],
+    })
+}
+
+/// Memorix's metrics on three observations in two episodes of one conversation:
+/// - e1 o1: 2 caller facts + 1 extracted, title "Port setting", new entity, `new`, created
+/// - e1 o2: 0 + 0, title "Updated a.ts" (generic), existing entity, `discard`
+/// - e2 o3: 1 + 2, title "Lock gotcha", existing entity, `evolve`, created, supersedes o1
+#[test]
+fn memorix_observation_metrics() {
+    let (mut dataset, _, _) = fixture();
+    dataset.conversations.truncate(1);
+    let mut o1 = cand("c1", "e1", 0, "t1", "Port 3000 is the server's port", "created", true);
+    o1.formed = Some(formed(2, 1, "Port setting", false, "new"));
+    let mut o2 = cand("c1", "e1", 1, "t2", "Updated a.ts and nothing else", "discarded", false);
+    o2.formed = Some(formed(0, 0, "Updated a.ts", true, "discard"));
+    let mut o3 = cand("c1", "e2", 0, "t5", "The lock gotcha, restated with more", "evolved", true);
+    o3.formed = Some(formed(1, 2, "Lock gotcha", true, "evolve"));
+    let e1 = episode_record("c1", "e1", 4, vec![o1, o2]);
+    let mut e2 = episode_record("c1", "e2", 3, vec![o3]);
+    e2.invalidations = 1;
+    let live: BTreeSet<String> = ["c1/e2/c0".to_string()].into();
+    let a = analyze(&RunData {
+        dataset: &dataset,
+        episodes: &[e1, e2],
+        live_ids: &live,
+        skipped_conversations: 0,
+        wall_ms: 0.0,
+        embedder: None,
+    })
+    .unwrap();
+    assert_eq!(metric(&a, "observations"), json!(3));
+    close(&a, "fact_density_before", 3.0 / 3.0);
+    close(&a, "fact_density_after", 6.0 / 3.0);
+    close(&a, "title_quality", 2.0 / 3.0);
+    close(&a, "entity_coherence", 2.0 / 3.0);
+    // Two rows stored, one superseded: one more live memory per three observations.
+    close(&a, "growth_rate", 1.0 / 3.0);
+    close(&a, "noise_rejection_rate", 0.0);
+    for (k, v) in [("resolution_new", 1), ("resolution_merge", 0), ("resolution_evolve", 1), ("resolution_discard", 1)] {
+        assert_eq!(metric(&a, k), json!(v), "{k}");
+    }
 }
 
 #[test]
