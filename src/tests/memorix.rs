@@ -126,3 +126,88 @@ fn the_profile_agrees_with_the_real_memorix_on_the_bundled_observations() {
     assert!(unlisted.is_empty(), "differences not listed in docs/profiles.md: {unlisted:?}");
     assert!(stale.is_empty(), "docs/profiles.md lists differences that no longer occur: {stale:?}");
 }
+
+fn memform_in(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(crate::support::bin()).args(args).current_dir(dir).output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn observation_dataset(dir: &std::path::Path, observation: &str) {
+    let conv = dir.join("ds/conversations");
+    std::fs::create_dir_all(&conv).unwrap();
+    let body = format!(
+        r#"{{"format": "memform-conversation/1", "id": "a", "speakers": ["Agent"],
+ "episodes": [{{"id": "e1", "timestamp": "2025-01-01T10:00:00", "turns": [], "observations": [{observation}]}}]}}"#
+    );
+    std::fs::write(conv.join("a.json"), body).unwrap();
+}
+
+#[test]
+fn bad_observations_warn_and_fall_back_or_exit_2_naming_the_file_and_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    // Invalid JSON for a field: exit 2, one line naming the file and the field.
+    observation_dataset(d, r#"{"id": "o1", "title": "t", "facts": "Port: 1", "entity_name": "x", "type": "gotcha"}"#);
+    let (code, stderr) = memform_in(d, &["run", "--dataset", "ds", "--profile", "memorix", "--out", "o"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    let line = stderr.lines().find(|l| l.contains("a.json")).unwrap_or_default().to_string();
+    assert!(line.contains("episodes[0].observations[0].facts") && line.contains("expected a sequence"), "{stderr}");
+
+    // A missing narrative and an unknown type: warnings and the documented fallbacks.
+    observation_dataset(d, r#"{"id": "o1", "title": "Gotcha: the lock file is never removed", "entity_name": "lock", "type": "insight"}"#);
+    let (code, stderr) = memform_in(d, &["run", "--dataset", "ds", "--profile", "memorix", "--out", "o"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let summary: Value = serde_json::from_slice(&std::fs::read(d.join("o/summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["metrics"]["warnings_by_kind"], json!({"observation_missing_narrative": 1, "observation_unknown_type": 1}));
+    let row: Value = serde_json::from_str(std::fs::read_to_string(d.join("o/facts.jsonl")).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(row["content"], json!("Gotcha: the lock file is never removed"));
+    assert_eq!(row["formed"]["type"], json!("gotcha"), "the title's signal corrects the fallback type: {row}");
+
+    // LLM mode is not implemented for the profile: a config error, exit 2.
+    let (code, stderr) =
+        memform_in(d, &["run", "--dataset", "ds", "--profile", "memorix", "--mode", "llm", "--llm", "replay", "--out", "o2"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("LLM mode is not implemented"), "{stderr}");
+    let (code, stderr) =
+        memform_in(d, &["run", "--dataset", "ds", "--profile", "memorix", "--set", "ephemeral_policy=\"keep\"", "--out", "o3"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("ephemeral_policy = \"keep\""), "{stderr}");
+}
+
+#[test]
+fn the_profile_runs_the_bundled_dataset_and_writes_formed_memories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, stderr) = memform_in(
+        tmp.path(),
+        &["run", "--dataset", root().join("datasets/coding-agent").to_str().unwrap(), "--profile", "memorix", "--out", "o"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let summary: Value = serde_json::from_slice(&std::fs::read(tmp.path().join("o/summary.json")).unwrap()).unwrap();
+    let m = &summary["metrics"];
+    assert_eq!(m["observations"], json!(31));
+    let counts: i64 =
+        ["resolution_new", "resolution_merge", "resolution_evolve", "resolution_discard"].iter().map(|k| m[k].as_i64().unwrap()).sum();
+    assert_eq!(counts, 31);
+    for k in ["resolution_merge", "resolution_evolve", "resolution_discard"] {
+        assert!(m[k].as_i64().unwrap() >= 1, "{k} is exercised: {m}");
+    }
+    let rows: Vec<Value> =
+        std::fs::read_to_string(tmp.path().join("o/facts.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(rows.iter().all(|r| r["formed"]["pipeline"] == json!({"mode": "rules", "stagesCompleted": 3})));
+    // The store keeps the superseded memory as history and the merged one in place.
+    let store = Store::open(&tmp.path().join("o/store.sqlite")).unwrap();
+    let facts = store.facts().unwrap();
+    let evolved = rows.iter().find(|r| r["outcome"] == json!("evolved")).unwrap();
+    let target = evolved["related"].as_str().unwrap();
+    let old = facts.iter().find(|f| f.id == target).unwrap();
+    assert_eq!(old.superseded_by.as_deref(), evolved["id"].as_str());
+    let merged = rows.iter().find(|r| r["outcome"] == json!("merged")).unwrap();
+    let kept = facts.iter().find(|f| Some(f.id.as_str()) == merged["related"].as_str()).unwrap();
+    assert!(kept.superseded_by.is_none() && kept.invalid_at.is_none());
+    // Merged in place: same id, the new narrative in front of the old one.
+    assert!(
+        kept.content.starts_with(merged["content"].as_str().unwrap()) && kept.content.contains("[Previous context]: "),
+        "{}",
+        kept.content
+    );
+}

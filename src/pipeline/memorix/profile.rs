@@ -2,10 +2,10 @@
 //! stages, so it replaces the whole episode ([`Profile::episode`]).
 
 use crate::config::Config;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::pipeline::judge::Judge;
 use crate::pipeline::profiles::Profile;
-use crate::pipeline::{EpisodeFront, EpisodeRecord, Stages};
+use crate::pipeline::{EpisodeFront, EpisodeRecord, StageMode, Stages};
 use crate::state::ConvState;
 use crate::store::Store;
 use crate::types::{Conversation, Episode};
@@ -34,13 +34,16 @@ impl Profile for Memorix {
     }
     fn episode(
         &self,
-        _stages: Stages<'_>,
+        stages: Stages<'_>,
         conv: &Conversation,
         episode: &Episode,
         state: &mut ConvState,
         cfg: &Config,
         store: &Store,
     ) -> Result<EpisodeRecord> {
+        if stages.extractor.mode() == StageMode::Llm {
+            return Err(Error::Config("profile = \"memorix\": LLM mode is not implemented for this profile yet; use --mode rules".into()));
+        }
         super::episode::back(conv, episode, state, cfg, store)
     }
 }
