@@ -221,7 +221,7 @@ pub fn verify_type(declared: &str, narrative: &str, title: &str) -> (String, boo
         .filter(|(_, n)| *n > 0)
         .collect();
     // A stable sort, as JavaScript's: ties keep the signal order.
-    scores.sort_by(|a, b| b.1.cmp(&a.1));
+    scores.sort_by_key(|s| std::cmp::Reverse(s.1));
     let Some(&(best, score)) = scores.first() else { return (declared.to_string(), false) };
     let declared_score = scores.iter().find(|(t, _)| *t == declared).map_or(0, |(_, n)| *n);
     if best != declared && score >= TYPE_CORRECTION_MIN && declared_score == 0 {
