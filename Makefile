@@ -28,7 +28,7 @@ LOCOMO_RUN = d=$(LOCOMO_DIR); echo "$(BIN) run --dataset $$d $(1)"; $(BIN) run -
 
 PHONY_EXTRA := locomo-embeddings
 .PHONY: all build run test lint fuzz fuzz-build bench locomo locomo-llm locomo-data $(PHONY_EXTRA) record record-embeddings record-locomo \
-        models test-py-deps llm-server-deps llm-server-start llm-server-stop gate update-baseline clean-reports
+        models test-py-deps memorix llm-server-deps llm-server-start llm-server-stop gate update-baseline clean-reports
 
 all: build
 
@@ -47,7 +47,7 @@ run: build
 ## MiniLM reference, the live llama.cpp record/replay test, the CI outputs
 ## read by independent parsers (JUnit XML, the docs' workflow YAML), and
 ## (first) a short fuzzing run of the input boundaries.
-test: lint models llm-server-deps test-py-deps fuzz
+test: lint models llm-server-deps test-py-deps memorix fuzz
 	$(CARGO) test --release --locked
 
 # ---- Fuzzing: cargo-fuzz (libFuzzer) targets in fuzz/, its own crate ----
@@ -175,6 +175,22 @@ $(TEST_PY_STAMP):
 	@[ -x .venv/bin/python ] || python3 -m venv .venv
 	.venv/bin/python -m pip install --quiet --disable-pip-version-check $(foreach p,$(TEST_PY_PKGS),'$(p)')
 	@rm -f .venv/.test-py-deps-*; touch $@
+
+# ---- The real Memorix, for the memorix profile's differential test ----
+# memorix@1.0.7 from npm into git-ignored tools/memorix/node_modules/, pinned
+# by tools/memorix/package-lock.json (every package's version and sha512
+# integrity, checked by `npm ci`); no install scripts run. Reinstalled only
+# when the lock file changes. Needs Node 20 and npm.
+MEMORIX_DIR := tools/memorix
+MEMORIX_STAMP := $(MEMORIX_DIR)/node_modules/.memform-$(shell sha256sum $(MEMORIX_DIR)/package-lock.json 2>/dev/null | cut -c1-12)
+
+## Install memorix@1.0.7 (and its pinned dependencies) for the differential test.
+memorix: $(MEMORIX_STAMP)
+
+$(MEMORIX_STAMP): $(MEMORIX_DIR)/package.json $(MEMORIX_DIR)/package-lock.json
+	cd $(MEMORIX_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@node -e 'const v = require("./$(MEMORIX_DIR)/node_modules/memorix/package.json").version; if (v !== "1.0.7") { console.error("memorix " + v + " installed, 1.0.7 expected"); process.exit(1); }'
+	@rm -f $(MEMORIX_DIR)/node_modules/.memform-*; touch $@
 
 # ---- LLM mode: a local llama.cpp server with SmolLM2-135M-Instruct ----
 # Outside the clone, like the build cache, so CI reuses the ~8-minute build.

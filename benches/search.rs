@@ -139,7 +139,11 @@ fn build(path: &std::path::Path, embedder: &HashedEmbedder) -> Store {
         let id = format!("e{e}");
         let turns = vec![Turn { id: format!("t{e}"), speaker: "Alice".into(), text: "x".into() }];
         store
-            .write_evidence("c", e, &Episode { id: id.clone(), timestamp: Some(format!("2024-01-01T00:{:02}:00", e % 60)), turns })
+            .write_evidence(
+                "c",
+                e,
+                &Episode { id: id.clone(), timestamp: Some(format!("2024-01-01T00:{:02}:00", e % 60)), turns, observations: vec![] },
+            )
             .unwrap();
         let proposals = (e * PER_EPISODE..(e + 1) * PER_EPISODE)
             .map(|i| {

@@ -121,6 +121,27 @@ pub struct Config {
     /// (Signet's decision stage fetches twice its 5).
     pub search_leg_factor: usize,
 
+    // ---- the memorix profile (docs/profiles.md) ----
+    /// Resolve: the best hit's own search score at or above which the
+    /// observation is a near duplicate (evolve when richer, else discard).
+    pub memorix_duplicate_min: f64,
+    /// Resolve: the combined score at or above which the topic is the same
+    /// (evolve on a contradiction, merge when richer, else discard).
+    pub memorix_high_min: f64,
+    /// Resolve: the combined score at or above which, with an entity match,
+    /// an observation with more facts merges.
+    pub memorix_medium_min: f64,
+    /// Evaluate: value score at or above which an observation is core.
+    pub memorix_core_min: f64,
+    /// Evaluate: value score at or above which it is contextual (else ephemeral).
+    pub memorix_contextual_min: f64,
+    /// The search stand-in: the least score (Dice of word sets) of a hit.
+    pub memorix_search_min: f64,
+    /// What becomes of an ephemeral observation: `discard` (not stored) or
+    /// `decay` (stored with the decay flag, as Memorix's own store keeps it
+    /// with a halved retention).
+    pub ephemeral_policy: String,
+
     // ---- embedder ----
     /// `hashed` (built-in, deterministic, no model) or a real embedder.
     pub embedder: String,
@@ -181,6 +202,13 @@ impl Default for Config {
             max_input_chars: 12_000,
             value_core_min: 0.7,
             value_contextual_min: 0.4,
+            memorix_duplicate_min: 0.9,
+            memorix_high_min: 0.75,
+            memorix_medium_min: 0.5,
+            memorix_core_min: 0.6,
+            memorix_contextual_min: 0.35,
+            memorix_search_min: 0.1,
+            ephemeral_policy: "discard".into(),
             entity_merge_threshold: 0.88,
             near_dup_threshold: 0.95,
             dedup_enabled: true,
@@ -419,6 +447,21 @@ impl Config {
         if self.llm_max_tokens > self.llm_max_tokens_cap {
             return Err(format!("llm_max_tokens = {} is above llm_max_tokens_cap = {}", self.llm_max_tokens, self.llm_max_tokens_cap));
         }
+        if self.memorix_contextual_min > self.memorix_core_min {
+            return Err(format!(
+                "memorix_contextual_min = {:?} is above memorix_core_min = {:?} (the categories are core >= contextual)",
+                self.memorix_contextual_min, self.memorix_core_min
+            ));
+        }
+        if self.memorix_medium_min > self.memorix_high_min {
+            return Err(format!(
+                "memorix_medium_min = {:?} is above memorix_high_min = {:?}",
+                self.memorix_medium_min, self.memorix_high_min
+            ));
+        }
+        if !["discard", "decay"].contains(&self.ephemeral_policy.as_str()) {
+            return Err(format!("ephemeral_policy = {:?}: unknown policy, expected \"discard\" or \"decay\"", self.ephemeral_policy));
+        }
         if self.min_fact_chars > self.max_fact_chars {
             return Err(format!("min_fact_chars = {} is above max_fact_chars = {}", self.min_fact_chars, self.max_fact_chars));
         }
@@ -508,6 +551,12 @@ pub const BOUNDS: &[Bound] = &[
     int("max_input_chars", 1, 1_000_000),
     float("value_core_min", 0.0, 1.0),
     float("value_contextual_min", 0.0, 1.0),
+    float("memorix_duplicate_min", 0.0, 1.0),
+    float("memorix_high_min", 0.0, 1.0),
+    float("memorix_medium_min", 0.0, 1.0),
+    float("memorix_core_min", 0.0, 1.0),
+    float("memorix_contextual_min", 0.0, 1.0),
+    float("memorix_search_min", 0.0, 1.0),
     float("entity_merge_threshold", 0.0, 1.0),
     float("near_dup_threshold", 0.0, 1.0),
     float("contradiction_band_min", 0.0, 1.0),

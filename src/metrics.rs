@@ -108,7 +108,18 @@ pub const METRICS: &[MetricDef] = &[
     m("noise_rejection_rate", Ratio("noise", "candidates", 1.0), Nothing, None),
     m("judged_new", Sum("judged_new"), Nothing, None),
     m("low_fact_confidence", Sum("low_confidence"), Nothing, None),
-    m("entity_coherence", Ratio("coherent", "stored", 1.0), Nothing, Some(true)),
+    m("entity_coherence", Ratio("entity_existed", "candidates", 1.0), Nothing, Some(true)),
+    m("entity_resolution_rate", Ratio("coherent", "stored", 1.0), Nothing, Some(true)),
+    m("growth_rate", Ratio("growth", "candidates", 1.0), Nothing, None),
+    // Memorix's formation metrics (observations: candidates with a FormedMemory record).
+    m("observations", Sum("observations"), Nothing, None),
+    m("fact_density_before", Ratio("facts_before", "observations", 1.0), Nothing, None),
+    m("fact_density_after", Ratio("facts_after", "observations", 1.0), Nothing, None),
+    m("title_quality", Ratio("good_titles", "observations", 1.0), Nothing, Some(true)),
+    m("resolution_new", Sum("resolution_new"), Nothing, None),
+    m("resolution_merge", Sum("resolution_merge"), Nothing, None),
+    m("resolution_evolve", Sum("resolution_evolve"), Nothing, None),
+    m("resolution_discard", Sum("resolution_discard"), Nothing, None),
     m("alias_merges", Sum("alias_merges"), Nothing, None),
     m("entities_created", Sum("entities_created"), Nothing, None),
     m("contradictions_judged", Sum("pairs_judged"), Nothing, None),
@@ -176,6 +187,16 @@ pub const COMPONENTS: &[&str] = &[
     "judged_new",
     "low_confidence",
     "coherent",
+    "entity_existed",
+    "growth",
+    "observations",
+    "facts_before",
+    "facts_after",
+    "good_titles",
+    "resolution_new",
+    "resolution_merge",
+    "resolution_evolve",
+    "resolution_discard",
     "alias_merges",
     "entities_created",
     "pairs_judged",
@@ -628,6 +649,28 @@ pub fn string_counts(df: &DataFrame, names: &str, counts: &str) -> std::result::
 // ---------------------------------------------------------------------------
 // Frames built from the records (construction only; no counting here).
 
+/// Per candidate, in record order: linked to an entity that existed before
+/// its episode. An observation (memorix): its resolved entity already
+/// existed. A fact: its subject entity was not created in its own episode.
+fn entity_existed(episodes: &[EpisodeRecord]) -> Vec<bool> {
+    let mut out = Vec::new();
+    for e in episodes {
+        let created: BTreeSet<&str> = e
+            .entity_decisions
+            .iter()
+            .filter_map(|d| match d {
+                crate::pipeline::resolve::EntityDecision::Insert { entity_id, .. } => Some(entity_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        out.extend(e.facts.iter().map(|r| match &r.formed {
+            Some(f) => f.resolved_entity.existed,
+            None => r.subject_entity.as_deref().is_some_and(|id| !created.contains(id)),
+        }));
+    }
+    out
+}
+
 fn facts_frame(
     episodes: &[EpisodeRecord],
     live_ids: &BTreeSet<String>,
@@ -652,6 +695,18 @@ fn facts_frame(
         oref("object_entity", it().map(|r| r.object_entity.as_deref())),
         bcol("stored", it().map(|r| r.stored).collect()),
         bcol("live", it().map(|r| r.stored && live_ids.contains(&r.id)).collect()),
+        bcol("entity_existed", entity_existed(episodes)),
+        bcol("observation", it().map(|r| r.formed.is_some()).collect()),
+        icol("facts_before", it().map(|r| r.formed.as_ref().map_or(0, |f| f.caller_facts.len() as i64)).collect()),
+        icol(
+            "facts_after",
+            it().map(|r| r.formed.as_ref().map_or(0, |f| (f.caller_facts.len() + f.extracted_facts.len()) as i64)).collect(),
+        ),
+        bcol(
+            "good_title",
+            it().map(|r| r.formed.as_ref().is_some_and(|f| !crate::pipeline::memorix::extract::is_generic_title(&f.title))).collect(),
+        ),
+        oref("resolution", it().map(|r| r.formed.as_ref().map(|f| f.resolution.action.as_str()))),
         oref("gold_match", (0..n).map(|i| lex(i).map(|m| m.0.as_str()))),
         oref("gold_match_cosine", (0..n).map(|i| cos(i).map(|m| m.0.as_str()))),
     ];
@@ -711,6 +766,12 @@ const FACT_COLUMNS: &[&str] = &[
     "gold_match_cosine",
     "gold_cosine",
     "coherent",
+    "entity_existed",
+    "observation",
+    "facts_before",
+    "facts_after",
+    "good_title",
+    "resolution",
 ];
 
 fn tier_str(t: ValueTier) -> &'static str {
@@ -959,6 +1020,15 @@ fn episodes_frame(
             count_if(col("outcome").eq(lit("judged_new")), "judged_new"),
             count_if(col("outcome").eq(lit("low_fact_confidence")), "low_confidence"),
             count_if(col("coherent"), "coherent"),
+            count_if(col("entity_existed"), "entity_existed"),
+            count_if(col("observation"), "observations"),
+            col("facts_before").sum().alias("facts_before"),
+            col("facts_after").sum().alias("facts_after"),
+            count_if(col("observation").and(col("good_title")), "good_titles"),
+            count_if(col("resolution").eq(lit("new")).fill_null(lit(false)), "resolution_new"),
+            count_if(col("resolution").eq(lit("merge")).fill_null(lit(false)), "resolution_merge"),
+            count_if(col("resolution").eq(lit("evolve")).fill_null(lit(false)), "resolution_evolve"),
+            count_if(col("resolution").eq(lit("discard")).fill_null(lit(false)), "resolution_discard"),
             count_if(col("gold_match").is_not_null(), "content_matched"),
             count_if(col("gold_match_cosine").is_not_null(), "content_matched_cosine"),
         ],
@@ -1021,12 +1091,16 @@ fn episodes_frame(
     if !absent.is_empty() {
         lf = lf.with_columns(absent.iter().map(|c| lit(0i64).alias(*c)).collect::<Vec<_>>());
     }
-    let derived = ["dup", "not_stored"];
+    let derived = ["dup", "not_stored", "growth"];
     let fill: Vec<Expr> =
         COMPONENTS.iter().filter(|c| !derived.contains(c)).map(|c| col(*c).cast(DataType::Int64).fill_null(lit(0i64)).alias(*c)).collect();
     let lf = lf
         .with_columns(fill)
-        .with_columns([(col("exact_dup") + col("near_dup")).alias("dup"), (col("candidates") - col("stored")).alias("not_stored")])
+        .with_columns([
+            (col("exact_dup") + col("near_dup")).alias("dup"),
+            (col("candidates") - col("stored")).alias("not_stored"),
+            (col("stored") - col("invalidations")).alias("growth"),
+        ])
         .sort(["ord"], SortMultipleOptions::default());
     if scope == Scope::Metrics {
         // The components are all the run's aggregate needs.

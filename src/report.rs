@@ -61,7 +61,10 @@ fn frame_err(path: &Path, e: impl std::fmt::Display) -> Error {
 pub fn write_parquet(path: &Path, df: &DataFrame) -> Result<()> {
     let file = std::fs::File::create(path).map_err(|e| Error::write(path, e))?;
     let mut df = df.clone();
-    ParquetWriter::new(file).finish(&mut df).map_err(|e| frame_err(path, e))?;
+    // Buffered: the writer makes many small writes (thousands of syscalls unbuffered).
+    let mut w = std::io::BufWriter::new(file);
+    ParquetWriter::new(&mut w).finish(&mut df).map_err(|e| frame_err(path, e))?;
+    std::io::Write::flush(&mut w).map_err(|e| Error::write(path, e))?;
     Ok(())
 }
 
@@ -164,7 +167,12 @@ pub fn meaning(key: &str) -> &'static str {
         "near_dup_rate" => "candidates dropped by embedding similarity",
         "duplicate_reduction" => "1 − stored / candidates",
         "noise_rejection_rate" => "candidates below the value-score floor",
-        "entity_coherence" => "stored facts whose entities resolved",
+        "entity_coherence" => "candidates linked to an entity that already existed",
+        "entity_resolution_rate" => "stored facts whose entities resolved",
+        "growth_rate" => "(stored − invalidated) / candidates",
+        "fact_density_before" => "caller facts per observation",
+        "fact_density_after" => "facts per observation after Extract",
+        "title_quality" => "observations with a non-generic title",
         "turn_precision" => "stored facts' source turns that are gold evidence",
         "turn_recall" => "gold evidence turns that yielded a stored fact",
         "turn_f1" => "harmonic mean of turn precision and recall",

@@ -19,7 +19,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::metrics::{Analysis, RunData, Summary, analyze};
 use crate::pipeline::write::EntityRow;
-use crate::pipeline::{EpisodeRecord, Stages, front, profiles, speaker_entities};
+use crate::pipeline::{EpisodeRecord, Stages, profiles, speaker_entities};
 use crate::rundir::{DirLock, Manifest, Recorded, RunDir, RunStamp};
 use crate::state::ConvState;
 use crate::store::Store;
@@ -177,8 +177,7 @@ fn run_conversation(
             out.push(EpisodeRecord::disabled(&conv.id, episode));
             continue;
         }
-        let f = front(stages, conv, episode, &state, cfg)?;
-        let rec = profile.back(&f, conv, episode, &mut state, cfg, stages.judge, store)?;
+        let rec = profile.episode(stages, conv, episode, &mut state, cfg, store)?;
         if let Some(p) = progress {
             p(Progress::Episode { conversation: conv.id.clone(), episode: episode.id.clone() });
         }

@@ -15,7 +15,7 @@ use crate::config::WriteMode;
 use crate::error::{Error, Result};
 use crate::pipeline::judge::PairReason;
 use crate::pipeline::write::{
-    AuditAction, AuditRow, EntityRow, LiveByHash, Outcome, Provenance, VerdictRow, WritePlan, WriteResult, WriteTx,
+    AuditAction, AuditRow, EntityRow, LiveByHash, MemoryUpdate, Outcome, Provenance, VerdictRow, WritePlan, WriteResult, WriteTx,
 };
 use crate::state::FactRec;
 use crate::types::{Episode, FactKind, Verdict};
@@ -123,6 +123,11 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
              extractor TEXT NOT NULL, decider TEXT NOT NULL, fact_count INTEGER NOT NULL,
              entity_count INTEGER NOT NULL, review_needed INTEGER NOT NULL,
              PRIMARY KEY (conversation_id, episode_id, audit_seq));",
+    ),
+    (
+        "0009_memory_importance",
+        "ALTER TABLE facts ADD COLUMN importance TEXT;
+         ALTER TABLE facts ADD COLUMN decay INTEGER NOT NULL DEFAULT 0;",
     ),
 ];
 
@@ -686,6 +691,26 @@ impl WriteTx for SqlTx<'_> {
             .map_err(|e| self.err(e))
     }
 
+    fn update_memory(&mut self, id: &str, u: &MemoryUpdate) -> Result<bool> {
+        // OR IGNORE: a merged content whose hash another live row holds is refused, not an error.
+        self.tx
+            .prepare_cached(
+                "UPDATE OR IGNORE facts SET object = ?2, content = ?3, normalized_content = ?4, content_hash = ?5, source_quote = ?6
+                 WHERE id = ?1 AND invalid_at IS NULL AND superseded_by IS NULL",
+            )
+            .and_then(|mut st| st.execute(params![id, u.title, u.content, u.normalized, u.hash, u.facts]))
+            .map(|n| n == 1)
+            .map_err(|e| self.err(e))
+    }
+
+    fn set_importance(&mut self, id: &str, importance: &str, decay: bool) -> Result<()> {
+        self.tx
+            .prepare_cached("UPDATE facts SET importance = ?2, decay = ?3 WHERE id = ?1")
+            .and_then(|mut st| st.execute(params![id, importance, decay as i64]))
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
     fn invalidate(&mut self, id: &str, at: Option<&str>, superseded_by: Option<&str>) -> Result<()> {
         // Only live rows are ended, and a live row's superseded_by is NULL.
         self.tx
@@ -872,6 +897,7 @@ mod tests {
     fn store() -> Store {
         let s = Store::in_memory().unwrap();
         let ep = |id: &str| Episode {
+            observations: vec![],
             id: id.into(),
             timestamp: Some("2024-01-01T00:00:00".into()),
             turns: vec![Turn { id: format!("{id}t"), speaker: "Alice".into(), text: "x".into() }],
@@ -1159,7 +1185,7 @@ mod tests {
         fn full_updates_in_place_and_soft_deletes_after_archiving_controlled_writes_neither_side() {
             let s = store();
             for (i, id) in ["e3", "e4"].into_iter().enumerate() {
-                let ep = Episode { id: id.into(), timestamp: Some("2024-02-01T00:00:00".into()), turns: vec![] };
+                let ep = Episode { id: id.into(), timestamp: Some("2024-02-01T00:00:00".into()), turns: vec![], observations: vec![] };
                 s.write_evidence("c", 2 + i, &ep).unwrap();
             }
             run(&s, "e1", WriteMode::Full, &[proposal(fact("f1", "Alice works at Google", 0.9), DecisionAction::Add, None)]);

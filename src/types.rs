@@ -48,6 +48,49 @@ pub struct Episode {
     /// ISO 8601 local date-time of the session (`2023-05-08T13:56:00`), if known.
     pub timestamp: Option<String>,
     pub turns: Vec<Turn>,
+    /// Agent observations recorded in this episode (native format only;
+    /// empty for transcripts, which a profile that needs observations maps
+    /// from the turns).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observations: Vec<Observation>,
+}
+
+/// An agent's observation, as Memorix's `memorix_store` tool or a coding
+/// agent's tool-use hook hands it over. Kept as given: a missing narrative
+/// or an unknown type is the profile's to warn about, not the loader's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// Unique within its conversation, among turn ids too.
+    pub id: String,
+    pub title: String,
+    pub narrative: Option<String>,
+    /// Facts the caller states.
+    pub facts: Vec<String>,
+    pub entity_name: String,
+    /// Memorix's observation type (`gotcha`, `decision`, …), as given.
+    pub obs_type: String,
+    /// The tool event it came from, when a hook produced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_event: Option<ToolEvent>,
+}
+
+/// The tool call an observation was made from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolEvent {
+    pub tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// The expected outcome of one observation's formation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoldObservation {
+    /// The observation's id.
+    pub observation: String,
+    /// `new`, `merge`, `evolve` or `discard`.
+    pub action: String,
+    /// `core`, `contextual` or `ephemeral`.
+    pub category: String,
 }
 
 /// A fact the dataset says should be formed.
@@ -86,6 +129,9 @@ pub struct Gold {
     /// Expected judge verdicts between a fact stated at `old_turn` and a later
     /// one at `new_turn`.
     pub contradictions: Vec<GoldContradiction>,
+    /// Expected resolution action and value category per observation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observations: Vec<GoldObservation>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -160,7 +160,7 @@ fn import_one(ctx: &mut Ctx, prefix: &str, root: &Map<String, Value>, fallback_i
             }
             turns.push(turn);
         }
-        episodes.push(Episode { id: (*key).clone(), timestamp, turns });
+        episodes.push(Episode { id: (*key).clone(), timestamp, turns, observations: Vec::new() });
     }
 
     let mut facts = Vec::new();
@@ -201,7 +201,12 @@ fn import_one(ctx: &mut Ctx, prefix: &str, root: &Map<String, Value>, fallback_i
         Some(_) => return Err(ctx.err(&join(prefix, "qa"), "expected a list")),
     }
 
-    Ok(Conversation { id, speakers, episodes, gold: Gold { facts, qa, duplicate_groups: Vec::new(), contradictions: Vec::new() } })
+    Ok(Conversation {
+        id,
+        speakers,
+        episodes,
+        gold: Gold { facts, qa, duplicate_groups: Vec::new(), contradictions: Vec::new(), observations: Vec::new() },
+    })
 }
 
 /// `session_12` → `Some(Ok(12))`; a session key whose number does not fit

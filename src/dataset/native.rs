@@ -11,7 +11,9 @@ use serde::Deserialize;
 
 use super::{is_local_datetime, json_error};
 use crate::error::{Error, Result};
-use crate::types::{Conversation, Episode, Gold, GoldContradiction, GoldFact, GoldQa, Turn, Verdict};
+use crate::types::{
+    Conversation, Episode, Gold, GoldContradiction, GoldFact, GoldObservation, GoldQa, Observation, ToolEvent, Turn, Verdict,
+};
 
 /// The value of the `format` field this version reads.
 pub const FORMAT: &str = "memform-conversation/1";
@@ -69,6 +71,40 @@ struct FileEpisode {
     #[serde(default)]
     timestamp: Option<String>,
     turns: Vec<FileTurn>,
+    #[serde(default)]
+    observations: Vec<FileObservation>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an observation object")]
+struct FileObservation {
+    id: String,
+    title: String,
+    #[serde(default)]
+    narrative: Option<String>,
+    #[serde(default)]
+    facts: Vec<String>,
+    entity_name: String,
+    #[serde(rename = "type")]
+    obs_type: String,
+    #[serde(default)]
+    tool_event: Option<FileToolEvent>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a tool event object")]
+struct FileToolEvent {
+    tool: String,
+    #[serde(default)]
+    path: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a gold observation object")]
+struct FileGoldObservation {
+    observation: String,
+    action: String,
+    category: String,
 }
 
 #[derive(Deserialize)]
@@ -86,6 +122,7 @@ struct FileGold {
     qa: Vec<FileQa>,
     duplicate_groups: Vec<Vec<String>>,
     contradictions: Vec<FileContradiction>,
+    observations: Vec<FileGoldObservation>,
 }
 
 #[derive(Deserialize)]
@@ -123,6 +160,21 @@ struct FileContradiction {
     verdict: Verdict,
 }
 
+/// The resolution actions and value categories a gold observation may name.
+pub const GOLD_ACTIONS: [&str; 4] = ["new", "merge", "evolve", "discard"];
+pub const GOLD_CATEGORIES: [&str; 3] = ["core", "contextual", "ephemeral"];
+
+/// Every turn's field path and id, in file order.
+fn episodes_turn_ids(file: &File) -> Vec<(String, &str)> {
+    let mut out = Vec::new();
+    for (e, episode) in file.episodes.iter().enumerate() {
+        for (t, turn) in episode.turns.iter().enumerate() {
+            out.push((format!("episodes[{e}].turns[{t}]"), turn.id.as_str()));
+        }
+    }
+    out
+}
+
 /// Checks what the types cannot say; the error is `field.path: message`.
 fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
     if file.id.is_empty() {
@@ -149,6 +201,7 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
     let mut episodes: HashSet<&str> = HashSet::new();
     let mut last_timestamp: Option<(usize, &str)> = None;
     let mut position = 0usize;
+    let mut observations: HashMap<&str, String> = HashMap::new();
     for (e, episode) in file.episodes.iter().enumerate() {
         if episode.id.is_empty() {
             return Err(format!("episodes[{e}].id: empty"));
@@ -191,6 +244,23 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
             turns.insert(turn.id.as_str(), (position, here));
             position += 1;
         }
+        for (o, obs) in episode.observations.iter().enumerate() {
+            let here = format!("episodes[{e}].observations[{o}]");
+            if obs.id.is_empty() {
+                return Err(format!("{here}.id: empty"));
+            }
+            if let Some(first) = observations.insert(obs.id.as_str(), here.clone()) {
+                return Err(format!("{here}.id: duplicate observation id {:?} (first at {first})", obs.id));
+            }
+            if let Some((_, first)) = turns.get(obs.id.as_str()) {
+                return Err(format!("{here}.id: {:?} is also a turn id (at {first})", obs.id));
+            }
+        }
+    }
+    for (t, id) in episodes_turn_ids(file) {
+        if let Some(first) = observations.get(id) {
+            return Err(format!("{t}.id: {id:?} is also an observation id (at {first})"));
+        }
     }
 
     let known = |field: String, id: &str| -> Result<usize, String> {
@@ -232,6 +302,22 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
             }
         }
     }
+    let mut labelled = HashSet::new();
+    for (i, g) in file.gold.observations.iter().enumerate() {
+        let here = format!("gold.observations[{i}]");
+        if !observations.contains_key(g.observation.as_str()) {
+            return Err(format!("{here}.observation: unknown observation id {:?}", g.observation));
+        }
+        if !labelled.insert(g.observation.as_str()) {
+            return Err(format!("{here}.observation: {:?} labelled twice", g.observation));
+        }
+        if !GOLD_ACTIONS.contains(&g.action.as_str()) {
+            return Err(format!("{here}.action: unknown value {:?}, expected one of {}", g.action, GOLD_ACTIONS.join(", ")));
+        }
+        if !GOLD_CATEGORIES.contains(&g.category.as_str()) {
+            return Err(format!("{here}.category: unknown value {:?}, expected one of {}", g.category, GOLD_CATEGORIES.join(", ")));
+        }
+    }
     for (i, c) in file.gold.contradictions.iter().enumerate() {
         let old = known(format!("gold.contradictions[{i}].old_turn"), &c.old_turn)?;
         let new = known(format!("gold.contradictions[{i}].new_turn"), &c.new_turn)?;
@@ -254,6 +340,19 @@ impl File {
                     id: e.id,
                     timestamp: e.timestamp,
                     turns: e.turns.into_iter().map(|t| Turn { id: t.id, speaker: t.speaker, text: t.text }).collect(),
+                    observations: e
+                        .observations
+                        .into_iter()
+                        .map(|o| Observation {
+                            id: o.id,
+                            title: o.title,
+                            narrative: o.narrative,
+                            facts: o.facts,
+                            entity_name: o.entity_name,
+                            obs_type: o.obs_type,
+                            tool_event: o.tool_event.map(|t| ToolEvent { tool: t.tool, path: t.path }),
+                        })
+                        .collect(),
                 })
                 .collect(),
             gold: Gold {
@@ -283,6 +382,12 @@ impl File {
                     .contradictions
                     .into_iter()
                     .map(|c| GoldContradiction { old_turn: c.old_turn, new_turn: c.new_turn, verdict: c.verdict })
+                    .collect(),
+                observations: self
+                    .gold
+                    .observations
+                    .into_iter()
+                    .map(|g| GoldObservation { observation: g.observation, action: g.action, category: g.category })
                     .collect(),
             },
         }

@@ -71,6 +71,7 @@ fn contradiction(old: &str, new: &str, verdict: Verdict) -> GoldContradiction {
 
 pub(crate) fn cand(conv: &str, ep: &str, n: usize, turn: &str, content: &str, outcome: &str, stored: bool) -> CandidateRecord {
     CandidateRecord {
+        formed: None,
         id: format!("{conv}/{ep}/c{n}"),
         conversation: conv.into(),
         episode: ep.into(),
@@ -137,6 +138,7 @@ pub(crate) fn fixture() -> (Dataset, Vec<EpisodeRecord>, BTreeSet<String>) {
         speakers: vec!["Ann".into(), "Assistant".into()],
         episodes: vec![
             Episode {
+                observations: vec![],
                 id: "e1".into(),
                 timestamp: Some("2024-01-01T10:00:00".into()),
                 turns: vec![
@@ -147,6 +149,7 @@ pub(crate) fn fixture() -> (Dataset, Vec<EpisodeRecord>, BTreeSet<String>) {
                 ],
             },
             Episode {
+                observations: vec![],
                 id: "e2".into(),
                 timestamp: Some("2024-02-01T10:00:00".into()),
                 turns: vec![
@@ -157,6 +160,7 @@ pub(crate) fn fixture() -> (Dataset, Vec<EpisodeRecord>, BTreeSet<String>) {
             },
         ],
         gold: Gold {
+            observations: vec![],
             facts: vec![
                 gold_fact("g1", "e1", "Ann works at Acme", &["t1", "t3"]),
                 gold_fact("g2", "e1", "Ann loves tea", &["t4", "t6", "t7"]),
@@ -175,7 +179,7 @@ pub(crate) fn fixture() -> (Dataset, Vec<EpisodeRecord>, BTreeSet<String>) {
     let c2 = Conversation {
         id: "c2".into(),
         speakers: vec!["Bo".into()],
-        episodes: vec![Episode { id: "e1".into(), timestamp: None, turns: vec![turn("u1", "Bo", "I like jazz.")] }],
+        episodes: vec![Episode { id: "e1".into(), timestamp: None, turns: vec![turn("u1", "Bo", "I like jazz.")], observations: vec![] }],
         gold: Gold::default(),
     };
     let dataset = Dataset { name: "tiny".into(), format: DatasetFormat::Native, digest: "d".into(), conversations: vec![c1, c2] };
@@ -327,7 +331,77 @@ fn formation_rates() {
     close(&a, "duplicate_reduction", 1.0 - 5.0 / 9.0);
     close(&a, "noise_rejection_rate", 1.0 / 9.0);
     // Stored: acme (linked), tea, really, jazz (literal, subject linked); beta has no subject entity.
-    close(&a, "entity_coherence", 4.0 / 5.0);
+    close(&a, "entity_resolution_rate", 4.0 / 5.0);
+    // Candidates whose subject entity existed before their episode: all but
+    // beta (no subject entity); e1 created c1/e1, an object only.
+    close(&a, "entity_coherence", 8.0 / 9.0);
+    // Stored 5, invalidated 1, of 9 candidates.
+    close(&a, "growth_rate", 4.0 / 9.0);
+    // No FormedMemory records: Memorix's observation metrics are empty.
+    assert_eq!(metric(&a, "observations"), json!(0));
+    close(&a, "fact_density_before", 0.0);
+    close(&a, "title_quality", 0.0);
+}
+
+fn formed(caller: usize, extracted: usize, title: &str, existed: bool, action: &str) -> Box<crate::pipeline::memorix::FormedMemory> {
+    use crate::pipeline::StageMode;
+    use crate::pipeline::memorix::evaluate::{Category, Value};
+    use crate::pipeline::memorix::extract::{EntityMatch, ResolvedEntity};
+    use crate::pipeline::memorix::formed::{FormedMemory, PipelineInfo};
+    use crate::pipeline::memorix::resolve::{Resolution, ResolveAction};
+    Box::new(FormedMemory {
+        obs_type: "discovery".into(),
+        title: title.into(),
+        caller_facts: (0..caller).map(|i| format!("Caller: {i}")).collect(),
+        extracted_facts: (0..extracted).map(|i| format!("Port: {i}000")).collect(),
+        resolved_entity: ResolvedEntity { name: "m".into(), resolved: existed, existed, matched: EntityMatch::None },
+        title_improved: false,
+        type_corrected: false,
+        resolution: Resolution { action: ResolveAction::parse(action).unwrap(), target_id: None, reason: String::new(), merged: None },
+        value: Value { score: 0.5, category: Category::Contextual, reason: String::new() },
+        pipeline: PipelineInfo { mode: StageMode::Rules, stages_completed: 3 },
+        hits: vec![],
+    })
+}
+
+/// Memorix's metrics on three observations in two episodes of one conversation:
+/// - e1 o1: 2 caller facts + 1 extracted, title "Port setting", new entity, `new`, created
+/// - e1 o2: 0 + 0, title "Updated a.ts" (generic), existing entity, `discard`
+/// - e2 o3: 1 + 2, title "Lock gotcha", existing entity, `evolve`, created, supersedes o1
+#[test]
+fn memorix_observation_metrics() {
+    let (mut dataset, _, _) = fixture();
+    dataset.conversations.truncate(1);
+    let mut o1 = cand("c1", "e1", 0, "t1", "Port 3000 is the server's port", "created", true);
+    o1.formed = Some(formed(2, 1, "Port setting", false, "new"));
+    let mut o2 = cand("c1", "e1", 1, "t2", "Updated a.ts and nothing else", "discarded", false);
+    o2.formed = Some(formed(0, 0, "Updated a.ts", true, "discard"));
+    let mut o3 = cand("c1", "e2", 0, "t5", "The lock gotcha, restated with more", "evolved", true);
+    o3.formed = Some(formed(1, 2, "Lock gotcha", true, "evolve"));
+    let e1 = episode_record("c1", "e1", 4, vec![o1, o2]);
+    let mut e2 = episode_record("c1", "e2", 3, vec![o3]);
+    e2.invalidations = 1;
+    let live: BTreeSet<String> = ["c1/e2/c0".to_string()].into();
+    let a = analyze(&RunData {
+        dataset: &dataset,
+        episodes: &[e1, e2],
+        live_ids: &live,
+        skipped_conversations: 0,
+        wall_ms: 0.0,
+        embedder: None,
+    })
+    .unwrap();
+    assert_eq!(metric(&a, "observations"), json!(3));
+    close(&a, "fact_density_before", 3.0 / 3.0);
+    close(&a, "fact_density_after", 6.0 / 3.0);
+    close(&a, "title_quality", 2.0 / 3.0);
+    close(&a, "entity_coherence", 2.0 / 3.0);
+    // Two rows stored, one superseded: one more live memory per three observations.
+    close(&a, "growth_rate", 1.0 / 3.0);
+    close(&a, "noise_rejection_rate", 0.0);
+    for (k, v) in [("resolution_new", 1), ("resolution_merge", 0), ("resolution_evolve", 1), ("resolution_discard", 1)] {
+        assert_eq!(metric(&a, k), json!(v), "{k}");
+    }
 }
 
 #[test]

@@ -17,6 +17,7 @@ pub mod dedupe;
 pub mod extract;
 #[path = "4_judge/mod.rs"]
 pub mod judge;
+pub mod memorix;
 pub mod profiles;
 pub mod records;
 #[path = "2_resolve.rs"]
@@ -323,6 +324,7 @@ mod tests {
 
     fn episode(id: &str, turn: &str, date: &str) -> Episode {
         Episode {
+            observations: vec![],
             id: id.into(),
             timestamp: Some(format!("{date}T10:00:00")),
             turns: vec![Turn { id: turn.into(), speaker: "Alice".into(), text: String::new() }],

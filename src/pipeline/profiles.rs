@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::extract::{Extractor, RulesExtractor};
 use super::judge::{Judge, LlmJudge, RulesJudge};
-use super::{EpisodeFront, EpisodeRecord, back};
+use super::{EpisodeFront, EpisodeRecord, Stages, back, front};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::llm::{Llm, LlmSettings};
@@ -50,6 +50,20 @@ pub trait Profile: Send + Sync {
         judge: &dyn Judge,
         store: &Store,
     ) -> Result<EpisodeRecord>;
+    /// One whole episode: stage 1 ([`front`]) then [`Profile::back`]. A
+    /// profile whose formation is not stage 1's extraction overrides it.
+    fn episode(
+        &self,
+        stages: Stages<'_>,
+        conv: &Conversation,
+        episode: &Episode,
+        state: &mut ConvState,
+        cfg: &Config,
+        store: &Store,
+    ) -> Result<EpisodeRecord> {
+        let f = front(stages, conv, episode, state, cfg)?;
+        self.back(&f, conv, episode, state, cfg, stages.judge, store)
+    }
 }
 
 /// memory-soda's five stages, with Signet v2's extraction caps and write
@@ -123,7 +137,7 @@ impl Profile for Signet {
 }
 
 /// Every profile, the default first.
-pub const PROFILES: &[&dyn Profile] = &[&Soda, &Signet];
+pub const PROFILES: &[&dyn Profile] = &[&Soda, &Signet, &super::memorix::Memorix];
 
 /// One line per config key set away from its default that `cfg`'s profile
 /// never reads: such a key is ignored, and the run says so.

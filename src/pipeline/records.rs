@@ -46,6 +46,12 @@ string_enum! {
         DecisionDropped => "decision_dropped",
         /// `signet`: an UPDATE or DELETE whose target is pinned or no longer live.
         TargetSkipped => "target_skipped",
+        /// memorix: merged into an existing memory, rewritten in place.
+        Merged => "merged",
+        /// memorix: stored as a rewrite that supersedes an existing memory.
+        Evolved => "evolved",
+        /// memorix: not stored, an existing memory already says it.
+        Discarded => "discarded",
     }
 }
 
@@ -131,6 +137,10 @@ pub struct CandidateRecord {
     /// The `signet` profile's decision for this fact (absent for `soda`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<DecisionRecord>,
+    /// The memorix profile's `FormedMemory` record of this observation
+    /// (absent for other profiles).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub formed: Option<Box<super::memorix::FormedMemory>>,
 }
 
 /// A `signet` decision as `facts.jsonl` records it.
@@ -304,6 +314,7 @@ mod tests {
 
     fn record(verdicts: Vec<FinalVerdict>) -> CandidateRecord {
         CandidateRecord {
+            formed: None,
             id: "c/e2/c0".into(),
             conversation: "c".into(),
             episode: "e2".into(),

@@ -476,7 +476,12 @@ mod tests {
         s.write_conversation("c", &["Alice".into()], &[]).unwrap();
         for (i, ep) in ["e1", "e2", "e3"].iter().enumerate() {
             let turns = vec![Turn { id: format!("{ep}t"), speaker: "Alice".into(), text: "x".into() }];
-            s.write_evidence("c", i, &Episode { id: ep.to_string(), timestamp: Some(format!("2024-0{}-01", i + 1)), turns }).unwrap();
+            s.write_evidence(
+                "c",
+                i,
+                &Episode { id: ep.to_string(), timestamp: Some(format!("2024-0{}-01", i + 1)), turns, observations: vec![] },
+            )
+            .unwrap();
         }
         s
     }

@@ -33,6 +33,7 @@ fn settings(url: &str, provider: &str) -> LlmSettings {
 
 fn episode() -> Episode {
     Episode {
+        observations: vec![],
         id: "session_1".into(),
         timestamp: Some("2024-03-01T10:00:00".into()),
         turns: vec![

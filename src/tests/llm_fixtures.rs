@@ -54,6 +54,7 @@ fn settings() -> LlmSettings {
 
 fn episode(id: &str, job: &str) -> Episode {
     Episode {
+        observations: vec![],
         id: id.into(),
         timestamp: Some("2024-03-01T10:00:00".into()),
         turns: vec![

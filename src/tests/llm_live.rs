@@ -109,6 +109,7 @@ fn episodes() -> Vec<Episode> {
     let turn = |id: &str, speaker: &str, text: &str| Turn { id: id.into(), speaker: speaker.into(), text: text.into() };
     vec![
         Episode {
+            observations: vec![],
             id: "session_1".into(),
             timestamp: Some("2024-03-01T10:00:00".into()),
             turns: vec![
@@ -118,6 +119,7 @@ fn episodes() -> Vec<Episode> {
             ],
         },
         Episode {
+            observations: vec![],
             id: "session_2".into(),
             timestamp: Some("2024-05-10T18:30:00".into()),
             turns: vec![

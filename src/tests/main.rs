@@ -11,6 +11,7 @@ mod judging;
 mod kill_rerun;
 mod llm_replay;
 mod locomo_data;
+mod memorix;
 mod out_dir;
 mod profiles;
 mod provenance;

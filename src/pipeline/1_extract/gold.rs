@@ -120,6 +120,7 @@ impl GoldExtractor {
             id: input.episode.id.clone(),
             timestamp: input.episode.timestamp.clone(),
             turns: vec![Turn { id: turn.to_string(), speaker: speaker.to_string(), text }],
+            observations: Vec::new(),
         };
         let sub = ExtractInput { episode: &episode, ..*input };
         let raw = self.rules.extract(&sub).ok()?;
@@ -258,7 +259,7 @@ mod tests {
             conversations: vec![Conversation {
                 id: "c".into(),
                 speakers: vec!["Ann".into(), "Bo".into()],
-                episodes: vec![Episode { id: "e1".into(), timestamp: Some("2024-01-01T10:00:00".into()), turns }],
+                episodes: vec![Episode { id: "e1".into(), timestamp: Some("2024-01-01T10:00:00".into()), turns, observations: vec![] }],
                 gold: Gold { facts, ..Gold::default() },
             }],
         }

@@ -392,6 +392,7 @@ mod tests {
                 speakers: vec!["Alice".into(), "Bob".into()],
                 known: vec!["Globex".into()],
                 episode: Episode {
+                    observations: vec![],
                     id: "s1".into(),
                     timestamp: Some("2024-02-03T10:00:00".into()),
                     turns: vec![

@@ -2078,7 +2078,7 @@ mod tests {
                 speakers: vec!["Alice".into(), "Bob".into()],
                 known: Vec::new(),
                 recent: Vec::new(),
-                episode: Episode { id: "e1".into(), timestamp: Some("2024-03-01T10:00:00".into()), turns },
+                episode: Episode { id: "e1".into(), timestamp: Some("2024-03-01T10:00:00".into()), turns, observations: vec![] },
             }
         }
         fn alice(texts: &[&str]) -> Fx {

@@ -88,7 +88,8 @@ string_enum! {
         Blocked => "blocked",
         /// Shadow mode: what would have happened is recorded, nothing else.
         Recorded => "recorded",
-        /// `signet`: a fact modified in place (UPDATE), its previous state archived.
+        /// A fact modified in place: `signet`'s UPDATE (its previous state
+        /// archived) or the memorix profile's merge (a memory rewritten).
         Updated => "updated",
         /// `signet`: a fact soft-deleted (DELETE), its previous state archived.
         Deleted => "deleted",
@@ -107,7 +108,8 @@ string_enum! {
         CloseCascade => "close_cascade",
         Invalidate => "invalidate",
         InvalidateCascade => "invalidate_cascade",
-        /// `signet`'s decisions: ADD is audited as `insert`.
+        /// `signet`'s decisions (ADD is audited as `insert`); `update` is also
+        /// the memorix profile's merge (a memory rewritten in place).
         Update => "update",
         Delete => "delete",
         None => "none",
@@ -225,6 +227,22 @@ pub trait WriteTx {
     fn update_fact(&mut self, id: &str, with: &FactRec) -> Result<bool>;
     /// Records that fact `fact_id` mentions entity `entity_id` as `text`.
     fn insert_mention(&mut self, fact_id: &str, entity_id: &str, text: &str) -> Result<()>;
+    /// Rewrites a live memory in place (the memorix profile's merge);
+    /// `false` when it is no longer live or another live row holds the new hash.
+    fn update_memory(&mut self, id: &str, update: &MemoryUpdate) -> Result<bool>;
+    /// Sets a stored fact's importance (`high`, `normal`, `low`) and decay flag.
+    fn set_importance(&mut self, id: &str, importance: &str, decay: bool) -> Result<()>;
+}
+
+/// A memory's new title, content (its narrative) and facts, for an in-place merge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryUpdate {
+    pub title: String,
+    pub content: String,
+    pub normalized: String,
+    pub hash: String,
+    /// The facts, one per line (stored in `source_quote`).
+    pub facts: String,
 }
 
 /// Mirrors into `state` what the store reports applied: the state never

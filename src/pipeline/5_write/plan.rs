@@ -156,6 +156,7 @@ impl Batch<'_> {
             ended: Vec::new(),
             stored: false,
             decision: None,
+            formed: None,
         }
     }
 

@@ -300,5 +300,6 @@ fn record(
             candidates: d.candidates.iter().map(|c| (c.id.clone(), c.score)).collect(),
             mentions: p.mentions.iter().map(|m| m.entity_id.clone()).collect(),
         }),
+        formed: None,
     }
 }

@@ -1,0 +1,281 @@
+//! One episode through the memorix profile: each observation in order is
+//! formed against the conversation's memories and those planned before it
+//! in the episode, the plan is written in one transaction, and the state
+//! mirrors what the store applied. Rules in docs/profiles.md.
+
+use std::time::Instant;
+
+use super::evaluate::Category;
+use super::form::{self, Figures, Formation};
+use super::observe::{self, Input};
+use super::resolve::ResolveAction;
+use super::search::{Indexed, Lexical};
+use super::write::{self, Op, Plan};
+use crate::config::Config;
+use crate::error::Result;
+use crate::normalize::normalize_and_hash_content;
+use crate::pipeline::records::{CandidateOutcome, CandidateRecord, EpisodeRecord, Timings};
+use crate::pipeline::resolve::EntityDecision;
+use crate::pipeline::{StageMode, ms};
+use crate::state::{ConvState, EntityRec, FactRec};
+use crate::store::Store;
+use crate::types::{CandidateFact, Conversation, EntityType, Episode, FactKind, FactType, LlmUsage, ValueTier};
+
+/// Planning state of one episode: memories as they will be after the plan.
+struct Planner<'s> {
+    conv: &'s Conversation,
+    episode: &'s Episode,
+    memories: Vec<Indexed>,
+    /// Existing entity names, then the episode's new ones.
+    names: Vec<String>,
+    entity_ids: Vec<String>,
+    new_entities: Vec<EntityRec>,
+    decisions: Vec<EntityDecision>,
+    next_entity: usize,
+}
+
+impl<'s> Planner<'s> {
+    fn new(conv: &'s Conversation, episode: &'s Episode, state: &ConvState) -> Planner<'s> {
+        let memories = state.facts.iter().filter(|f| f.is_live()).map(Indexed::of).collect();
+        Planner {
+            conv,
+            episode,
+            memories,
+            names: state.entities.iter().map(|e| e.name.clone()).collect(),
+            entity_ids: state.entities.iter().map(|e| e.id.clone()).collect(),
+            new_entities: Vec::new(),
+            decisions: Vec::new(),
+            next_entity: state.entities.len(),
+        }
+    }
+
+    /// The entity id for `name`, creating it (planned) when new.
+    fn entity(&mut self, name: &str) -> String {
+        if let Some(i) = self.names.iter().position(|n| n == name) {
+            return self.entity_ids[i].clone();
+        }
+        let id = format!("{}/e{}", self.conv.id, self.next_entity);
+        self.next_entity += 1;
+        self.names.push(name.to_string());
+        self.entity_ids.push(id.clone());
+        self.new_entities.push(EntityRec {
+            id: id.clone(),
+            name: name.to_string(),
+            entity_type: EntityType::Thing,
+            aliases: vec![],
+            embedding: vec![],
+        });
+        self.decisions.push(EntityDecision::Insert { raw: name.to_string(), entity_id: id.clone() });
+        id
+    }
+
+    fn memory(&self, id: &str) -> Option<usize> {
+        self.memories.iter().position(|m| m.hit.id == id)
+    }
+}
+
+fn tier(c: Category) -> ValueTier {
+    match c {
+        Category::Core => ValueTier::Core,
+        Category::Contextual => ValueTier::Contextual,
+        Category::Ephemeral => ValueTier::Ephemeral,
+    }
+}
+
+/// The stored row of a formed observation.
+fn memory_row(id: &str, input: &Input, f: &Formation, narrative: &str, facts: &[String], entity: (&str, String), episode: &str) -> FactRec {
+    let x = &f.extracted;
+    let (entity_name, entity_id) = entity;
+    let content = narrative.trim().to_string();
+    let h = normalize_and_hash_content(&content);
+    FactRec {
+        id: id.to_string(),
+        fact: CandidateFact {
+            subject: entity_name.to_string(),
+            predicate: x.obs_type.clone(),
+            object: x.title.clone(),
+            kind: FactKind::Literal,
+            fact_type: if x.obs_type == "decision" { FactType::Decision } else { FactType::Fact },
+            content,
+            confidence: 1.0,
+            source_turn: input.id.clone(),
+            source_quote: facts.join("\n"),
+            valid_from: None,
+            valid_until: None,
+        },
+        normalized: h.normalized,
+        hash: h.hash,
+        invalid_at: None,
+        superseded_by: None,
+        source_episode: episode.to_string(),
+        pinned: false,
+        subject_entity: Some(entity_id),
+        object_entity: None,
+        embedding: Vec::new(),
+        slot: None,
+        keys: Default::default(),
+    }
+}
+
+/// The record and the write operation of one formed observation.
+fn plan_one(p: &mut Planner<'_>, id: String, input: &Input, f: &Formation, mode: StageMode, cfg: &Config) -> (CandidateRecord, Option<Op>) {
+    let x = &f.extracted;
+    let decay = cfg.ephemeral_policy == "decay";
+    let importance = match f.value.category {
+        Category::Core => "high",
+        Category::Contextual => "normal",
+        Category::Ephemeral => "low",
+    };
+    let discard_noise = f.value.category == Category::Ephemeral && !decay;
+    let (merged_narrative, merged_facts) = f.resolution.merged.clone().unwrap_or_else(|| (x.narrative.clone(), x.facts.clone()));
+    let target = f.resolution.target_id.clone();
+    let (outcome, op, reason) = match f.resolution.action {
+        ResolveAction::Discard => (CandidateOutcome::Discarded, None, f.resolution.reason.clone()),
+        _ if discard_noise => (CandidateOutcome::NoiseRejected, None, f.value.reason.clone()),
+        ResolveAction::New => {
+            let entity = p.entity(&x.entity.name);
+            let row = memory_row(&id, input, f, &x.narrative, &x.facts, (&x.entity.name, entity), &p.episode.id);
+            p.memories.push(Indexed::of(&row));
+            (
+                CandidateOutcome::Insert,
+                Some(Op::Insert { row: Box::new(row), importance, decay: f.value.category == Category::Ephemeral, supersedes: None }),
+                f.resolution.reason.clone(),
+            )
+        }
+        ResolveAction::Evolve => {
+            // The rewrite keeps the target's entity, as Memorix's upsert does.
+            let k = target.as_deref().and_then(|t| p.memory(t));
+            let name = k.map_or_else(|| x.entity.name.clone(), |k| p.memories[k].hit.entity_name.clone());
+            if let Some(k) = k {
+                p.memories.remove(k);
+            }
+            let entity = p.entity(&name);
+            let row = memory_row(&id, input, f, &merged_narrative, &merged_facts, (&name, entity), &p.episode.id);
+            p.memories.push(Indexed::of(&row));
+            let op =
+                Op::Insert { row: Box::new(row), importance, decay: f.value.category == Category::Ephemeral, supersedes: target.clone() };
+            (CandidateOutcome::Insert, Some(op), f.resolution.reason.clone())
+        }
+        ResolveAction::Merge => {
+            let t = target.clone().unwrap_or_default();
+            if let Some(k) = p.memory(&t) {
+                let mut hit = p.memories[k].hit.clone();
+                hit.narrative = merged_narrative.trim().to_string();
+                hit.facts = merged_facts.clone();
+                hit.title = x.title.clone();
+                p.memories[k] = Indexed::of_hit(hit);
+            }
+            let h = normalize_and_hash_content(merged_narrative.trim());
+            let update = crate::pipeline::write::MemoryUpdate {
+                title: x.title.clone(),
+                content: merged_narrative.trim().to_string(),
+                normalized: h.normalized,
+                hash: h.hash,
+                facts: merged_facts.join("\n"),
+            };
+            (CandidateOutcome::Merged, Some(Op::Merge { candidate: id.clone(), target: t, update }), f.resolution.reason.clone())
+        }
+    };
+    let h = normalize_and_hash_content(x.narrative.trim());
+    let rec = CandidateRecord {
+        id: id.clone(),
+        conversation: p.conv.id.clone(),
+        episode: p.episode.id.clone(),
+        turn: input.id.clone(),
+        subject: x.entity.name.clone(),
+        predicate: x.obs_type.clone(),
+        object: x.title.clone(),
+        kind: FactKind::Literal,
+        fact_type: if x.obs_type == "decision" { FactType::Decision } else { FactType::Fact },
+        content: x.narrative.trim().to_string(),
+        confidence: 1.0,
+        value_score: f.value.score,
+        tier: tier(f.value.category),
+        content_hash: h.hash,
+        outcome,
+        reason,
+        related: target,
+        subject_entity: p.names.iter().position(|n| *n == x.entity.name).map(|i| p.entity_ids[i].clone()),
+        object_entity: None,
+        verdicts: vec![],
+        neither_unlisted: 0,
+        unlisted: vec![],
+        ended: vec![],
+        stored: false,
+        decision: None,
+        formed: Some(Box::new(f.record(input, mode))),
+    };
+    (rec, op)
+}
+
+/// One observation's formation with what it was formed against: the
+/// entity names and the search's hits (for the differential test).
+#[derive(Debug, Clone)]
+pub struct Traced {
+    pub input: Input,
+    pub entity_names: Vec<String>,
+    pub formation: Formation,
+}
+
+/// The memorix profile's work on one episode.
+pub fn back(conv: &Conversation, episode: &Episode, state: &mut ConvState, cfg: &Config, store: &Store) -> Result<EpisodeRecord> {
+    back_traced(conv, episode, state, cfg, store, None)
+}
+
+/// [`back`], pushing each observation's [`Traced`] onto `trace` when given.
+pub fn back_traced(
+    conv: &Conversation,
+    episode: &Episode,
+    state: &mut ConvState,
+    cfg: &Config,
+    store: &Store,
+    mut trace: Option<&mut Vec<Traced>>,
+) -> Result<EpisodeRecord> {
+    let t = Instant::now();
+    let mut warnings = Vec::new();
+    let inputs = observe::inputs(episode, &conv.speakers, &mut warnings);
+    let figures = Figures::of(cfg);
+    let mut planner = Planner::new(conv, episode, state);
+    let mut records = Vec::with_capacity(inputs.len());
+    let mut ops = Vec::new();
+    for (i, input) in inputs.iter().enumerate() {
+        let search = Lexical { memories: &planner.memories, min_score: cfg.memorix_search_min };
+        let f = form::rules(input, &planner.names, &search, figures);
+        let names = trace.is_some().then(|| planner.names.clone());
+        let id = format!("{}/{}/c{i}", conv.id, episode.id);
+        let (rec, op) = plan_one(&mut planner, id, input, &f, StageMode::Rules, cfg);
+        if let (Some(t), Some(entity_names)) = (trace.as_deref_mut(), names) {
+            t.push(Traced { input: input.clone(), entity_names, formation: f });
+        }
+        records.push(rec);
+        ops.extend(op);
+    }
+    let extract_ms = ms(t);
+    let t = Instant::now();
+    let plan = Plan {
+        conversation: conv.id.clone(),
+        episode: episode.id.clone(),
+        now: episode.timestamp.clone(),
+        entities: planner.new_entities,
+        ops,
+    };
+    let counts = write::execute(store, plan, cfg.write_mode(), state, &mut records)?;
+    let timings = Timings { extract_ms, write_ms: ms(t), ..Timings::default() };
+    Ok(EpisodeRecord {
+        conversation: conv.id.clone(),
+        episode: episode.id.clone(),
+        timestamp: episode.timestamp.clone(),
+        turns: episode.turns.len(),
+        candidates: records.len(),
+        stored: records.iter().filter(|r| r.stored).count(),
+        entity_decisions: planner.decisions,
+        warnings,
+        usage: LlmUsage::default(),
+        invalidations: counts.invalidations,
+        closures: 0,
+        review_needed: 0,
+        blocked: counts.blocked,
+        facts: records,
+        timings,
+    })
+}

@@ -1,0 +1,178 @@
+//! The memorix profile's write: one transaction per episode runs the
+//! planned operations through [`WriteTx`] under the write mode, audits
+//! each, and the state then mirrors what was applied.
+//!
+//! - insert: the memory row, then its importance (`high` for core,
+//!   `normal` for contextual, `low` with the decay flag for an ephemeral
+//!   one kept by `ephemeral_policy = "decay"`); an evolve's insert then
+//!   supersedes its target (`invalid_at` = the episode date, `superseded_by`
+//!   = the rewrite), so the old state stays as history;
+//! - merge: the target rewritten in place (title, narrative, facts).
+//!
+//! Shadow mode records every operation and writes nothing; controlled mode
+//! inserts but blocks merges and supersessions; full mode applies all.
+
+use crate::config::WriteMode;
+use crate::error::Result;
+use crate::pipeline::records::{CandidateOutcome, CandidateRecord, WriteCounts};
+use crate::pipeline::write::{AuditAction, AuditRow, EntityRow, MemoryUpdate, Outcome, WritePlan, WriteResult, WriteTx};
+use crate::state::{ConvState, EntityRec, FactRec};
+use crate::store::Store;
+
+/// One planned write.
+#[derive(Debug, Clone)]
+pub enum Op {
+    Insert { row: Box<FactRec>, importance: &'static str, decay: bool, supersedes: Option<String> },
+    Merge { candidate: String, target: String, update: MemoryUpdate },
+}
+
+/// An episode's planned writes.
+pub struct Plan {
+    pub conversation: String,
+    pub episode: String,
+    pub now: Option<String>,
+    pub entities: Vec<EntityRec>,
+    pub ops: Vec<Op>,
+}
+
+/// What the store applied, for the mirror.
+enum Applied {
+    Inserted(Box<FactRec>),
+    Superseded { id: String, by: String, at: Option<String> },
+    Merged { id: String, update: MemoryUpdate },
+}
+
+fn audit(candidate: &str, action: AuditAction, outcome: Outcome, fact: Option<&str>, target: Option<&str>, reason: &str) -> AuditRow {
+    AuditRow {
+        candidate_id: candidate.to_string(),
+        action,
+        outcome,
+        fact_id: fact.map(str::to_string),
+        target_fact_id: target.map(str::to_string),
+        reason: reason.to_string(),
+    }
+}
+
+fn apply(tx: &mut dyn WriteTx, plan: &Plan, mode: WriteMode, applied: &mut Vec<Applied>) -> Result<WriteResult> {
+    let mut out = WriteResult::default();
+    let date = plan.now.as_deref().map(|t| t.get(..10).unwrap_or(t).to_string());
+    if mode != WriteMode::Shadow {
+        for e in &plan.entities {
+            tx.insert_entity(&EntityRow::of(e))?;
+        }
+        out.entities_written = true;
+    }
+    for op in &plan.ops {
+        match op {
+            Op::Insert { row, importance, decay, supersedes } => {
+                let id = row.id.as_str();
+                if mode == WriteMode::Shadow {
+                    out.audit.push(audit(
+                        id,
+                        AuditAction::Insert,
+                        Outcome::Recorded,
+                        Some(id),
+                        supersedes.as_deref(),
+                        "shadow: would be created",
+                    ));
+                    continue;
+                }
+                if !tx.insert_fact(row)? {
+                    out.audit.push(audit(
+                        id,
+                        AuditAction::Insert,
+                        Outcome::Skipped,
+                        None,
+                        None,
+                        "conflict: a live memory has this content hash",
+                    ));
+                    continue;
+                }
+                tx.set_importance(id, importance, *decay)?;
+                out.audit.push(audit(id, AuditAction::Insert, Outcome::Created, Some(id), None, importance));
+                applied.push(Applied::Inserted(row.clone()));
+                let Some(target) = supersedes else { continue };
+                if mode == WriteMode::Full && tx.pinned(target)?.is_some() {
+                    tx.invalidate(target, date.as_deref(), Some(id))?;
+                    out.audit.push(audit(id, AuditAction::Invalidate, Outcome::Invalidated, Some(id), Some(target), "evolve: superseded"));
+                    applied.push(Applied::Superseded { id: target.clone(), by: id.to_string(), at: date.clone() });
+                } else {
+                    let outcome = if mode == WriteMode::Full { Outcome::Skipped } else { Outcome::Blocked };
+                    out.audit.push(audit(id, AuditAction::Invalidate, outcome, Some(id), Some(target), "evolve: target not superseded"));
+                }
+            }
+            Op::Merge { candidate, target, update } => {
+                let outcome = match mode {
+                    WriteMode::Shadow => Outcome::Recorded,
+                    WriteMode::Controlled => Outcome::Blocked,
+                    WriteMode::Full if tx.update_memory(target, update)? => {
+                        applied.push(Applied::Merged { id: target.clone(), update: update.clone() });
+                        Outcome::Updated
+                    }
+                    WriteMode::Full => Outcome::Skipped,
+                };
+                out.audit.push(audit(candidate, AuditAction::Update, outcome, None, Some(target), "merge: rewritten in place"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Writes `plan`, settles the records' outcomes and mirrors the state.
+pub fn execute(store: &Store, plan: Plan, mode: WriteMode, state: &mut ConvState, records: &mut [CandidateRecord]) -> Result<WriteCounts> {
+    let shell = WritePlan {
+        conversation_id: plan.conversation.clone(),
+        episode_id: plan.episode.clone(),
+        now: plan.now.clone(),
+        new_entities: Vec::new(),
+        new_aliases: Vec::new(),
+        proposals: Vec::new(),
+        verdicts: Vec::new(),
+    };
+    let mut applied = Vec::new();
+    let result = store.write_episode(&shell, mode, |tx| apply(tx, &plan, mode, &mut applied))?;
+    let mut counts = WriteCounts::default();
+    for a in &result.audit {
+        let Some(rec) = records.iter_mut().find(|r| r.id == a.candidate_id) else { continue };
+        match (a.action, a.outcome) {
+            (AuditAction::Insert, Outcome::Created) => {
+                rec.stored = true;
+                if rec.outcome == CandidateOutcome::Insert {
+                    rec.outcome = if rec.related.is_some() { CandidateOutcome::Evolved } else { CandidateOutcome::Created };
+                }
+            }
+            (AuditAction::Insert, Outcome::Recorded) => rec.outcome = CandidateOutcome::ShadowCreated,
+            (AuditAction::Insert, _) => rec.outcome = CandidateOutcome::Conflict,
+            (AuditAction::Invalidate, Outcome::Invalidated) => {
+                counts.invalidations += 1;
+                rec.ended.extend(a.target_fact_id.clone());
+            }
+            (_, Outcome::Blocked) => counts.blocked += 1,
+            _ => {}
+        }
+    }
+    if result.entities_written {
+        state.entities.extend(plan.entities);
+    }
+    for a in applied {
+        match a {
+            Applied::Inserted(row) => state.facts.push(*row),
+            Applied::Superseded { id, by, at } => {
+                if let Some(f) = state.fact_mut(&id) {
+                    f.invalid_at = Some(at.unwrap_or_else(|| "unknown".into()));
+                    f.superseded_by = Some(by);
+                }
+            }
+            Applied::Merged { id, update } => {
+                if let Some(f) = state.fact_mut(&id) {
+                    f.fact.object = update.title;
+                    f.fact.content = update.content;
+                    f.fact.source_quote = update.facts;
+                    f.normalized = update.normalized;
+                    f.hash = update.hash;
+                }
+            }
+        }
+    }
+    Ok(counts)
+}

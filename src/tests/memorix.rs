@@ -1,0 +1,227 @@
+//! The memorix profile against the real Memorix: the bundled coding-agent
+//! observations go through memform's profile (recording, per observation,
+//! the entity names and search hits it was formed against) and through
+//! Memorix's own `runFormation` from the installed `memorix@1.0.7` (`make
+//! memorix`; `tools/memorix/differential.mjs`) given the same names and
+//! hits. Per observation they must agree on the resolution action and the
+//! value category for at least 95% of the observations, and every
+//! difference in any compared field must be listed in docs/profiles.md.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+use memform::config::Config;
+use memform::embed::hashed::HashedEmbedder;
+use memform::pipeline::memorix::episode::{Traced, back_traced};
+use memform::pipeline::speaker_entities;
+use memform::pipeline::write::EntityRow;
+use memform::state::ConvState;
+use memform::store::Store;
+use serde_json::{Value, json};
+
+use crate::support::root;
+
+/// `MEMFORM_MEMORIX_DIFF_DATASET` (to run the comparison on another dataset,
+/// such as LoCoMo; its differences are then reported, not checked against
+/// the docs), else the bundled coding-agent dataset.
+fn dataset_path() -> (std::path::PathBuf, bool) {
+    match std::env::var_os("MEMFORM_MEMORIX_DIFF_DATASET") {
+        Some(p) => (p.into(), false),
+        None => (root().join("datasets/coding-agent"), true),
+    }
+}
+
+/// Every observation of the dataset, formed by memform.
+fn traces() -> Vec<Traced> {
+    let dataset = memform::dataset::load(&dataset_path().0).unwrap();
+    let cfg = Config { profile: "memorix".into(), ..Config::default() };
+    let embedder = HashedEmbedder::new(cfg.hashed_dims);
+    let mut out = Vec::new();
+    for conv in &dataset.conversations {
+        let store = Store::in_memory().unwrap();
+        let mut state = ConvState::default();
+        let speakers = speaker_entities(conv, &embedder).unwrap();
+        store.write_conversation(&conv.id, &conv.speakers, &speakers.iter().map(EntityRow::of).collect::<Vec<_>>()).unwrap();
+        state.entities = speakers;
+        for (seq, episode) in conv.episodes.iter().enumerate() {
+            store.write_evidence(&conv.id, seq, episode).unwrap();
+            back_traced(conv, episode, &mut state, &cfg, &store, Some(&mut out)).unwrap();
+        }
+    }
+    out
+}
+
+fn case(t: &Traced) -> Value {
+    json!({
+        "id": t.input.id,
+        "input": {"title": t.input.title, "narrative": t.input.narrative, "facts": t.input.facts,
+                  "entityName": t.input.entity_name, "type": t.input.obs_type},
+        "entityNames": t.entity_names,
+        "hits": t.formation.hits,
+    })
+}
+
+/// memform's answer in the shape the harness gives Memorix's.
+fn ours(t: &Traced) -> Value {
+    let (x, r, v) = (&t.formation.extracted, &t.formation.resolution, &t.formation.value);
+    json!({"title": x.title, "titleImproved": x.title_improved, "type": x.obs_type, "typeCorrected": x.type_corrected,
+           "entityName": x.entity.name, "extractedFacts": x.extracted_facts, "action": r.action.as_str(),
+           "targetId": r.target_id, "score": v.score, "category": v.category.as_str()})
+}
+
+const FIELDS: [&str; 10] =
+    ["title", "titleImproved", "type", "typeCorrected", "entityName", "extractedFacts", "action", "targetId", "score", "category"];
+
+fn same(field: &str, a: &Value, b: &Value) -> bool {
+    match field {
+        "score" => (a.as_f64().unwrap() - b.as_f64().unwrap()).abs() < 1e-9,
+        _ => a == b,
+    }
+}
+
+/// The `| observation | field |` rows of docs/profiles.md's list of differences.
+fn listed_differences() -> BTreeSet<(String, String)> {
+    let doc = std::fs::read_to_string(root().join("docs/profiles.md")).unwrap();
+    let section = doc.split("### Differences from the real Memorix").nth(1).expect("docs/profiles.md lists the differences");
+    let section = section.split("\n## ").next().unwrap_or(section);
+    section
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            (cells.len() > 3 && cells[1].starts_with('`'))
+                .then(|| (cells[1].trim_matches('`').to_string(), cells[2].trim_matches('`').to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn the_profile_agrees_with_the_real_memorix_on_the_bundled_observations() {
+    let traces = traces();
+    let bundled = dataset_path().1;
+    assert!(!bundled || traces.len() >= 30, "{} observations", traces.len());
+    let dir = tempfile::tempdir().unwrap();
+    let (cases, answers) = (dir.path().join("cases.json"), dir.path().join("memorix.json"));
+    std::fs::write(&cases, serde_json::to_vec(&traces.iter().map(case).collect::<Vec<_>>()).unwrap()).unwrap();
+    let script = root().join("tools/memorix/differential.mjs");
+    let out =
+        Command::new("node").arg(&script).arg(&cases).arg(&answers).output().expect("node runs (Node 20; `make memorix` installs memorix)");
+    assert!(out.status.success(), "{} failed (run `make memorix`): {}", script.display(), String::from_utf8_lossy(&out.stderr));
+    let theirs: Vec<Value> = serde_json::from_slice(&std::fs::read(&answers).unwrap()).unwrap();
+    assert_eq!(theirs.len(), traces.len());
+
+    let mut agree = 0;
+    let mut differences = BTreeSet::new();
+    for (t, m) in traces.iter().zip(&theirs) {
+        assert_eq!(m["id"], json!(t.input.id));
+        let o = ours(t);
+        if o["action"] == m["action"] && o["category"] == m["category"] {
+            agree += 1;
+        }
+        for f in FIELDS {
+            if !same(f, &o[f], &m[f]) {
+                eprintln!("{} {f}: memform {} / memorix {}", t.input.id, o[f], m[f]);
+                differences.insert((t.input.id.clone(), f.to_string()));
+            }
+        }
+    }
+    let rate = agree as f64 / traces.len() as f64;
+    eprintln!(
+        "memorix differential: {agree}/{} agree on action and category ({rate:.3}); {} field differences",
+        traces.len(),
+        differences.len()
+    );
+    assert!(rate >= 0.95, "agreement on action and category {rate:.3} < 0.95");
+    if !bundled {
+        return;
+    }
+    let listed = listed_differences();
+    let unlisted: Vec<_> = differences.difference(&listed).collect();
+    let stale: Vec<_> = listed.difference(&differences).collect();
+    assert!(unlisted.is_empty(), "differences not listed in docs/profiles.md: {unlisted:?}");
+    assert!(stale.is_empty(), "docs/profiles.md lists differences that no longer occur: {stale:?}");
+}
+
+fn memform_in(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(crate::support::bin()).args(args).current_dir(dir).output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn observation_dataset(dir: &std::path::Path, observation: &str) {
+    let conv = dir.join("ds/conversations");
+    std::fs::create_dir_all(&conv).unwrap();
+    let body = format!(
+        r#"{{"format": "memform-conversation/1", "id": "a", "speakers": ["Agent"],
+ "episodes": [{{"id": "e1", "timestamp": "2025-01-01T10:00:00", "turns": [], "observations": [{observation}]}}]}}"#
+    );
+    std::fs::write(conv.join("a.json"), body).unwrap();
+}
+
+#[test]
+fn bad_observations_warn_and_fall_back_or_exit_2_naming_the_file_and_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    // Invalid JSON for a field: exit 2, one line naming the file and the field.
+    observation_dataset(d, r#"{"id": "o1", "title": "t", "facts": "Port: 1", "entity_name": "x", "type": "gotcha"}"#);
+    let (code, stderr) = memform_in(d, &["run", "--dataset", "ds", "--profile", "memorix", "--out", "o"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    let line = stderr.lines().find(|l| l.contains("a.json")).unwrap_or_default().to_string();
+    assert!(line.contains("episodes[0].observations[0].facts") && line.contains("expected a sequence"), "{stderr}");
+
+    // A missing narrative and an unknown type: warnings and the documented fallbacks.
+    observation_dataset(d, r#"{"id": "o1", "title": "Gotcha: the lock file is never removed", "entity_name": "lock", "type": "insight"}"#);
+    let (code, stderr) = memform_in(d, &["run", "--dataset", "ds", "--profile", "memorix", "--out", "o"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let summary: Value = serde_json::from_slice(&std::fs::read(d.join("o/summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["metrics"]["warnings_by_kind"], json!({"observation_missing_narrative": 1, "observation_unknown_type": 1}));
+    let row: Value = serde_json::from_str(std::fs::read_to_string(d.join("o/facts.jsonl")).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(row["content"], json!("Gotcha: the lock file is never removed"));
+    assert_eq!(row["formed"]["type"], json!("gotcha"), "the title's signal corrects the fallback type: {row}");
+
+    // LLM mode is not implemented for the profile: a config error, exit 2.
+    let (code, stderr) =
+        memform_in(d, &["run", "--dataset", "ds", "--profile", "memorix", "--mode", "llm", "--llm", "replay", "--out", "o2"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("LLM mode is not implemented"), "{stderr}");
+    let (code, stderr) =
+        memform_in(d, &["run", "--dataset", "ds", "--profile", "memorix", "--set", "ephemeral_policy=\"keep\"", "--out", "o3"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("ephemeral_policy = \"keep\""), "{stderr}");
+}
+
+#[test]
+fn the_profile_runs_the_bundled_dataset_and_writes_formed_memories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, stderr) = memform_in(
+        tmp.path(),
+        &["run", "--dataset", root().join("datasets/coding-agent").to_str().unwrap(), "--profile", "memorix", "--out", "o"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let summary: Value = serde_json::from_slice(&std::fs::read(tmp.path().join("o/summary.json")).unwrap()).unwrap();
+    let m = &summary["metrics"];
+    assert_eq!(m["observations"], json!(31));
+    let counts: i64 =
+        ["resolution_new", "resolution_merge", "resolution_evolve", "resolution_discard"].iter().map(|k| m[k].as_i64().unwrap()).sum();
+    assert_eq!(counts, 31);
+    for k in ["resolution_merge", "resolution_evolve", "resolution_discard"] {
+        assert!(m[k].as_i64().unwrap() >= 1, "{k} is exercised: {m}");
+    }
+    let rows: Vec<Value> =
+        std::fs::read_to_string(tmp.path().join("o/facts.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(rows.iter().all(|r| r["formed"]["pipeline"] == json!({"mode": "rules", "stagesCompleted": 3})));
+    // The store keeps the superseded memory as history and the merged one in place.
+    let store = Store::open(&tmp.path().join("o/store.sqlite")).unwrap();
+    let facts = store.facts().unwrap();
+    let evolved = rows.iter().find(|r| r["outcome"] == json!("evolved")).unwrap();
+    let target = evolved["related"].as_str().unwrap();
+    let old = facts.iter().find(|f| f.id == target).unwrap();
+    assert_eq!(old.superseded_by.as_deref(), evolved["id"].as_str());
+    let merged = rows.iter().find(|r| r["outcome"] == json!("merged")).unwrap();
+    let kept = facts.iter().find(|f| Some(f.id.as_str()) == merged["related"].as_str()).unwrap();
+    assert!(kept.superseded_by.is_none() && kept.invalid_at.is_none());
+    // Merged in place: same id, the new narrative in front of the old one.
+    assert!(
+        kept.content.starts_with(merged["content"].as_str().unwrap()) && kept.content.contains("[Previous context]: "),
+        "{}",
+        kept.content
+    );
+}
