@@ -27,7 +27,7 @@ LOCOMO_PREREQ = $(if $(LOCOMO),,locomo-data)
 LOCOMO_RUN = d=$(LOCOMO_DIR); echo "$(BIN) run --dataset $$d $(1)"; $(BIN) run --dataset "$$d" $(1)
 
 PHONY_EXTRA := locomo-embeddings
-.PHONY: all build run test lint fuzz fuzz-build bench locomo locomo-llm locomo-data $(PHONY_EXTRA) record record-embeddings record-locomo \
+.PHONY: all build run test lint fuzz fuzz-build bench locomo locomo-llm locomo-compare locomo-data $(PHONY_EXTRA) record record-embeddings record-locomo \
         models test-py-deps memorix llm-server-deps llm-server-start llm-server-stop gate update-baseline clean-reports
 
 all: build
@@ -121,9 +121,10 @@ locomo-llm: build $(LOCOMO_PREREQ)
 locomo-embeddings: build models $(LOCOMO_PREREQ)
 	@$(call LOCOMO_RUN,--mode rules --embedder minilm --embed record --out reports/locomo-rules-minilm) > /dev/null
 
-## Re-record the scenarios' LLM answers against the local llama.cpp server.
-record: build llm-server-start
-	$(BIN) run --dataset $(SCENARIOS) --mode llm --llm record --embedder minilm --out reports/scenarios-llm > /dev/null; \
+## Re-record the scenarios' LLM answers against the local llama.cpp server (and the MiniLM
+## vectors of the texts the new answers bring).
+record: build models llm-server-start
+	$(BIN) run --dataset $(SCENARIOS) --mode llm --llm record --embedder minilm --embed record --out reports/scenarios-llm > /dev/null; \
 	status=$$?; $(MAKE) --no-print-directory llm-server-stop; exit $$status
 
 ## Re-record the scenarios' MiniLM vectors (loads the model).
@@ -131,10 +132,18 @@ record-embeddings: build models
 	$(BIN) run --dataset $(SCENARIOS) --mode rules --embedder minilm --embed record --out reports/scenarios-rules > /dev/null
 	$(BIN) run --dataset $(SCENARIOS) --mode llm --embedder minilm --embed record --out reports/scenarios-llm > /dev/null
 
-## Record LoCoMo's LLM answers into git-ignored locomo-fixtures/ (LoCoMo text is never committed).
+## Record LoCoMo's LLM answers into git-ignored locomo-fixtures/ (LoCoMo text is never committed):
+## both stages by the model, then the judge alone over rules extraction (what locomo-compare replays).
 record-locomo: build $(LOCOMO_PREREQ) llm-server-start
-	@$(call LOCOMO_RUN,--mode llm --llm record --out reports/locomo-llm) > /dev/null; \
+	@$(call LOCOMO_RUN,--mode llm --llm record --out reports/locomo-llm) > /dev/null && \
+	$(call LOCOMO_RUN,--extract rules --judge llm --llm record --out reports/locomo-rules-llm) > /dev/null; \
 	status=$$?; $(MAKE) --no-print-directory llm-server-stop; exit $$status
+
+## One table: rules extraction and judge, the gold oracle's extraction, and rules extraction with
+## the recorded LLM judge (needs `make record-locomo` first), into reports/locomo-compare/.
+locomo-compare: build $(LOCOMO_PREREQ)
+	@d=$(LOCOMO_DIR); echo "$(BIN) compare --dataset $$d --modes rules,gold/rules,rules/llm"; \
+	$(BIN) compare --dataset "$$d" --modes rules,gold/rules,rules/llm --out reports/locomo-compare > /dev/null
 
 clean-reports:
 	rm -rf reports/*/

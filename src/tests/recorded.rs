@@ -318,10 +318,11 @@ fn lists_show_models_stages_and_caches() {
     let (code, stdout, stderr) = memform(&["fixtures", "list", "--dataset", "scenarios"], tmp.path());
     assert_eq!(code, Some(0), "{stderr}");
     let rows: Vec<&str> = stdout.lines().skip(2).collect();
-    // SmolLM2-135M extracts no candidate from the scenarios, so nothing was judged.
+    // SmolLM2-135M stores no fact that pairs with another on the scenarios, so nothing was
+    // judged; each of the 26 extraction answers was truncated and asked again once (52 calls).
     assert_eq!(rows.len(), 1, "{stdout}");
     assert!(
-        rows[0].starts_with("| scenarios/fixtures/smollm2-135m-instruct.q4_1 | SmolLM2-135M-Instruct.Q4_1 | extract | 26 | "),
+        rows[0].starts_with("| scenarios/fixtures/smollm2-135m-instruct.q4_1 | SmolLM2-135M-Instruct.Q4_1 | extract | 52 | "),
         "{stdout}"
     );
     // Without --dataset: every dataset under datasets/ (here, the copy moved there).
