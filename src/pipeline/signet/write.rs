@@ -172,11 +172,11 @@ fn gate(
     if p.fact.normalized.is_empty() {
         return Ok(Some((Outcome::Skipped, Applied::EmptyContent, None, "empty_fact_content".into())));
     }
-    if d.action != DecisionAction::Delete {
-        if let Some(live) = tx.live_by_hash(&p.fact.hash)?.filter(|l| !is_past(l.valid_until.as_deref(), now)) {
-            let reason = format!("content hash already live as {}", live.id);
-            return Ok(Some((Outcome::Deduped, Applied::Deduped, Some(live.id), reason)));
-        }
+    if d.action != DecisionAction::Delete
+        && let Some(live) = tx.live_by_hash(&p.fact.hash)?.filter(|l| !is_past(l.valid_until.as_deref(), now))
+    {
+        let reason = format!("content hash already live as {}", live.id);
+        return Ok(Some((Outcome::Deduped, Applied::Deduped, Some(live.id), reason)));
     }
     Ok(None)
 }
