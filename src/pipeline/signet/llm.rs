@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::llm::parse::{clean_answer, find_json_object};
 use crate::llm::prompts::{self, SIGNET_FENCE_TAGS, Template, defuse};
-use crate::llm::{CallContext, Llm, LlmRequest, LlmSettings, Stage};
+use crate::llm::{CallContext, Llm, LlmRequest, LlmSettings, Stage, complete_budgeted};
 use crate::pipeline::StageMode;
 use crate::pipeline::judge::{Judge, JudgeContext, JudgeOutput, JudgePair};
 use crate::types::Warning;
@@ -56,7 +56,8 @@ impl LlmDecider {
             model: self.settings.model.clone(),
             template: self.template.id.clone(),
             messages,
-            sampling: self.settings.sampling,
+            // The contract's budget: the base plus a share per candidate shown.
+            sampling: crate::llm::Sampling { max_tokens: self.settings.budget(input.candidates.len()), ..self.settings.sampling },
             schema: Some(schema(&ids)),
             context: CallContext { conversation: ctx.conversation_id.to_string(), episode: ctx.episode_id.to_string() },
         })
@@ -124,11 +125,15 @@ impl Decider for LlmDecider {
     }
     fn decide(&self, ctx: &JudgeContext<'_>, input: &DecisionInput<'_>, _cfg: &Config) -> Result<DecisionAnswer> {
         let req = self.request(ctx, input)?;
-        let resp = self.llm.complete(&req)?;
+        // A truncated answer is asked again once with a larger budget (counted in the usage).
+        let (resp, usage, _) = complete_budgeted(self.llm.as_ref(), &req, self.settings.max_tokens_cap)?;
         let ids: Vec<&str> = input.candidates.iter().map(|c| c.id.as_str()).collect();
         let mut warnings = Vec::new();
+        if usage.retries > 0 {
+            warnings.push(crate::pipeline::extract::llm::retried(&req));
+        }
         let decision = parse_decision(&resp.text, &ids, &mut warnings);
-        Ok(DecisionAnswer { decision, warnings, usage: resp.usage })
+        Ok(DecisionAnswer { decision, warnings, usage })
     }
 }
 
