@@ -106,58 +106,79 @@ struct Corpus {
 /// and the two baselines. `embedder` is the run's (its cache records or
 /// replays the questions', turns' and sessions' vectors).
 pub fn evaluate(dataset: &Dataset, store: &Store, embedder: &dyn Embedder, cfg: &Config) -> Result<QaResult> {
+    use rayon::prelude::{IntoParallelRefIterator, ParallelIterator};
     let params = SearchParams::with_top_k(cfg, MAX_K);
     let facts = store.facts()?;
+    let convs: Vec<&Conversation> = dataset.conversations.iter().filter(|c| !c.gold.qa.is_empty()).collect();
+    // Conversations in parallel (each baseline is a store of its own), merged in dataset order.
+    let parts: Vec<Result<QaResult>> = convs.par_iter().map(|conv| evaluate_conversation(conv, &facts, store, embedder, &params)).collect();
     let mut out = QaResult::default();
-    for conv in dataset.conversations.iter().filter(|c| !c.gold.qa.is_empty()) {
-        let known: BTreeSet<&str> = conv.episodes.iter().flat_map(|e| e.turns.iter().map(|t| t.id.as_str())).collect();
-        let formed = Corpus {
-            turns_of: facts
-                .iter()
-                .filter(|f| f.conversation_id == conv.id && f.invalid_at.is_none() && f.superseded_by.is_none())
-                .map(|f| (f.id.clone(), serde_json::from_str::<Vec<String>>(&f.source_turns).unwrap_or_default()))
-                .collect(),
-        };
-        let (turns, sessions) = baselines(conv, embedder)?;
-        *out.indexed.entry("formed").or_default() += formed.turns_of.len();
-        *out.indexed.entry("raw_turns").or_default() += turns.1.turns_of.len();
-        *out.indexed.entry("raw_sessions").or_default() += sessions.1.turns_of.len();
-        let questions: Vec<&str> = conv.gold.qa.iter().map(|q| q.question.as_str()).collect();
-        let vectors = embedder.embed(&questions, &format!("{}/qa", conv.id))?;
-        for (i, item) in conv.gold.qa.iter().enumerate() {
-            let mut evidence = BTreeSet::new();
-            for t in &item.evidence {
-                if known.contains(t.as_str()) {
-                    evidence.insert(t.clone());
-                } else {
-                    out.warnings.push(format!("{}: QA item {i}: evidence turn {t:?} is not a turn of the conversation", conv.id));
-                }
+    for part in parts {
+        let part = part?;
+        out.rows.extend(part.rows);
+        for (k, v) in part.indexed {
+            *out.indexed.entry(k).or_default() += v;
+        }
+        out.warnings.extend(part.warnings);
+        out.excluded += part.excluded;
+    }
+    Ok(out)
+}
+
+fn evaluate_conversation(
+    conv: &Conversation,
+    facts: &[crate::store::StoredFact],
+    store: &Store,
+    embedder: &dyn Embedder,
+    params: &SearchParams,
+) -> Result<QaResult> {
+    let mut out = QaResult::default();
+    let known: BTreeSet<&str> = conv.episodes.iter().flat_map(|e| e.turns.iter().map(|t| t.id.as_str())).collect();
+    let formed = Corpus {
+        turns_of: facts
+            .iter()
+            .filter(|f| f.conversation_id == conv.id && f.invalid_at.is_none() && f.superseded_by.is_none())
+            .map(|f| (f.id.clone(), serde_json::from_str::<Vec<String>>(&f.source_turns).unwrap_or_default()))
+            .collect(),
+    };
+    let (turns, sessions) = baselines(conv, embedder)?;
+    out.indexed.insert("formed", formed.turns_of.len());
+    out.indexed.insert("raw_turns", turns.1.turns_of.len());
+    out.indexed.insert("raw_sessions", sessions.1.turns_of.len());
+    let questions: Vec<&str> = conv.gold.qa.iter().map(|q| q.question.as_str()).collect();
+    let vectors = embedder.embed(&questions, &format!("{}/qa", conv.id))?;
+    for (i, item) in conv.gold.qa.iter().enumerate() {
+        let mut evidence = BTreeSet::new();
+        for t in &item.evidence {
+            if known.contains(t.as_str()) {
+                evidence.insert(t.clone());
+            } else {
+                out.warnings.push(format!("{}: QA item {i}: evidence turn {t:?} is not a turn of the conversation", conv.id));
             }
-            if evidence.is_empty() {
-                out.excluded += 1;
-                continue;
-            }
-            let q = vectors.get(i).map_or(&[][..], Vec::as_slice);
-            let category = item.category.map_or_else(|| "none".to_string(), |c| c.to_string());
-            for (source, st, corpus) in
-                [("formed", store, &formed), ("raw_turns", &turns.0, &turns.1), ("raw_sessions", &sessions.0, &sessions.1)]
-            {
-                let hits = st.search(&conv.id, &item.question, q, &params)?;
-                let retrieved: Vec<Vec<String>> =
-                    hits.iter().map(|h| corpus.turns_of.get(&h.fact_id).cloned().unwrap_or_default()).collect();
-                let relevant = corpus.turns_of.values().filter(|ts| ts.iter().any(|t| evidence.contains(t))).count();
-                out.rows.push(QaRow {
-                    conversation: conv.id.clone(),
-                    item: i,
-                    category: category.clone(),
-                    source,
-                    question: item.question.clone(),
-                    evidence: evidence.iter().cloned().collect(),
-                    retrieved: hits.iter().map(|h| h.fact_id.clone()).collect(),
-                    scores: hits.iter().map(|h| h.score).collect(),
-                    scored: score(&retrieved, &evidence, relevant),
-                });
-            }
+        }
+        if evidence.is_empty() {
+            out.excluded += 1;
+            continue;
+        }
+        let q = vectors.get(i).map_or(&[][..], Vec::as_slice);
+        let category = item.category.map_or_else(|| "none".to_string(), |c| c.to_string());
+        for (source, st, corpus) in
+            [("formed", store, &formed), ("raw_turns", &turns.0, &turns.1), ("raw_sessions", &sessions.0, &sessions.1)]
+        {
+            let hits = st.search(&conv.id, &item.question, q, params)?;
+            let retrieved: Vec<Vec<String>> = hits.iter().map(|h| corpus.turns_of.get(&h.fact_id).cloned().unwrap_or_default()).collect();
+            let relevant = corpus.turns_of.values().filter(|ts| ts.iter().any(|t| evidence.contains(t))).count();
+            out.rows.push(QaRow {
+                conversation: conv.id.clone(),
+                item: i,
+                category: category.clone(),
+                source,
+                question: item.question.clone(),
+                evidence: evidence.iter().cloned().collect(),
+                retrieved: hits.iter().map(|h| h.fact_id.clone()).collect(),
+                scores: hits.iter().map(|h| h.score).collect(),
+                scored: score(&retrieved, &evidence, relevant),
+            });
         }
     }
     Ok(out)
