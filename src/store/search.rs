@@ -352,10 +352,10 @@ const B: f64 = 0.75;
 /// `as_of` respected) instead of the whole table, so a fact's score never
 /// depends on other conversations, nor on which of their facts were written
 /// yet. FTS5 still tokenises and matches: each quoted term of
-/// [`fts_match_query`] is matched on its own (its document count; its hits in
-/// each document counted from `highlight()`), a fact matching every term is
-/// a hit (FTS5's implicit AND), and a fact's length is FTS5's own token count
-/// (the `facts_fts_docsize` shadow table).
+/// [`fts_match_query`] is matched on its own (its document count), a fact
+/// matching every term is a hit (FTS5's implicit AND) and a term's hits in it
+/// are counted from `highlight()`, and a fact's length is FTS5's own token
+/// count (the `facts_fts_docsize` shadow table).
 fn bm25_leg(c: &Connection, conversation: &str, text: &str, k: usize, as_of: &Option<String>) -> rusqlite::Result<Vec<(String, f64)>> {
     Ok(bm25_raw(c, conversation, text, k, as_of)?.into_iter().map(|(id, raw)| (id, normalise_bm25(raw))).collect())
 }
@@ -366,64 +366,78 @@ fn bm25_raw(c: &Connection, conversation: &str, text: &str, k: usize, as_of: &Op
     if phrases.is_empty() {
         return Ok(Vec::new());
     }
-    let live = live_clause(as_of);
-    // N and the total length.
-    let sql = format!("SELECT d.sz FROM facts f JOIN facts_fts_docsize d ON d.id = f.rowid WHERE f.conversation_id = ?1 AND {live}");
-    let mut st = c.prepare_cached(&sql)?;
-    bind(&mut st, &[&conversation], as_of)?;
-    let (mut n_docs, mut n_tokens) = (0i64, 0i64);
-    let mut rows = st.raw_query();
-    while let Some(r) = rows.next()? {
-        n_docs += 1;
-        n_tokens += docsize(r.get_ref(0)?.as_blob()?);
-    }
-    if n_docs == 0 {
-        return Ok(Vec::new());
-    }
-    let avgdl = n_tokens as f64 / n_docs as f64;
-    // Each term's live facts with its hits in them (`char(1)` opens each
-    // highlighted instance; normalised content holds no control characters).
+    // The live facts searched, each with its length: N and the average length.
     let sql = format!(
-        // CROSS JOIN keeps the FTS match as the outer loop (else the planner
-        // may walk the conversation's facts and probe the index per row).
-        "SELECT f.rowid, highlight(facts_fts, 0, char(1), '') FROM facts_fts CROSS JOIN facts f ON f.rowid = facts_fts.rowid
-         WHERE facts_fts MATCH ?1 AND f.conversation_id = ?2 AND {live}"
+        "SELECT f.rowid, d.sz FROM facts f JOIN facts_fts_docsize d ON d.id = f.rowid WHERE f.conversation_id = ?1 AND {}",
+        live_clause(as_of)
     );
     let mut st = c.prepare_cached(&sql)?;
-    let mut tfs: Vec<HashMap<i64, f64>> = Vec::with_capacity(phrases.len());
-    for phrase in &phrases {
-        bind(&mut st, &[phrase, &conversation], as_of)?;
-        let mut tf = HashMap::new();
-        let mut rows = st.raw_query();
-        while let Some(r) = rows.next()? {
-            let hits = r.get_ref(1)?.as_str().map_or(0, |h| h.matches('\u{1}').count());
-            tf.insert(r.get::<_, i64>(0)?, hits as f64);
-        }
-        tfs.push(tf);
+    bind(&mut st, &[&conversation], as_of)?;
+    let mut len_of: HashMap<i64, i64> = HashMap::new();
+    let mut n_tokens = 0i64;
+    let mut rows = st.raw_query();
+    while let Some(r) = rows.next()? {
+        let dl = docsize(r.get_ref(1)?.as_blob()?);
+        n_tokens += dl;
+        len_of.insert(r.get(0)?, dl);
     }
-    let idf: Vec<f64> = tfs
+    if len_of.is_empty() {
+        return Ok(Vec::new());
+    }
+    let n_docs = len_of.len() as f64;
+    let avgdl = n_tokens as f64 / n_docs;
+    // Each term's live facts (the posting list only, no content read).
+    let mut st = c.prepare_cached("SELECT rowid FROM facts_fts WHERE facts_fts MATCH ?1")?;
+    let mut holding: Vec<std::collections::HashSet<i64>> = Vec::with_capacity(phrases.len());
+    for phrase in &phrases {
+        let mut set = std::collections::HashSet::new();
+        let mut rows = st.query([phrase])?;
+        while let Some(r) = rows.next()? {
+            let rowid: i64 = r.get(0)?;
+            if len_of.contains_key(&rowid) {
+                set.insert(rowid);
+            }
+        }
+        holding.push(set);
+    }
+    let idf: Vec<f64> = holding
         .iter()
-        .map(|tf| {
-            let n_hit = tf.len() as f64;
-            let idf = ((n_docs as f64 - n_hit + 0.5) / (n_hit + 0.5)).ln();
+        .map(|set| {
+            let n_hit = set.len() as f64;
+            let idf = ((n_docs - n_hit + 0.5) / (n_hit + 0.5)).ln();
             if idf <= 0.0 { 1e-6 } else { idf }
         })
         .collect();
-    // The facts matching every term, scored as FTS5's bm25() scores them.
-    let mut st = c.prepare_cached("SELECT f.id, d.sz FROM facts f JOIN facts_fts_docsize d ON d.id = f.rowid WHERE f.rowid = ?1")?;
-    let mut out: Vec<(String, f64)> = Vec::new();
-    for &rowid in tfs[0].keys() {
-        if !tfs.iter().all(|tf| tf.contains_key(&rowid)) {
-            continue;
+    // The facts holding every term, scored as FTS5's bm25() scores them; a
+    // term's hits in a fact counted from `highlight()` (`char(1)` opens each
+    // instance; normalised content holds no control characters).
+    let Some(smallest) = holding.iter().min_by_key(|s| s.len()) else { return Ok(Vec::new()) };
+    let hits: Vec<i64> = smallest.iter().copied().filter(|r| holding.iter().all(|s| s.contains(r))).collect();
+    if hits.is_empty() {
+        return Ok(Vec::new());
+    }
+    let hits_json = serde_json::to_string(&hits).unwrap_or_default();
+    let mut tf_st = c.prepare_cached(
+        "SELECT rowid, highlight(facts_fts, 0, char(1), '') FROM facts_fts
+         WHERE facts_fts MATCH ?1 AND rowid IN (SELECT value FROM json_each(?2))",
+    )?;
+    // rowid → score so far
+    let mut score: HashMap<i64, f64> = hits.iter().map(|r| (*r, 0.0)).collect();
+    for (phrase, idf) in phrases.iter().zip(&idf) {
+        let mut rows = tf_st.query(params![phrase, hits_json])?;
+        while let Some(r) = rows.next()? {
+            let rowid: i64 = r.get(0)?;
+            let f = r.get_ref(1)?.as_str().map_or(0, |h| h.matches('\u{1}').count()) as f64;
+            let dl = len_of.get(&rowid).copied().unwrap_or(0) as f64;
+            if let Some(s) = score.get_mut(&rowid) {
+                *s += idf * (f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * dl / avgdl));
+            }
         }
-        let (id, dl): (String, i64) = st.query_row([rowid], |r| Ok((r.get(0)?, docsize(r.get_ref(1)?.as_blob()?))))?;
-        let dl = dl as f64;
-        let mut score = 0.0;
-        for (tf, idf) in tfs.iter().zip(&idf) {
-            let f = tf.get(&rowid).copied().unwrap_or(0.0);
-            score += idf * (f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * dl / avgdl));
-        }
-        out.push((id, -score));
+    }
+    let mut id_st = c.prepare_cached("SELECT id FROM facts WHERE rowid = ?1")?;
+    let mut out: Vec<(String, f64)> = Vec::with_capacity(hits.len());
+    for rowid in hits {
+        out.push((id_st.query_row([rowid], |r| r.get(0))?, -score.get(&rowid).copied().unwrap_or(0.0)));
     }
     out.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
     out.truncate(k);
