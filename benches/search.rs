@@ -3,8 +3,9 @@
 //! hashed 256-dimension vectors; each leg alone too. The facts are synthetic
 //! sentences (8 subjects, 20 predicates, 37 objects, 24 places), so the
 //! query's terms each occur in hundreds to thousands of facts. BM25's cost
-//! grows with the lengths of its terms' posting lists (FTS5's bm25() counts
-//! each term's documents).
+//! grows with the lengths of its terms' posting lists (each term's live
+//! documents in the conversation are counted) and with the conversation's
+//! size (every live fact's length is read).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
 

@@ -64,13 +64,17 @@ pub struct SearchHit {
 /// not a letter, a digit or `_`, each term quoted (`"` doubled) and the terms
 /// joined by spaces, which FTS5 reads as AND. `None` when no term is left.
 pub fn fts_match_query(text: &str) -> Option<String> {
-    let lower = text.to_lowercase();
-    let terms: Vec<String> = lower
+    let terms = fts_phrases(text);
+    if terms.is_empty() { None } else { Some(terms.join(" ")) }
+}
+
+/// The quoted terms [`fts_match_query`] joins, in order.
+fn fts_phrases(text: &str) -> Vec<String> {
+    text.to_lowercase()
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|t| !t.is_empty())
         .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
-        .collect();
-    if terms.is_empty() { None } else { Some(terms.join(" ")) }
+        .collect()
 }
 
 /// FTS5's `bm25()` (lower is better, usually negative) mapped into (0, 1].
@@ -337,24 +341,123 @@ fn top_up(c: &Connection, conversation: &str, conv: &mut ConvVectors) -> rusqlit
     Ok(())
 }
 
-/// The BM25 leg: the `k` best live facts matching every term of the text.
+/// FTS5's `bm25()` constants.
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+/// The BM25 leg: the `k` best live facts matching every term of the text,
+/// scored with FTS5's `bm25()` formula (negative, lower is better) but with
+/// its statistics (document count, average length, each term's document
+/// count) taken over the live facts the leg searches (the conversation's,
+/// `as_of` respected) instead of the whole table, so a fact's score never
+/// depends on other conversations, nor on which of their facts were written
+/// yet. FTS5 still tokenises and matches: each quoted term of
+/// [`fts_match_query`] is matched on its own (its document count), a fact
+/// matching every term is a hit (FTS5's implicit AND) and a term's hits in it
+/// are counted from `highlight()`, and a fact's length is FTS5's own token
+/// count (the `facts_fts_docsize` shadow table).
 fn bm25_leg(c: &Connection, conversation: &str, text: &str, k: usize, as_of: &Option<String>) -> rusqlite::Result<Vec<(String, f64)>> {
-    let Some(query) = fts_match_query(text) else { return Ok(Vec::new()) };
+    Ok(bm25_raw(c, conversation, text, k, as_of)?.into_iter().map(|(id, raw)| (id, normalise_bm25(raw))).collect())
+}
+
+/// [`bm25_leg`]'s hits with their raw scores (as `bm25()` returns them).
+fn bm25_raw(c: &Connection, conversation: &str, text: &str, k: usize, as_of: &Option<String>) -> rusqlite::Result<Vec<(String, f64)>> {
+    let phrases = fts_phrases(text);
+    if phrases.is_empty() {
+        return Ok(Vec::new());
+    }
+    // The live facts searched, each with its length: N and the average length.
     let sql = format!(
-        // CROSS JOIN keeps the FTS match as the outer loop (else the planner
-        // may walk the conversation's facts and probe the index per row).
-        "SELECT f.id, bm25(facts_fts) AS raw FROM facts_fts CROSS JOIN facts f ON f.rowid = facts_fts.rowid
-         WHERE facts_fts MATCH ?1 AND f.conversation_id = ?2 AND {} ORDER BY raw, f.id LIMIT ?3",
+        "SELECT f.rowid, d.sz FROM facts f JOIN facts_fts_docsize d ON d.id = f.rowid WHERE f.conversation_id = ?1 AND {}",
         live_clause(as_of)
     );
     let mut st = c.prepare_cached(&sql)?;
-    bind(&mut st, &[&query, &conversation, &(k as i64)], as_of)?;
+    bind(&mut st, &[&conversation], as_of)?;
+    let mut len_of: HashMap<i64, i64> = HashMap::new();
+    let mut n_tokens = 0i64;
     let mut rows = st.raw_query();
-    let mut out = Vec::new();
     while let Some(r) = rows.next()? {
-        out.push((r.get::<_, String>(0)?, normalise_bm25(r.get(1)?)));
+        let dl = docsize(r.get_ref(1)?.as_blob()?);
+        n_tokens += dl;
+        len_of.insert(r.get(0)?, dl);
     }
+    if len_of.is_empty() {
+        return Ok(Vec::new());
+    }
+    let n_docs = len_of.len() as f64;
+    let avgdl = n_tokens as f64 / n_docs;
+    // Each term's live facts (the posting list only, no content read).
+    let mut st = c.prepare_cached("SELECT rowid FROM facts_fts WHERE facts_fts MATCH ?1")?;
+    let mut holding: Vec<std::collections::HashSet<i64>> = Vec::with_capacity(phrases.len());
+    for phrase in &phrases {
+        let mut set = std::collections::HashSet::new();
+        let mut rows = st.query([phrase])?;
+        while let Some(r) = rows.next()? {
+            let rowid: i64 = r.get(0)?;
+            if len_of.contains_key(&rowid) {
+                set.insert(rowid);
+            }
+        }
+        holding.push(set);
+    }
+    let idf: Vec<f64> = holding
+        .iter()
+        .map(|set| {
+            let n_hit = set.len() as f64;
+            let idf = ((n_docs - n_hit + 0.5) / (n_hit + 0.5)).ln();
+            if idf <= 0.0 { 1e-6 } else { idf }
+        })
+        .collect();
+    // The facts holding every term, scored as FTS5's bm25() scores them; a
+    // term's hits in a fact counted from `highlight()` (`char(1)` opens each
+    // instance; normalised content holds no control characters).
+    let Some(smallest) = holding.iter().min_by_key(|s| s.len()) else { return Ok(Vec::new()) };
+    let hits: Vec<i64> = smallest.iter().copied().filter(|r| holding.iter().all(|s| s.contains(r))).collect();
+    if hits.is_empty() {
+        return Ok(Vec::new());
+    }
+    let hits_json = serde_json::to_string(&hits).unwrap_or_default();
+    let mut tf_st = c.prepare_cached(
+        "SELECT rowid, highlight(facts_fts, 0, char(1), '') FROM facts_fts
+         WHERE facts_fts MATCH ?1 AND rowid IN (SELECT value FROM json_each(?2))",
+    )?;
+    // rowid → score so far
+    let mut score: HashMap<i64, f64> = hits.iter().map(|r| (*r, 0.0)).collect();
+    for (phrase, idf) in phrases.iter().zip(&idf) {
+        let mut rows = tf_st.query(params![phrase, hits_json])?;
+        while let Some(r) = rows.next()? {
+            let rowid: i64 = r.get(0)?;
+            let f = r.get_ref(1)?.as_str().map_or(0, |h| h.matches('\u{1}').count()) as f64;
+            let dl = len_of.get(&rowid).copied().unwrap_or(0) as f64;
+            if let Some(s) = score.get_mut(&rowid) {
+                *s += idf * (f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * dl / avgdl));
+            }
+        }
+    }
+    let mut id_st = c.prepare_cached("SELECT id FROM facts WHERE rowid = ?1")?;
+    let mut out: Vec<(String, f64)> = Vec::with_capacity(hits.len());
+    for rowid in hits {
+        out.push((id_st.query_row([rowid], |r| r.get(0))?, -score.get(&rowid).copied().unwrap_or(0.0)));
+    }
+    out.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+    out.truncate(k);
     Ok(out)
+}
+
+/// A `facts_fts_docsize` row: the fact's token count, an SQLite varint
+/// (7 bits a byte, high bit set on all but the last; a ninth byte holds 8).
+fn docsize(b: &[u8]) -> i64 {
+    let mut v: i64 = 0;
+    for (i, &x) in b.iter().enumerate() {
+        if i == 8 {
+            return (v << 8) | i64::from(x);
+        }
+        v = (v << 7) | i64::from(x & 0x7f);
+        if x & 0x80 == 0 {
+            break;
+        }
+    }
+    v
 }
 
 /// A vector as the store keeps it: f32 little-endian.
@@ -651,5 +754,84 @@ mod tests {
         assert_eq!(bm25.len(), 30);
         assert_eq!(vector.len(), 30);
         assert_eq!(both, merge(&bm25, &vector, 0.7, 0.0, 30));
+    }
+
+    fn documents(s: &Store, conversation: &str, texts: &[(String, String)]) {
+        let docs: Vec<Document<'_>> =
+            texts.iter().map(|(id, text)| Document { id, episode: "e1", text, turns: &[], vector: &[] }).collect();
+        s.insert_documents(conversation, &docs).unwrap();
+    }
+
+    fn owned(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter().map(|(i, t)| (i.to_string(), t.to_string())).collect()
+    }
+
+    const A: &[(&str, &str)] = &[
+        ("a1", "Alice likes green tea"),
+        ("a2", "Alice likes tea and cake, tea every day"),
+        ("a3", "Bob plays chess in the café"),
+        ("a4", "Tea"),
+        ("a5", "Alice drinks green smoothies at the cafe near the station"),
+    ];
+
+    #[test]
+    fn bm25_scores_depend_only_on_the_conversations_own_facts() {
+        let b: Vec<(String, String)> = (0..200).map(|i| (format!("b{i:04}"), format!("green tea with alice number {i}"))).collect();
+        let (b1, b2) = b.split_at(120);
+        let queries = ["tea", "green tea", "alice", "cafe", "alice likes tea"];
+        let run = |layout: &[&[(String, String)]], conv: &[&str]| -> Vec<Vec<SearchHit>> {
+            let dir = tempfile::tempdir().unwrap();
+            let s = Store::open(&dir.path().join("s.sqlite")).unwrap();
+            for (texts, c) in layout.iter().zip(conv) {
+                documents(&s, c, texts);
+            }
+            queries.iter().map(|q| s.search("a", q, &[], &params(0.0)).unwrap()).collect()
+        };
+        let a = owned(A);
+        let alone = run(&[&a], &["a"]);
+        assert!(alone.iter().all(|h| !h.is_empty()), "{alone:?}");
+        assert_eq!(run(&[b1, &a, b2], &["b", "a", "b"]), alone, "B's facts written around A's");
+        assert_eq!(run(&[&b, &a], &["b", "a"]), alone, "B's facts written before A's");
+        assert_eq!(run(&[&a, &b], &["a", "b"]), alone, "B's facts written after A's");
+        let (a1, a2) = a.split_at(2);
+        assert_eq!(run(&[a2, b1, a1, b2], &["a", "b", "a", "b"]), alone, "A's facts in another order");
+    }
+
+    #[test]
+    fn bm25_in_rust_is_fts5s_bm25_over_one_conversation() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("s.sqlite")).unwrap();
+        let mut texts = owned(A);
+        texts.extend((0..40).map(|i| (format!("x{i:03}"), format!("tea {} time {}", "very ".repeat(i % 7), i % 3))));
+        documents(&s, "a", &texts);
+        for q in ["tea", "green tea", "tea tea", "Café", "alice likes", "time very tea", "snake_case", "nothing here"] {
+            let (ours, fts5) = s
+                .with(|c| {
+                    let ours = bm25_raw(c, "a", q, 1000, &None)?;
+                    let mut st = c.prepare(
+                        "SELECT f.id, bm25(facts_fts) AS raw FROM facts_fts CROSS JOIN facts f ON f.rowid = facts_fts.rowid
+                         WHERE facts_fts MATCH ?1 ORDER BY raw, f.id",
+                    )?;
+                    let fts5 = match fts_match_query(q) {
+                        Some(m) => st
+                            .query_map([m], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))?
+                            .collect::<rusqlite::Result<Vec<_>>>()?,
+                        None => Vec::new(),
+                    };
+                    Ok((ours, fts5))
+                })
+                .unwrap();
+            assert_eq!(ours.iter().map(|h| &h.0).collect::<Vec<_>>(), fts5.iter().map(|h| &h.0).collect::<Vec<_>>(), "{q}");
+            for ((id, x), (_, y)) in ours.iter().zip(&fts5) {
+                assert!((x - y).abs() < 1e-9, "{q} {id}: {x} vs FTS5 {y}");
+            }
+        }
+    }
+
+    #[test]
+    fn docsize_reads_sqlite_varints() {
+        assert_eq!(docsize(&[5]), 5);
+        assert_eq!(docsize(&[0x81, 0x00]), 128);
+        assert_eq!(docsize(&[0x82, 0x81, 0x03]), (2 << 14) | (1 << 7) | 3);
     }
 }

@@ -44,10 +44,6 @@ fn run_cli(dataset: &Path, out: &Path, args: &[&str]) -> String {
         .arg("--out")
         .arg(out)
         .args(["--profile", "signet"])
-        // One thread: the search's BM25 scores depend on every conversation's
-        // facts in the shared FTS table, so parallel conversations would make
-        // the scores printed here depend on scheduling.
-        .args(["--threads", "1"])
         .args(args)
         .output()
         .expect("run memform");
