@@ -122,7 +122,7 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
             Err(e) => return Err(Error::Other(format!("conversation {id}: {}", crate::error::chain(&e)))),
         }
     }
-    let live = live_fact_ids(&store)?;
+    let live = store.live_fact_ids()?;
     let analysis = analyze(&RunData {
         dataset,
         episodes: &episodes,
@@ -149,11 +149,6 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     build.commit(&mut manifest)?;
     let Analysis { summary, .. } = analysis;
     Ok(RunOutput { summary, episodes, skipped, out_dir: opts.out_dir.clone(), qa_warnings })
-}
-
-/// Ids of the facts live in `store` (neither invalidated nor superseded).
-pub fn live_fact_ids(store: &Store) -> Result<std::collections::BTreeSet<String>> {
-    store.live_fact_ids()
 }
 
 fn run_conversation(

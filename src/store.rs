@@ -868,7 +868,7 @@ fn kind_str(k: FactKind) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::normalize::normalize_and_hash_content;
     use crate::pipeline::records::CandidateOutcome;
@@ -908,7 +908,7 @@ mod tests {
         s
     }
 
-    fn plan(episode: &str, now: &str, proposals: Vec<Proposal>) -> WritePlan {
+    pub(crate) fn plan(episode: &str, now: &str, proposals: Vec<Proposal>) -> WritePlan {
         WritePlan {
             conversation_id: "c".into(),
             episode_id: episode.into(),
@@ -920,7 +920,7 @@ mod tests {
         }
     }
 
-    fn insert(f: FactRec) -> Proposal {
+    pub(crate) fn insert(f: FactRec) -> Proposal {
         Proposal { candidate_id: f.id.clone(), action: Action::Insert { fact: Box::new(f) } }
     }
 

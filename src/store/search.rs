@@ -477,6 +477,7 @@ mod tests {
     use crate::normalize::normalize_and_hash_content;
     use crate::pipeline::write::{Action, Proposal, WritePlan, policy};
     use crate::state::FactRec;
+    use crate::store::tests::{insert, plan};
     use crate::types::{Episode, Turn};
 
     fn hits(v: &[SearchHit]) -> Vec<(&str, f64)> {
@@ -556,22 +557,6 @@ mod tests {
         let mut f = FactRec { normalized: n.normalized, hash: n.hash, embedding, ..FactRec::for_test(id, "Alice", "p", id) };
         f.content = n.storage;
         f
-    }
-
-    fn plan(episode: &str, now: &str, proposals: Vec<Proposal>) -> WritePlan {
-        WritePlan {
-            conversation_id: "c".into(),
-            episode_id: episode.into(),
-            now: Some(now.into()),
-            new_entities: vec![],
-            new_aliases: vec![],
-            proposals,
-            verdicts: vec![],
-        }
-    }
-
-    fn insert(f: FactRec) -> Proposal {
-        Proposal { candidate_id: f.id.clone(), action: Action::Insert { fact: Box::new(f) } }
     }
 
     fn store_at(path: &std::path::Path) -> Store {
