@@ -26,7 +26,7 @@ LOCOMO_PREREQ = $(if $(LOCOMO),,locomo-data)
 # `memform run` on the LoCoMo data with the given arguments (echoed with the path it picked).
 LOCOMO_RUN = d=$(LOCOMO_DIR); echo "$(BIN) run --dataset $$d $(1)"; $(BIN) run --dataset "$$d" $(1)
 
-PHONY_EXTRA := locomo-embeddings
+PHONY_EXTRA := locomo-embeddings longmemeval
 .PHONY: all build run test lint fuzz fuzz-build bench locomo locomo-llm locomo-compare locomo-data $(PHONY_EXTRA) record record-embeddings record-locomo \
         models test-py-deps memorix llm-server-deps llm-server-start llm-server-stop gate update-baseline clean-reports
 
@@ -117,9 +117,17 @@ locomo: build $(LOCOMO_PREREQ)
 locomo-llm: build $(LOCOMO_PREREQ)
 	@$(call LOCOMO_RUN,--mode llm --out reports/locomo-llm) > /dev/null
 
-## Record LoCoMo's MiniLM vectors into git-ignored locomo-fixtures/ (for the warm-cache bench and --embedder minilm).
+## Record LoCoMo's MiniLM vectors into git-ignored locomo-fixtures/ (for the warm-cache bench and --embedder minilm):
+## the facts', and (the QA evaluation being on) the questions', turns' and sessions'.
 locomo-embeddings: build models $(LOCOMO_PREREQ)
 	@$(call LOCOMO_RUN,--mode rules --embedder minilm --embed record --out reports/locomo-rules-minilm) > /dev/null
+
+## LongMemEval: LONGMEMEVAL=path/to/longmemeval_s_cleaned.json (downloaded by you; its
+## text is never committed) in rules mode, QA retrieval included, into reports/longmemeval/.
+## Without LONGMEMEVAL, the hand-written sample in datasets/longmemeval-sample/.
+LONGMEMEVAL ?= datasets/longmemeval-sample/longmemeval_sample.json
+longmemeval: build
+	$(BIN) run --dataset "$(LONGMEMEVAL)" --mode rules --set 'qa_as_of="question"' --out reports/longmemeval > /dev/null
 
 ## Re-record the scenarios' LLM answers against the local llama.cpp server (and the MiniLM
 ## vectors of the texts the new answers bring).

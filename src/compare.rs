@@ -50,6 +50,9 @@ const HEADLINE: &[&str] = &[
     "content_f1",
     "content_f1_cosine",
     "qa_evidence_coverage",
+    "qa_recall_any_at_5",
+    "qa_mrr",
+    "qa_items_indexed",
     "dedup_f1",
     "judge_accuracy",
     "contradiction_accuracy",
@@ -315,6 +318,30 @@ pub fn compare_runs(a: &Side, b: &Side, out: &Path, opts: CompareOptions) -> Res
             ci_high: hi,
             higher_is_better: d.higher_is_better,
             undefined,
+        });
+    }
+    // Retrieval (QA): the formed memory's figures compared (no interval: the
+    // bootstrap resamples episodes, and these are per QA item); the
+    // baselines' depend on the dataset, embedder and search keys alone:
+    // context when equal (compared when the runs searched differently).
+    for key in crate::qa::metric_names() {
+        let (Some(va), Some(vb)) = (la.summary["metrics"][&key].as_f64(), lb.summary["metrics"][&key].as_f64()) else { continue };
+        let fixed =
+            key.starts_with("qa_raw_") || key == "qa_evidence_unknown_turns" || key == "qa_items_excluded" || key == "qa_items_scored";
+        if fixed && va == vb {
+            context.push((key.clone(), la.summary["metrics"][&key].clone()));
+            continue;
+        }
+        metrics.push(MetricRow {
+            metric: key.clone(),
+            a: va,
+            b: vb,
+            uplift: round6(vb - va),
+            ci_low: None,
+            ci_high: None,
+            // Fewer facts indexed for the same recall is the better memory.
+            higher_is_better: Some(key != "qa_items_indexed"),
+            undefined: None,
         });
     }
     let per_conversation = per_conversation(&la.episodes, &lb.episodes, &labels)?;

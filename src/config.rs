@@ -120,6 +120,10 @@ pub struct Config {
     /// Each leg fetches `top_k × search_leg_factor` facts before the merge
     /// (Signet's decision stage fetches twice its 5).
     pub search_leg_factor: usize,
+    /// The QA evaluation's instant (docs/metrics.md, "Retrieval (QA)"):
+    /// `final` (the final store) or `question` (the facts live when each item
+    /// with an `asked_at` is asked).
+    pub qa_as_of: String,
 
     // ---- the memorix profile (docs/profiles.md) ----
     /// Resolve: the best hit's own search score at or above which the
@@ -282,6 +286,7 @@ impl Default for Config {
             search_min_score: 0.1,
             search_top_k: 5,
             search_leg_factor: 2,
+            qa_as_of: "final".to_string(),
             embedder: "hashed".to_string(),
             hashed_dims: 256,
             llm_provider: "openai".to_string(),
@@ -461,6 +466,9 @@ impl Config {
         }
         if !["discard", "decay"].contains(&self.ephemeral_policy.as_str()) {
             return Err(format!("ephemeral_policy = {:?}: unknown policy, expected \"discard\" or \"decay\"", self.ephemeral_policy));
+        }
+        if !["final", "question"].contains(&self.qa_as_of.as_str()) {
+            return Err(format!("qa_as_of = {:?}: unknown value, expected \"final\" or \"question\"", self.qa_as_of));
         }
         if self.min_fact_chars > self.max_fact_chars {
             return Err(format!("min_fact_chars = {} is above max_fact_chars = {}", self.min_fact_chars, self.max_fact_chars));

@@ -10,6 +10,7 @@
 //! The format reference is `datasets/README.md`.
 
 pub mod locomo;
+pub mod longmemeval;
 pub mod native;
 
 use std::collections::BTreeMap;
@@ -55,8 +56,15 @@ fn load_inner(path: &Path, mut bad: Option<&mut Vec<BadFile>>) -> Result<(Datase
     let meta = fs::metadata(path).map_err(|e| Error::io(path, e))?;
     let mut warnings = Vec::new();
     let (format, files, conversations) = if meta.is_file() {
-        let (files, conversations) = load_locomo_file(path, &mut warnings)?;
-        (DatasetFormat::Locomo, files, conversations)
+        let bytes = fs::read(path).map_err(|e| Error::io(path, e))?;
+        let value = parse_json_value(path, &bytes)?;
+        if longmemeval::looks_like(&value) {
+            let conversations = longmemeval::import(path, &value)?.into_iter().map(|c| (path.to_path_buf(), c)).collect();
+            (DatasetFormat::Longmemeval, vec![InputFile { relative: file_name(path), bytes }], conversations)
+        } else {
+            let (files, conversations) = load_locomo_value(path, bytes, value, &mut warnings)?;
+            (DatasetFormat::Locomo, files, conversations)
+        }
     } else {
         match detect_dir(path, bad.as_deref_mut())? {
             Detected::Native(paths) => {
@@ -80,7 +88,13 @@ pub fn detect(path: &Path) -> Result<DatasetFormat> {
     if meta.is_file() {
         let bytes = fs::read(path).map_err(|e| Error::io(path, e))?;
         let value = parse_json_value(path, &bytes)?;
-        return if locomo::looks_like(&value) { Ok(DatasetFormat::Locomo) } else { Err(not_locomo_file(path)) };
+        return if longmemeval::looks_like(&value) {
+            Ok(DatasetFormat::Longmemeval)
+        } else if locomo::looks_like(&value) {
+            Ok(DatasetFormat::Locomo)
+        } else {
+            Err(not_locomo_file(path))
+        };
     }
     Ok(match detect_dir(path, None)? {
         Detected::Native(_) => DatasetFormat::Native,
@@ -175,9 +189,7 @@ fn load_native(dir: &Path, paths: &[PathBuf], mut bad: Option<&mut Vec<BadFile>>
     Ok((files, conversations))
 }
 
-fn load_locomo_file(path: &Path, warnings: &mut Vec<Warning>) -> Result<Loaded> {
-    let bytes = fs::read(path).map_err(|e| Error::io(path, e))?;
-    let value = parse_json_value(path, &bytes)?;
+fn load_locomo_value(path: &Path, bytes: Vec<u8>, value: serde_json::Value, warnings: &mut Vec<Warning>) -> Result<Loaded> {
     if !locomo::looks_like(&value) {
         return Err(not_locomo_file(path));
     }
@@ -210,7 +222,8 @@ fn not_locomo_file(path: &Path) -> Error {
     Error::UnknownFormat {
         path: path.to_path_buf(),
         message: "looked for a LoCoMo conversation (an object with speaker_a, speaker_b and \
-                  session_N keys, or a list of {sample_id, conversation} objects), found neither"
+                  session_N keys, or a list of {sample_id, conversation} objects) and for LongMemEval \
+                  instances (a list of objects with question_id, question_date and haystack_sessions), found neither"
             .into(),
     }
 }

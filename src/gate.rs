@@ -88,6 +88,7 @@ impl Default for Rules {
                 ("content_f1".to_string(), r(Direction::Higher, 0.02, 0.0)),
                 ("noise_rejection_rate".to_string(), r(Direction::Both, 0.05, 0.0)),
                 ("warnings".to_string(), r(Direction::Lower, 2.0, 0.10)),
+                ("qa_recall_any_at_5".to_string(), r(Direction::Higher, 0.02, 0.0)),
             ]),
         }
     }

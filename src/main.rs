@@ -406,7 +406,8 @@ struct RunArgs {
     #[arg(long = "tag", value_name = "KEY=VALUE")]
     tag: Vec<String>,
     /// Evaluate retrieval over the final store against the QA items, beside
-    /// the raw-turn and raw-session baselines (qa.csv, qa_* metrics).
+    /// the raw-turn and raw-session baselines (qa.parquet, qa.csv, qa_*
+    /// metrics). On by default when the dataset has QA items.
     #[arg(long, overrides_with = "no_qa")]
     qa: bool,
     /// Skip the retrieval evaluation.
@@ -471,6 +472,7 @@ fn recorded_root(dataset_dir: &std::path::Path, dataset: &Dataset) -> PathBuf {
     match dataset.format {
         DatasetFormat::Native => dataset_dir.to_path_buf(),
         DatasetFormat::Locomo => PathBuf::from("locomo-fixtures").join(&dataset.name),
+        DatasetFormat::Longmemeval => PathBuf::from("longmemeval-fixtures").join(&dataset.name),
     }
 }
 

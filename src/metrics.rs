@@ -382,6 +382,7 @@ fn names_for(labels: &Labels) -> Vec<String> {
     }
     if labels.qa {
         names.extend(["qa_items".to_string(), "qa_item_coverage".to_string()]);
+        names.extend(crate::qa::metric_names());
     }
     if labels.duplicate_groups {
         names.push("duplicate_groups".into());
@@ -893,7 +894,7 @@ impl GoldFrames {
                 }
             }
             for (k, q) in c.gold.qa.iter().enumerate() {
-                let cat = q.category.map_or_else(|| "none".to_string(), |x| x.to_string());
+                let cat = q.category_name();
                 for turn in &q.evidence {
                     qa.0.push(c.id.clone());
                     qa.1.push(k as i64);

@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
+use polars::prelude::{Column, DataFrame, NamedFrom, Series};
 use serde_json::{Value, json};
 
 use crate::config::Config;
@@ -71,7 +72,7 @@ pub fn score(retrieved: &[Vec<String>], evidence: &BTreeSet<String>, relevant_in
     out
 }
 
-/// One row of `qa.csv`: one item, one source.
+/// One row of `qa.csv` / `qa.parquet`: one item, one source.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QaRow {
     pub conversation: String,
@@ -79,6 +80,11 @@ pub struct QaRow {
     pub category: String,
     pub source: &'static str,
     pub question: String,
+    /// The instant searched (`qa_as_of = "question"` and the item's
+    /// `asked_at`); `None`: the final store.
+    pub as_of: Option<String>,
+    /// An abstention item (LongMemEval's `_abs`): reported apart.
+    pub abstention: bool,
     pub evidence: Vec<String>,
     pub retrieved: Vec<String>,
     pub scores: Vec<f64>,
@@ -97,21 +103,78 @@ pub struct QaResult {
     pub excluded: usize,
 }
 
-/// A conversation's corpus for one source: documents and each one's turns.
+impl QaResult {
+    /// `self`'s rows followed by `other`'s (another source's evaluation of
+    /// the same items: the summary's means do not depend on row order); the
+    /// warnings and exclusions stay `self`'s (the items are the same).
+    pub fn with_sources_of(mut self, other: &QaResult) -> QaResult {
+        self.rows.extend(other.rows.iter().cloned());
+        for (k, v) in &other.indexed {
+            self.indexed.insert(k, *v);
+        }
+        self
+    }
+}
+
+/// A conversation's corpus for one source: each document's turns, and when
+/// it was written (`None`: no timestamp) and ended (`Some("")`: ended
+/// without a clock), for the documents live at an instant.
 struct Corpus {
     turns_of: HashMap<String, Vec<String>>,
+    docs: Vec<Doc>,
+}
+
+struct Doc {
+    turns: Vec<String>,
+    created_at: Option<String>,
+    ended_at: Option<String>,
+    live_now: bool,
+}
+
+impl Corpus {
+    /// Documents holding an evidence turn that a search (now, or at `as_of`)
+    /// can return: the ideal ranking's length.
+    fn relevant(&self, evidence: &BTreeSet<String>, as_of: Option<&str>) -> usize {
+        self.docs
+            .iter()
+            .filter(|d| match as_of {
+                None => d.live_now,
+                Some(t) => d.created_at.as_deref().is_some_and(|c| c <= t) && d.ended_at.as_deref().is_none_or(|e| !e.is_empty() && e > t),
+            })
+            .filter(|d| d.turns.iter().any(|x| evidence.contains(x)))
+            .count()
+    }
 }
 
 /// Evaluates every QA item of `dataset` against `store` (the run's store)
 /// and the two baselines. `embedder` is the run's (its cache records or
 /// replays the questions', turns' and sessions' vectors).
 pub fn evaluate(dataset: &Dataset, store: &Store, embedder: &dyn Embedder, cfg: &Config) -> Result<QaResult> {
+    evaluate_sources(dataset, Some(store), embedder, cfg, true)
+}
+
+/// [`evaluate`] over the formed memory (when `store` is given) and the
+/// baselines (when `baselines`): a sweep evaluates the baselines once per
+/// search configuration and the formed memory at every point. The rows come
+/// in dataset order, each item's sources in [`SOURCES`] order.
+pub fn evaluate_sources(
+    dataset: &Dataset,
+    store: Option<&Store>,
+    embedder: &dyn Embedder,
+    cfg: &Config,
+    baselines: bool,
+) -> Result<QaResult> {
     use rayon::prelude::{IntoParallelRefIterator, ParallelIterator};
     let params = SearchParams::with_top_k(cfg, MAX_K);
-    let facts = store.facts()?;
+    let at_question = cfg.qa_as_of == "question";
+    let facts = match store {
+        Some(s) => s.facts()?,
+        None => Vec::new(),
+    };
     let convs: Vec<&Conversation> = dataset.conversations.iter().filter(|c| !c.gold.qa.is_empty()).collect();
     // Conversations in parallel (each baseline is a store of its own), merged in dataset order.
-    let parts: Vec<Result<QaResult>> = convs.par_iter().map(|conv| evaluate_conversation(conv, &facts, store, embedder, &params)).collect();
+    let parts: Vec<Result<QaResult>> =
+        convs.par_iter().map(|conv| evaluate_conversation(conv, &facts, store, embedder, &params, at_question, baselines)).collect();
     let mut out = QaResult::default();
     for part in parts {
         let part = part?;
@@ -128,28 +191,45 @@ pub fn evaluate(dataset: &Dataset, store: &Store, embedder: &dyn Embedder, cfg: 
 fn evaluate_conversation(
     conv: &Conversation,
     facts: &[crate::store::StoredFact],
-    store: &Store,
+    store: Option<&Store>,
     embedder: &dyn Embedder,
     params: &SearchParams,
+    at_question: bool,
+    with_baselines: bool,
 ) -> Result<QaResult> {
     let mut out = QaResult::default();
     let known: BTreeSet<&str> = conv.episodes.iter().flat_map(|e| e.turns.iter().map(|t| t.id.as_str())).collect();
+    let mine: Vec<&crate::store::StoredFact> = facts.iter().filter(|f| f.conversation_id == conv.id).collect();
     let formed = Corpus {
-        turns_of: facts
+        turns_of: mine.iter().map(|f| (f.id.clone(), serde_json::from_str::<Vec<String>>(&f.source_turns).unwrap_or_default())).collect(),
+        docs: mine
             .iter()
-            .filter(|f| f.conversation_id == conv.id && f.invalid_at.is_none() && f.superseded_by.is_none())
-            .map(|f| (f.id.clone(), serde_json::from_str::<Vec<String>>(&f.source_turns).unwrap_or_default()))
+            .map(|f| Doc {
+                turns: serde_json::from_str::<Vec<String>>(&f.source_turns).unwrap_or_default(),
+                created_at: f.created_at.clone(),
+                // Superseded without a clock: ended (as the search's live-at rule).
+                ended_at: f.invalid_at.clone().or_else(|| f.superseded_by.as_ref().map(|_| String::new())),
+                live_now: f.invalid_at.is_none() && f.superseded_by.is_none(),
+            })
             .collect(),
     };
-    let (turns, sessions) = baselines(conv, embedder)?;
-    out.indexed.insert("formed", formed.turns_of.len());
-    out.indexed.insert("raw_turns", turns.1.turns_of.len());
-    out.indexed.insert("raw_sessions", sessions.1.turns_of.len());
+    let raw = if with_baselines { Some(baselines(conv, embedder)?) } else { None };
+    let mut sources: Vec<(&'static str, &Store, &Corpus)> = Vec::new();
+    if let Some(store) = store {
+        out.indexed.insert("formed", formed.docs.iter().filter(|d| d.live_now).count());
+        sources.push(("formed", store, &formed));
+    }
+    if let Some((turns, sessions)) = &raw {
+        out.indexed.insert("raw_turns", turns.1.docs.len());
+        out.indexed.insert("raw_sessions", sessions.1.docs.len());
+        sources.push(("raw_turns", &turns.0, &turns.1));
+        sources.push(("raw_sessions", &sessions.0, &sessions.1));
+    }
     let questions: Vec<&str> = conv.gold.qa.iter().map(|q| q.question.as_str()).collect();
     let vectors = embedder.embed(&questions, &format!("{}/qa", conv.id))?;
     for (i, item) in conv.gold.qa.iter().enumerate() {
         let mut evidence = BTreeSet::new();
-        for t in &item.evidence {
+        for t in item.evidence.iter().chain(&item.unknown_evidence) {
             if known.contains(t.as_str()) {
                 evidence.insert(t.clone());
             } else {
@@ -161,19 +241,21 @@ fn evaluate_conversation(
             continue;
         }
         let q = vectors.get(i).map_or(&[][..], Vec::as_slice);
-        let category = item.category.map_or_else(|| "none".to_string(), |c| c.to_string());
-        for (source, st, corpus) in
-            [("formed", store, &formed), ("raw_turns", &turns.0, &turns.1), ("raw_sessions", &sessions.0, &sessions.1)]
-        {
-            let hits = st.search(&conv.id, &item.question, q, params)?;
+        let category = item.category_name();
+        let as_of = if at_question { item.asked_at.clone() } else { None };
+        let params = SearchParams { as_of: as_of.clone(), ..params.clone() };
+        for &(source, st, corpus) in &sources {
+            let hits = st.search(&conv.id, &item.question, q, &params)?;
             let retrieved: Vec<Vec<String>> = hits.iter().map(|h| corpus.turns_of.get(&h.fact_id).cloned().unwrap_or_default()).collect();
-            let relevant = corpus.turns_of.values().filter(|ts| ts.iter().any(|t| evidence.contains(t))).count();
+            let relevant = corpus.relevant(&evidence, as_of.as_deref());
             out.rows.push(QaRow {
                 conversation: conv.id.clone(),
                 item: i,
                 category: category.clone(),
                 source,
                 question: item.question.clone(),
+                as_of: as_of.clone(),
+                abstention: item.abstention,
                 evidence: evidence.iter().cloned().collect(),
                 retrieved: hits.iter().map(|h| h.fact_id.clone()).collect(),
                 scores: hits.iter().map(|h| h.score).collect(),
@@ -184,30 +266,32 @@ fn evaluate_conversation(
     Ok(out)
 }
 
+/// A baseline document: id, episode, text, turns, written at.
+type RawDoc = (String, String, String, Vec<String>, Option<String>);
+
 /// The two baselines' in-memory stores: every turn a document, every session a document.
 fn baselines(conv: &Conversation, embedder: &dyn Embedder) -> Result<((Store, Corpus), (Store, Corpus))> {
-    let turn_docs: Vec<(String, String, String, Vec<String>)> = conv
+    let turn_docs: Vec<RawDoc> = conv
         .episodes
         .iter()
-        .flat_map(|e| e.turns.iter().map(move |t| (t.id.clone(), e.id.clone(), format!("{}: {}", t.speaker, t.text), vec![t.id.clone()])))
+        .flat_map(|e| {
+            e.turns
+                .iter()
+                .map(move |t| (t.id.clone(), e.id.clone(), format!("{}: {}", t.speaker, t.text), vec![t.id.clone()], e.timestamp.clone()))
+        })
         .collect();
-    let session_docs: Vec<(String, String, String, Vec<String>)> = conv
+    let session_docs: Vec<RawDoc> = conv
         .episodes
         .iter()
         .map(|e| {
             let text = e.turns.iter().map(|t| format!("{}: {}", t.speaker, t.text)).collect::<Vec<_>>().join("\n");
-            (e.id.clone(), e.id.clone(), text, e.turns.iter().map(|t| t.id.clone()).collect())
+            (e.id.clone(), e.id.clone(), text, e.turns.iter().map(|t| t.id.clone()).collect(), e.timestamp.clone())
         })
         .collect();
     Ok((index(conv, embedder, &turn_docs, "raw_turns")?, index(conv, embedder, &session_docs, "raw_sessions")?))
 }
 
-fn index(
-    conv: &Conversation,
-    embedder: &dyn Embedder,
-    docs: &[(String, String, String, Vec<String>)],
-    what: &str,
-) -> Result<(Store, Corpus)> {
+fn index(conv: &Conversation, embedder: &dyn Embedder, docs: &[RawDoc], what: &str) -> Result<(Store, Corpus)> {
     let store = Store::in_memory()?;
     let texts: Vec<&str> = docs.iter().map(|d| d.2.as_str()).collect();
     let vectors = if texts.is_empty() { Vec::new() } else { embedder.embed(&texts, &format!("{}/{what}", conv.id))? };
@@ -217,7 +301,13 @@ fn index(
         .map(|(i, d)| Document { id: &d.0, episode: &d.1, text: &d.2, turns: &d.3, vector: vectors.get(i).map_or(&[][..], Vec::as_slice) })
         .collect();
     store.insert_documents(&conv.id, &documents)?;
-    Ok((store, Corpus { turns_of: docs.iter().map(|d| (d.0.clone(), d.3.clone())).collect() }))
+    let dates: Vec<(&str, Option<&str>)> = docs.iter().map(|d| (d.0.as_str(), d.4.as_deref())).collect();
+    store.date_documents(&conv.id, &dates)?;
+    let corpus = Corpus {
+        turns_of: docs.iter().map(|d| (d.0.clone(), d.3.clone())).collect(),
+        docs: docs.iter().map(|d| Doc { turns: d.3.clone(), created_at: d.4.clone(), ended_at: None, live_now: true }).collect(),
+    };
+    Ok((store, corpus))
 }
 
 /// The mean of `f` over `rows`, or `None` when there are none.
@@ -238,6 +328,22 @@ fn figures(m: &mut BTreeMap<String, Value>, rows: &[&QaRow], pre: &str) {
     m.insert(format!("{pre}items_scored"), json!(rows.len()));
 }
 
+/// The numeric summary keys of [`summary_metrics`] (what a sweep point
+/// reports and `--objective` may name).
+pub fn metric_names() -> Vec<String> {
+    let mut names = vec!["qa_evidence_unknown_turns".to_string(), "qa_items_excluded".to_string()];
+    for source in SOURCES {
+        let prefix = if source == "formed" { "qa_".to_string() } else { format!("qa_{source}_") };
+        for k in ["recall_any_at_1", "recall_any_at_5", "recall_any_at_10", "recall_all_at_5", "recall_all_at_10", "ndcg_any_at_5"] {
+            names.push(format!("{prefix}{k}"));
+        }
+        for k in ["ndcg_any_at_10", "mrr", "items_scored", "items_indexed"] {
+            names.push(format!("{prefix}{k}"));
+        }
+    }
+    names
+}
+
 /// The summary metrics: per source (prefix `qa_` for the formed memory,
 /// `qa_raw_turns_` and `qa_raw_sessions_` for the baselines) the recall,
 /// nDCG and MRR figures, the items scored, the documents indexed, and per
@@ -246,8 +352,14 @@ pub fn summary_metrics(r: &QaResult) -> BTreeMap<String, Value> {
     let mut m = BTreeMap::new();
     for source in SOURCES {
         let prefix = if source == "formed" { "qa_".to_string() } else { format!("qa_{source}_") };
-        let rows: Vec<&QaRow> = r.rows.iter().filter(|row| row.source == source).collect();
+        let rows: Vec<&QaRow> = r.rows.iter().filter(|row| row.source == source && !row.abstention).collect();
         figures(&mut m, &rows, &prefix);
+        let abstention: Vec<&QaRow> = r.rows.iter().filter(|row| row.source == source && row.abstention).collect();
+        if !abstention.is_empty() {
+            let mut am = BTreeMap::new();
+            figures(&mut am, &abstention, "");
+            m.insert(format!("{prefix}abstention"), json!(am));
+        }
         m.insert(format!("{prefix}items_indexed"), json!(r.indexed.get(source).copied().unwrap_or(0)));
         let categories: BTreeSet<&str> = rows.iter().map(|row| row.category.as_str()).collect();
         let mut by_cat = serde_json::Map::new();
@@ -264,38 +376,70 @@ pub fn summary_metrics(r: &QaResult) -> BTreeMap<String, Value> {
     m
 }
 
-/// `qa.csv`: one row per item and source, the retrieved ids and scores
+/// The columns `qa.csv` and `qa.parquet` share: one row per item and
+/// source, the item's figures, `hit_rank` the rank of the first retrieved
+/// document holding an evidence turn (null when none in the top 10).
+fn scalar_columns(r: &QaResult) -> Vec<Column> {
+    let rows = &r.rows;
+    let f = |name: &str, get: &dyn Fn(&Scored) -> f64| Column::new(name.into(), rows.iter().map(|x| get(&x.scored)).collect::<Vec<f64>>());
+    vec![
+        Column::new("conversation".into(), rows.iter().map(|x| x.conversation.as_str()).collect::<Vec<_>>()),
+        Column::new("item".into(), rows.iter().map(|x| x.item as i64).collect::<Vec<_>>()),
+        Column::new("category".into(), rows.iter().map(|x| x.category.as_str()).collect::<Vec<_>>()),
+        Column::new("source".into(), rows.iter().map(|x| x.source).collect::<Vec<_>>()),
+        Column::new("question".into(), rows.iter().map(|x| x.question.as_str()).collect::<Vec<_>>()),
+        Column::new("as_of".into(), rows.iter().map(|x| x.as_of.as_deref()).collect::<Vec<_>>()),
+        Column::new("abstention".into(), rows.iter().map(|x| x.abstention).collect::<Vec<_>>()),
+        Column::new("hit_rank".into(), rows.iter().map(|x| hit_rank(&x.scored)).collect::<Vec<Option<i64>>>()),
+        f("recall_any_at_1", &|s| s.recall_any[0]),
+        f("recall_any_at_5", &|s| s.recall_any[1]),
+        f("recall_any_at_10", &|s| s.recall_any[2]),
+        f("recall_all_at_5", &|s| s.recall_all[1]),
+        f("recall_all_at_10", &|s| s.recall_all[2]),
+        f("ndcg_any_at_5", &|s| s.ndcg_any[1]),
+        f("ndcg_any_at_10", &|s| s.ndcg_any[2]),
+        f("mrr", &|s| s.mrr),
+    ]
+}
+
+/// The rank (from 1) of the first hit, from the MRR.
+fn hit_rank(s: &Scored) -> Option<i64> {
+    (s.mrr > 0.0).then(|| (1.0 / s.mrr).round() as i64)
+}
+
+fn frame_err(e: polars::prelude::PolarsError) -> Error {
+    Error::Other(format!("QA table: {e}"))
+}
+
+/// `qa.parquet`: [`scalar_columns`] and, as lists in rank order, the
+/// evidence turns, the retrieved ids and their scores.
+pub fn parquet_frame(r: &QaResult) -> Result<DataFrame> {
+    let list = |name: &str, v: Vec<Series>| Column::new(name.into(), v);
+    let strings = |name: &str, get: &dyn Fn(&QaRow) -> &Vec<String>| {
+        list(name, r.rows.iter().map(|x| Series::new("".into(), get(x).iter().map(String::as_str).collect::<Vec<_>>())).collect())
+    };
+    let mut cols = scalar_columns(r);
+    cols.insert(7, strings("evidence", &|x| &x.evidence));
+    cols.insert(8, strings("retrieved", &|x| &x.retrieved));
+    cols.insert(9, list("scores", r.rows.iter().map(|x| Series::new("".into(), x.scores.clone())).collect()));
+    DataFrame::new(r.rows.len(), cols).map_err(frame_err)
+}
+
+/// `qa.csv`: [`scalar_columns`] with the evidence, retrieved ids and scores
 /// `|`-separated in rank order.
-pub fn write_csv(path: &Path, r: &QaResult) -> Result<()> {
-    let cell = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
-    let mut out = String::from(
-        "conversation,item,category,source,question,evidence,retrieved,scores,hit_rank,recall_any_at_1,recall_any_at_5,recall_any_at_10,recall_all_at_5,recall_all_at_10,ndcg_any_at_5,ndcg_any_at_10,mrr\n",
-    );
-    for row in &r.rows {
-        let s = &row.scored;
-        let hit_rank = if s.mrr > 0.0 { format!("{}", (1.0 / s.mrr).round() as usize) } else { String::new() };
-        out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6}\n",
-            cell(&row.conversation),
-            row.item,
-            cell(&row.category),
-            row.source,
-            cell(&row.question),
-            cell(&row.evidence.join("|")),
-            cell(&row.retrieved.join("|")),
-            cell(&row.scores.iter().map(|x| format!("{x:.6}")).collect::<Vec<_>>().join("|")),
-            hit_rank,
-            s.recall_any[0],
-            s.recall_any[1],
-            s.recall_any[2],
-            s.recall_all[1],
-            s.recall_all[2],
-            s.ndcg_any[1],
-            s.ndcg_any[2],
-            s.mrr
-        ));
-    }
-    std::fs::write(path, out).map_err(|e| Error::io(path, e))
+pub fn csv_frame(r: &QaResult) -> Result<DataFrame> {
+    let joined = |name: &str, get: &dyn Fn(&QaRow) -> String| Column::new(name.into(), r.rows.iter().map(get).collect::<Vec<String>>());
+    let mut cols = scalar_columns(r);
+    cols.insert(7, joined("evidence", &|x| x.evidence.join("|")));
+    cols.insert(8, joined("retrieved", &|x| x.retrieved.join("|")));
+    cols.insert(9, joined("scores", &|x| x.scores.iter().map(|s| format!("{s:.6}")).collect::<Vec<_>>().join("|")));
+    DataFrame::new(r.rows.len(), cols).map_err(frame_err)
+}
+
+/// Writes `qa.parquet` and `qa.csv` into `dir`.
+pub fn write(dir: &Path, r: &QaResult) -> Result<()> {
+    crate::report::write_parquet(&dir.join("qa.parquet"), &parquet_frame(r)?)?;
+    crate::report::write_csv(&dir.join("qa.csv"), &csv_frame(r)?)
 }
 
 #[cfg(test)]
@@ -354,6 +498,29 @@ mod tests {
     }
 
     #[test]
+    fn abstention_items_are_reported_apart() {
+        let row = |abstention: bool, hit: bool| QaRow {
+            conversation: "c".into(),
+            item: 0,
+            category: "knowledge-update".into(),
+            source: "formed",
+            question: "q".into(),
+            as_of: None,
+            abstention,
+            evidence: vec!["t1".into()],
+            retrieved: vec![],
+            scores: vec![],
+            scored: score(&turns(&[if hit { &["t1"] } else { &["x"] }]), &ev(&["t1"]), 1),
+        };
+        let r = QaResult { rows: vec![row(false, true), row(true, false), row(true, false)], ..QaResult::default() };
+        let m = summary_metrics(&r);
+        assert_eq!((m["qa_recall_any_at_5"].clone(), m["qa_items_scored"].clone()), (json!(1.0), json!(1)));
+        assert_eq!(m["qa_by_category"]["knowledge-update"]["items_scored"], json!(1));
+        assert_eq!((m["qa_abstention"]["recall_any_at_5"].clone(), m["qa_abstention"]["items_scored"].clone()), (json!(0.0), json!(2)));
+        assert!(!m.contains_key("qa_raw_turns_abstention"), "no abstention rows for that source");
+    }
+
+    #[test]
     fn summary_means_per_source_and_category() {
         let row = |source: &'static str, category: &str, hit: bool| QaRow {
             conversation: "c".into(),
@@ -361,6 +528,8 @@ mod tests {
             category: category.into(),
             source,
             question: "q".into(),
+            as_of: None,
+            abstention: false,
             evidence: vec!["t1".into()],
             retrieved: vec![],
             scores: vec![],

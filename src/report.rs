@@ -23,7 +23,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::metrics::{Analysis, Formula, METRICS, Needs};
 
-pub use crate::rundir::{PLOT_OUTCOMES, PLOT_SCORES, PLOT_STORED, PLOT_VERDICTS, PLOT_WARNINGS, REPORT_FILES};
+pub use crate::rundir::{PLOT_OUTCOMES, PLOT_QA, PLOT_SCORES, PLOT_STORED, PLOT_VERDICTS, PLOT_WARNINGS, REPORT_FILES};
 
 /// Most stored facts shown as examples in `report.md` (three per conversation).
 const EXAMPLES: usize = 24;
@@ -194,6 +194,89 @@ pub fn meaning(key: &str) -> &'static str {
     }
 }
 
+/// The QA evaluation's sources: label, metric prefix, and what one indexed item is.
+const QA_SOURCES: [(&str, &str, &str); 3] =
+    [("formed memory", "qa_", "live facts"), ("raw turns", "qa_raw_turns_", "turns"), ("raw sessions", "qa_raw_sessions_", "sessions")];
+
+/// The "Retrieval (QA)" section: the headline, the three sources side by
+/// side, per category, and the plot (when the run evaluated retrieval).
+fn retrieval(o: &mut String, a: &Analysis, plots: &[&str]) {
+    let m = &a.summary.metrics;
+    if !m.contains_key("qa_recall_any_at_5") {
+        return;
+    }
+    let get = |k: &str| m.get(k);
+    let _ = writeln!(o, "## Retrieval (QA)\n");
+    let _ = writeln!(
+        o,
+        "Each QA question through the store's hybrid search (top 10), against the final store and against two baselines searched \
+         the same way with the same embedder (docs/metrics.md, \"Retrieval (QA)\").\n"
+    );
+    let _ = writeln!(
+        o,
+        "**formed memory: recall_any@5 {} with {} items; raw turns: recall_any@5 {} with {} items; raw sessions: recall_any@5 {} with {} items.**\n",
+        num(get("qa_recall_any_at_5")),
+        num(get("qa_items_indexed")),
+        num(get("qa_raw_turns_recall_any_at_5")),
+        num(get("qa_raw_turns_items_indexed")),
+        num(get("qa_raw_sessions_recall_any_at_5")),
+        num(get("qa_raw_sessions_items_indexed")),
+    );
+    let rows: Vec<Vec<String>> = QA_SOURCES
+        .iter()
+        .map(|(label, pre, unit)| {
+            let f = |k: &str| num(get(&format!("{pre}{k}")));
+            vec![
+                label.to_string(),
+                format!("{} {unit}", f("items_indexed")),
+                f("items_scored"),
+                f("recall_any_at_1"),
+                f("recall_any_at_5"),
+                f("recall_any_at_10"),
+                f("recall_all_at_5"),
+                f("ndcg_any_at_5"),
+                f("mrr"),
+            ]
+        })
+        .collect();
+    table(o, &["source", "indexed", "items", "recall_any@1", "recall_any@5", "recall_any@10", "recall_all@5", "ndcg_any@5", "MRR"], &rows);
+    let by = |pre: &str| match get(&format!("{pre}by_category")) {
+        Some(Value::Object(map)) => map.clone(),
+        _ => serde_json::Map::new(),
+    };
+    let cats = by("qa_");
+    if !cats.is_empty() {
+        let others: Vec<serde_json::Map<String, Value>> = QA_SOURCES.iter().map(|(_, pre, _)| by(pre)).collect();
+        let rows: Vec<Vec<String>> = cats
+            .iter()
+            .map(|(c, v)| {
+                let mut row = vec![c.clone(), num(v.get("items_scored"))];
+                row.extend(others.iter().map(|src| num(src.get(c).and_then(|x| x.get("recall_any_at_5")))));
+                row
+            })
+            .collect();
+        table(o, &["QA category", "items", "formed recall_any@5", "raw turns recall_any@5", "raw sessions recall_any@5"], &rows);
+    }
+    let excluded = get("qa_items_excluded").and_then(Value::as_f64).unwrap_or(0.0);
+    let unknown = get("qa_evidence_unknown_turns").and_then(Value::as_f64).unwrap_or(0.0);
+    if excluded > 0.0 || unknown > 0.0 {
+        let _ = writeln!(
+            o,
+            "{} evidence turn ids named no turn (each warned; its item scored on the rest); {} items had no known evidence turn and are \
+             excluded from every figure.\n",
+            num(get("qa_evidence_unknown_turns")),
+            num(get("qa_items_excluded")),
+        );
+    }
+    if plots.contains(&PLOT_QA) {
+        let _ = writeln!(o, "![recall_any@5 by category]({PLOT_QA})\n");
+    }
+    let _ = writeln!(
+        o,
+        "One row per item and source in `qa.parquet`/`qa.csv`: the retrieved ids and scores in rank order, the first hit's rank, the item's figures.\n"
+    );
+}
+
 /// Renders `report.md`. `plots` names the SVG files written beside it.
 pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<String> {
     let mut o = String::new();
@@ -236,6 +319,8 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
             table(&mut o, &["QA category", "evidence coverage"], &rows);
         }
     }
+
+    retrieval(&mut o, a, plots);
 
     let _ = writeln!(o, "## Per conversation\n");
     per_conversation_table(&mut o, a);
@@ -820,6 +905,22 @@ fn draw_lines<'a, 'b: 'a>(chart: &mut LineChart<'a, 'b>, series: &[(String, Vec<
 }
 
 /// Every plot of a run that has something to show: (file name, SVG).
+/// The QA plot's bars: overall, then per category, formed memory beside
+/// raw turns (`None` when the run did not evaluate retrieval).
+fn qa_bars(m: &std::collections::BTreeMap<String, Value>) -> Option<Vec<(String, f64, usize)>> {
+    let formed = m.get("qa_recall_any_at_5")?.as_f64()?;
+    let mut bars = vec![("all: formed".to_string(), formed, 0)];
+    bars.push(("all: raw turns".to_string(), m.get("qa_raw_turns_recall_any_at_5").and_then(Value::as_f64).unwrap_or(0.0), 1));
+    let by = |k: &str| m.get(k).and_then(Value::as_object).cloned().unwrap_or_default();
+    let (f, r) = (by("qa_by_category"), by("qa_raw_turns_by_category"));
+    for (c, v) in &f {
+        let at5 = |x: Option<&Value>| x.and_then(|x| x.get("recall_any_at_5")).and_then(Value::as_f64).unwrap_or(0.0);
+        bars.push((format!("category {c}: formed"), at5(Some(v)), 0));
+        bars.push((format!("category {c}: raw turns"), at5(r.get(c)), 1));
+    }
+    Some(bars)
+}
+
 pub fn plots(a: &Analysis) -> Result<Vec<(&'static str, String)>> {
     let m = &a.summary.metrics;
     let mut out = Vec::new();
@@ -896,6 +997,9 @@ pub fn plots(a: &Analysis) -> Result<Vec<(&'static str, String)>> {
     }
     if !scores.is_empty() {
         out.push((PLOT_SCORES, bar_chart("Precision, recall and F1 against gold", "score", &scores)?));
+    }
+    if let Some(bars) = qa_bars(m) {
+        out.push((PLOT_QA, bar_chart("recall_any@5 by QA category: formed memory vs raw turns", "recall_any@5", &bars)?));
     }
     Ok(out)
 }
@@ -1036,9 +1140,62 @@ mod tests {
         })
     }
 
+    /// The fixture's analysis with a retrieval evaluation of two items (category 1: formed hit at rank 1, raw turns miss;
+    /// category 2: both miss).
+    fn with_qa(mut a: crate::metrics::Analysis) -> crate::metrics::Analysis {
+        use crate::qa::{QaResult, QaRow, score, summary_metrics};
+        let ev: std::collections::BTreeSet<String> = ["t1".to_string()].into();
+        let row = |item: usize, category: &str, source: &'static str, hit: bool| QaRow {
+            conversation: "c1".into(),
+            item,
+            category: category.into(),
+            source,
+            question: "q".into(),
+            as_of: None,
+            abstention: false,
+            evidence: vec!["t1".into()],
+            retrieved: vec!["x".into()],
+            scores: vec![0.5],
+            scored: score(&[vec![if hit { "t1" } else { "t9" }.to_string()]], &ev, 1),
+        };
+        let mut rows = Vec::new();
+        for (item, category, formed_hit) in [(0, "1", true), (1, "2", false)] {
+            rows.push(row(item, category, "formed", formed_hit));
+            rows.push(row(item, category, "raw_turns", false));
+            rows.push(row(item, category, "raw_sessions", true));
+        }
+        let r = QaResult { rows, indexed: [("formed", 4), ("raw_turns", 12), ("raw_sessions", 2)].into(), warnings: vec![], excluded: 1 };
+        a.summary.metrics.extend(summary_metrics(&r));
+        a
+    }
+
+    #[test]
+    fn the_retrieval_section_has_the_headline_the_sources_and_the_plot() {
+        let a = with_qa(analysis_with(None));
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_run_reports(dir.path(), &manifest(), &a).expect("write reports");
+        let md = std::fs::read_to_string(dir.path().join("report.md")).expect("report.md");
+        assert!(
+            md.contains("**formed memory: recall_any@5 0.500 with 4 items; raw turns: recall_any@5 0.000 with 12 items; raw sessions: recall_any@5 1.000 with 2 items.**"),
+            "{md}"
+        );
+        assert!(md.contains("| 1 | 1 | 1.000 | 0.000 | 1.000 |"), "{md}");
+        assert!(md.contains("0 evidence turn ids named no turn") && md.contains("1 items had no known evidence turn"), "{md}");
+        assert!(md.contains(&format!("![recall_any@5 by category]({})", super::PLOT_QA)), "{md}");
+        let svg = std::fs::read_to_string(dir.path().join(super::PLOT_QA)).expect("plot");
+        for label in ["all: formed", "all: raw turns", "category 1: formed", "category 2: raw turns"] {
+            assert!(svg.contains(label), "{label} not in the plot");
+        }
+        // Without a retrieval evaluation, no section and no plot.
+        let plain = tempfile::tempdir().expect("tempdir");
+        write_run_reports(plain.path(), &manifest(), &analysis_with(None)).expect("write reports");
+        assert!(!std::fs::read_to_string(plain.path().join("report.md")).expect("md").contains("## Retrieval (QA)"));
+        assert!(!plain.path().join(super::PLOT_QA).exists());
+    }
+
     #[test]
     fn writes_every_report_file_and_parquet_round_trips() {
-        let a = analysis_with(None);
+        let a = with_qa(analysis_with(None));
         let dir = tempfile::tempdir().expect("tempdir");
         write_run_reports(dir.path(), &manifest(), &a).expect("write reports");
         // The fixture has outcomes, verdicts, warnings and gold, so every plot is drawn.

@@ -57,7 +57,7 @@ pub struct RunOptions {
     /// loading anything); else the run takes it.
     pub lock: Option<Arc<DirLock>>,
     /// Evaluate retrieval over the final store against the QA items
-    /// (`None`: off, for now; see docs/metrics.md, "Retrieval (QA)").
+    /// (`None`: on when the dataset has QA items; docs/metrics.md, "Retrieval (QA)").
     pub qa: Option<bool>,
 }
 
@@ -134,10 +134,10 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     let mut analysis = analysis;
     let mut qa_warnings = Vec::new();
     let has_qa = dataset.conversations.iter().any(|c| !c.gold.qa.is_empty());
-    if opts.qa.unwrap_or(false) && has_qa {
+    if opts.qa.unwrap_or(true) && has_qa {
         let started = Instant::now();
         let qa = crate::qa::evaluate(dataset, &store, stages.embedder, cfg)?;
-        crate::qa::write_csv(&dir.file("qa.csv"), &qa)?;
+        crate::qa::write(dir.path(), &qa)?;
         analysis.summary.metrics.extend(crate::qa::summary_metrics(&qa));
         analysis.summary.timings.insert("qa_ms".into(), started.elapsed().as_secs_f64() * 1000.0);
         qa_warnings = qa.warnings;

@@ -313,7 +313,7 @@ impl RunDir {
 }
 
 /// Files the QA evaluation adds to a run directory (`run --qa`).
-pub const QA_FILES: &[&str] = &["qa.csv"];
+pub const QA_FILES: &[&str] = &["qa.parquet", "qa.csv"];
 
 /// Files the reports add to a run directory (removed before a re-run).
 pub const REPORT_FILES: &[&str] = &[
@@ -328,6 +328,7 @@ pub const REPORT_FILES: &[&str] = &[
     PLOT_VERDICTS,
     PLOT_WARNINGS,
     PLOT_SCORES,
+    PLOT_QA,
 ];
 
 pub const PLOT_STORED: &str = "plot_stored_facts.svg";
@@ -335,6 +336,7 @@ pub const PLOT_OUTCOMES: &str = "plot_outcomes.svg";
 pub const PLOT_VERDICTS: &str = "plot_verdicts.svg";
 pub const PLOT_WARNINGS: &str = "plot_warnings.svg";
 pub const PLOT_SCORES: &str = "plot_precision_recall.svg";
+pub const PLOT_QA: &str = "plot_qa_recall.svg";
 
 /// Where a run is built, inside its out directory: `.memform-build-<run id>`.
 const BUILD_PREFIX: &str = ".memform-build-";

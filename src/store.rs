@@ -2,6 +2,7 @@
 //! append-only list of named migrations, each in a transaction; evidence
 //! written raw first; one transaction per episode for everything derived.
 
+mod documents;
 mod search;
 
 use std::collections::HashMap;
@@ -289,7 +290,7 @@ impl Store {
         self.with(|c| {
             let mut st = c.prepare(
                 "SELECT id, conversation_id, subject, predicate, object, content, confidence,
-                        valid_from, valid_until, invalid_at, superseded_by, source_episode, source_turns
+                        valid_from, valid_until, invalid_at, superseded_by, source_episode, source_turns, created_at
                  FROM facts ORDER BY conversation_id, id",
             )?;
             st.query_map([], |r| {
@@ -307,6 +308,7 @@ impl Store {
                     superseded_by: r.get(10)?,
                     source_episode: r.get(11)?,
                     source_turns: r.get(12)?,
+                    created_at: r.get(13)?,
                 })
             })?
             .collect()
@@ -557,6 +559,8 @@ pub struct StoredFact {
     pub superseded_by: Option<String>,
     pub source_episode: String,
     pub source_turns: String,
+    /// When it was written (the episode's timestamp), if the episode had one.
+    pub created_at: Option<String>,
 }
 
 /// Reads a stored string column into its enum; an unknown value is an error.

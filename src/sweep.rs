@@ -302,10 +302,19 @@ pub fn run_sweep_with(
         }
     }
     let gold = GoldIndex::new(dataset)?;
+    // The QA baselines depend on the search keys alone: evaluated once per distinct setting.
+    let mut baselines: BTreeMap<String, crate::qa::QaResult> = BTreeMap::new();
+    if dataset.conversations.iter().any(|c| !c.gold.qa.is_empty()) {
+        for c in &cfgs {
+            if let std::collections::btree_map::Entry::Vacant(slot) = baselines.entry(qa_key(c)) {
+                slot.insert(crate::qa::evaluate_sources(dataset, None, stages.embedder, c, true)?);
+            }
+        }
+    }
     let fronts_took = started.elapsed();
     let run_one = |i: usize| {
         let fronts = &front_sets[&front_key(&cfgs[i])];
-        let row = run_point(dataset, &cfgs[i], stages, fronts, &gold, &points[i]);
+        let row = run_point(dataset, &cfgs[i], stages, fronts, &gold, &points[i], baselines.get(&qa_key(&cfgs[i])));
         if let Some(d) = done {
             d(points[i].index);
         }
@@ -339,6 +348,11 @@ pub fn run_sweep_with(
 fn front_key(c: &Config) -> String {
     let v = serde_json::to_value(c).unwrap_or_default();
     FRONT_KEYS.iter().map(|k| format!("{k}={}", v.get(*k).cloned().unwrap_or_default())).collect::<Vec<_>>().join(";")
+}
+
+/// The config keys the QA evaluation's baselines depend on.
+fn qa_key(c: &Config) -> String {
+    format!("{}|{}|{}|{}", c.search_alpha, c.search_min_score, c.search_leg_factor, c.qa_as_of)
 }
 
 /// A conversation's threshold-independent work: its speakers' entities
@@ -390,6 +404,7 @@ fn run_point(
     fronts: &[ConversationFronts],
     gold: &GoldIndex<'_>,
     point: &Point,
+    qa_baselines: Option<&crate::qa::QaResult>,
 ) -> Result<Row> {
     let store = Store::in_memory()?;
     let profile = profiles::by_name(&cfg.profile)?;
@@ -414,7 +429,12 @@ fn run_point(
         // The state mirrors what the store applied, so its live facts are the store's.
         live.extend(state.facts.iter().filter(|f| f.is_live()).map(|f| f.id.clone()));
     }
-    let metrics = point_metrics(dataset, gold, &records, &live)?;
+    let mut metrics = point_metrics(dataset, gold, &records, &live)?;
+    // Retrieval over the point's store, as a run's QA evaluation (its numeric figures).
+    if let Some(raw) = qa_baselines {
+        let formed = crate::qa::evaluate_sources(dataset, Some(&store), stages.embedder, cfg, false)?.with_sources_of(raw);
+        metrics.extend(crate::qa::summary_metrics(&formed).into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))));
+    }
     Ok(Row { index: point.index, settings: point.settings.clone(), metrics })
 }
 

@@ -115,8 +115,36 @@ pub struct GoldFact {
 pub struct GoldQa {
     pub question: String,
     pub answer: Option<String>,
+    /// Evidence turn ids that name a turn of the conversation.
     pub evidence: Vec<String>,
     pub category: Option<i64>,
+    /// When the question is asked (the episodes' timestamp format): the QA
+    /// evaluation with `qa_as_of = "question"` searches the facts live then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_at: Option<String>,
+    /// Evidence turn ids the dataset gave that name no turn (dropped from
+    /// `evidence` with a warning; the QA evaluation counts them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown_evidence: Vec<String>,
+    /// A named category (LongMemEval's question type), used instead of the
+    /// numeric `category` when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// An abstention question (LongMemEval's `_abs`: the answer is not in
+    /// the history): the QA evaluation reports it apart.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub abstention: bool,
+}
+
+impl GoldQa {
+    /// The category the metrics group by: the label, else the number, else `none`.
+    pub fn category_name(&self) -> String {
+        match (&self.label, self.category) {
+            (Some(l), _) => l.clone(),
+            (None, Some(c)) => c.to_string(),
+            (None, None) => "none".to_string(),
+        }
+    }
 }
 
 /// Gold labels for one conversation; every list may be empty.
@@ -162,6 +190,7 @@ impl Conversation {
 pub enum DatasetFormat {
     Native,
     Locomo,
+    Longmemeval,
 }
 
 /// A loaded dataset.

@@ -289,11 +289,29 @@ fn read_qa(ctx: &mut Ctx, here: &str, raw: &Value, turn_ids: &HashSet<String>) -
         None => Vec::new(),
         Some(v) => read_evidence(ctx, &format!("{here}.evidence"), v, turn_ids)?,
     };
+    let unknown_evidence = obj.get("evidence").map(|v| unknown_parts(v, turn_ids)).unwrap_or_default();
     let category = match obj.get("category") {
         None | Some(Value::Null) => None,
         Some(v) => Some(v.as_i64().ok_or_else(|| ctx.err(&format!("{here}.category"), "expected an integer"))?),
     };
-    Ok(GoldQa { question, answer, evidence, category })
+    Ok(GoldQa { question, answer, evidence, category, asked_at: None, unknown_evidence, label: None, abstention: false })
+}
+
+/// The parts of an evidence value ([`read_evidence`]'s forms) that name no
+/// turn, in order, once each (what it drops).
+fn unknown_parts(value: &Value, turn_ids: &HashSet<String>) -> Vec<String> {
+    let strings: Vec<&str> = match value {
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let mut out: Vec<String> = Vec::new();
+    for part in strings.iter().flat_map(|s| s.split(';')).map(str::trim).filter(|p| !p.is_empty()) {
+        if !turn_ids.contains(part) && !out.iter().any(|o| o == part) {
+            out.push(part.to_string());
+        }
+    }
+    out
 }
 
 /// Evidence as a string, a list of strings, or `;`-separated strings: split,

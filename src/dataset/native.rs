@@ -150,6 +150,8 @@ struct FileQa {
     evidence: Vec<String>,
     #[serde(default)]
     category: Option<i64>,
+    #[serde(default)]
+    asked_at: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -285,9 +287,13 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
             known(format!("{here}.evidence[{j}]"), id)?;
         }
     }
+    // A QA item's evidence naming no turn is not an error: the QA
+    // evaluation warns, counts it, and scores the item on its known turns.
     for (i, qa) in file.gold.qa.iter().enumerate() {
-        for (j, id) in qa.evidence.iter().enumerate() {
-            known(format!("gold.qa[{i}].evidence[{j}]"), id)?;
+        if let Some(t) = qa.asked_at.as_deref()
+            && !is_local_datetime(t)
+        {
+            return Err(format!("gold.qa[{i}].asked_at: {t:?} is not an ISO 8601 local date-time (YYYY-MM-DDTHH:MM:SS)"));
         }
     }
     for (i, group) in file.gold.duplicate_groups.iter().enumerate() {
@@ -330,6 +336,7 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
 
 impl File {
     fn into_conversation(self) -> Conversation {
+        let turn_ids: HashSet<String> = self.episodes.iter().flat_map(|e| e.turns.iter().map(|t| t.id.clone())).collect();
         Conversation {
             id: self.id,
             speakers: self.speakers,
@@ -374,7 +381,19 @@ impl File {
                     .gold
                     .qa
                     .into_iter()
-                    .map(|q| GoldQa { question: q.question, answer: q.answer, evidence: q.evidence, category: q.category })
+                    .map(|q| {
+                        let (evidence, unknown_evidence) = q.evidence.into_iter().partition(|t| turn_ids.contains(t.as_str()));
+                        GoldQa {
+                            question: q.question,
+                            answer: q.answer,
+                            evidence,
+                            category: q.category,
+                            asked_at: q.asked_at,
+                            unknown_evidence,
+                            label: None,
+                            abstention: false,
+                        }
+                    })
                     .collect(),
                 duplicate_groups: self.gold.duplicate_groups,
                 contradictions: self
@@ -519,6 +538,25 @@ mod tests {
     }
 
     #[test]
+    fn qa_evidence_naming_an_unknown_turn_is_kept_apart() {
+        let text = GOOD.replacen(r#""evidence": ["t1"], "category": 1"#, r#""evidence": ["t9", "t1"], "category": 1"#, 1);
+        assert_ne!(text, GOOD);
+        let c = parse_str("a", &text).unwrap();
+        assert_eq!(
+            (c.gold.qa[0].evidence.clone(), c.gold.qa[0].unknown_evidence.clone()),
+            (vec!["t1".to_string()], vec!["t9".to_string()])
+        );
+    }
+
+    #[test]
+    fn qa_asked_at_is_read_and_checked() {
+        let c = parse_str("a", &GOOD.replacen(r#""category": 1"#, r#""category": 1, "asked_at": "2024-01-05T12:00:00""#, 1)).unwrap();
+        assert_eq!(c.gold.qa[0].asked_at.as_deref(), Some("2024-01-05T12:00:00"));
+        let msg = error_after(r#""category": 1"#, r#""category": 1, "asked_at": "5 Jan 2024""#);
+        assert!(msg.contains(r#"gold.qa[0].asked_at: "5 Jan 2024" is not an ISO 8601"#), "{msg}");
+    }
+
+    #[test]
     fn duplicate_episode_id_is_an_error() {
         let msg = error_after(r#"{"id": "e2""#, r#"{"id": "e1""#);
         assert!(msg.contains(r#"episodes[1].id: duplicate episode id "e1""#), "{msg}");
@@ -528,8 +566,6 @@ mod tests {
     fn evidence_naming_an_unknown_turn_is_an_error() {
         let msg = error_after(r#""evidence": ["t1"],"#, r#""evidence": ["t1", "t9"],"#);
         assert!(msg.contains(r#"gold.facts[0].evidence[1]: unknown turn id "t9""#), "{msg}");
-        let msg = error_after(r#""category": 1"#, r#""category": 1, "evidence": ["zz"]"#.replace(r#""evidence": ["t1"], "#, "").as_str());
-        assert!(msg.contains("gold.qa[0]"), "{msg}");
         let msg = error_after(r#"[["t1", "t3"]]"#, r#"[["t1", "t7"]]"#);
         assert!(msg.contains(r#"gold.duplicate_groups[0][1]: unknown turn id "t7""#), "{msg}");
         let msg = error_after(r#""old_turn": "t1""#, r#""old_turn": "x""#);

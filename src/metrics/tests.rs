@@ -62,7 +62,16 @@ fn gold_fact(id: &str, episode: &str, text: &str, evidence: &[&str]) -> GoldFact
 }
 
 fn qa(evidence: &[&str], category: i64) -> GoldQa {
-    GoldQa { question: "?".into(), answer: None, evidence: evidence.iter().map(|s| s.to_string()).collect(), category: Some(category) }
+    GoldQa {
+        question: "?".into(),
+        answer: None,
+        evidence: evidence.iter().map(|s| s.to_string()).collect(),
+        category: Some(category),
+        asked_at: None,
+        unknown_evidence: vec![],
+        label: None,
+        abstention: false,
+    }
 }
 
 fn contradiction(old: &str, new: &str, verdict: Verdict) -> GoldContradiction {

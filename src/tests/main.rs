@@ -15,6 +15,7 @@ mod memorix;
 mod out_dir;
 mod profiles;
 mod provenance;
+mod qa;
 mod recorded;
 mod reports;
 mod scenarios;
