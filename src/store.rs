@@ -154,6 +154,10 @@ pub struct Store {
     /// The vector leg's copy of each conversation's `embeddings` rows
     /// (read on first search, topped up with later rows).
     vectors: Mutex<HashMap<String, std::sync::Arc<Mutex<search::ConvVectors>>>>,
+    /// The search's statistics of each conversation's live facts (now, or
+    /// at an instant), each stamped with the store's change counters and
+    /// rebuilt when they moved (see `search::LiveFacts`).
+    live: search::LiveCache,
 }
 
 impl Store {
@@ -163,7 +167,7 @@ impl Store {
         let mut conn = Connection::open(path).map_err(err)?;
         conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;").map_err(err)?;
         migrate(&mut conn).map_err(err)?;
-        Ok(Store { conn: Mutex::new(conn), path: path.to_path_buf(), vectors: Mutex::default() })
+        Ok(Store { conn: Mutex::new(conn), path: path.to_path_buf(), vectors: Mutex::default(), live: search::LiveCache::default() })
     }
 
     /// Opens the store a run builds in its private build directory, tuned
@@ -186,7 +190,7 @@ impl Store {
         let err = |e| Error::Store { path: PathBuf::from(":memory:"), source: e };
         let mut conn = Connection::open_in_memory().map_err(err)?;
         migrate(&mut conn).map_err(err)?;
-        Ok(Store { conn: Mutex::new(conn), path, vectors: Mutex::default() })
+        Ok(Store { conn: Mutex::new(conn), path, vectors: Mutex::default(), live: search::LiveCache::default() })
     }
 
     pub fn path(&self) -> &Path {

@@ -4,7 +4,8 @@
 //! retrieval every caller uses: candidate retrieval before a decision, and
 //! the QA evaluation. Rules and figures in docs/search.md.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, params};
 
@@ -211,21 +212,151 @@ impl Store {
         }
         let leg_k = params.leg_k.max(params.top_k);
         let as_of = &params.as_of;
+        let live = self.with(|c| self.live.get(c, conversation, as_of))?;
+        let bm25 = self.with(|c| bm25_leg(c, &live, query_text, leg_k))?;
         if query_vector.is_empty() {
-            let bm25 = self.with(|c| bm25_leg(c, conversation, query_text, leg_k, as_of))?;
             return Ok(merge(&bm25, &[], params.alpha, params.min_score, params.top_k));
         }
         let conv = {
             let mut cache = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
-            std::sync::Arc::clone(cache.entry(conversation.to_string()).or_default())
+            Arc::clone(cache.entry(conversation.to_string()).or_default())
         };
         let mut conv = conv.lock().unwrap_or_else(|p| p.into_inner());
         self.with(|c| top_up(c, conversation, &mut conv))?;
-        let conv = &*conv;
-        let bm25 = self.with(|c| bm25_leg(c, conversation, query_text, leg_k, as_of))?;
         let ranked = conv.ranked(query_vector, leg_k);
-        let vector = self.with(|c| first_live(c, conversation, conv, ranked, leg_k, as_of))?;
+        let vector = first_live(&live, &conv, ranked, leg_k);
         Ok(merge(&bm25, &vector, params.alpha, params.min_score, params.top_k))
+    }
+}
+
+/// What the search needs of one conversation's live facts (now, or at one
+/// instant): each one's rowid, id and FTS5 token count, their total length,
+/// and each query term's document count among them, filled as queries ask.
+/// Built from the store and valid while its [`Stamp`] holds.
+#[derive(Debug)]
+pub(super) struct LiveFacts {
+    stamp: Stamp,
+    /// rowid → index into `ids` and `lens`.
+    slot_of: HashMap<i64, usize>,
+    ids: Vec<String>,
+    lens: Vec<u32>,
+    live_ids: HashSet<String>,
+    n_tokens: u64,
+    /// Quoted FTS5 term → its hits in each of these facts that holds it
+    /// (slot → count), read from FTS5 the first time a query holds it.
+    postings: Mutex<HashMap<String, Arc<HashMap<usize, u32>>>>,
+}
+
+/// The store's change counters: `PRAGMA data_version` (moves when another
+/// connection commits) and the connection's `total_changes()` (every row
+/// inserted, updated or deleted through it, triggers included, committed or
+/// not). Any write that can change a fact's liveness, content or rowid moves
+/// one of them, so equal stamps mean the facts are as they were.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    data_version: i64,
+    changes: u64,
+}
+
+fn stamp(c: &Connection) -> rusqlite::Result<Stamp> {
+    let data_version = c.prepare_cached("PRAGMA data_version")?.query_row([], |r| r.get(0))?;
+    Ok(Stamp { data_version, changes: c.total_changes() })
+}
+
+/// At most this many (conversation, instant) entries are kept; past it the
+/// cache is emptied and refills as searches ask.
+const LIVE_CACHE_ENTRIES: usize = 256;
+
+/// Each conversation's [`LiveFacts`], now and at each instant asked for.
+#[derive(Debug, Default)]
+pub(super) struct LiveCache(Mutex<HashMap<LiveKey, Arc<LiveFacts>>>);
+
+/// A conversation and the instant (`None`: now).
+type LiveKey = (String, Option<String>);
+
+impl LiveCache {
+    /// The entry of `conversation` at `as_of`, rebuilt if the store changed since it was built.
+    fn get(&self, c: &Connection, conversation: &str, as_of: &Option<String>) -> rusqlite::Result<Arc<LiveFacts>> {
+        let now = stamp(c)?;
+        let key = (conversation.to_string(), as_of.clone());
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = map.get(&key).filter(|e| e.stamp == now) {
+            return Ok(Arc::clone(e));
+        }
+        let built = Arc::new(LiveFacts::read(c, conversation, as_of, now)?);
+        if map.len() >= LIVE_CACHE_ENTRIES {
+            map.clear();
+        }
+        map.insert(key, Arc::clone(&built));
+        Ok(built)
+    }
+}
+
+impl LiveFacts {
+    fn read(c: &Connection, conversation: &str, as_of: &Option<String>, stamp: Stamp) -> rusqlite::Result<LiveFacts> {
+        let sql = format!(
+            "SELECT f.rowid, f.id, d.sz FROM facts f JOIN facts_fts_docsize d ON d.id = f.rowid WHERE f.conversation_id = ?1 AND {}",
+            live_clause(as_of)
+        );
+        let mut st = c.prepare_cached(&sql)?;
+        bind(&mut st, &[&conversation], as_of)?;
+        let mut live = LiveFacts {
+            stamp,
+            slot_of: HashMap::new(),
+            ids: Vec::new(),
+            lens: Vec::new(),
+            live_ids: HashSet::new(),
+            n_tokens: 0,
+            postings: Mutex::default(),
+        };
+        let mut rows = st.raw_query();
+        while let Some(r) = rows.next()? {
+            let id: String = r.get(1)?;
+            let len = docsize(r.get_ref(2)?.as_blob()?);
+            live.n_tokens += u64::try_from(len).unwrap_or(0);
+            live.slot_of.insert(r.get(0)?, live.ids.len());
+            live.lens.push(u32::try_from(len).unwrap_or(u32::MAX));
+            live.live_ids.insert(id.clone());
+            live.ids.push(id);
+        }
+        Ok(live)
+    }
+
+    /// `phrase`'s hits in each of these facts that FTS5 matches it in.
+    /// A plain term (ASCII lower-case letters and digits, which `unicode61`
+    /// keeps as one token as it is) is read from FTS5's index of token
+    /// instances (`fts5vocab`, one row per instance, no content read); any
+    /// other phrase is matched by FTS5 and its instances counted from
+    /// `highlight()` (`char(1)` opens each; normalised content holds no
+    /// control characters).
+    fn posting(&self, c: &Connection, phrase: &str) -> rusqlite::Result<Arc<HashMap<usize, u32>>> {
+        if let Some(p) = self.postings.lock().unwrap_or_else(|p| p.into_inner()).get(phrase) {
+            return Ok(Arc::clone(p));
+        }
+        let term = phrase.strip_prefix('"').and_then(|t| t.strip_suffix('"')).unwrap_or(phrase);
+        let mut tf: HashMap<usize, u32> = HashMap::new();
+        if !term.is_empty() && term.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
+            c.execute_batch("CREATE VIRTUAL TABLE IF NOT EXISTS temp.facts_fts_instances USING fts5vocab(main, facts_fts, instance)")?;
+            let mut st = c.prepare_cached("SELECT doc FROM temp.facts_fts_instances WHERE term = ?1")?;
+            let mut rows = st.query([term])?;
+            while let Some(r) = rows.next()? {
+                if let Some(&slot) = self.slot_of.get(&r.get::<_, i64>(0)?) {
+                    *tf.entry(slot).or_default() += 1;
+                }
+            }
+        } else {
+            let mut st = c.prepare_cached("SELECT rowid, highlight(facts_fts, 0, char(1), '') FROM facts_fts WHERE facts_fts MATCH ?1")?;
+            let mut rows = st.query([phrase])?;
+            while let Some(r) = rows.next()? {
+                if let Some(&slot) = self.slot_of.get(&r.get::<_, i64>(0)?) {
+                    let n = r.get_ref(1)?.as_str().map_or(0, |h| h.matches('\u{1}').count());
+                    tf.insert(slot, u32::try_from(n).unwrap_or(u32::MAX));
+                }
+            }
+        }
+        let tf = Arc::new(tf);
+        self.postings.lock().unwrap_or_else(|p| p.into_inner()).insert(phrase.to_string(), Arc::clone(&tf));
+        Ok(tf)
     }
 }
 
@@ -252,17 +383,8 @@ impl ConvVectors {
     }
 }
 
-/// The vector leg's hits: the first `k` live facts of the ranking.
-fn first_live(
-    c: &Connection,
-    conversation: &str,
-    conv: &ConvVectors,
-    mut r: Ranked,
-    k: usize,
-    as_of: &Option<String>,
-) -> rusqlite::Result<Vec<(String, f64)>> {
-    let sql = format!("SELECT 1 FROM facts f WHERE f.id = ?1 AND f.conversation_id = ?2 AND {}", live_clause(as_of));
-    let mut st = c.prepare_cached(&sql)?;
+/// The vector leg's hits: the first `k` facts of the ranking that are live.
+fn first_live(live: &LiveFacts, conv: &ConvVectors, mut r: Ranked, k: usize) -> Vec<(String, f64)> {
     let mut out = Vec::with_capacity(k);
     for i in 0..r.order.len() {
         if out.len() == k {
@@ -273,12 +395,11 @@ fn first_live(
             r.order[i..].sort_unstable_by(|a, b| scores[*b].total_cmp(&scores[*a]).then_with(|| ids[*a].cmp(&ids[*b])));
         }
         let s = r.order[i];
-        bind(&mut st, &[&conv.ids[s], &conversation], as_of)?;
-        if st.raw_query().next()?.is_some() {
+        if live.live_ids.contains(&conv.ids[s]) {
             out.push((conv.ids[s].clone(), f64::from(r.scores[s])));
         }
     }
-    Ok(out)
+    out
 }
 
 /// A document of a baseline corpus (a raw turn or a whole session), stored
@@ -345,23 +466,70 @@ fn top_up(c: &Connection, conversation: &str, conv: &mut ConvVectors) -> rusqlit
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
-/// The BM25 leg: the `k` best live facts matching every term of the text,
+/// The BM25 leg: the `k` best of `live` matching every term of the text,
 /// scored with FTS5's `bm25()` formula (negative, lower is better) but with
 /// its statistics (document count, average length, each term's document
 /// count) taken over the live facts the leg searches (the conversation's,
 /// `as_of` respected) instead of the whole table, so a fact's score never
 /// depends on other conversations, nor on which of their facts were written
-/// yet. FTS5 still tokenises and matches: each quoted term of
-/// [`fts_match_query`] is matched on its own (its document count), a fact
-/// matching every term is a hit (FTS5's implicit AND) and a term's hits in it
-/// are counted from `highlight()`, and a fact's length is FTS5's own token
-/// count (the `facts_fts_docsize` shadow table).
-fn bm25_leg(c: &Connection, conversation: &str, text: &str, k: usize, as_of: &Option<String>) -> rusqlite::Result<Vec<(String, f64)>> {
-    Ok(bm25_raw(c, conversation, text, k, as_of)?.into_iter().map(|(id, raw)| (id, normalise_bm25(raw))).collect())
+/// yet. FTS5 tokenises and matches: each quoted term of [`fts_match_query`]
+/// is looked up in FTS5's index ([`LiveFacts::posting`]: the facts holding
+/// it, and its hits in each), a fact holding every term is a hit (FTS5's
+/// implicit AND), and a fact's length is FTS5's own token count (the
+/// `facts_fts_docsize` shadow table).
+fn bm25_leg(c: &Connection, live: &LiveFacts, text: &str, k: usize) -> rusqlite::Result<Vec<(String, f64)>> {
+    Ok(bm25_raw(c, live, text, k)?.into_iter().map(|(id, raw)| (id, normalise_bm25(raw))).collect())
 }
 
 /// [`bm25_leg`]'s hits with their raw scores (as `bm25()` returns them).
-fn bm25_raw(c: &Connection, conversation: &str, text: &str, k: usize, as_of: &Option<String>) -> rusqlite::Result<Vec<(String, f64)>> {
+fn bm25_raw(c: &Connection, live: &LiveFacts, text: &str, k: usize) -> rusqlite::Result<Vec<(String, f64)>> {
+    let phrases = fts_phrases(text);
+    if phrases.is_empty() || live.ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let postings = phrases.iter().map(|p| live.posting(c, p)).collect::<rusqlite::Result<Vec<_>>>()?;
+    let Some(smallest) = postings.iter().min_by_key(|p| p.len()) else { return Ok(Vec::new()) };
+    let n_docs = live.ids.len() as f64;
+    let avgdl = live.n_tokens as f64 / n_docs;
+    let idf: Vec<f64> = postings
+        .iter()
+        .map(|p| {
+            let n_hit = p.len() as f64;
+            let idf = ((n_docs - n_hit + 0.5) / (n_hit + 0.5)).ln();
+            if idf <= 0.0 { 1e-6 } else { idf }
+        })
+        .collect();
+    let mut out: Vec<(String, f64)> = smallest
+        .keys()
+        .filter(|slot| postings.iter().all(|p| p.contains_key(slot)))
+        .map(|&slot| {
+            let dl = f64::from(live.lens[slot]);
+            let score: f64 = postings
+                .iter()
+                .zip(&idf)
+                .map(|(p, idf)| {
+                    let f = f64::from(p.get(&slot).copied().unwrap_or(0));
+                    idf * (f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * dl / avgdl))
+                })
+                .sum();
+            (live.ids[slot].clone(), -score)
+        })
+        .collect();
+    out.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+    out.truncate(k);
+    Ok(out)
+}
+
+/// The BM25 leg computed afresh from the store, nothing cached (the
+/// implementation before the cache): the oracle the cached leg is checked against.
+#[cfg(test)]
+fn bm25_raw_uncached(
+    c: &Connection,
+    conversation: &str,
+    text: &str,
+    k: usize,
+    as_of: &Option<String>,
+) -> rusqlite::Result<Vec<(String, f64)>> {
     let phrases = fts_phrases(text);
     if phrases.is_empty() {
         return Ok(Vec::new());
@@ -789,10 +957,13 @@ mod tests {
         let mut texts = owned(A);
         texts.extend((0..40).map(|i| (format!("x{i:03}"), format!("tea {} time {}", "very ".repeat(i % 7), i % 3))));
         documents(&s, "a", &texts);
-        for q in ["tea", "green tea", "tea tea", "Café", "alice likes", "time very tea", "snake_case", "nothing here"] {
+        for q in
+            ["tea", "green tea", "tea tea", "Café", "cafe", "alice likes", "time very tea", "TIME 2 very", "snake_case", "nothing here"]
+        {
             let (ours, fts5) = s
                 .with(|c| {
-                    let ours = bm25_raw(c, "a", q, 1000, &None)?;
+                    let ours = bm25_raw(c, &*s.live.get(c, "a", &None)?, q, 1000)?;
+                    assert_eq!(ours, bm25_raw_uncached(c, "a", q, 1000, &None)?, "{q}");
                     let mut st = c.prepare(
                         "SELECT f.id, bm25(facts_fts) AS raw FROM facts_fts CROSS JOIN facts f ON f.rowid = facts_fts.rowid
                          WHERE facts_fts MATCH ?1 ORDER BY raw, f.id",
@@ -811,6 +982,91 @@ mod tests {
                 assert!((x - y).abs() < 1e-9, "{q} {id}: {x} vs FTS5 {y}");
             }
         }
+    }
+
+    /// The cached search against the uncached oracle and against a store
+    /// opened afresh (empty caches), for every query, now and at instants.
+    fn assert_matches_uncached(s: &Store, path: &std::path::Path, why: &str) {
+        let fresh = Store::open(path).unwrap();
+        let queries = ["alice", "tea", "green tea", "alice works at", "coffee", "likes", "zzz"];
+        let q = [1.0f32, 0.5, 0.0];
+        for as_of in [None, Some("2024-01-15".to_string()), Some("2024-02-15".to_string()), Some("2024-12-31".to_string())] {
+            let p = SearchParams { as_of: as_of.clone(), ..params(0.7) };
+            for text in queries {
+                let cached = s.search("c", text, &q, &p).unwrap();
+                assert_eq!(cached, fresh.search("c", text, &q, &p).unwrap(), "{why}: {text:?} as of {as_of:?}");
+                let (ours, oracle) = s
+                    .with(|c| Ok((bm25_raw(c, &*s.live.get(c, "c", &as_of)?, text, 20)?, bm25_raw_uncached(c, "c", text, 20, &as_of)?)))
+                    .unwrap();
+                assert_eq!(ours, oracle, "{why}: {text:?} as of {as_of:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_cache_follows_every_write_between_searches() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sqlite");
+        let s = store_at(&path);
+        assert_matches_uncached(&s, &path, "empty");
+        write(
+            &s,
+            &plan(
+                "e1",
+                "2024-01-01",
+                vec![
+                    insert(fact("f1", "Alice works at Google", vec![1.0, 0.0, 0.0])),
+                    insert(fact("f2", "Alice likes green tea", vec![0.5, 0.5, 0.0])),
+                    insert(fact("f3", "Bob likes coffee", vec![0.0, 1.0, 0.0])),
+                ],
+            ),
+        );
+        assert_matches_uncached(&s, &path, "after the first insert");
+        // A second search of the same query hits the cache: same answer.
+        let before = s.search("c", "alice works at", &[1.0, 0.0, 0.0], &params(0.7)).unwrap();
+        assert_eq!(before, s.search("c", "alice works at", &[1.0, 0.0, 0.0], &params(0.7)).unwrap());
+        assert_eq!(before[0].fact_id, "f1", "{before:?}");
+        let replace =
+            Proposal { candidate_id: "f4".into(), action: Action::Invalidate { target: "f1".into(), by: "f4".into(), cascade: vec![] } };
+        write(
+            &s,
+            &plan(
+                "e2",
+                "2024-02-01",
+                vec![
+                    replace,
+                    insert(fact("f4", "Alice works at Anthropic", vec![0.9, 0.1, 0.0])),
+                    insert(fact("f5", "Alice likes tea and tea", vec![0.1, 0.1, 1.0])),
+                ],
+            ),
+        );
+        let after = s.search("c", "alice works at", &[1.0, 0.0, 0.0], &params(0.7)).unwrap();
+        assert_eq!(after[0].fact_id, "f4", "{after:?}");
+        assert!(after.iter().all(|h| h.fact_id != "f1"), "the invalidated fact is gone at once: {after:?}");
+        assert_matches_uncached(&s, &path, "after an invalidation");
+        // A rewrite in place (as signet's update): the trigger re-indexes, the length changes.
+        s.with(|c| c.execute("UPDATE facts SET normalized_content = 'bob likes coffee and green tea every day' WHERE id = 'f3'", []))
+            .unwrap();
+        let mut found = ids(&s.search("c", "green tea", &[], &params(0.0)).unwrap()).into_iter().map(String::from).collect::<Vec<_>>();
+        found.sort();
+        assert_eq!(found, vec!["f2", "f3"], "the rewritten fact is found by its new words");
+        assert_matches_uncached(&s, &path, "after a rewrite in place");
+        // A write through another connection (another process) is seen too.
+        let other = Store::open(&path).unwrap();
+        other.with(|c| c.execute("UPDATE facts SET invalid_at = '2024-03-01', superseded_by = 'f4' WHERE id = 'f2'", [])).unwrap();
+        assert_eq!(ids(&s.search("c", "green tea", &[], &params(0.0)).unwrap()), vec!["f3"]);
+        assert_matches_uncached(&s, &path, "after another connection's write");
+        // A rolled-back write leaves the answers as they were.
+        let p = plan("e3", "2024-03-01", vec![insert(fact("f6", "Alice likes green tea again", vec![]))]);
+        assert!(
+            s.write_episode(&p, WriteMode::Full, |tx| {
+                policy::apply(tx, &p, WriteMode::Full, 0.7)?;
+                Err(crate::error::Error::Other("injected failure".into()))
+            })
+            .is_err()
+        );
+        assert_eq!(ids(&s.search("c", "green tea", &[], &params(0.0)).unwrap()), vec!["f3"]);
+        assert_matches_uncached(&s, &path, "after a rolled-back write");
     }
 
     #[test]
