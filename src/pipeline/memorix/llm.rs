@@ -74,7 +74,7 @@ fn flat(s: &str) -> String {
 }
 
 fn text(s: &str, chars: usize) -> String {
-    defuse(&js::slice(s, chars).trim().to_string(), &MEMORIX_FENCE_TAGS)
+    defuse(js::slice(s, chars).trim(), &MEMORIX_FENCE_TAGS)
 }
 
 fn listed(facts: &[String]) -> String {
@@ -153,7 +153,7 @@ pub fn parse_extract(text: &str, entities: &[String], caller_facts: &[String], w
         return None;
     }
     let entity = obj.get("entity").and_then(Json::as_str).unwrap_or("").trim().to_string();
-    if !entities.iter().any(|e| *e == entity) {
+    if !entities.contains(&entity) {
         warnings.push(Warning::new(KIND, format!("memorix extract answer: entity {entity:?} is not one offered; the rules decide")));
         return None;
     }
@@ -372,8 +372,8 @@ impl MemorixLlm {
                     "[{}] {} | {} | Facts: {}",
                     h.id,
                     flat(&h.title),
-                    flat(&js::slice(&h.narrative, HIT_NARRATIVE_CHARS)),
-                    flat(&js::slice(&h.facts.join("; "), 200))
+                    flat(js::slice(&h.narrative, HIT_NARRATIVE_CHARS)),
+                    flat(js::slice(&h.facts.join("; "), 200))
                 )
             })
             .collect();
