@@ -1343,7 +1343,7 @@ pub fn lexical_similarity(a: &str, b: &str) -> f64 {
 }
 
 /// Dice coefficient of two token sets (see [`lexical_similarity`]).
-pub(crate) fn dice(a: &TokenSet, b: &TokenSet) -> f64 {
+fn dice(a: &TokenSet, b: &TokenSet) -> f64 {
     let total = a.len() + b.len();
     if total == 0 { 0.0 } else { 2.0 * a.shared(b) as f64 / total as f64 }
 }
