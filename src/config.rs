@@ -139,8 +139,12 @@ pub struct Config {
     pub memorix_core_min: f64,
     /// Evaluate: value score at or above which it is contextual (else ephemeral).
     pub memorix_contextual_min: f64,
-    /// The search stand-in: the least score (Dice of word sets) of a hit.
+    /// The lexical search: the least score (Dice of word sets) of a hit.
     pub memorix_search_min: f64,
+    /// What Resolve searches with: `lexical` (Dice of word sets over the
+    /// conversation's memories, the default) or `store` (the store's hybrid
+    /// search, `Store::search`). See docs/profiles.md.
+    pub memorix_search: String,
     /// What becomes of an ephemeral observation: `discard` (not stored) or
     /// `decay` (stored with the decay flag, as Memorix's own store keeps it
     /// with a halved retention).
@@ -212,6 +216,7 @@ impl Default for Config {
             memorix_core_min: 0.6,
             memorix_contextual_min: 0.35,
             memorix_search_min: 0.1,
+            memorix_search: "lexical".into(),
             ephemeral_policy: "discard".into(),
             entity_merge_threshold: 0.88,
             near_dup_threshold: 0.95,
@@ -463,6 +468,9 @@ impl Config {
                 "memorix_medium_min = {:?} is above memorix_high_min = {:?}",
                 self.memorix_medium_min, self.memorix_high_min
             ));
+        }
+        if !["lexical", "store"].contains(&self.memorix_search.as_str()) {
+            return Err(format!("memorix_search = {:?}: unknown search, expected \"lexical\" or \"store\"", self.memorix_search));
         }
         if !["discard", "decay"].contains(&self.ephemeral_policy.as_str()) {
             return Err(format!("ephemeral_policy = {:?}: unknown policy, expected \"discard\" or \"decay\"", self.ephemeral_policy));

@@ -38,6 +38,10 @@ pub enum Stage {
     Judge,
     /// `signet`'s decision stage (one call per fact with candidates).
     Decide,
+    /// `memorix`'s Resolve stage (one call per observation with search hits).
+    Resolve,
+    /// `memorix`'s Evaluate stage (one call per observation).
+    Evaluate,
 }
 
 impl Stage {
@@ -46,6 +50,8 @@ impl Stage {
             Stage::Extract => "extract",
             Stage::Judge => "judge",
             Stage::Decide => "decide",
+            Stage::Resolve => "resolve",
+            Stage::Evaluate => "evaluate",
         }
     }
 }

@@ -19,6 +19,11 @@ pub const JUDGE_SOURCE: &str = include_str!("prompts/judge.txt");
 /// The `signet` profile's per-fact decision template's source text.
 pub const SIGNET_DECISION_SOURCE: &str = include_str!("prompts/signet_decision.txt");
 
+/// The `memorix` profile's three templates (one call per stage per observation).
+pub const MEMORIX_EXTRACT_SOURCE: &str = include_str!("prompts/memorix_extract.txt");
+pub const MEMORIX_RESOLVE_SOURCE: &str = include_str!("prompts/memorix_resolve.txt");
+pub const MEMORIX_EVALUATE_SOURCE: &str = include_str!("prompts/memorix_evaluate.txt");
+
 /// Most known entity names shown to the model.
 pub const MAX_KNOWN_ENTITIES: usize = 200;
 /// Most recent live facts shown to the model.
@@ -98,9 +103,31 @@ pub fn signet_decision_template() -> Result<Template> {
     Template::parse("signet_decision.txt", SIGNET_DECISION_SOURCE)
 }
 
+/// The `memorix` profile's Extract template (facts, entity, type).
+pub fn memorix_extract_template() -> Result<Template> {
+    Template::parse("memorix_extract.txt", MEMORIX_EXTRACT_SOURCE)
+}
+
+/// The `memorix` profile's Resolve template (add, update, delete, noop).
+pub fn memorix_resolve_template() -> Result<Template> {
+    Template::parse("memorix_resolve.txt", MEMORIX_RESOLVE_SOURCE)
+}
+
+/// The `memorix` profile's Evaluate template (score, category, reason).
+pub fn memorix_evaluate_template() -> Result<Template> {
+    Template::parse("memorix_evaluate.txt", MEMORIX_EVALUATE_SOURCE)
+}
+
 /// Every compiled-in template (for the version pin test and `memform` listings).
 pub fn all_templates() -> Result<Vec<Template>> {
-    Ok(vec![extract_template()?, judge_template()?, signet_decision_template()?])
+    Ok(vec![
+        extract_template()?,
+        judge_template()?,
+        signet_decision_template()?,
+        memorix_extract_template()?,
+        memorix_resolve_template()?,
+        memorix_evaluate_template()?,
+    ])
 }
 
 fn fill(id: &TemplateId, text: &str, vars: &[(&str, &str)]) -> Result<String> {
@@ -153,6 +180,9 @@ pub const FENCE_TAGS: [&str; 4] = ["transcript", "known_entities", "known_facts"
 
 /// The fence tags of `signet`'s decision template.
 pub const SIGNET_FENCE_TAGS: [&str; 2] = ["fact", "memories"];
+
+/// The fence tags of the `memorix` templates.
+pub const MEMORIX_FENCE_TAGS: [&str; 4] = ["note", "facts", "new", "stored"];
 
 /// The JSON schema of an extraction answer, as text: properties are listed
 /// in the order a model should write them (llama.cpp's grammar keeps it).
@@ -213,10 +243,13 @@ mod tests {
 
     /// SHA-256 of each template's text, per version. Editing a template
     /// without bumping its `version:` line fails here.
-    const PINNED: [(&str, u32, &str); 3] = [
+    const PINNED: [(&str, u32, &str); 6] = [
         ("extract", 2, "62a72811ecfe9536d970cf5c0a4fbd6fbf0a6766c5a95514aaeea6b44aa55062"),
         ("judge", 2, "146e67267af848985418f0a068e1fe2e5f939733af80cbe83780cf825f3af526"),
         ("signet_decision", 1, "089327b638edc35592196f38866c563119bc886c89aa96411f2acb77293ce352"),
+        ("memorix_extract", 1, "ef3d68801acec7f1b7d471ecc36e0e2e9fccf48add6fd975fd6084c6507f55dc"),
+        ("memorix_resolve", 1, "7061616fdc67848e3017326630f6692c2d62f4b29e7e951b1920e4acf8b63484"),
+        ("memorix_evaluate", 1, "4df811d667f4eaff793f06b201f551b3c6d23349e0e57f312f5118ba4192d872"),
     ];
 
     #[test]

@@ -368,7 +368,7 @@ fn formed(caller: usize, extracted: usize, title: &str, existed: bool, action: &
         type_corrected: false,
         resolution: Resolution { action: ResolveAction::parse(action).unwrap(), target_id: None, reason: String::new(), merged: None },
         value: Value { score: 0.5, category: Category::Contextual, reason: String::new() },
-        pipeline: PipelineInfo { mode: StageMode::Rules, stages_completed: 3 },
+        pipeline: PipelineInfo { mode: StageMode::Rules, stages_completed: 3, stages: None },
         hits: vec![],
     })
 }

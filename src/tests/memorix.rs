@@ -12,7 +12,7 @@ use std::process::Command;
 
 use memform::config::Config;
 use memform::embed::hashed::HashedEmbedder;
-use memform::pipeline::memorix::episode::{Traced, back_traced};
+use memform::pipeline::memorix::episode::{Deps, Traced, back_traced};
 use memform::pipeline::speaker_entities;
 use memform::pipeline::write::EntityRow;
 use memform::state::ConvState;
@@ -31,10 +31,11 @@ fn dataset_path() -> (std::path::PathBuf, bool) {
     }
 }
 
-/// Every observation of the dataset, formed by memform.
-fn traces() -> Vec<Traced> {
+/// Every observation of the dataset, formed by memform with Resolve's
+/// `search` (`memorix_search`).
+fn traces(search: &str) -> Vec<Traced> {
     let dataset = memform::dataset::load(&dataset_path().0).unwrap();
-    let cfg = Config { profile: "memorix".into(), ..Config::default() };
+    let cfg = Config { profile: "memorix".into(), memorix_search: search.into(), ..Config::default() };
     let embedder = HashedEmbedder::new(cfg.hashed_dims);
     let mut out = Vec::new();
     for conv in &dataset.conversations {
@@ -45,7 +46,7 @@ fn traces() -> Vec<Traced> {
         state.entities = speakers;
         for (seq, episode) in conv.episodes.iter().enumerate() {
             store.write_evidence(&conv.id, seq, episode).unwrap();
-            back_traced(conv, episode, &mut state, &cfg, &store, Some(&mut out)).unwrap();
+            back_traced(conv, episode, &mut state, &cfg, &store, Deps { llm: None, embedder: Some(&embedder) }, Some(&mut out)).unwrap();
         }
     }
     out
@@ -79,8 +80,8 @@ fn same(field: &str, a: &Value, b: &Value) -> bool {
     }
 }
 
-/// The `| observation | field |` rows of docs/profiles.md's list of differences.
-fn listed_differences() -> BTreeSet<(String, String)> {
+/// The `| search | observation | field |` rows of docs/profiles.md's list of differences.
+fn listed_differences() -> BTreeSet<(String, String, String)> {
     let doc = std::fs::read_to_string(root().join("docs/profiles.md")).unwrap();
     let section = doc.split("### Differences from the real Memorix").nth(1).expect("docs/profiles.md lists the differences");
     let section = section.split("\n## ").next().unwrap_or(section);
@@ -88,15 +89,26 @@ fn listed_differences() -> BTreeSet<(String, String)> {
         .lines()
         .filter_map(|l| {
             let cells: Vec<&str> = l.split('|').map(str::trim).collect();
-            (cells.len() > 3 && cells[1].starts_with('`'))
-                .then(|| (cells[1].trim_matches('`').to_string(), cells[2].trim_matches('`').to_string()))
+            (cells.len() > 4 && cells[1].starts_with('`')).then(|| {
+                let c = |i: usize| cells[i].trim_matches('`').to_string();
+                (c(1), c(2), c(3))
+            })
         })
         .collect()
 }
 
 #[test]
-fn the_profile_agrees_with_the_real_memorix_on_the_bundled_observations() {
-    let traces = traces();
+fn the_profile_agrees_with_the_real_memorix_on_the_bundled_observations_lexical_search() {
+    differential("lexical");
+}
+
+#[test]
+fn the_profile_agrees_with_the_real_memorix_on_the_bundled_observations_store_search() {
+    differential("store");
+}
+
+fn differential(search: &str) {
+    let traces = traces(search);
     let bundled = dataset_path().1;
     assert!(!bundled || traces.len() >= 30, "{} observations", traces.len());
     let dir = tempfile::tempdir().unwrap();
@@ -119,14 +131,14 @@ fn the_profile_agrees_with_the_real_memorix_on_the_bundled_observations() {
         }
         for f in FIELDS {
             if !same(f, &o[f], &m[f]) {
-                eprintln!("{} {f}: memform {} / memorix {}", t.input.id, o[f], m[f]);
-                differences.insert((t.input.id.clone(), f.to_string()));
+                eprintln!("{search}: {} {f}: memform {} / memorix {}", t.input.id, o[f], m[f]);
+                differences.insert((search.to_string(), t.input.id.clone(), f.to_string()));
             }
         }
     }
     let rate = agree as f64 / traces.len() as f64;
     eprintln!(
-        "memorix differential: {agree}/{} agree on action and category ({rate:.3}); {} field differences",
+        "memorix differential ({search} search): {agree}/{} agree on action and category ({rate:.3}); {} field differences",
         traces.len(),
         differences.len()
     );
@@ -134,7 +146,7 @@ fn the_profile_agrees_with_the_real_memorix_on_the_bundled_observations() {
     if !bundled {
         return;
     }
-    let listed = listed_differences();
+    let listed: BTreeSet<_> = listed_differences().into_iter().filter(|d| d.0 == search).collect();
     let unlisted: Vec<_> = differences.difference(&listed).collect();
     let stale: Vec<_> = listed.difference(&differences).collect();
     assert!(unlisted.is_empty(), "differences not listed in docs/profiles.md: {unlisted:?}");
@@ -177,11 +189,17 @@ fn bad_observations_warn_and_fall_back_or_exit_2_naming_the_file_and_field() {
     assert_eq!(row["content"], json!("Gotcha: the lock file is never removed"));
     assert_eq!(row["formed"]["type"], json!("gotcha"), "the title's signal corrects the fallback type: {row}");
 
-    // LLM mode is not implemented for the profile: a config error, exit 2.
-    let (code, stderr) =
-        memform_in(d, &["run", "--dataset", "ds", "--profile", "memorix", "--mode", "llm", "--llm", "replay", "--out", "o2"]);
+    // LLM extraction with the rules judge: no model for Resolve and Evaluate, a config error, exit 2.
+    let (code, stderr) = memform_in(
+        d,
+        &["run", "--dataset", "ds", "--profile", "memorix", "--extract", "llm", "--judge", "rules", "--llm", "replay", "--out", "o2"],
+    );
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("LLM mode is not implemented"), "{stderr}");
+    assert!(stderr.contains("LLM extraction needs the judge in LLM mode too"), "{stderr}");
+    let (code, stderr) =
+        memform_in(d, &["run", "--dataset", "ds", "--profile", "memorix", "--set", "memorix_search=\"orama\"", "--out", "o4"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("memorix_search = \"orama\""), "{stderr}");
     let (code, stderr) =
         memform_in(d, &["run", "--dataset", "ds", "--profile", "memorix", "--set", "ephemeral_policy=\"keep\"", "--out", "o3"]);
     assert_eq!(code, Some(2), "{stderr}");
@@ -224,4 +242,82 @@ fn the_profile_runs_the_bundled_dataset_and_writes_formed_memories() {
         "{}",
         kept.content
     );
+}
+
+/// One line per observation of a run's `facts.jsonl`: what each stage made
+/// of it and where it went.
+fn render_formed(out: &mut String, dir: &std::path::Path) {
+    use std::fmt::Write;
+    let summary: Value = serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let m = &summary["metrics"];
+    for k in [
+        "observations",
+        "resolution_new",
+        "resolution_merge",
+        "resolution_evolve",
+        "resolution_discard",
+        "entity_coherence",
+        "entity_resolution_rate",
+        "growth_rate",
+        "fact_density_before",
+        "fact_density_after",
+        "title_quality",
+        "noise_rejection_rate",
+        "warnings_by_kind",
+    ] {
+        let _ = writeln!(out, "{k}: {}", m[k]);
+    }
+    for line in std::fs::read_to_string(dir.join("facts.jsonl")).unwrap().lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        let f = &r["formed"];
+        let _ = writeln!(
+            out,
+            "{} [{}] «{}» entity={} ({}) type={}{} +facts={} -> {} {} ({}) value={:.3} {} ({}) outcome={} pipeline={}",
+            r["turn"].as_str().unwrap_or("-"),
+            f["pipeline"]["mode"].as_str().unwrap_or("-"),
+            f["title"].as_str().unwrap_or("-"),
+            f["resolvedEntity"]["name"].as_str().unwrap_or("-"),
+            f["resolvedEntity"]["match"].as_str().unwrap_or("-"),
+            f["type"].as_str().unwrap_or("-"),
+            if f["typeCorrected"] == json!(true) { " (corrected)" } else { "" },
+            f["extractedFacts"],
+            f["resolution"]["action"].as_str().unwrap_or("-"),
+            f["resolution"]["targetId"].as_str().unwrap_or("-"),
+            f["resolution"]["reason"].as_str().unwrap_or("-"),
+            f["value"]["score"].as_f64().unwrap_or(f64::NAN),
+            f["value"]["category"].as_str().unwrap_or("-"),
+            f["value"]["reason"].as_str().unwrap_or("-"),
+            r["outcome"].as_str().unwrap_or("-"),
+            f["pipeline"],
+        );
+    }
+}
+
+/// The bundled observations in rules mode (both searches) and in LLM mode
+/// (replaying the answers recorded against the bundled SmolLM2-135M
+/// server, offline), one snapshot.
+#[test]
+fn coding_agent_formed_memories_snapshot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dataset = root().join("datasets/coding-agent");
+    let runs: [(&str, &[&str]); 3] = [
+        ("rules, lexical search (default)", &["--mode", "rules"]),
+        ("rules, store search", &["--mode", "rules", "--set", "memorix_search=\"store\""]),
+        ("llm (recorded SmolLM2-135M answers, replayed)", &["--mode", "llm", "--llm", "replay"]),
+    ];
+    let mut out = String::new();
+    for (i, (title, args)) in runs.iter().enumerate() {
+        let dir = tmp.path().join(format!("r{i}"));
+        let mut a = vec!["run", "--dataset", dataset.to_str().unwrap(), "--profile", "memorix", "--out", dir.to_str().unwrap()];
+        a.extend_from_slice(args);
+        let (code, stderr) = memform_in(tmp.path(), &a);
+        assert_eq!(code, Some(0), "{title}: {stderr}");
+        out.push_str(&format!("# {title}\n"));
+        render_formed(&mut out, &dir);
+        out.push('\n');
+    }
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(crate::support::snapshots_dir());
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!("memorix__coding-agent", out));
 }

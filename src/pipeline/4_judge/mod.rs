@@ -85,6 +85,10 @@ pub trait Judge: Send + Sync {
     fn decider(&self) -> Option<&dyn crate::pipeline::signet::Decider> {
         None
     }
+    /// The `memorix` profile's model calls this judge is (LLM mode).
+    fn memorix(&self) -> Option<&crate::pipeline::memorix::llm::MemorixLlm> {
+        None
+    }
 }
 
 /// Stage 4's answer for one episode.

@@ -7,19 +7,22 @@ use std::time::Instant;
 
 use super::evaluate::Category;
 use super::form::{self, Figures, Formation};
+use super::llm::{Calls, MemorixLlm};
 use super::observe::{self, Input};
-use super::resolve::ResolveAction;
-use super::search::{Indexed, Lexical};
+use super::resolve::{self, ResolveAction};
+use super::search::{Indexed, Lexical, MemorySearch, StoreSearch};
 use super::write::{self, Op, Plan};
 use crate::config::Config;
+use crate::embed::Embedder;
 use crate::error::Result;
 use crate::normalize::normalize_and_hash_content;
+use crate::pipeline::judge::JudgeContext;
 use crate::pipeline::records::{CandidateOutcome, CandidateRecord, EpisodeRecord, Timings};
 use crate::pipeline::resolve::EntityDecision;
 use crate::pipeline::{StageMode, ms};
 use crate::state::{ConvState, EntityRec, FactRec};
 use crate::store::Store;
-use crate::types::{CandidateFact, Conversation, EntityType, Episode, FactKind, FactType, LlmUsage, ValueTier};
+use crate::types::{CandidateFact, Conversation, EntityType, Episode, FactKind, FactType, ValueTier};
 
 /// Planning state of one episode: memories as they will be after the plan.
 struct Planner<'s> {
@@ -118,7 +121,15 @@ fn memory_row(id: &str, input: &Input, f: &Formation, narrative: &str, facts: &[
 }
 
 /// The record and the write operation of one formed observation.
-fn plan_one(p: &mut Planner<'_>, id: String, input: &Input, f: &Formation, mode: StageMode, cfg: &Config) -> (CandidateRecord, Option<Op>) {
+fn plan_one(
+    p: &mut Planner<'_>,
+    id: String,
+    input: &Input,
+    f: &Formation,
+    mode: StageMode,
+    cfg: &Config,
+    vector: Option<Vec<f32>>,
+) -> (CandidateRecord, Option<Op>) {
     let x = &f.extracted;
     let decay = cfg.ephemeral_policy == "decay";
     let importance = match f.value.category {
@@ -134,7 +145,8 @@ fn plan_one(p: &mut Planner<'_>, id: String, input: &Input, f: &Formation, mode:
         _ if discard_noise => (CandidateOutcome::NoiseRejected, None, f.value.reason.clone()),
         ResolveAction::New => {
             let entity = p.entity(&x.entity.name);
-            let row = memory_row(&id, input, f, &x.narrative, &x.facts, (&x.entity.name, entity), &p.episode.id);
+            let mut row = memory_row(&id, input, f, &x.narrative, &x.facts, (&x.entity.name, entity), &p.episode.id);
+            row.embedding = vector.unwrap_or_default();
             p.memories.push(Indexed::of(&row));
             (
                 CandidateOutcome::Insert,
@@ -150,7 +162,8 @@ fn plan_one(p: &mut Planner<'_>, id: String, input: &Input, f: &Formation, mode:
                 p.memories.remove(k);
             }
             let entity = p.entity(&name);
-            let row = memory_row(&id, input, f, &merged_narrative, &merged_facts, (&name, entity), &p.episode.id);
+            let mut row = memory_row(&id, input, f, &merged_narrative, &merged_facts, (&name, entity), &p.episode.id);
+            row.embedding = vector.unwrap_or_default();
             p.memories.push(Indexed::of(&row));
             let op =
                 Op::Insert { row: Box::new(row), importance, decay: f.value.category == Category::Ephemeral, supersedes: target.clone() };
@@ -163,7 +176,10 @@ fn plan_one(p: &mut Planner<'_>, id: String, input: &Input, f: &Formation, mode:
                 hit.narrative = merged_narrative.trim().to_string();
                 hit.facts = merged_facts.clone();
                 hit.title = x.title.clone();
+                // An in-place rewrite keeps its vector, as the store does.
+                let vector = std::mem::take(&mut p.memories[k].vector);
                 p.memories[k] = Indexed::of_hit(hit);
+                p.memories[k].vector = vector;
             }
             let h = normalize_and_hash_content(merged_narrative.trim());
             let update = crate::pipeline::write::MemoryUpdate {
@@ -217,9 +233,31 @@ pub struct Traced {
     pub formation: Formation,
 }
 
+/// LLM mode: the model, and whether Extract asks it too (`--extract llm`).
+#[derive(Clone, Copy)]
+pub struct LlmStages<'m> {
+    pub model: &'m MemorixLlm,
+    pub extract: bool,
+}
+
+/// What an episode's formation may call besides the store: the model (LLM
+/// mode) and the embedder (`memorix_search = "store"`).
+#[derive(Clone, Copy, Default)]
+pub struct Deps<'m> {
+    pub llm: Option<LlmStages<'m>>,
+    pub embedder: Option<&'m dyn Embedder>,
+}
+
 /// The memorix profile's work on one episode.
-pub fn back(conv: &Conversation, episode: &Episode, state: &mut ConvState, cfg: &Config, store: &Store) -> Result<EpisodeRecord> {
-    back_traced(conv, episode, state, cfg, store, None)
+pub fn back(
+    conv: &Conversation,
+    episode: &Episode,
+    state: &mut ConvState,
+    cfg: &Config,
+    store: &Store,
+    deps: Deps<'_>,
+) -> Result<EpisodeRecord> {
+    back_traced(conv, episode, state, cfg, store, deps, None)
 }
 
 /// [`back`], pushing each observation's [`Traced`] onto `trace` when given.
@@ -229,8 +267,24 @@ pub fn back_traced(
     state: &mut ConvState,
     cfg: &Config,
     store: &Store,
+    deps: Deps<'_>,
     mut trace: Option<&mut Vec<Traced>>,
 ) -> Result<EpisodeRecord> {
+    let llm = deps.llm;
+    let store_search = cfg.memorix_search == "store";
+    let embedder = match (store_search, deps.embedder) {
+        (true, Some(e)) => Some(e),
+        (true, None) => return Err(crate::error::Error::Config("memorix_search = \"store\" needs the run's embedder".into())),
+        (false, _) => None,
+    };
+    let source = format!("{}/{} memorix", conv.id, episode.id);
+    let embed = |text: &str| -> Result<Vec<f32>> {
+        let e = embedder.ok_or_else(|| crate::error::Error::Other("no embedder".into()))?;
+        Ok(e.embed(&[text], &source)?.pop().unwrap_or_default())
+    };
+    let stored: std::collections::HashSet<String> =
+        if store_search { state.facts.iter().filter(|f| f.is_live()).map(|f| f.id.clone()).collect() } else { Default::default() };
+    let params = crate::store::SearchParams::from_config(cfg);
     let t = Instant::now();
     let mut warnings = Vec::new();
     let inputs = observe::inputs(episode, &conv.speakers, &mut warnings);
@@ -238,12 +292,32 @@ pub fn back_traced(
     let mut planner = Planner::new(conv, episode, state);
     let mut records = Vec::with_capacity(inputs.len());
     let mut ops = Vec::new();
+    let mut calls = Calls::default();
+    let ctx = JudgeContext { conversation_id: &conv.id, episode_id: &episode.id };
+    let mode = if llm.is_some() { StageMode::Llm } else { StageMode::Rules };
     for (i, input) in inputs.iter().enumerate() {
-        let search = Lexical { memories: &planner.memories, min_score: cfg.memorix_search_min };
-        let f = form::rules(input, &planner.names, &search, figures);
+        let lexical = Lexical { memories: &planner.memories, min_score: cfg.memorix_search_min };
+        let hybrid = StoreSearch {
+            store,
+            conversation: &conv.id,
+            memories: &planner.memories,
+            stored: &stored,
+            embed: &embed,
+            params: params.clone(),
+        };
+        let search: &dyn MemorySearch = if store_search { &hybrid } else { &lexical };
+        let f = match llm {
+            None => form::rules(input, &planner.names, search, figures)?,
+            Some(l) => form::llm(input, &planner.names, search, figures, l.model, &ctx, l.extract, &mut calls)?,
+        };
+        // With the store's search, a new memory carries the vector of its query text.
+        let vector = match (store_search, &f.resolution.action) {
+            (true, ResolveAction::New | ResolveAction::Evolve) => Some(embed(&resolve::query(&f.extracted))?),
+            _ => None,
+        };
         let names = trace.is_some().then(|| planner.names.clone());
         let id = format!("{}/{}/c{i}", conv.id, episode.id);
-        let (rec, op) = plan_one(&mut planner, id, input, &f, StageMode::Rules, cfg);
+        let (rec, op) = plan_one(&mut planner, id, input, &f, mode, cfg, vector);
         if let (Some(t), Some(entity_names)) = (trace.as_deref_mut(), names) {
             t.push(Traced { input: input.clone(), entity_names, formation: f });
         }
@@ -269,8 +343,11 @@ pub fn back_traced(
         candidates: records.len(),
         stored: records.iter().filter(|r| r.stored).count(),
         entity_decisions: planner.decisions,
-        warnings,
-        usage: LlmUsage::default(),
+        warnings: {
+            warnings.extend(calls.warnings);
+            warnings
+        },
+        usage: calls.usage,
         invalidations: counts.invalidations,
         closures: 0,
         review_needed: 0,

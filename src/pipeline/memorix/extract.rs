@@ -153,6 +153,8 @@ pub enum EntityMatch {
     Substring,
     /// No existing name matches.
     None,
+    /// LLM mode: the model named an existing entity (docs/profiles.md).
+    Llm,
 }
 
 /// The entity an observation is filed under.

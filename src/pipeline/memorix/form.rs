@@ -4,12 +4,15 @@
 
 use super::evaluate::{self, Value};
 use super::extract::{self, Extracted};
-use super::formed::{FormedMemory, PipelineInfo};
+use super::formed::{FormedMemory, PipelineInfo, StageRan, StagesRan};
+use super::llm::{Calls, MemorixLlm};
 use super::observe::Input;
 use super::resolve::{self, Hit, Resolution, Thresholds};
 use super::search::MemorySearch;
 use crate::config::Config;
+use crate::error::Result;
 use crate::pipeline::StageMode;
+use crate::pipeline::judge::JudgeContext;
 
 /// The figures formation reads from the config.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -35,6 +38,8 @@ pub struct Formation {
     pub hits: Vec<Hit>,
     pub resolution: Resolution,
     pub value: Value,
+    /// LLM mode: what decided each stage.
+    pub stages: Option<StagesRan>,
 }
 
 impl Formation {
@@ -51,17 +56,55 @@ impl Formation {
             type_corrected: x.type_corrected,
             resolution: self.resolution.clone(),
             value: self.value.clone(),
-            pipeline: PipelineInfo { mode, stages_completed: 3 },
+            pipeline: PipelineInfo { mode, stages_completed: 3, stages: self.stages },
             hits: self.hits.iter().map(|h| (h.id.clone(), h.score)).collect(),
         }
     }
 }
 
 /// Rules-mode formation of `input` against the existing entity names and memories.
-pub fn rules(input: &Input, entities: &[String], search: &dyn MemorySearch, f: Figures) -> Formation {
+pub fn rules(input: &Input, entities: &[String], search: &dyn MemorySearch, f: Figures) -> Result<Formation> {
     let extracted = extract::rules(&input.title, &input.narrative, &input.facts, &input.entity_name, &input.obs_type, entities);
-    let hits = search.search(&resolve::query(&extracted), resolve::SEARCH_LIMIT);
+    let hits = search.search(&resolve::query(&extracted), resolve::SEARCH_LIMIT)?;
     let resolution = resolve::rules(&extracted, &hits, f.thresholds);
     let value = evaluate::rules(&extracted, f.cuts);
-    Formation { extracted, hits, resolution, value }
+    Ok(Formation { extracted, hits, resolution, value, stages: None })
+}
+
+/// LLM-mode formation: each stage's rules, then the model's one call for
+/// the stage (Resolve only when the search found memories), whose usable
+/// answer replaces the rules' (docs/profiles.md, "memorix: LLM mode").
+/// `extract_llm` false keeps Extract in rules mode (`--extract rules`).
+#[allow(clippy::too_many_arguments)]
+pub fn llm(
+    input: &Input,
+    entities: &[String],
+    search: &dyn MemorySearch,
+    f: Figures,
+    model: &MemorixLlm,
+    ctx: &JudgeContext<'_>,
+    extract_llm: bool,
+    calls: &mut Calls,
+) -> Result<Formation> {
+    let rules_x = extract::rules(&input.title, &input.narrative, &input.facts, &input.entity_name, &input.obs_type, entities);
+    let (extracted, extract) = if extract_llm {
+        let (x, used) = model.extract(ctx, input, entities, rules_x, calls)?;
+        (x, if used { StageRan::Llm } else { StageRan::Fallback })
+    } else {
+        (rules_x, StageRan::Rules)
+    };
+    let hits = search.search(&resolve::query(&extracted), resolve::SEARCH_LIMIT)?;
+    let (resolution, resolve) = if hits.is_empty() {
+        (resolve::rules(&extracted, &hits, f.thresholds), StageRan::NoCall)
+    } else {
+        match model.resolve(ctx, &extracted, &hits, calls)? {
+            Some(r) => (r, StageRan::Llm),
+            None => (resolve::rules(&extracted, &hits, f.thresholds), StageRan::Fallback),
+        }
+    };
+    let (value, evaluate) = match model.evaluate(ctx, &extracted, f.cuts, calls)? {
+        Some(v) => (v, StageRan::Llm),
+        None => (evaluate::rules(&extracted, f.cuts), StageRan::Fallback),
+    };
+    Ok(Formation { extracted, hits, resolution, value, stages: Some(StagesRan { extract, resolve, evaluate }) })
 }

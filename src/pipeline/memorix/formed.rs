@@ -8,13 +8,40 @@ use super::evaluate::Value;
 use super::extract::ResolvedEntity;
 use super::resolve::Resolution;
 use crate::pipeline::StageMode;
+use crate::types::string_enum;
 
 /// Which stages ran and how.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PipelineInfo {
+    /// `llm` when the run asked the model for any stage, else `rules`.
     pub mode: StageMode,
     #[serde(rename = "stagesCompleted")]
     pub stages_completed: u8,
+    /// LLM mode only: what decided each stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<StagesRan>,
+}
+
+string_enum! {
+    /// What decided one stage of one observation in LLM mode.
+    pub enum StageRan {
+        /// The model's answer.
+        Llm => "llm",
+        /// The stage is in rules mode (`--extract rules --judge llm`: Extract).
+        Rules => "rules",
+        /// The model was asked, its answer was not usable: the rules decided (with a warning).
+        Fallback => "rules-fallback",
+        /// The model was not asked: Resolve found no existing memory, so the observation is new.
+        NoCall => "no-call",
+    }
+}
+
+/// Per stage, what decided it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StagesRan {
+    pub extract: StageRan,
+    pub resolve: StageRan,
+    pub evaluate: StageRan,
 }
 
 /// One observation's formation, as Memorix's `FormedMemory` reports it.

@@ -7,6 +7,7 @@
 //! - [`observe`]: an episode's observations, their fallbacks, the
 //!   transcript mapping;
 //! - [`extract`], [`resolve`], [`evaluate`]: the three stages in rules mode;
+//! - [`llm`]: the three stages' model calls in LLM mode and their fallbacks;
 //! - [`search`]: the memories Resolve searches;
 //! - [`form`]: one observation through the three stages;
 //! - [`formed`]: the `FormedMemory` record;
@@ -20,6 +21,7 @@ pub mod extract;
 pub mod form;
 pub mod formed;
 pub mod js;
+pub mod llm;
 pub mod observe;
 pub mod profile;
 pub mod resolve;

@@ -1,8 +1,12 @@
 //! The `memorix` [`Profile`]: formation of observations, not memform's five
 //! stages, so it replaces the whole episode ([`Profile::episode`]).
 
+use std::sync::Arc;
+
+use super::episode::{Deps, LlmStages};
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::llm::{Llm, LlmSettings};
 use crate::pipeline::judge::Judge;
 use crate::pipeline::profiles::Profile;
 use crate::pipeline::{EpisodeFront, EpisodeRecord, StageMode, Stages};
@@ -30,7 +34,10 @@ impl Profile for Memorix {
         _judge: &dyn Judge,
         store: &Store,
     ) -> Result<EpisodeRecord> {
-        super::episode::back(conv, episode, state, cfg, store)
+        super::episode::back(conv, episode, state, cfg, store, Deps::default())
+    }
+    fn llm_judge(&self, llm: Arc<dyn Llm>, settings: &LlmSettings) -> Result<Box<dyn Judge>> {
+        Ok(Box::new(super::llm::MemorixLlm::new(llm, settings)?))
     }
     fn episode(
         &self,
@@ -41,9 +48,18 @@ impl Profile for Memorix {
         cfg: &Config,
         store: &Store,
     ) -> Result<EpisodeRecord> {
-        if stages.extractor.mode() == StageMode::Llm {
-            return Err(Error::Config("profile = \"memorix\": LLM mode is not implemented for this profile yet; use --mode rules".into()));
-        }
-        super::episode::back(conv, episode, state, cfg, store)
+        // The judge's mode is Resolve's and Evaluate's, the extractor's Extract's.
+        let extract = stages.extractor.mode() == StageMode::Llm;
+        let llm = match stages.judge.memorix() {
+            Some(model) => Some(LlmStages { model, extract }),
+            None if extract => {
+                return Err(Error::Config(
+                    "profile = \"memorix\": LLM extraction needs the judge in LLM mode too (--mode llm, or --extract rules --judge llm)"
+                        .into(),
+                ));
+            }
+            None => None,
+        };
+        super::episode::back(conv, episode, state, cfg, store, Deps { llm, embedder: Some(stages.embedder) })
     }
 }

@@ -91,11 +91,14 @@ fn words(s: &str) -> std::collections::HashSet<String> {
 
 /// Shared words (longer than 2) over the larger word set.
 pub fn word_overlap(a: &str, b: &str) -> f64 {
-    let (wa, wb) = (words(a), words(b));
+    overlap_of(&words(a), &words(b))
+}
+
+fn overlap_of(wa: &std::collections::HashSet<String>, wb: &std::collections::HashSet<String>) -> f64 {
     if wa.is_empty() || wb.is_empty() {
         return 0.0;
     }
-    wa.intersection(&wb).count() as f64 / wa.len().max(wb.len()) as f64
+    wa.intersection(wb).count() as f64 / wa.len().max(wb.len()) as f64
 }
 
 static CONTRADICTION: LazyLock<Vec<Regex>> = LazyLock::new(|| {
@@ -145,19 +148,22 @@ struct Scored<'h> {
     contradiction: bool,
 }
 
-fn score<'h>(x: &Extracted, hit: &'h Hit) -> Scored<'h> {
+fn score<'h>(x: &Extracted, own_words: &std::collections::HashSet<String>, contradiction: bool, hit: &'h Hit) -> Scored<'h> {
     let entity_match = entities_match(&x.entity.name, &hit.entity_name);
-    let overlap = word_overlap(&format!("{} {}", x.title, x.narrative), &format!("{} {}", hit.title, hit.narrative));
+    let overlap = overlap_of(own_words, &words(&format!("{} {}", hit.title, hit.narrative)));
     let score = hit.score * W_SEARCH + if entity_match { W_ENTITY } else { 0.0 } + overlap * W_OVERLAP;
     let new_len = js::len(&x.narrative) + js::len(&x.facts.join(" "));
     let old_len = js::len(&hit.narrative) + js::len(&hit.facts.join("\n"));
     let richer = new_len as f64 > old_len as f64 * RICHER;
-    Scored { hit, score, entity_match, richer, contradiction: has_contradiction(&x.narrative) }
+    Scored { hit, score, entity_match, richer, contradiction }
 }
 
 /// Decides an observation's fate from the search's hits (best first or not).
 pub fn rules(x: &Extracted, hits: &[Hit], t: Thresholds) -> Resolution {
-    let mut scored: Vec<Scored<'_>> = hits.iter().map(|h| score(x, h)).collect();
+    let own = if hits.is_empty() { Default::default() } else { words(&format!("{} {}", x.title, x.narrative)) };
+    // What depends on the observation alone is computed once, not per hit.
+    let contradiction = !hits.is_empty() && has_contradiction(&x.narrative);
+    let mut scored: Vec<Scored<'_>> = hits.iter().map(|h| score(x, &own, contradiction, h)).collect();
     // Stable, as JavaScript's sort: ties keep the search's order.
     scored.sort_by(|a, b| b.score.partial_cmp(&a.score).unwrap_or(std::cmp::Ordering::Equal));
     let Some(best) = scored.first() else { return Resolution::new("No similar existing memories found".into()) };

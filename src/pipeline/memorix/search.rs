@@ -9,52 +9,111 @@
 //! identical observation scores 1. See docs/profiles.md.
 
 use super::resolve::{Hit, QUERY_NARRATIVE_CHARS};
+use crate::error::Result;
 use crate::pipeline::memorix::js;
 use crate::state::FactRec;
+use crate::store::{SearchParams, Store};
 
 /// Finds existing memories for a query.
 pub trait MemorySearch {
     /// At most `limit` hits, best first.
-    fn search(&self, query: &str, limit: usize) -> Vec<Hit>;
+    fn search(&self, query: &str, limit: usize) -> Result<Vec<Hit>>;
 }
 
-/// Lower-cased runs of letters and digits.
-pub fn tokens(s: &str) -> std::collections::BTreeSet<String> {
-    s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+/// The distinct lower-cased runs of letters and digits of a text, sorted:
+/// one lower-cased copy of the text and the tokens' byte ranges in it.
+pub struct TokenSet {
+    text: String,
+    spans: Vec<(usize, usize)>,
 }
 
-/// Dice coefficient of two token sets.
-pub fn dice(a: &std::collections::BTreeSet<String>, b: &std::collections::BTreeSet<String>) -> f64 {
-    if a.is_empty() && b.is_empty() {
-        return 0.0;
+impl TokenSet {
+    pub fn new(s: &str) -> TokenSet {
+        let text = s.to_lowercase();
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        let mut start = None;
+        for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+            match (c.is_alphanumeric(), start) {
+                (true, None) => start = Some(i),
+                (false, Some(b)) => {
+                    spans.push((b, i));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        spans.sort_unstable_by(|x, y| text[x.0..x.1].cmp(&text[y.0..y.1]));
+        spans.dedup_by(|x, y| text[x.0..x.1] == text[y.0..y.1]);
+        TokenSet { text, spans }
     }
-    2.0 * a.intersection(b).count() as f64 / (a.len() + b.len()) as f64
+
+    fn token(&self, i: usize) -> &str {
+        &self.text[self.spans[i].0..self.spans[i].1]
+    }
+
+    /// How many tokens the two sets share (a merge of two sorted lists).
+    fn shared(&self, other: &TokenSet) -> usize {
+        let (mut i, mut j, mut n) = (0, 0, 0);
+        while i < self.spans.len() && j < other.spans.len() {
+            match self.token(i).cmp(other.token(j)) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    n += 1;
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        n
+    }
 }
 
-/// A memory as the search sees it, with its token set.
+/// The token set of a text.
+pub fn tokens(s: &str) -> TokenSet {
+    TokenSet::new(s)
+}
+
+/// Dice coefficient of two token sets (0 when both are empty).
+pub fn dice(a: &TokenSet, b: &TokenSet) -> f64 {
+    let total = a.spans.len() + b.spans.len();
+    if total == 0 { 0.0 } else { 2.0 * a.shared(b) as f64 / total as f64 }
+}
+
+/// A memory as the search sees it, with its token set (and, with the
+/// store's search, its vector).
 pub struct Indexed {
     pub hit: Hit,
-    tokens: std::collections::BTreeSet<String>,
+    tokens: TokenSet,
+    pub vector: Vec<f32>,
 }
 
 impl Indexed {
     /// A stored memory: title in `object`, narrative in `content`, entity in
     /// `subject`, facts one per line in `source_quote`.
     pub fn of(f: &FactRec) -> Indexed {
-        Indexed::of_hit(Hit {
+        let mut m = Indexed::of_hit(Hit {
             id: f.id.clone(),
             title: f.object.clone(),
             narrative: f.content.clone(),
             facts: f.source_quote.lines().map(str::to_string).collect(),
             entity_name: f.subject.clone(),
             score: 0.0,
-        })
+        });
+        m.vector = f.embedding.clone();
+        m
     }
 
     pub fn of_hit(hit: Hit) -> Indexed {
-        let tokens = tokens(&format!("{} {}", hit.title, js::slice(&hit.narrative, QUERY_NARRATIVE_CHARS)));
-        Indexed { hit, tokens }
+        let tokens = tokens(&query_text(&hit));
+        Indexed { hit, tokens, vector: Vec::new() }
     }
+}
+
+/// A memory's own query text: its title and the start of its narrative
+/// (what the lexical search compares and the store's vector embeds).
+pub fn query_text(hit: &Hit) -> String {
+    format!("{} {}", hit.title, js::slice(&hit.narrative, QUERY_NARRATIVE_CHARS))
 }
 
 /// The lexical stand-in over a list of memories.
@@ -64,7 +123,7 @@ pub struct Lexical<'a> {
 }
 
 impl MemorySearch for Lexical<'_> {
-    fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
+    fn search(&self, query: &str, limit: usize) -> Result<Vec<Hit>> {
         let q = tokens(query);
         let mut hits: Vec<(f64, usize)> = self
             .memories
@@ -76,7 +135,52 @@ impl MemorySearch for Lexical<'_> {
         // Best first; ties to the older memory.
         hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         hits.truncate(limit);
-        hits.into_iter().map(|(s, i)| Hit { score: s, ..self.memories[i].hit.clone() }).collect()
+        Ok(hits.into_iter().map(|(s, i)| Hit { score: s, ..self.memories[i].hit.clone() }).collect())
+    }
+}
+
+/// The store's hybrid search ([`Store::search`]: BM25 over the stored
+/// memories' narratives and the vector leg over their vectors) for the
+/// memories already written; a memory planned earlier in the same episode
+/// is not in the store yet and is scored as the vector leg scores a fact it
+/// alone finds (the cosine, clamped to [0, 1]). A stored memory the episode
+/// already superseded is left out; one it merged into shows its planned
+/// text. Hits below `min_score` are dropped, best first (ties to the older
+/// memory), at most `limit`.
+pub struct StoreSearch<'a> {
+    pub store: &'a Store,
+    pub conversation: &'a str,
+    /// The planner's memories (stored live ones and planned ones).
+    pub memories: &'a [Indexed],
+    /// Ids of the memories in the store.
+    pub stored: &'a std::collections::HashSet<String>,
+    /// Embeds a query.
+    pub embed: &'a dyn Fn(&str) -> Result<Vec<f32>>,
+    pub params: SearchParams,
+}
+
+impl MemorySearch for StoreSearch<'_> {
+    fn search(&self, query: &str, limit: usize) -> Result<Vec<Hit>> {
+        let vector = (self.embed)(query)?;
+        let params = SearchParams { top_k: limit, leg_k: self.params.leg_k.max(limit), ..self.params.clone() };
+        let mut hits: Vec<(f64, usize)> = Vec::new();
+        for h in self.store.search(self.conversation, query, &vector, &params)? {
+            if let Some(i) = self.memories.iter().position(|m| m.hit.id == h.fact_id) {
+                hits.push((h.score, i));
+            }
+        }
+        for (i, m) in self.memories.iter().enumerate() {
+            if self.stored.contains(&m.hit.id) || m.vector.is_empty() {
+                continue;
+            }
+            let s = crate::embed::cosine(&vector, &m.vector).clamp(0.0, 1.0);
+            if s > 0.0 && s >= self.params.min_score {
+                hits.push((s, i));
+            }
+        }
+        hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        hits.truncate(limit);
+        Ok(hits.into_iter().map(|(s, i)| Hit { score: s, ..self.memories[i].hit.clone() }).collect())
     }
 }
 
