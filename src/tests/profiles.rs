@@ -285,7 +285,7 @@ fn what_happened(store: &Path, id: &str) -> Vec<std::collections::BTreeMap<Strin
 fn query(store: &Path, sql: &str, id: &str) -> Vec<std::collections::BTreeMap<String, String>> {
     let conn = rusqlite::Connection::open_with_flags(store, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open store");
     let mut st = conn.prepare(sql).unwrap_or_else(|e| panic!("README's query does not prepare: {e}\n{sql}"));
-    let names: Vec<String> = st.column_names().into_iter().map(str::to_string).collect();
+    let names: Vec<String> = st.column_names().map(str::to_string).collect();
     let params: &[(&str, &dyn rusqlite::ToSql)] = if sql.contains(":id") { &[(":id", &id)] } else { &[] };
     let rows = st
         .query_map(params, |r| {

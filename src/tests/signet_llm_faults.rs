@@ -16,6 +16,8 @@
 // Test and bench code may unwrap and print (the library may not).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
 
+// Shared with llm_fake.rs, which uses every reply kind; these tests need only some.
+#[allow(dead_code)]
 #[path = "support/fake_server.rs"]
 mod fake_server;
 
@@ -129,7 +131,8 @@ fn full_mode_applies_the_update_with_its_archive_row_and_drops_bad_decisions() {
     let r = run("full");
     assert_eq!(r.requests.len(), 5, "2 extractions and 3 decisions (every e2 fact had candidates)");
     for req in &r.requests {
-        assert_eq!((req.path.as_str(), req.header("content-type")), ("/v1/chat/completions", Some("application/json")));
+        assert_eq!((req.method.as_str(), req.path.as_str()), ("POST", "/v1/chat/completions"));
+        assert_eq!(req.header("content-type"), Some("application/json"));
         assert_eq!(req.json()["chat_template_kwargs"], json!({"enable_thinking": false}), "thinking is switched off");
         assert!(req.headers.iter().all(|(k, _)| !k.eq_ignore_ascii_case("authorization")), "no key was set");
     }
