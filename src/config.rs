@@ -186,6 +186,12 @@ pub struct Config {
     /// (OpenAI's `response_format.json_schema`), `json_object` (llama.cpp's
     /// `{"type":"json_object","schema":…}`) or `none`. Ollama always gets `format`.
     pub llm_response_format: String,
+    /// Ask the server not to think before answering: OpenAI-compatible
+    /// servers get `chat_template_kwargs: {enable_thinking: false}` (llama.cpp's
+    /// `llama-server`, vLLM, SGLang; llama-cpp-python's server ignores it),
+    /// Ollama gets `think: false`. Set `false` for OpenAI's own API, which
+    /// rejects the unknown field.
+    pub llm_disable_thinking: bool,
     /// Seconds one HTTP call may take, answer included.
     pub llm_timeout_secs: f64,
     /// Extra attempts after a timeout or a 5xx answer.
@@ -303,6 +309,7 @@ impl Default for Config {
             llm_tokens_per_turn: 32,
             llm_max_tokens_cap: 2048,
             llm_response_format: "json_object".to_string(),
+            llm_disable_thinking: true,
             llm_timeout_secs: 300.0,
             llm_max_retries: 2,
             llm_retry_backoff_ms: 500,

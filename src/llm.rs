@@ -263,6 +263,10 @@ pub struct LlmSettings {
     #[serde(default)]
     pub max_tokens_cap: u32,
     pub response_format: ResponseFormat,
+    /// Ask the server not to think (see `Config::llm_disable_thinking`);
+    /// like the response format, not part of the fixture key.
+    #[serde(default)]
+    pub disable_thinking: bool,
     pub timeout_secs: f64,
     pub max_retries: u32,
     pub retry_backoff_ms: u64,
@@ -295,6 +299,7 @@ impl LlmSettings {
             tokens_per_turn: cfg.llm_tokens_per_turn,
             max_tokens_cap: cfg.llm_max_tokens_cap.max(cfg.llm_max_tokens),
             response_format: ResponseFormat::parse(&cfg.llm_response_format)?,
+            disable_thinking: cfg.llm_disable_thinking,
             timeout_secs: cfg.llm_timeout_secs,
             max_retries: cfg.llm_max_retries,
             retry_backoff_ms: cfg.llm_retry_backoff_ms,

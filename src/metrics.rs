@@ -652,8 +652,10 @@ pub fn string_counts(df: &DataFrame, names: &str, counts: &str) -> std::result::
 
 /// Per candidate, in record order: linked to an entity that existed before
 /// its episode. An observation (memorix): its resolved entity already
-/// existed. A fact: its subject entity was not created in its own episode.
-fn entity_existed(episodes: &[EpisodeRecord]) -> Vec<bool> {
+/// existed. A decided fact (signet): the inline linker recorded a mention
+/// (it links only to entities that already exist, and never creates one).
+/// Any other fact: its subject entity was not created in its own episode.
+pub(crate) fn entity_existed(episodes: &[EpisodeRecord]) -> Vec<bool> {
     let mut out = Vec::new();
     for e in episodes {
         let created: BTreeSet<&str> = e
@@ -666,6 +668,7 @@ fn entity_existed(episodes: &[EpisodeRecord]) -> Vec<bool> {
             .collect();
         out.extend(e.facts.iter().map(|r| match &r.formed {
             Some(f) => f.resolved_entity.existed,
+            None if r.decision.as_ref().is_some_and(|d| !d.mentions.is_empty()) => true,
             None => r.subject_entity.as_deref().is_some_and(|id| !created.contains(id)),
         }));
     }

@@ -94,6 +94,14 @@ impl HttpLlm {
                 "options": {"temperature": s.temperature, "seed": s.seed, "num_predict": s.max_tokens},
             }),
         };
+        let mut base = base;
+        if self.settings.disable_thinking {
+            // The switch each server family reads; a server without thinking ignores it.
+            match self.settings.provider {
+                Provider::OpenAi => base["chat_template_kwargs"] = json!({"enable_thinking": false}),
+                Provider::Ollama => base["think"] = json!(false),
+            }
+        }
         let mut body = base.to_string();
         let Some(schema) = &req.schema else { return Ok(body) };
         serde_json::from_str::<Value>(schema)

@@ -244,9 +244,9 @@ mod tests {
     /// SHA-256 of each template's text, per version. Editing a template
     /// without bumping its `version:` line fails here.
     const PINNED: [(&str, u32, &str); 6] = [
-        ("extract", 2, "62a72811ecfe9536d970cf5c0a4fbd6fbf0a6766c5a95514aaeea6b44aa55062"),
+        ("extract", 3, "a71bbe08453708a074bc81ceb5a850525e41f0fd85137fdebd6ec8947ede7228"),
         ("judge", 2, "146e67267af848985418f0a068e1fe2e5f939733af80cbe83780cf825f3af526"),
-        ("signet_decision", 1, "089327b638edc35592196f38866c563119bc886c89aa96411f2acb77293ce352"),
+        ("signet_decision", 2, "e77a3770b7ce99bf16dac240ceaf1dd53c0153dc71f12e8d20d4ac08d3aefaff"),
         ("memorix_extract", 1, "ef3d68801acec7f1b7d471ecc36e0e2e9fccf48add6fd975fd6084c6507f55dc"),
         ("memorix_resolve", 1, "7061616fdc67848e3017326630f6692c2d62f4b29e7e951b1920e4acf8b63484"),
         ("memorix_evaluate", 1, "4df811d667f4eaff793f06b201f551b3c6d23349e0e57f312f5118ba4192d872"),
@@ -341,7 +341,7 @@ mod tests {
         assert!(strict["properties"]["verdicts"].get("minItems").is_none());
         // No worked example to copy: the prompts show no answer values.
         for t in all_templates().unwrap() {
-            for copyable in ["\"sourceTurn\": \"", "{\"pair\": 0", "\"name\": \""] {
+            for copyable in ["\"sourceTurn\": \"", "{\"pair\": 0", "\"name\": \"", "\"reason\": \""] {
                 assert!(!t.source.contains(copyable), "{} shows an example answer ({copyable})", t.id.name);
             }
         }

@@ -629,3 +629,39 @@ fn docs_define_every_summary_key() {
         assert!(docs.contains(&format!("`{k}`")), "docs/metrics.md does not define `{k}`");
     }
 }
+
+/// A `signet` fact has no subject entity (the profile resolves none); its
+/// link to memory is the inline linker's mention of an existing entity. The
+/// metric counts those, so a signet run's `entity_coherence` is not 0.
+#[test]
+fn signet_mentions_count_as_links_to_existing_entities() {
+    let (mut dataset, _, _) = fixture();
+    dataset.conversations.truncate(1);
+    let decided = |n: usize, mentions: &[&str]| {
+        let mut c = cand("c1", "e1", n, "t1", "Dana plays chess with Eli", "created", true);
+        c.subject_entity = None;
+        c.decision = Some(crate::pipeline::records::DecisionRecord {
+            action: Some("add".into()),
+            target: None,
+            confidence: Some(0.9),
+            reason: "no existing memories match this fact".into(),
+            review_needed: false,
+            candidates: Vec::new(),
+            mentions: mentions.iter().map(|m| m.to_string()).collect(),
+        });
+        c
+    };
+    let facts = vec![decided(0, &["c1/e0", "c1/e1"]), decided(1, &[]), decided(2, &["c1/e1"])];
+    assert_eq!(super::entity_existed(&[episode_record("c1", "e1", 4, facts.clone())]), [true, false, true]);
+    let live: BTreeSet<String> = facts.iter().map(|f| f.id.clone()).collect();
+    let a = analyze(&RunData {
+        dataset: &dataset,
+        episodes: &[episode_record("c1", "e1", 4, facts)],
+        live_ids: &live,
+        skipped_conversations: 0,
+        wall_ms: 0.0,
+        embedder: None,
+    })
+    .unwrap();
+    close(&a, "entity_coherence", 2.0 / 3.0);
+}

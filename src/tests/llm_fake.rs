@@ -85,6 +85,9 @@ fn openai_request_carries_sampling_schema_and_key_and_reads_usage() {
     // The budget scales with the turns shown: 128 + 32 × 2.
     assert_eq!(body["max_tokens"], 192);
     assert_eq!(body["response_format"]["type"], "json_object");
+    // Thinking off by default, in the switch OpenAI-compatible servers read.
+    assert_eq!(body["chat_template_kwargs"], serde_json::json!({"enable_thinking": false}));
+    assert!(body.get("think").is_none());
     let schema = &body["response_format"]["schema"];
     assert_eq!(schema["required"][2], "literalFacts");
     for list in ["relationships", "literalFacts"] {
@@ -125,6 +128,20 @@ fn ollama_request_uses_format_and_options_and_reads_counts() {
     assert_eq!(body["options"]["num_predict"], 192);
     assert_eq!(body["format"]["type"], "object");
     assert_eq!(body["format"]["properties"]["literalFacts"]["items"]["properties"]["sourceTurn"]["enum"], serde_json::json!(["t1", "t2"]));
+    assert_eq!(body["think"], false, "Ollama's own switch");
+    assert!(body.get("chat_template_kwargs").is_none());
+}
+
+#[test]
+fn thinking_switch_can_be_left_to_the_server() {
+    // OpenAI's own API rejects unknown fields: `llm_disable_thinking = false` sends neither switch.
+    for provider in ["openai", "ollama"] {
+        let cfg = Config { llm_provider: provider.into(), llm_disable_thinking: false, ..Config::default() };
+        let s = LlmSettings::from_config(&cfg).unwrap();
+        let body: serde_json::Value =
+            serde_json::from_str(&HttpLlm::with_api_key(s, None).body(&request_for("http://x")).unwrap()).unwrap();
+        assert!(body.get("chat_template_kwargs").is_none() && body.get("think").is_none(), "{provider}: {body}");
+    }
 }
 
 #[test]

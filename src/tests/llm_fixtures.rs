@@ -238,7 +238,7 @@ fn a_miss_names_stage_episode_key_and_what_differs_from_the_closest() {
     req.template.version += 1;
     req.sampling.seed = 7;
     let msg = replay.complete(&req).unwrap_err().to_string();
-    assert!(msg.contains("template extract v2 vs extract v3"), "{msg}");
+    assert!(msg.contains("template extract v3 vs extract v4"), "{msg}");
     assert!(msg.contains("seed 42 vs 7"), "{msg}");
     assert!(!msg.contains("messages[1]"), "{msg}");
 

@@ -9,6 +9,8 @@
 //! - `soda`'s preference polarity pairing: "love, then hate Chinese food"
 //!   ends with exactly one live preference, and not without the pairing.
 //! - A config key the profile does not read is a one-line warning.
+//! - README's "What happened to fact X, and why?" query, read from
+//!   README.md and run as written against the stores these runs produce.
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -33,8 +35,15 @@ const RUNS: &[(&str, &[&str])] = &[
 ];
 
 struct Ran {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     runs: Vec<(Vec<serde_json::Value>, Store)>,
+}
+
+impl Ran {
+    /// The store file of run `i` of [`RUNS`].
+    fn store_path(&self, i: usize) -> PathBuf {
+        self.dir.path().join(format!("r{i}/store.sqlite"))
+    }
 }
 
 fn run_cli(dataset: &Path, out: &Path, args: &[&str]) -> String {
@@ -66,7 +75,7 @@ fn ran() -> &'static Ran {
                 (facts, Store::open(&out.join("store.sqlite")).expect("open store"))
             })
             .collect();
-        Ran { _dir: dir, runs }
+        Ran { dir, runs }
     })
 }
 
@@ -257,4 +266,84 @@ fn a_config_key_the_profile_does_not_read_is_a_one_line_warning() {
 fn enabled_false_processes_nothing_and_says_so() {
     let (live, _) = live_contents("soda", &["--set", "enabled=false"]);
     assert!(live.is_empty());
+}
+
+/// The SQL block after `heading` in README.md, exactly as written there.
+fn readme_sql(heading: &str) -> String {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("read README.md");
+    let after = &readme[readme.find(heading).unwrap_or_else(|| panic!("README.md has no {heading:?}"))..];
+    let start = after.find("```sql\n").expect("an ```sql block after the heading") + "```sql\n".len();
+    let len = after[start..].find("```").expect("the block is closed");
+    after[start..start + len].to_string()
+}
+
+/// README's "What happened" query run with `:id` bound, every column as text (NULL as "-").
+fn what_happened(store: &Path, id: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+    query(store, &readme_sql("**What happened to fact X, and why?**"), id)
+}
+
+fn query(store: &Path, sql: &str, id: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+    let conn = rusqlite::Connection::open_with_flags(store, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open store");
+    let mut st = conn.prepare(sql).unwrap_or_else(|e| panic!("README's query does not prepare: {e}\n{sql}"));
+    let names: Vec<String> = st.column_names().map(str::to_string).collect();
+    let params: &[(&str, &dyn rusqlite::ToSql)] = if sql.contains(":id") { &[(":id", &id)] } else { &[] };
+    let rows = st
+        .query_map(params, |r| {
+            let mut row = std::collections::BTreeMap::new();
+            for (i, n) in names.iter().enumerate() {
+                let v: rusqlite::types::Value = r.get(i)?;
+                let text = match v {
+                    rusqlite::types::Value::Null => "-".to_string(),
+                    rusqlite::types::Value::Integer(n) => n.to_string(),
+                    rusqlite::types::Value::Real(x) => x.to_string(),
+                    rusqlite::types::Value::Text(t) => t,
+                    rusqlite::types::Value::Blob(_) => "<blob>".to_string(),
+                };
+                row.insert(n.clone(), text);
+            }
+            Ok(row)
+        })
+        .expect("run README's query");
+    rows.collect::<Result<_, _>>().expect("read rows")
+}
+
+#[test]
+fn readme_what_happened_query_explains_a_signet_fact_as_the_readme_says() {
+    // The signet run "rules, full" (RUNS[0]): what README.md describes for update-delete/e1/c0.
+    let rows = what_happened(&ran().store_path(0), "update-delete/e1/c0");
+    let col = |k: &str| rows.iter().map(|r| r[k].as_str()).collect::<Vec<_>>();
+    assert_eq!(col("episode_id"), ["e1", "e2", "e3"]);
+    assert_eq!(col("action"), ["insert", "update", "delete"]);
+    assert_eq!(col("outcome"), ["created", "updated", "deleted"]);
+    assert_eq!(col("candidate_id"), ["update-delete/e1/c0", "update-delete/e2/c0", "update-delete/e3/c0"]);
+    assert_eq!(rows[0]["reason"], "no existing memories match this fact");
+    assert_eq!(col("content_before"), ["-", "Alice works at Google", "Alice works at Anthropic"]);
+    assert_eq!(col("review_needed"), ["0", "0", "1"]);
+    assert!(rows.iter().all(|r| r["decider"] == "signet-rules:v1" && r["extractor"] == "rules:v1"), "{rows:?}");
+}
+
+#[test]
+fn readme_what_happened_query_explains_a_soda_invalidation_with_its_verdict() {
+    // A soda run of the bundled scenarios: the judged pair behind an invalidation.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let o = Command::new(bin())
+        .args(["run", "--mode", "rules", "--dataset"])
+        .arg(crate::support::scenarios_dir())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("run");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = what_happened(&out.join("store.sqlite"), "job-change/e1/c0");
+    let ended: Vec<_> = rows.iter().filter(|r| r["outcome"] == "invalidated").collect();
+    assert_eq!(ended.len(), 1, "{rows:#?}");
+    assert_eq!((ended[0]["verdict"].as_str(), ended[0]["judged"].as_str()), ("old", "old"), "{rows:#?}");
+    assert_ne!(ended[0]["pair_reason"], "-");
+    assert_eq!(rows[0]["outcome"], "created", "the fact's own insert comes first: {rows:#?}");
+    // README's "Why was this fact invalidated?" names the same fact in its WHERE clause.
+    let why = query(&out.join("store.sqlite"), &readme_sql("**Why was this fact invalidated?**"), "");
+    assert_eq!(why.len(), 1, "{why:#?}");
+    assert_eq!((why[0]["id"].as_str(), why[0]["verdict"].as_str()), ("job-change/e1/c0", "old"));
+    assert_eq!(why[0]["replaced_by"], "Maya works at Anthropic");
 }

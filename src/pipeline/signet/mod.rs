@@ -14,6 +14,7 @@
 //! Rules in docs/pipeline.md, "The signet profile".
 
 pub mod decide;
+pub mod extract;
 pub mod linker;
 pub mod llm;
 pub mod retrieve;
