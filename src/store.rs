@@ -213,7 +213,7 @@ impl Store {
     /// Records a conversation and its speakers' entities (evidence, raw first).
     pub fn write_conversation(&self, id: &str, speakers: &[String], speaker_entities: &[EntityRow]) -> Result<()> {
         let speakers_json = serde_json::to_string(speakers).unwrap_or_default();
-        self.with(|c| {
+        self.write_with(None, |c| {
             let tx = c.transaction()?;
             tx.execute("INSERT OR IGNORE INTO conversations (id, speakers) VALUES (?1, ?2)", params![id, speakers_json])?;
             for e in speaker_entities {
@@ -236,7 +236,7 @@ impl Store {
     /// transaction, before any of them is processed: a run writes a whole
     /// conversation's evidence at once, raw first.
     pub fn write_evidence_from(&self, conversation_id: &str, first_seq: usize, episodes: &[Episode]) -> Result<()> {
-        self.with(|c| {
+        self.write_with(None, |c| {
             let tx = c.transaction()?;
             {
                 let mut ep =
@@ -268,17 +268,34 @@ impl Store {
     ) -> Result<WriteResult> {
         let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let err = |e| Error::Store { path: self.path.clone(), source: e };
-        let tx = guard.transaction().map_err(err)?;
-        let result = decide(&mut SqlTx {
-            tx: &tx,
-            path: &self.path,
-            conversation_id: &plan.conversation_id,
-            episode_id: &plan.episode_id,
-            now: plan.now.as_deref(),
-        })?;
-        record_decisions(&tx, plan, mode, &result).map_err(err)?;
-        tx.commit().map_err(err)?;
-        Ok(result)
+        self.live.before_write(&guard);
+        let out = (|| {
+            let tx = guard.transaction().map_err(err)?;
+            let result = decide(&mut SqlTx {
+                tx: &tx,
+                path: &self.path,
+                conversation_id: &plan.conversation_id,
+                episode_id: &plan.episode_id,
+                now: plan.now.as_deref(),
+            })?;
+            record_decisions(&tx, plan, mode, &result).map_err(err)?;
+            tx.commit().map_err(err)?;
+            Ok(result)
+        })();
+        // The plan names facts of its conversation only.
+        self.live.after_write(&guard, Some(&plan.conversation_id));
+        out
+    }
+
+    /// [`Store::with`] for a write the search cache accounts for: it touches
+    /// the facts of `conversation` only (`None`: no facts), so the cached
+    /// entries of other conversations stay valid.
+    fn write_with<T>(&self, conversation: Option<&str>, f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> Result<T> {
+        let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        self.live.before_write(&guard);
+        let out = f(&mut guard);
+        self.live.after_write(&guard, conversation);
+        out.map_err(|e| Error::Store { path: self.path.clone(), source: e })
     }
 
     /// Ids of the live facts (neither invalidated nor superseded).

@@ -247,39 +247,88 @@ pub(super) struct LiveFacts {
     postings: Mutex<HashMap<String, Arc<HashMap<usize, u32>>>>,
 }
 
-/// The store's change counters: `PRAGMA data_version` (moves when another
-/// connection commits) and the connection's `total_changes()` (every row
-/// inserted, updated or deleted through it, triggers included, committed or
-/// not). Any write that can change a fact's liveness, content or rowid moves
-/// one of them, so equal stamps mean the facts are as they were.
+/// What an entry was built from: SQLite's `PRAGMA data_version` (moves when
+/// another connection commits), and the [`LiveCache`]'s epoch (moves on any
+/// change made through this connection that the store did not account for)
+/// and the conversation's generation (moves on each write of the store's
+/// own that touches that conversation's facts). Equal stamps mean the
+/// conversation's facts are as they were.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
     data_version: i64,
-    changes: u64,
-}
-
-fn stamp(c: &Connection) -> rusqlite::Result<Stamp> {
-    let data_version = c.prepare_cached("PRAGMA data_version")?.query_row([], |r| r.get(0))?;
-    Ok(Stamp { data_version, changes: c.total_changes() })
+    epoch: u64,
+    generation: u64,
 }
 
 /// At most this many (conversation, instant) entries are kept; past it the
 /// cache is emptied and refills as searches ask.
 const LIVE_CACHE_ENTRIES: usize = 256;
 
-/// Each conversation's [`LiveFacts`], now and at each instant asked for.
+/// Each conversation's [`LiveFacts`], now and at each instant asked for,
+/// and the counters that say when one is stale.
 #[derive(Debug, Default)]
-pub(super) struct LiveCache(Mutex<HashMap<LiveKey, Arc<LiveFacts>>>);
+pub(super) struct LiveCache {
+    entries: Mutex<HashMap<LiveKey, Arc<LiveFacts>>>,
+    counters: Mutex<Counters>,
+    /// Whether the connection's `temp.facts_fts_instances` exists.
+    vocab: std::sync::atomic::AtomicBool,
+}
 
 /// A conversation and the instant (`None`: now).
 type LiveKey = (String, Option<String>);
 
+#[derive(Debug, Default)]
+struct Counters {
+    /// The connection's `total_changes()` after the last change accounted for.
+    known: u64,
+    /// Moves when `total_changes()` moved without the store accounting for it
+    /// (a change of any kind, anywhere): every entry is stale.
+    epoch: u64,
+    /// Per conversation: moves on each write that touches its facts.
+    generation: HashMap<String, u64>,
+}
+
+impl Counters {
+    /// Accounts for any change since the last one as unknown.
+    fn catch_up(&mut self, c: &Connection) {
+        let now = c.total_changes();
+        if now != self.known {
+            self.epoch += 1;
+            self.known = now;
+        }
+    }
+}
+
 impl LiveCache {
-    /// The entry of `conversation` at `as_of`, rebuilt if the store changed since it was built.
+    /// Called with the connection held, before a write the store accounts for.
+    pub(super) fn before_write(&self, c: &Connection) {
+        self.counters.lock().unwrap_or_else(|p| p.into_inner()).catch_up(c);
+    }
+
+    /// Called with the connection still held, after that write (committed or
+    /// not): it touched the facts of `conversation` only (`None`: no facts).
+    pub(super) fn after_write(&self, c: &Connection, conversation: Option<&str>) {
+        let mut k = self.counters.lock().unwrap_or_else(|p| p.into_inner());
+        k.known = c.total_changes();
+        if let Some(conv) = conversation {
+            *k.generation.entry(conv.to_string()).or_default() += 1;
+        }
+    }
+
+    fn stamp(&self, c: &Connection, conversation: &str) -> rusqlite::Result<Stamp> {
+        let data_version = c.prepare_cached("PRAGMA data_version")?.query_row([], |r| r.get(0))?;
+        let mut k = self.counters.lock().unwrap_or_else(|p| p.into_inner());
+        k.catch_up(c);
+        Ok(Stamp { data_version, epoch: k.epoch, generation: k.generation.get(conversation).copied().unwrap_or(0) })
+    }
+
+    /// The entry of `conversation` at `as_of`, rebuilt if its facts changed since it was built.
+    /// (Creates the `temp` table [`LiveFacts::posting`] reads, once.)
     fn get(&self, c: &Connection, conversation: &str, as_of: &Option<String>) -> rusqlite::Result<Arc<LiveFacts>> {
-        let now = stamp(c)?;
+        self.vocab(c)?;
+        let now = self.stamp(c, conversation)?;
         let key = (conversation.to_string(), as_of.clone());
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(e) = map.get(&key).filter(|e| e.stamp == now) {
             return Ok(Arc::clone(e));
         }
@@ -289,6 +338,16 @@ impl LiveCache {
         }
         map.insert(key, Arc::clone(&built));
         Ok(built)
+    }
+
+    /// Creates the connection's `temp` table of FTS5's token instances once.
+    fn vocab(&self, c: &Connection) -> rusqlite::Result<()> {
+        use std::sync::atomic::Ordering;
+        if !self.vocab.load(Ordering::Acquire) {
+            c.execute_batch("CREATE VIRTUAL TABLE IF NOT EXISTS temp.facts_fts_instances USING fts5vocab(main, facts_fts, instance)")?;
+            self.vocab.store(true, Ordering::Release);
+        }
+        Ok(())
     }
 }
 
@@ -336,7 +395,6 @@ impl LiveFacts {
         let term = phrase.strip_prefix('"').and_then(|t| t.strip_suffix('"')).unwrap_or(phrase);
         let mut tf: HashMap<usize, u32> = HashMap::new();
         if !term.is_empty() && term.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
-            c.execute_batch("CREATE VIRTUAL TABLE IF NOT EXISTS temp.facts_fts_instances USING fts5vocab(main, facts_fts, instance)")?;
             let mut st = c.prepare_cached("SELECT doc FROM temp.facts_fts_instances WHERE term = ?1")?;
             let mut rows = st.query([term])?;
             while let Some(r) = rows.next()? {
@@ -420,7 +478,7 @@ impl Store {
     /// vectors, in one transaction: for the QA evaluation's baselines, each
     /// in a store of its own.
     pub fn insert_documents(&self, conversation: &str, docs: &[Document<'_>]) -> Result<()> {
-        self.with(|c| {
+        self.write_with(Some(conversation), |c| {
             let tx = c.transaction()?;
             {
                 let mut fact = tx.prepare_cached(
