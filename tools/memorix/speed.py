@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Whole-process wall time, paired and alternating: Memorix's own rules
 formation over LoCoMo's speaker turns in Node (locomo_bench.mjs, no store)
-against `memform run --profile memorix --mode rules` (store writes and
-reports included). Prints every pair and the medians.
+against `memform run --profile memorix --mode rules --no-qa` (store writes
+and reports included; the QA retrieval evaluation, on by default since it
+landed, is skipped: Memorix's pass does no retrieval). Prints every pair and the medians.
 
 usage: speed.py MEMFORM_BIN LOCOMO_DIR [PAIRS] [OUT_DIR]"""
 import glob
@@ -26,7 +27,7 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     files = sorted(glob.glob(os.path.join(locomo, "*.json")))
     node = ["node", os.path.join(here, "locomo_bench.mjs"), *files]
-    ours = [memform, "run", "--dataset", locomo, "--profile", "memorix", "--mode", "rules", "--out", out]
+    ours = [memform, "run", "--dataset", locomo, "--profile", "memorix", "--mode", "rules", "--no-qa", "--out", out]
     a, b = [], []
     for i in range(pairs):
         # Alternate which goes first.
