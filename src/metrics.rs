@@ -324,6 +324,8 @@ pub struct GoldIndex<'a> {
 }
 
 /// Gold facts' token sets by (conversation id, gold fact id).
+use crate::normalize::{TokenSet, dice};
+
 type GoldTokens<'a> = HashMap<(&'a str, &'a str), TokenSet>;
 
 impl<'a> GoldIndex<'a> {
@@ -1281,75 +1283,10 @@ fn qa_extras(
 // ---------------------------------------------------------------------------
 // Content-level matching of stored facts to gold facts.
 
-/// The distinct word tokens of a text (lower-cased runs of letters and
-/// digits), sorted: one lower-cased copy of the text and the tokens' byte
-/// ranges in it.
-pub(crate) struct TokenSet {
-    text: String,
-    spans: Vec<(usize, usize)>,
-}
-
-impl TokenSet {
-    pub(crate) fn new(s: &str) -> TokenSet {
-        let text = s.to_lowercase();
-        let mut spans: Vec<(usize, usize)> = Vec::new();
-        let mut start = None;
-        for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
-            match (c.is_alphanumeric(), start) {
-                (true, None) => start = Some(i),
-                (false, Some(b)) => {
-                    spans.push((b, i));
-                    start = None;
-                }
-                _ => {}
-            }
-        }
-        spans.sort_unstable_by(|x, y| text[x.0..x.1].cmp(&text[y.0..y.1]));
-        spans.dedup_by(|x, y| text[x.0..x.1] == text[y.0..y.1]);
-        TokenSet { text, spans }
-    }
-
-    fn len(&self) -> usize {
-        self.spans.len()
-    }
-
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
-        self.spans.iter().map(|(b, e)| &self.text[*b..*e])
-    }
-
-    /// How many tokens the two sets share (a merge of two sorted lists).
-    fn shared(&self, other: &TokenSet) -> usize {
-        let (mut a, mut b) = (self.iter().peekable(), other.iter().peekable());
-        let mut n = 0;
-        while let (Some(x), Some(y)) = (a.peek(), b.peek()) {
-            match x.cmp(y) {
-                std::cmp::Ordering::Less => {
-                    a.next();
-                }
-                std::cmp::Ordering::Greater => {
-                    b.next();
-                }
-                std::cmp::Ordering::Equal => {
-                    n += 1;
-                    a.next();
-                    b.next();
-                }
-            }
-        }
-        n
-    }
-}
-
 /// Dice coefficient of the two texts' token sets: 2·|A ∩ B| / (|A| + |B|),
 /// in [0, 1]; 0 when both are empty.
 pub fn lexical_similarity(a: &str, b: &str) -> f64 {
     dice(&TokenSet::new(a), &TokenSet::new(b))
-}
-
-/// Dice coefficient of two token sets (see [`lexical_similarity`]).
-fn dice(a: &TokenSet, b: &TokenSet) -> f64 {
-    let total = a.len() + b.len();
-    if total == 0 { 0.0 } else { 2.0 * a.shared(b) as f64 / total as f64 }
 }
 
 /// A maximum one-to-one matching of left items to right items over the pairs

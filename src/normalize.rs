@@ -50,6 +50,78 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     out
 }
 
+/// The distinct word tokens of a text (lower-cased runs of letters and
+/// digits), sorted: one lower-cased copy of the text and the tokens' byte
+/// ranges in it.
+pub struct TokenSet {
+    text: String,
+    spans: Vec<(usize, usize)>,
+}
+
+impl TokenSet {
+    pub fn new(s: &str) -> TokenSet {
+        let text = s.to_lowercase();
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        let mut start = None;
+        for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+            match (c.is_alphanumeric(), start) {
+                (true, None) => start = Some(i),
+                (false, Some(b)) => {
+                    spans.push((b, i));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        spans.sort_unstable_by(|x, y| text[x.0..x.1].cmp(&text[y.0..y.1]));
+        spans.dedup_by(|x, y| text[x.0..x.1] == text[y.0..y.1]);
+        TokenSet { text, spans }
+    }
+
+    /// How many distinct tokens.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// No token at all.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.spans.iter().map(|(b, e)| &self.text[*b..*e])
+    }
+
+    /// How many tokens the two sets share (a merge of two sorted lists).
+    pub fn shared(&self, other: &TokenSet) -> usize {
+        let (mut a, mut b) = (self.iter().peekable(), other.iter().peekable());
+        let mut n = 0;
+        while let (Some(x), Some(y)) = (a.peek(), b.peek()) {
+            match x.cmp(y) {
+                std::cmp::Ordering::Less => {
+                    a.next();
+                }
+                std::cmp::Ordering::Greater => {
+                    b.next();
+                }
+                std::cmp::Ordering::Equal => {
+                    n += 1;
+                    a.next();
+                    b.next();
+                }
+            }
+        }
+        n
+    }
+}
+
+/// Dice coefficient of two token sets, 2·|A ∩ B| / (|A| + |B|), in [0, 1];
+/// 0 when both are empty.
+pub fn dice(a: &TokenSet, b: &TokenSet) -> f64 {
+    let total = a.len() + b.len();
+    if total == 0 { 0.0 } else { 2.0 * a.shared(b) as f64 / total as f64 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

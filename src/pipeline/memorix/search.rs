@@ -20,64 +20,11 @@ pub trait MemorySearch {
     fn search(&self, query: &str, limit: usize) -> Result<Vec<Hit>>;
 }
 
-/// The distinct lower-cased runs of letters and digits of a text, sorted:
-/// one lower-cased copy of the text and the tokens' byte ranges in it.
-pub struct TokenSet {
-    text: String,
-    spans: Vec<(usize, usize)>,
-}
-
-impl TokenSet {
-    pub fn new(s: &str) -> TokenSet {
-        let text = s.to_lowercase();
-        let mut spans: Vec<(usize, usize)> = Vec::new();
-        let mut start = None;
-        for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
-            match (c.is_alphanumeric(), start) {
-                (true, None) => start = Some(i),
-                (false, Some(b)) => {
-                    spans.push((b, i));
-                    start = None;
-                }
-                _ => {}
-            }
-        }
-        spans.sort_unstable_by(|x, y| text[x.0..x.1].cmp(&text[y.0..y.1]));
-        spans.dedup_by(|x, y| text[x.0..x.1] == text[y.0..y.1]);
-        TokenSet { text, spans }
-    }
-
-    fn token(&self, i: usize) -> &str {
-        &self.text[self.spans[i].0..self.spans[i].1]
-    }
-
-    /// How many tokens the two sets share (a merge of two sorted lists).
-    fn shared(&self, other: &TokenSet) -> usize {
-        let (mut i, mut j, mut n) = (0, 0, 0);
-        while i < self.spans.len() && j < other.spans.len() {
-            match self.token(i).cmp(other.token(j)) {
-                std::cmp::Ordering::Less => i += 1,
-                std::cmp::Ordering::Greater => j += 1,
-                std::cmp::Ordering::Equal => {
-                    n += 1;
-                    i += 1;
-                    j += 1;
-                }
-            }
-        }
-        n
-    }
-}
+pub use crate::normalize::{TokenSet, dice};
 
 /// The token set of a text.
 pub fn tokens(s: &str) -> TokenSet {
     TokenSet::new(s)
-}
-
-/// Dice coefficient of two token sets (0 when both are empty).
-pub fn dice(a: &TokenSet, b: &TokenSet) -> f64 {
-    let total = a.spans.len() + b.spans.len();
-    if total == 0 { 0.0 } else { 2.0 * a.shared(b) as f64 / total as f64 }
 }
 
 /// A memory as the search sees it, with its token set (and, with the
