@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::config::Config;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
-use crate::store::{Document, SearchParams, Store};
+use crate::store::{Document, DocumentIndex, SearchHit, SearchParams, Store};
 use crate::types::{Conversation, Dataset};
 
 /// The largest k reported; every search asks for this many.
@@ -57,13 +57,14 @@ pub fn dcg(relevances: &[bool], k: usize) -> f64 {
 /// document retrieved, `evidence` the item's (known) evidence turns, and
 /// `relevant_in_corpus` how many documents of the searched corpus hold an
 /// evidence turn (the ideal ranking puts them all first).
-pub fn score(retrieved: &[Vec<String>], evidence: &BTreeSet<String>, relevant_in_corpus: usize) -> Scored {
-    let hit: Vec<bool> = retrieved.iter().map(|turns| turns.iter().any(|t| evidence.contains(t))).collect();
+pub fn score<T: AsRef<[String]>>(retrieved: &[T], evidence: &BTreeSet<String>, relevant_in_corpus: usize) -> Scored {
+    let hit: Vec<bool> = retrieved.iter().map(|turns| turns.as_ref().iter().any(|t| evidence.contains(t))).collect();
     let ideal: Vec<bool> = (0..relevant_in_corpus.min(MAX_K)).map(|_| true).collect();
     let mut out = Scored { recall_any: [0.0; 3], recall_all: [0.0; 3], ndcg_any: [0.0; 3], mrr: 0.0 };
     for (j, &k) in KS.iter().enumerate() {
         out.recall_any[j] = f64::from(u8::from(hit.iter().take(k).any(|&h| h)));
-        let covered: BTreeSet<&String> = retrieved.iter().take(k).flatten().filter(|t| evidence.contains(*t)).collect();
+        let covered: BTreeSet<&String> =
+            retrieved.iter().take(k).flat_map(|r| r.as_ref().iter()).filter(|t| evidence.contains(*t)).collect();
         out.recall_all[j] = f64::from(u8::from(!evidence.is_empty() && covered.len() == evidence.len()));
         let ideal_dcg = dcg(&ideal, k);
         out.ndcg_any[j] = if ideal_dcg == 0.0 { 0.0 } else { dcg(&hit, k) / ideal_dcg };
@@ -114,14 +115,42 @@ impl QaResult {
         }
         self
     }
+
+    /// Adds another conversation's evaluation (its rows after these; the
+    /// documents indexed summed per source).
+    pub fn absorb(&mut self, part: QaResult) {
+        self.rows.extend(part.rows);
+        for (k, v) in part.indexed {
+            *self.indexed.entry(k).or_default() += v;
+        }
+        self.warnings.extend(part.warnings);
+        self.excluded += part.excluded;
+    }
+
+    /// [`QaResult::with_sources_of`] taking `other`'s rows, then ordered as
+    /// [`evaluate`] orders them: by conversation (in `dataset`'s order),
+    /// item, and source (in [`SOURCES`] order).
+    pub fn joined(mut self, other: QaResult, dataset: &Dataset) -> QaResult {
+        self.rows.extend(other.rows);
+        for (k, v) in other.indexed {
+            self.indexed.insert(k, v);
+        }
+        let conv_order: HashMap<&str, usize> = dataset.conversations.iter().enumerate().map(|(i, c)| (c.id.as_str(), i)).collect();
+        let source_order = |s: &str| SOURCES.iter().position(|x| *x == s).unwrap_or(SOURCES.len());
+        self.rows.sort_by_key(|r| (conv_order.get(r.conversation.as_str()).copied().unwrap_or(usize::MAX), r.item, source_order(r.source)));
+        self
+    }
 }
 
 /// A conversation's corpus for one source: each document's turns, and when
 /// it was written (`None`: no timestamp) and ended (`Some("")`: ended
 /// without a clock), for the documents live at an instant.
 struct Corpus {
-    turns_of: HashMap<String, Vec<String>>,
+    /// Document id → its index in `docs`.
+    slot_of: HashMap<String, usize>,
     docs: Vec<Doc>,
+    /// Turn id → the documents holding it.
+    holding: HashMap<String, Vec<usize>>,
 }
 
 struct Doc {
@@ -132,16 +161,40 @@ struct Doc {
 }
 
 impl Corpus {
+    fn new(docs: Vec<(String, Doc)>) -> Corpus {
+        let mut c = Corpus { slot_of: HashMap::new(), docs: Vec::with_capacity(docs.len()), holding: HashMap::new() };
+        for (id, d) in docs {
+            let slot = c.docs.len();
+            for t in &d.turns {
+                let v = c.holding.entry(t.clone()).or_default();
+                if v.last() != Some(&slot) {
+                    v.push(slot);
+                }
+            }
+            c.slot_of.insert(id, slot);
+            c.docs.push(d);
+        }
+        c
+    }
+
+    /// The turns of document `id` (none for an id the corpus does not hold).
+    fn turns_of(&self, id: &str) -> &[String] {
+        self.slot_of.get(id).map_or(&[], |&s| self.docs[s].turns.as_slice())
+    }
+
     /// Documents holding an evidence turn that a search (now, or at `as_of`)
     /// can return: the ideal ranking's length.
     fn relevant(&self, evidence: &BTreeSet<String>, as_of: Option<&str>) -> usize {
-        self.docs
-            .iter()
+        let mut slots: Vec<usize> = evidence.iter().filter_map(|t| self.holding.get(t)).flatten().copied().collect();
+        slots.sort_unstable();
+        slots.dedup();
+        slots
+            .into_iter()
+            .map(|s| &self.docs[s])
             .filter(|d| match as_of {
                 None => d.live_now,
                 Some(t) => d.created_at.as_deref().is_some_and(|c| c <= t) && d.ended_at.as_deref().is_none_or(|e| !e.is_empty() && e > t),
             })
-            .filter(|d| d.turns.iter().any(|x| evidence.contains(x)))
             .count()
     }
 }
@@ -164,7 +217,6 @@ pub fn evaluate_sources(
     cfg: &Config,
     baselines: bool,
 ) -> Result<QaResult> {
-    use rayon::prelude::{IntoParallelRefIterator, ParallelIterator};
     let params = SearchParams::with_top_k(cfg, MAX_K);
     let at_question = cfg.qa_as_of == "question";
     let facts = match store {
@@ -177,16 +229,24 @@ pub fn evaluate_sources(
         convs.par_iter().map(|conv| evaluate_conversation(conv, &facts, store, embedder, &params, at_question, baselines)).collect();
     let mut out = QaResult::default();
     for part in parts {
-        let part = part?;
-        out.rows.extend(part.rows);
-        for (k, v) in part.indexed {
-            *out.indexed.entry(k).or_default() += v;
-        }
-        out.warnings.extend(part.warnings);
-        out.excluded += part.excluded;
+        out.absorb(part?);
     }
     Ok(out)
 }
+
+/// [`evaluate_sources`]' formed-memory rows of one conversation, as soon as
+/// its formation is done (its facts are final; the search's statistics are
+/// the conversation's own), while other conversations still form.
+pub fn evaluate_formed(conv: &Conversation, store: &Store, embedder: &dyn Embedder, cfg: &Config) -> Result<QaResult> {
+    if conv.gold.qa.is_empty() {
+        return Ok(QaResult::default());
+    }
+    let params = SearchParams::with_top_k(cfg, MAX_K);
+    let facts = store.facts_of(&conv.id)?;
+    evaluate_conversation(conv, &facts, Some(store), embedder, &params, cfg.qa_as_of == "question", false)
+}
+
+use rayon::prelude::{IntoParallelRefIterator, ParallelIterator};
 
 fn evaluate_conversation(
     conv: &Conversation,
@@ -200,33 +260,35 @@ fn evaluate_conversation(
     let mut out = QaResult::default();
     let known: BTreeSet<&str> = conv.episodes.iter().flat_map(|e| e.turns.iter().map(|t| t.id.as_str())).collect();
     let mine: Vec<&crate::store::StoredFact> = facts.iter().filter(|f| f.conversation_id == conv.id).collect();
-    let formed = Corpus {
-        turns_of: mine.iter().map(|f| (f.id.clone(), serde_json::from_str::<Vec<String>>(&f.source_turns).unwrap_or_default())).collect(),
-        docs: mine
-            .iter()
-            .map(|f| Doc {
-                turns: serde_json::from_str::<Vec<String>>(&f.source_turns).unwrap_or_default(),
-                created_at: f.created_at.clone(),
-                // Superseded without a clock: ended (as the search's live-at rule).
-                ended_at: f.invalid_at.clone().or_else(|| f.superseded_by.as_ref().map(|_| String::new())),
-                live_now: f.invalid_at.is_none() && f.superseded_by.is_none(),
+    let formed = Corpus::new(
+        mine.iter()
+            .map(|f| {
+                let doc = Doc {
+                    turns: serde_json::from_str::<Vec<String>>(&f.source_turns).unwrap_or_default(),
+                    created_at: f.created_at.clone(),
+                    // Superseded without a clock: ended (as the search's live-at rule).
+                    ended_at: f.invalid_at.clone().or_else(|| f.superseded_by.as_ref().map(|_| String::new())),
+                    live_now: f.invalid_at.is_none() && f.superseded_by.is_none(),
+                };
+                (f.id.clone(), doc)
             })
             .collect(),
-    };
+    );
     let raw = if with_baselines { Some(baselines(conv, embedder)?) } else { None };
-    let mut sources: Vec<(&'static str, &Store, &Corpus)> = Vec::new();
+    let mut sources: Vec<(&'static str, Searched<'_>, &Corpus)> = Vec::new();
     if let Some(store) = store {
         out.indexed.insert("formed", formed.docs.iter().filter(|d| d.live_now).count());
-        sources.push(("formed", store, &formed));
+        sources.push(("formed", Searched::Store(store), &formed));
     }
     if let Some((turns, sessions)) = &raw {
         out.indexed.insert("raw_turns", turns.1.docs.len());
         out.indexed.insert("raw_sessions", sessions.1.docs.len());
-        sources.push(("raw_turns", &turns.0, &turns.1));
-        sources.push(("raw_sessions", &sessions.0, &sessions.1));
+        sources.push(("raw_turns", Searched::Documents(&turns.0), &turns.1));
+        sources.push(("raw_sessions", Searched::Documents(&sessions.0), &sessions.1));
     }
     let questions: Vec<&str> = conv.gold.qa.iter().map(|q| q.question.as_str()).collect();
     let vectors = embedder.embed(&questions, &format!("{}/qa", conv.id))?;
+    let mut scored_items = Vec::new();
     for (i, item) in conv.gold.qa.iter().enumerate() {
         let mut evidence = BTreeSet::new();
         for t in item.evidence.iter().chain(&item.unknown_evidence) {
@@ -240,37 +302,66 @@ fn evaluate_conversation(
             out.excluded += 1;
             continue;
         }
-        let q = vectors.get(i).map_or(&[][..], Vec::as_slice);
-        let category = item.category_name();
-        let as_of = if at_question { item.asked_at.clone() } else { None };
-        let params = SearchParams { as_of: as_of.clone(), ..params.clone() };
-        for &(source, st, corpus) in &sources {
-            let hits = st.search(&conv.id, &item.question, q, &params)?;
-            let retrieved: Vec<Vec<String>> = hits.iter().map(|h| corpus.turns_of.get(&h.fact_id).cloned().unwrap_or_default()).collect();
-            let relevant = corpus.relevant(&evidence, as_of.as_deref());
-            out.rows.push(QaRow {
-                conversation: conv.id.clone(),
-                item: i,
-                category: category.clone(),
-                source,
-                question: item.question.clone(),
-                as_of: as_of.clone(),
-                abstention: item.abstention,
-                evidence: evidence.iter().cloned().collect(),
-                retrieved: hits.iter().map(|h| h.fact_id.clone()).collect(),
-                scores: hits.iter().map(|h| h.score).collect(),
-                scored: score(&retrieved, &evidence, relevant),
-            });
-        }
+        scored_items.push((i, item, evidence));
+    }
+    // The items in parallel (the searches only read), their rows kept in item order.
+    let rows: Vec<Result<Vec<QaRow>>> = scored_items
+        .par_iter()
+        .map(|(i, item, evidence)| {
+            let q = vectors.get(*i).map_or(&[][..], Vec::as_slice);
+            let category = item.category_name();
+            let as_of = if at_question { item.asked_at.clone() } else { None };
+            let params = SearchParams { as_of: as_of.clone(), ..params.clone() };
+            let mut rows = Vec::with_capacity(sources.len());
+            for &(source, st, corpus) in &sources {
+                let hits = st.search(&conv.id, &item.question, q, &params)?;
+                let retrieved: Vec<&[String]> = hits.iter().map(|h| corpus.turns_of(&h.fact_id)).collect();
+                let relevant = corpus.relevant(evidence, as_of.as_deref());
+                rows.push(QaRow {
+                    conversation: conv.id.clone(),
+                    item: *i,
+                    category: category.clone(),
+                    source,
+                    question: item.question.clone(),
+                    as_of: as_of.clone(),
+                    abstention: item.abstention,
+                    evidence: evidence.iter().cloned().collect(),
+                    retrieved: hits.iter().map(|h| h.fact_id.clone()).collect(),
+                    scores: hits.iter().map(|h| h.score).collect(),
+                    scored: score(&retrieved, evidence, relevant),
+                });
+            }
+            Ok(rows)
+        })
+        .collect();
+    for r in rows {
+        out.rows.extend(r?);
     }
     Ok(out)
+}
+
+/// What a source is searched in: the run's store (formed memory), or a
+/// baseline's documents, indexed in memory and searched the same way.
+#[derive(Clone, Copy)]
+enum Searched<'a> {
+    Store(&'a Store),
+    Documents(&'a DocumentIndex),
+}
+
+impl Searched<'_> {
+    fn search(&self, conversation: &str, text: &str, vector: &[f32], params: &SearchParams) -> Result<Vec<SearchHit>> {
+        match self {
+            Searched::Store(s) => s.search(conversation, text, vector, params),
+            Searched::Documents(d) => d.search(text, vector, params),
+        }
+    }
 }
 
 /// A baseline document: id, episode, text, turns, written at.
 type RawDoc = (String, String, String, Vec<String>, Option<String>);
 
-/// The two baselines' in-memory stores: every turn a document, every session a document.
-fn baselines(conv: &Conversation, embedder: &dyn Embedder) -> Result<((Store, Corpus), (Store, Corpus))> {
+/// The two baselines' in-memory indexes: every turn a document, every session a document.
+fn baselines(conv: &Conversation, embedder: &dyn Embedder) -> Result<((DocumentIndex, Corpus), (DocumentIndex, Corpus))> {
     let turn_docs: Vec<RawDoc> = conv
         .episodes
         .iter()
@@ -288,26 +379,31 @@ fn baselines(conv: &Conversation, embedder: &dyn Embedder) -> Result<((Store, Co
             (e.id.clone(), e.id.clone(), text, e.turns.iter().map(|t| t.id.clone()).collect(), e.timestamp.clone())
         })
         .collect();
-    Ok((index(conv, embedder, &turn_docs, "raw_turns")?, index(conv, embedder, &session_docs, "raw_sessions")?))
+    let (turns, sessions) =
+        rayon::join(|| index(conv, embedder, &turn_docs, "raw_turns"), || index(conv, embedder, &session_docs, "raw_sessions"));
+    Ok((turns?, sessions?))
 }
 
-fn index(conv: &Conversation, embedder: &dyn Embedder, docs: &[RawDoc], what: &str) -> Result<(Store, Corpus)> {
-    let store = Store::in_memory()?;
+fn index(conv: &Conversation, embedder: &dyn Embedder, docs: &[RawDoc], what: &str) -> Result<(DocumentIndex, Corpus)> {
     let texts: Vec<&str> = docs.iter().map(|d| d.2.as_str()).collect();
     let vectors = if texts.is_empty() { Vec::new() } else { embedder.embed(&texts, &format!("{}/{what}", conv.id))? };
     let documents: Vec<Document<'_>> = docs
         .iter()
         .enumerate()
-        .map(|(i, d)| Document { id: &d.0, episode: &d.1, text: &d.2, turns: &d.3, vector: vectors.get(i).map_or(&[][..], Vec::as_slice) })
+        .map(|(i, d)| Document {
+            id: &d.0,
+            episode: &d.1,
+            text: &d.2,
+            turns: &d.3,
+            vector: vectors.get(i).map_or(&[][..], Vec::as_slice),
+            written_at: d.4.as_deref(),
+        })
         .collect();
-    store.insert_documents(&conv.id, &documents)?;
-    let dates: Vec<(&str, Option<&str>)> = docs.iter().map(|d| (d.0.as_str(), d.4.as_deref())).collect();
-    store.date_documents(&conv.id, &dates)?;
-    let corpus = Corpus {
-        turns_of: docs.iter().map(|d| (d.0.clone(), d.3.clone())).collect(),
-        docs: docs.iter().map(|d| Doc { turns: d.3.clone(), created_at: d.4.clone(), ended_at: None, live_now: true }).collect(),
-    };
-    Ok((store, corpus))
+    let index = DocumentIndex::build(&documents)?;
+    let corpus = Corpus::new(
+        docs.iter().map(|d| (d.0.clone(), Doc { turns: d.3.clone(), created_at: d.4.clone(), ended_at: None, live_now: true })).collect(),
+    );
+    Ok((index, corpus))
 }
 
 /// The mean of `f` over `rows`, or `None` when there are none.
@@ -438,8 +534,11 @@ pub fn csv_frame(r: &QaResult) -> Result<DataFrame> {
 
 /// Writes `qa.parquet` and `qa.csv` into `dir`.
 pub fn write(dir: &Path, r: &QaResult) -> Result<()> {
-    crate::report::write_parquet(&dir.join("qa.parquet"), &parquet_frame(r)?)?;
-    crate::report::write_csv(&dir.join("qa.csv"), &csv_frame(r)?)
+    let (parquet, csv) = rayon::join(
+        || crate::report::write_parquet(&dir.join("qa.parquet"), &parquet_frame(r)?),
+        || crate::report::write_csv(&dir.join("qa.csv"), &csv_frame(r)?),
+    );
+    parquet.and(csv)
 }
 
 #[cfg(test)]
@@ -494,7 +593,10 @@ mod tests {
     fn mrr_is_the_reciprocal_rank_of_the_first_hit() {
         assert_eq!(score(&turns(&[&["x"], &["x"], &["t1"], &["t1"]]), &ev(&["t1"]), 2).mrr, 1.0 / 3.0);
         assert_eq!(score(&turns(&[&["x"]]), &ev(&["t1"]), 1).mrr, 0.0);
-        assert_eq!(score(&[], &ev(&["t1"]), 1), Scored { recall_any: [0.0; 3], recall_all: [0.0; 3], ndcg_any: [0.0; 3], mrr: 0.0 });
+        assert_eq!(
+            score::<Vec<String>>(&[], &ev(&["t1"]), 1),
+            Scored { recall_any: [0.0; 3], recall_all: [0.0; 3], ndcg_any: [0.0; 3], mrr: 0.0 }
+        );
     }
 
     #[test]

@@ -102,10 +102,34 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     if let Some(p) = &opts.progress {
         p(Progress::Start { episodes: total });
     }
-    let work = || -> Vec<(String, Result<Vec<EpisodeRecord>>)> {
-        dataset.conversations.par_iter().map(|c| (c.id.clone(), run_conversation(c, cfg, stages, &store, opts.progress.as_ref()))).collect()
+    let qa_on = opts.qa.unwrap_or(true) && dataset.conversations.iter().any(|c| !c.gold.qa.is_empty());
+    // The QA baselines (raw turns, raw sessions) need nothing formation
+    // writes: they are evaluated alongside it, on the cores it leaves idle.
+    // Each conversation's formed memory is evaluated as soon as it is formed.
+    type Formed = (String, Result<Vec<EpisodeRecord>>, Option<Result<crate::qa::QaResult>>);
+    let work = || -> (Vec<Formed>, Option<(Result<crate::qa::QaResult>, f64)>) {
+        rayon::join(
+            || {
+                dataset
+                    .conversations
+                    .par_iter()
+                    .map(|c| {
+                        let formed = run_conversation(c, cfg, stages, &store, opts.progress.as_ref());
+                        let qa = qa_on.then(|| crate::qa::evaluate_formed(c, &store, stages.embedder, cfg));
+                        (c.id.clone(), formed, qa)
+                    })
+                    .collect()
+            },
+            || {
+                qa_on.then(|| {
+                    let started = Instant::now();
+                    let r = crate::qa::evaluate_sources(dataset, None, stages.embedder, cfg, true);
+                    (r, started.elapsed().as_secs_f64() * 1000.0)
+                })
+            },
+        )
     };
-    let results = match opts.threads {
+    let (results, qa_baselines) = match opts.threads {
         Some(n) => rayon::ThreadPoolBuilder::new()
             .num_threads(n.max(1))
             .build()
@@ -115,7 +139,11 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     };
     let mut episodes = Vec::new();
     let mut skipped = opts.skipped_inputs.clone();
-    for (id, r) in results {
+    let mut qa_formed = crate::qa::QaResult::default();
+    for (id, r, qa) in results {
+        if let Some(qa) = qa {
+            qa_formed.absorb(qa?);
+        }
         match r {
             Ok(eps) => episodes.extend(eps),
             Err(e) if opts.keep_going => skipped.push(Skipped { conversation: id, error: crate::error::chain(&e) }),
@@ -132,18 +160,30 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         embedder: Some(stages.embedder),
     })?;
     let mut analysis = analysis;
-    let mut qa_warnings = Vec::new();
-    let has_qa = dataset.conversations.iter().any(|c| !c.gold.qa.is_empty());
-    if opts.qa.unwrap_or(true) && has_qa {
+    let mut qa_rows = None;
+    if let Some((baselines, baselines_ms)) = qa_baselines {
         let started = Instant::now();
-        let qa = crate::qa::evaluate(dataset, &store, stages.embedder, cfg)?;
-        crate::qa::write(dir.path(), &qa)?;
+        let qa = qa_formed.joined(baselines?, dataset);
         analysis.summary.metrics.extend(crate::qa::summary_metrics(&qa));
+        // The baselines are evaluated alongside formation, and each
+        // conversation's formed memory once it is formed: this is what is
+        // left after formation (joining, the figures and the files).
+        analysis.summary.timings.insert("qa_baselines_ms".into(), baselines_ms);
         analysis.summary.timings.insert("qa_ms".into(), started.elapsed().as_secs_f64() * 1000.0);
-        qa_warnings = qa.warnings;
+        qa_rows = Some(qa);
     }
-    dir.write_records(&analysis.summary, &episodes)?;
-    crate::report::write_run_reports(dir.path(), &manifest.to_value()?, &analysis)?;
+    // qa.parquet and qa.csv are written beside the other files (which need
+    // only the QA figures, already in the summary).
+    let manifest_value = manifest.to_value()?;
+    let (qa_written, written) = rayon::join(
+        || qa_rows.as_ref().map_or(Ok(()), |qa| crate::qa::write(dir.path(), qa)),
+        || -> Result<()> {
+            dir.write_records(&analysis.summary, &episodes)?;
+            crate::report::write_run_reports(dir.path(), &manifest_value, &analysis)
+        },
+    );
+    qa_written.and(written)?;
+    let qa_warnings = qa_rows.map(|qa| qa.warnings).unwrap_or_default();
     // Closed, so SQLite's -wal and -shm files are gone before the store moves.
     drop(store);
     build.commit(&mut manifest)?;

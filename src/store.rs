@@ -2,8 +2,8 @@
 //! append-only list of named migrations, each in a transaction; evidence
 //! written raw first; one transaction per episode for everything derived.
 
-mod documents;
 mod search;
+mod tokenize;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -21,7 +21,9 @@ use crate::pipeline::write::{
 use crate::state::FactRec;
 use crate::types::{Episode, FactKind, Verdict};
 
-pub use search::{Document, SearchHit, SearchParams, blob_to_vector, fts_match_query, merge, normalise_bm25, vector_to_blob};
+pub use search::{
+    Document, DocumentIndex, SearchHit, SearchParams, blob_to_vector, fts_match_query, merge, normalise_bm25, vector_to_blob,
+};
 
 /// Named migrations, applied in order, each once, each in a transaction.
 /// Append only: never edit or reorder a released entry.
@@ -153,7 +155,7 @@ pub struct Store {
     path: PathBuf,
     /// The vector leg's copy of each conversation's `embeddings` rows
     /// (read on first search, topped up with later rows).
-    vectors: Mutex<HashMap<String, std::sync::Arc<Mutex<search::ConvVectors>>>>,
+    vectors: Mutex<HashMap<String, std::sync::Arc<std::sync::RwLock<search::ConvVectors>>>>,
     /// The search's statistics of each conversation's live facts (now, or
     /// at an instant), each stamped with the store's change counters and
     /// rebuilt when they moved (see `search::LiveFacts`).
@@ -308,13 +310,22 @@ impl Store {
 
     /// Every fact, live and invalidated, ordered by id.
     pub fn facts(&self) -> Result<Vec<StoredFact>> {
+        self.facts_where(None)
+    }
+
+    /// [`Store::facts`] of one conversation.
+    pub fn facts_of(&self, conversation: &str) -> Result<Vec<StoredFact>> {
+        self.facts_where(Some(conversation))
+    }
+
+    fn facts_where(&self, conversation: Option<&str>) -> Result<Vec<StoredFact>> {
         self.with(|c| {
-            let mut st = c.prepare(
+            let mut st = c.prepare_cached(
                 "SELECT id, conversation_id, subject, predicate, object, content, confidence,
                         valid_from, valid_until, invalid_at, superseded_by, source_episode, source_turns, created_at
-                 FROM facts ORDER BY conversation_id, id",
+                 FROM facts WHERE ?1 IS NULL OR conversation_id = ?1 ORDER BY conversation_id, id",
             )?;
-            st.query_map([], |r| {
+            st.query_map([conversation], |r| {
                 Ok(StoredFact {
                     id: r.get(0)?,
                     conversation_id: r.get(1)?,

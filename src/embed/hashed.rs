@@ -19,10 +19,11 @@ impl HashedEmbedder {
     pub fn embed_one(&self, text: &str) -> Vec<f32> {
         let norm = normalize_content(text);
         let mut v = vec![0f32; self.dims];
-        let padded: Vec<char> = format!(" {norm} ").chars().collect();
-        for w in padded.windows(3) {
-            let s: String = w.iter().collect();
-            self.add(&mut v, b"c", s.as_bytes(), 1.0);
+        // Each window of three characters, as its UTF-8 bytes (no copy).
+        let padded = format!(" {norm} ");
+        let starts: Vec<usize> = padded.char_indices().map(|(i, _)| i).chain(std::iter::once(padded.len())).collect();
+        for w in starts.windows(4) {
+            self.add(&mut v, b"c", &padded.as_bytes()[w[0]..w[3]], 1.0);
         }
         for word in norm.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
             self.add(&mut v, b"w", word.as_bytes(), 2.0);
@@ -76,5 +77,31 @@ mod tests {
         let far = cosine(&a, &e.embed_one("Bob hates sushi on Mondays"));
         assert!(close > far, "{close} vs {far}");
         assert!(e.embed_one("").iter().all(|x| *x == 0.0), "empty text embeds to zero");
+    }
+
+    /// The trigrams as first written (a `String` collected per window): the
+    /// vectors must not change, or every recorded cache keyed by this
+    /// embedder's id would silently disagree with a fresh run.
+    fn embed_as_first_written(e: &HashedEmbedder, text: &str) -> Vec<f32> {
+        let norm = normalize_content(text);
+        let mut v = vec![0f32; e.dims];
+        let padded: Vec<char> = format!(" {norm} ").chars().collect();
+        for w in padded.windows(3) {
+            let s: String = w.iter().collect();
+            e.add(&mut v, b"c", s.as_bytes(), 1.0);
+        }
+        for word in norm.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+            e.add(&mut v, b"w", word.as_bytes(), 2.0);
+        }
+        l2_normalize(&mut v);
+        v
+    }
+
+    #[test]
+    fn trigrams_are_hashed_as_first_written() {
+        let e = HashedEmbedder::new(256);
+        for t in ["", "a", "ab", "Alice works at Google.", "Café — naïve 🎉 ok’s", "  spaced   out  ", "x".repeat(500).as_str()] {
+            assert_eq!(e.embed_one(t), embed_as_first_written(&e, t), "{t:?}");
+        }
     }
 }
