@@ -403,3 +403,28 @@ fn a_memorix_run_answers_qa_questions_from_its_memories() {
     assert!(m["qa_items_indexed"].as_i64().unwrap() >= 1, "{m}");
     assert!(m["qa_recall_any_at_10"].as_f64().unwrap() > 0.0, "qa_recall_any_at_10 {}", m["qa_recall_any_at_10"]);
 }
+
+/// A sweep hands the profile the run's stages too: each point's memorix
+/// memories carry their vectors, so its QA figures are a run's, not 0.
+#[test]
+fn a_memorix_sweep_point_answers_qa_questions_as_a_run_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenarios = root().join("datasets/scenarios");
+    let args = ["--dataset", scenarios.to_str().unwrap(), "--set", "profile=\"memorix\""];
+    let (code, stderr) = memform_in(tmp.path(), &[&["sweep"], &args[..], &["--grid", "memorix_core_min=0.6", "--out", "s"]].concat());
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, stderr) = memform_in(tmp.path(), &[&["run"], &args[..], &["--out", "r"]].concat());
+    assert_eq!(code, Some(0), "{stderr}");
+    let summary: Value = serde_json::from_slice(&std::fs::read(tmp.path().join("r/summary.json")).unwrap()).unwrap();
+    let csv = std::fs::read_to_string(tmp.path().join("s/sweep.csv")).unwrap();
+    let mut lines = csv.lines().map(|l| l.split(',').collect::<Vec<_>>());
+    let header = lines.next().unwrap();
+    let row = lines.next().unwrap();
+    for key in ["qa_recall_any_at_10", "qa_mrr"] {
+        let i = header.iter().position(|h| *h == key).unwrap_or_else(|| panic!("{key} in {header:?}"));
+        let point: f64 = row[i].parse().unwrap();
+        let run = summary["metrics"][key].as_f64().unwrap();
+        assert!(run > 0.0, "{key} {run}");
+        assert!((point - run).abs() < 1e-6, "{key}: sweep point {point}, run {run}");
+    }
+}
