@@ -38,6 +38,15 @@ pub const CONTENT_COSINE_THRESHOLD: f64 = 0.5;
 /// (content hash or s|p|o; `deduped` is the write stage's race re-check).
 pub const EXACT_DUP_OUTCOMES: &[&str] = &["exact_duplicate", "deduped"];
 pub const NEAR_DUP_OUTCOMES: &[&str] = &["near_duplicate"];
+/// Candidate outcomes that remove a duplicate: the candidate did not become
+/// a new row because a live memory already holds it, whatever the profile —
+/// dropped by dedupe (exact or near, or the write stage's re-check), refused
+/// by the store's unique index (`conflict`), decided NONE (signet), or
+/// discarded or merged in place by Resolve (memorix). A noise rejection, a
+/// gate's refusal, a closure or a supersession (an update, a memorix
+/// evolve) is not one.
+pub const DUPLICATE_REMOVED_OUTCOMES: &[&str] =
+    &["exact_duplicate", "near_duplicate", "deduped", "conflict", "none", "discarded", "merged"];
 
 /// `summary.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -104,7 +113,7 @@ pub const METRICS: &[MetricDef] = &[
     m("dedup_rate", Ratio("dup", "candidates", 1.0), Nothing, None),
     m("exact_dup_rate", Ratio("exact_dup", "candidates", 1.0), Nothing, None),
     m("near_dup_rate", Ratio("near_dup", "candidates", 1.0), Nothing, None),
-    m("duplicate_reduction", Ratio("not_stored", "candidates", 1.0), Nothing, None),
+    m("duplicate_reduction", Ratio("dup_removed", "candidates", 1.0), Nothing, None),
     m("noise_rejection_rate", Ratio("noise", "candidates", 1.0), Nothing, None),
     m("judged_new", Sum("judged_new"), Nothing, None),
     m("low_fact_confidence", Sum("low_confidence"), Nothing, None),
@@ -182,7 +191,7 @@ pub const COMPONENTS: &[&str] = &[
     "exact_dup",
     "near_dup",
     "dup",
-    "not_stored",
+    "dup_removed",
     "noise",
     "judged_new",
     "low_confidence",
@@ -1022,6 +1031,7 @@ fn episodes_frame(
             count_if(col("live"), "live"),
             count_if(one_of("outcome", EXACT_DUP_OUTCOMES), "exact_dup"),
             count_if(one_of("outcome", NEAR_DUP_OUTCOMES), "near_dup"),
+            count_if(one_of("outcome", DUPLICATE_REMOVED_OUTCOMES), "dup_removed"),
             count_if(col("outcome").eq(lit("noise_rejected")), "noise"),
             count_if(col("outcome").eq(lit("judged_new")), "judged_new"),
             count_if(col("outcome").eq(lit("low_fact_confidence")), "low_confidence"),
@@ -1097,16 +1107,12 @@ fn episodes_frame(
     if !absent.is_empty() {
         lf = lf.with_columns(absent.iter().map(|c| lit(0i64).alias(*c)).collect::<Vec<_>>());
     }
-    let derived = ["dup", "not_stored", "growth"];
+    let derived = ["dup", "growth"];
     let fill: Vec<Expr> =
         COMPONENTS.iter().filter(|c| !derived.contains(c)).map(|c| col(*c).cast(DataType::Int64).fill_null(lit(0i64)).alias(*c)).collect();
     let lf = lf
         .with_columns(fill)
-        .with_columns([
-            (col("exact_dup") + col("near_dup")).alias("dup"),
-            (col("candidates") - col("stored")).alias("not_stored"),
-            (col("stored") - col("invalidations")).alias("growth"),
-        ])
+        .with_columns([(col("exact_dup") + col("near_dup")).alias("dup"), (col("stored") - col("invalidations")).alias("growth")])
         .sort(["ord"], SortMultipleOptions::default());
     if scope == Scope::Metrics {
         // The components are all the run's aggregate needs.

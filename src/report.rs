@@ -165,7 +165,7 @@ pub fn meaning(key: &str) -> &'static str {
         "dedup_rate" => "candidates dropped as exact or near duplicates",
         "exact_dup_rate" => "candidates dropped by content hash or s|p|o",
         "near_dup_rate" => "candidates dropped by embedding similarity",
-        "duplicate_reduction" => "1 − stored / candidates",
+        "duplicate_reduction" => "candidates removed as duplicates of a live memory",
         "noise_rejection_rate" => "candidates below the value-score floor",
         "entity_coherence" => "candidates linked to an entity that already existed",
         "entity_resolution_rate" => "stored facts whose entities resolved",

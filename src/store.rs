@@ -735,7 +735,17 @@ impl WriteTx for SqlTx<'_> {
                  WHERE id = ?1 AND invalid_at IS NULL AND superseded_by IS NULL",
             )
             .and_then(|mut st| st.execute(params![id, u.title, u.content, u.normalized, u.hash, u.facts]))
-            .map(|n| n == 1)
+            .and_then(|n| {
+                // The vector goes with the rewritten content, as in `update_fact`.
+                if n == 1 && !u.embedding.is_empty() {
+                    self.tx
+                        .prepare_cached(
+                            "INSERT OR REPLACE INTO embeddings (fact_id, conversation_id, dims, vector) VALUES (?1, ?2, ?3, ?4)",
+                        )?
+                        .execute(params![id, self.conversation_id, u.embedding.len() as i64, vector_to_blob(&u.embedding)])?;
+                }
+                Ok(n == 1)
+            })
             .map_err(|e| self.err(e))
     }
 

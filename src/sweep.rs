@@ -385,7 +385,7 @@ fn compute_fronts(dataset: &Dataset, cfg: &Config, stages: Stages<'_>) -> Result
             let mut slots = 0u32;
             for episode in &conv.episodes {
                 let mut f = front(stages, conv, episode, &state, cfg)?;
-                profile.back(&f, conv, episode, &mut state, cfg, stages.judge, &store)?;
+                profile.back(&f, conv, episode, &mut state, cfg, stages, &store)?;
                 f.slot_base = Some(slots);
                 slots += f.fact_embeddings.len() as u32;
                 episodes.push(f);
@@ -424,7 +424,7 @@ fn run_point(
                 records.push(EpisodeRecord::disabled(&conv.id, episode));
                 continue;
             }
-            records.push(profile.back(f, conv, episode, &mut state, cfg, judge, &store)?);
+            records.push(profile.back(f, conv, episode, &mut state, cfg, Stages { judge, ..stages }, &store)?);
         }
         // The state mirrors what the store applied, so its live facts are the store's.
         live.extend(state.facts.iter().filter(|f| f.is_live()).map(|f| f.id.clone()));

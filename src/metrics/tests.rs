@@ -337,7 +337,8 @@ fn formation_rates() {
     close(&a, "dedup_rate", 3.0 / 9.0);
     close(&a, "exact_dup_rate", 2.0 / 9.0);
     close(&a, "near_dup_rate", 1.0 / 9.0);
-    close(&a, "duplicate_reduction", 1.0 - 5.0 / 9.0);
+    // Removed as duplicates: two exact and one near; the noise rejection is not one.
+    close(&a, "duplicate_reduction", 3.0 / 9.0);
     close(&a, "noise_rejection_rate", 1.0 / 9.0);
     // Stored: acme (linked), tea, really, jazz (literal, subject linked); beta has no subject entity.
     close(&a, "entity_resolution_rate", 4.0 / 5.0);
@@ -411,6 +412,51 @@ fn memorix_observation_metrics() {
     for (k, v) in [("resolution_new", 1), ("resolution_merge", 0), ("resolution_evolve", 1), ("resolution_discard", 1)] {
         assert_eq!(metric(&a, k), json!(v), "{k}");
     }
+}
+
+/// `duplicate_reduction` counts the observations Resolve removed as
+/// duplicates (discarded, merged in place), not the noise rejections, nor an
+/// evolve (a new row superseding its target), on one episode of five
+/// observations: o1 new, created · o2 new, noise_rejected · o3 discard ·
+/// o4 merge · o5 evolve, created.
+#[test]
+fn memorix_duplicate_reduction_counts_discards_and_merges_not_noise() {
+    let (mut dataset, _, _) = fixture();
+    dataset.conversations.truncate(1);
+    let obs = |n: usize, turn: &str, outcome: &str, stored: bool, action: &str| {
+        let mut c = cand("c1", "e1", n, turn, &format!("Observation {n} about the lock file"), outcome, stored);
+        c.formed = Some(formed(1, 0, "Lock file", true, action));
+        c
+    };
+    let e1 = episode_record(
+        "c1",
+        "e1",
+        4,
+        vec![
+            obs(0, "t1", "created", true, "new"),
+            obs(1, "t2", "noise_rejected", false, "new"),
+            obs(2, "t3", "discarded", false, "discard"),
+            obs(3, "t4", "merged", false, "merge"),
+            obs(4, "t4", "evolved", true, "evolve"),
+        ],
+    );
+    let live: BTreeSet<String> = ["c1/e1/c0".to_string(), "c1/e1/c4".to_string()].into();
+    let a =
+        analyze(&RunData { dataset: &dataset, episodes: &[e1], live_ids: &live, skipped_conversations: 0, wall_ms: 0.0, embedder: None })
+            .unwrap();
+    assert_eq!(metric(&a, "observations"), json!(5));
+    close(&a, "duplicate_reduction", 2.0 / 5.0);
+    close(&a, "noise_rejection_rate", 1.0 / 5.0);
+    // Memorix removes its duplicates in Resolve, not in stage 3.
+    close(&a, "dedup_rate", 0.0);
+}
+
+#[test]
+fn every_duplicate_removing_outcome_is_a_candidate_outcome() {
+    for o in super::DUPLICATE_REMOVED_OUTCOMES.iter().chain(super::EXACT_DUP_OUTCOMES).chain(super::NEAR_DUP_OUTCOMES) {
+        assert!(CandidateOutcome::parse(o).is_some(), "{o}");
+    }
+    assert!(!super::DUPLICATE_REMOVED_OUTCOMES.contains(&"noise_rejected"));
 }
 
 #[test]

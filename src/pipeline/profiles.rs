@@ -38,7 +38,8 @@ pub trait Profile: Send + Sync {
     fn inapplicable_keys(&self) -> &'static [&'static str] {
         &[]
     }
-    /// Stages 2–5 of one episode whose front (stage 1 and its vectors) is done.
+    /// Stages 2–5 of one episode whose front (stage 1 and its vectors) is
+    /// done, with the run's stages (a sweep point's judge among them).
     #[allow(clippy::too_many_arguments)]
     fn back(
         &self,
@@ -47,7 +48,7 @@ pub trait Profile: Send + Sync {
         episode: &Episode,
         state: &mut ConvState,
         cfg: &Config,
-        judge: &dyn Judge,
+        stages: Stages<'_>,
         store: &Store,
     ) -> Result<EpisodeRecord>;
     /// One whole episode: stage 1 ([`front`]) then [`Profile::back`]. A
@@ -62,7 +63,7 @@ pub trait Profile: Send + Sync {
         store: &Store,
     ) -> Result<EpisodeRecord> {
         let f = front(stages, conv, episode, state, cfg)?;
-        self.back(&f, conv, episode, state, cfg, stages.judge, store)
+        self.back(&f, conv, episode, state, cfg, stages, store)
     }
 }
 
@@ -84,10 +85,10 @@ impl Profile for Soda {
         episode: &Episode,
         state: &mut ConvState,
         cfg: &Config,
-        judge: &dyn Judge,
+        stages: Stages<'_>,
         store: &Store,
     ) -> Result<EpisodeRecord> {
-        back(front, conv, episode, state, cfg, judge, store)
+        back(front, conv, episode, state, cfg, stages.judge, store)
     }
 }
 
@@ -129,10 +130,10 @@ impl Profile for Signet {
         episode: &Episode,
         state: &mut ConvState,
         cfg: &Config,
-        judge: &dyn Judge,
+        stages: Stages<'_>,
         store: &Store,
     ) -> Result<EpisodeRecord> {
-        super::signet::back(front, conv, episode, state, cfg, judge, store)
+        super::signet::back(front, conv, episode, state, cfg, stages.judge, store)
     }
 }
 

@@ -321,3 +321,110 @@ fn coding_agent_formed_memories_snapshot() {
     settings.set_prepend_module_to_snapshot(false);
     settings.bind(|| insta::assert_snapshot!("memorix__coding-agent", out));
 }
+
+/// Every memory a memorix run writes (the default lexical search, which
+/// embeds no query) carries its vector, the run's embedder on its query text
+/// as stored (a merged memory's refreshed with its rewritten text); the
+/// store's search then finds a memory by that vector when its BM25 leg (an
+/// AND of every query term) finds nothing.
+#[test]
+fn every_memory_is_written_with_the_vector_of_its_text_and_the_search_finds_it_by_it() {
+    use memform::embed::Embedder;
+    use memform::pipeline::memorix::resolve::Hit;
+    use memform::pipeline::memorix::search::query_text;
+    use memform::store::SearchParams;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, stderr) = memform_in(
+        tmp.path(),
+        &["run", "--dataset", root().join("datasets/coding-agent").to_str().unwrap(), "--profile", "memorix", "--out", "o"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let path = tmp.path().join("o/store.sqlite");
+    let vectors: std::collections::BTreeMap<String, Vec<f32>> = {
+        let conn = rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        let mut st = conn.prepare("SELECT fact_id, vector FROM embeddings").unwrap();
+        st.query_map([], |r| Ok((r.get::<_, String>(0)?, memform::store::blob_to_vector(&r.get::<_, Vec<u8>>(1)?))))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    };
+    let store = Store::open(&path).unwrap();
+    let facts = store.facts().unwrap();
+    let ids: BTreeSet<&str> = facts.iter().map(|f| f.id.as_str()).collect();
+    assert!(facts.len() >= 10, "{} memories", facts.len());
+    assert_eq!(vectors.keys().map(String::as_str).collect::<BTreeSet<_>>(), ids, "one vector per memory written");
+
+    let rows: Vec<Value> =
+        std::fs::read_to_string(tmp.path().join("o/facts.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let merged: BTreeSet<&str> = rows.iter().filter(|r| r["outcome"] == json!("merged")).filter_map(|r| r["related"].as_str()).collect();
+    assert!(!merged.is_empty(), "the run merges a memory in place");
+
+    let cfg = Config::default();
+    let embedder = HashedEmbedder::new(cfg.hashed_dims);
+    let params = SearchParams::from_config(&cfg);
+    let live = store.live_fact_ids().unwrap();
+    for f in &facts {
+        let hit = Hit {
+            id: f.id.clone(),
+            title: f.object.clone(),
+            narrative: f.content.clone(),
+            facts: vec![],
+            entity_name: f.subject.clone(),
+            score: 0.0,
+        };
+        let text = query_text(&hit);
+        let expected = embedder.embed(&[&text], "test").unwrap().pop().unwrap();
+        // A merged memory's vector is its rewritten text's, not its first one's.
+        assert_eq!(vectors[&f.id], expected, "{} (merged: {})", f.id, merged.contains(f.id.as_str()));
+        if !live.contains(&f.id) {
+            continue;
+        }
+        // No memory holds the made-up term, so the BM25 leg matches nothing.
+        let hits = store.search(&f.conversation_id, &format!("{text} qqzxvj"), &expected, &params).unwrap();
+        let top = hits.first().unwrap_or_else(|| panic!("{}: no hit", f.id));
+        assert_eq!((top.fact_id.as_str(), top.bm25), (f.id.as_str(), None), "{hits:?}");
+        assert!(top.vector.unwrap() > 0.999, "{hits:?}");
+    }
+}
+
+/// The QA evaluation of a memorix run retrieves memories: the bundled
+/// scenarios' questions against the memories formed from their turns.
+#[test]
+fn a_memorix_run_answers_qa_questions_from_its_memories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, stderr) = memform_in(
+        tmp.path(),
+        &["run", "--dataset", root().join("datasets/scenarios").to_str().unwrap(), "--profile", "memorix", "--out", "o"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let summary: Value = serde_json::from_slice(&std::fs::read(tmp.path().join("o/summary.json")).unwrap()).unwrap();
+    let m = &summary["metrics"];
+    assert!(m["qa_items_indexed"].as_i64().unwrap() >= 1, "{m}");
+    assert!(m["qa_recall_any_at_10"].as_f64().unwrap() > 0.0, "qa_recall_any_at_10 {}", m["qa_recall_any_at_10"]);
+}
+
+/// A sweep hands the profile the run's stages too: each point's memorix
+/// memories carry their vectors, so its QA figures are a run's, not 0.
+#[test]
+fn a_memorix_sweep_point_answers_qa_questions_as_a_run_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenarios = root().join("datasets/scenarios");
+    let args = ["--dataset", scenarios.to_str().unwrap(), "--set", "profile=\"memorix\""];
+    let (code, stderr) = memform_in(tmp.path(), &[&["sweep"], &args[..], &["--grid", "memorix_core_min=0.6", "--out", "s"]].concat());
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, stderr) = memform_in(tmp.path(), &[&["run"], &args[..], &["--out", "r"]].concat());
+    assert_eq!(code, Some(0), "{stderr}");
+    let summary: Value = serde_json::from_slice(&std::fs::read(tmp.path().join("r/summary.json")).unwrap()).unwrap();
+    let csv = std::fs::read_to_string(tmp.path().join("s/sweep.csv")).unwrap();
+    let mut lines = csv.lines().map(|l| l.split(',').collect::<Vec<_>>());
+    let header = lines.next().unwrap();
+    let row = lines.next().unwrap();
+    for key in ["qa_recall_any_at_10", "qa_mrr"] {
+        let i = header.iter().position(|h| *h == key).unwrap_or_else(|| panic!("{key} in {header:?}"));
+        let point: f64 = row[i].parse().unwrap();
+        let run = summary["metrics"][key].as_f64().unwrap();
+        assert!(run > 0.0, "{key} {run}");
+        assert!((point - run).abs() < 1e-6, "{key}: sweep point {point}, run {run}");
+    }
+}

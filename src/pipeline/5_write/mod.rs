@@ -234,7 +234,8 @@ pub trait WriteTx {
     fn set_importance(&mut self, id: &str, importance: &str, decay: bool) -> Result<()>;
 }
 
-/// A memory's new title, content (its narrative) and facts, for an in-place merge.
+/// A memory's new title, content (its narrative), facts and vector, for an
+/// in-place merge.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryUpdate {
     pub title: String,
@@ -243,6 +244,10 @@ pub struct MemoryUpdate {
     pub hash: String,
     /// The facts, one per line (stored in `source_quote`).
     pub facts: String,
+    /// The rewritten memory's vector, replacing its row of `embeddings`
+    /// (empty: the run has no embedder, the row is left as it was).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub embedding: Vec<f32>,
 }
 
 /// Mirrors into `state` what the store reports applied: the state never

@@ -9,8 +9,8 @@ use super::evaluate::Category;
 use super::form::{self, Figures, Formation};
 use super::llm::{Calls, MemorixLlm};
 use super::observe::{self, Input};
-use super::resolve::{self, ResolveAction};
-use super::search::{Indexed, Lexical, MemorySearch, StoreSearch};
+use super::resolve::ResolveAction;
+use super::search::{Indexed, Lexical, MemorySearch, StoreSearch, query_text};
 use super::write::{self, Op, Plan};
 use crate::config::Config;
 use crate::embed::Embedder;
@@ -120,7 +120,19 @@ fn memory_row(id: &str, input: &Input, f: &Formation, narrative: &str, facts: &[
     }
 }
 
-/// The record and the write operation of one formed observation.
+/// Embeds a text through the run's embedder.
+type Embed<'e> = &'e dyn Fn(&str) -> Result<Vec<f32>>;
+
+/// A memory's vector: the run's embedder applied to its query text (its
+/// title and the start of its narrative, [`query_text`]); none without an
+/// embedder.
+fn memory_vector(embed: Option<Embed<'_>>, m: &Indexed) -> Result<Vec<f32>> {
+    embed.map_or_else(|| Ok(Vec::new()), |e| e(&query_text(&m.hit)))
+}
+
+/// The record and the write operation of one formed observation; a memory
+/// it writes (new, evolved or merged) carries its vector, embedded here,
+/// before the episode's write transaction.
 fn plan_one(
     p: &mut Planner<'_>,
     id: String,
@@ -128,8 +140,8 @@ fn plan_one(
     f: &Formation,
     mode: StageMode,
     cfg: &Config,
-    vector: Option<Vec<f32>>,
-) -> (CandidateRecord, Option<Op>) {
+    embed: Option<Embed<'_>>,
+) -> Result<(CandidateRecord, Option<Op>)> {
     let x = &f.extracted;
     let decay = cfg.ephemeral_policy == "decay";
     let importance = match f.value.category {
@@ -146,8 +158,10 @@ fn plan_one(
         ResolveAction::New => {
             let entity = p.entity(&x.entity.name);
             let mut row = memory_row(&id, input, f, &x.narrative, &x.facts, (&x.entity.name, entity), &p.episode.id);
-            row.embedding = vector.unwrap_or_default();
-            p.memories.push(Indexed::of(&row));
+            let mut m = Indexed::of(&row);
+            m.vector = memory_vector(embed, &m)?;
+            row.embedding = m.vector.clone();
+            p.memories.push(m);
             (
                 CandidateOutcome::Insert,
                 Some(Op::Insert { row: Box::new(row), importance, decay: f.value.category == Category::Ephemeral, supersedes: None }),
@@ -163,23 +177,27 @@ fn plan_one(
             }
             let entity = p.entity(&name);
             let mut row = memory_row(&id, input, f, &merged_narrative, &merged_facts, (&name, entity), &p.episode.id);
-            row.embedding = vector.unwrap_or_default();
-            p.memories.push(Indexed::of(&row));
+            let mut m = Indexed::of(&row);
+            m.vector = memory_vector(embed, &m)?;
+            row.embedding = m.vector.clone();
+            p.memories.push(m);
             let op =
                 Op::Insert { row: Box::new(row), importance, decay: f.value.category == Category::Ephemeral, supersedes: target.clone() };
             (CandidateOutcome::Insert, Some(op), f.resolution.reason.clone())
         }
         ResolveAction::Merge => {
             let t = target.clone().unwrap_or_default();
+            // The rewrite's vector is its new query text's, written with it.
+            let mut embedding = Vec::new();
             if let Some(k) = p.memory(&t) {
                 let mut hit = p.memories[k].hit.clone();
                 hit.narrative = merged_narrative.trim().to_string();
                 hit.facts = merged_facts.clone();
                 hit.title = x.title.clone();
-                // An in-place rewrite keeps its vector, as the store does.
-                let vector = std::mem::take(&mut p.memories[k].vector);
-                p.memories[k] = Indexed::of_hit(hit);
-                p.memories[k].vector = vector;
+                let mut m = Indexed::of_hit(hit);
+                m.vector = memory_vector(embed, &m)?;
+                embedding = m.vector.clone();
+                p.memories[k] = m;
             }
             let h = normalize_and_hash_content(merged_narrative.trim());
             let update = crate::pipeline::write::MemoryUpdate {
@@ -188,6 +206,7 @@ fn plan_one(
                 normalized: h.normalized,
                 hash: h.hash,
                 facts: merged_facts.join("\n"),
+                embedding,
             };
             (CandidateOutcome::Merged, Some(Op::Merge { candidate: id.clone(), target: t, update }), f.resolution.reason.clone())
         }
@@ -221,7 +240,7 @@ fn plan_one(
         decision: None,
         formed: Some(Box::new(f.record(input, mode))),
     };
-    (rec, op)
+    Ok((rec, op))
 }
 
 /// One observation's formation with what it was formed against: the
@@ -241,7 +260,9 @@ pub struct LlmStages<'m> {
 }
 
 /// What an episode's formation may call besides the store: the model (LLM
-/// mode) and the embedder (`memorix_search = "store"`).
+/// mode) and the embedder (each written memory's vector; the queries of
+/// `memorix_search = "store"`, which needs it). Without an embedder the
+/// memories are written without vectors.
 #[derive(Clone, Copy, Default)]
 pub struct Deps<'m> {
     pub llm: Option<LlmStages<'m>>,
@@ -272,16 +293,18 @@ pub fn back_traced(
 ) -> Result<EpisodeRecord> {
     let llm = deps.llm;
     let store_search = cfg.memorix_search == "store";
+    // Every memory written gets its vector (the QA search's vector leg,
+    // and the store search's); the store search cannot do without one.
     let embedder = match (store_search, deps.embedder) {
-        (true, Some(e)) => Some(e),
         (true, None) => return Err(crate::error::Error::Config("memorix_search = \"store\" needs the run's embedder".into())),
-        (false, _) => None,
+        (_, e) => e,
     };
     let source = format!("{}/{} memorix", conv.id, episode.id);
     let embed = |text: &str| -> Result<Vec<f32>> {
         let e = embedder.ok_or_else(|| crate::error::Error::Other("no embedder".into()))?;
         Ok(e.embed(&[text], &source)?.pop().unwrap_or_default())
     };
+    let memory_embed: Option<Embed<'_>> = embedder.map(|_| &embed as Embed<'_>);
     let stored: std::collections::HashSet<String> =
         if store_search { state.facts.iter().filter(|f| f.is_live()).map(|f| f.id.clone()).collect() } else { Default::default() };
     let params = crate::store::SearchParams::from_config(cfg);
@@ -310,14 +333,9 @@ pub fn back_traced(
             None => form::rules(input, &planner.names, search, figures)?,
             Some(l) => form::llm(input, &planner.names, search, figures, l.model, &ctx, l.extract, &mut calls)?,
         };
-        // With the store's search, a new memory carries the vector of its query text.
-        let vector = match (store_search, &f.resolution.action) {
-            (true, ResolveAction::New | ResolveAction::Evolve) => Some(embed(&resolve::query(&f.extracted))?),
-            _ => None,
-        };
         let names = trace.is_some().then(|| planner.names.clone());
         let id = format!("{}/{}/c{i}", conv.id, episode.id);
-        let (rec, op) = plan_one(&mut planner, id, input, &f, mode, cfg, vector);
+        let (rec, op) = plan_one(&mut planner, id, input, &f, mode, cfg, memory_embed)?;
         if let (Some(t), Some(entity_names)) = (trace.as_deref_mut(), names) {
             t.push(Traced { input: input.clone(), entity_names, formation: f });
         }

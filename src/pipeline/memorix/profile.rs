@@ -31,10 +31,10 @@ impl Profile for Memorix {
         episode: &Episode,
         state: &mut ConvState,
         cfg: &Config,
-        _judge: &dyn Judge,
+        stages: Stages<'_>,
         store: &Store,
     ) -> Result<EpisodeRecord> {
-        super::episode::back(conv, episode, state, cfg, store, Deps::default())
+        super::episode::back(conv, episode, state, cfg, store, deps(stages)?)
     }
     fn llm_judge(&self, llm: Arc<dyn Llm>, settings: &LlmSettings) -> Result<Box<dyn Judge>> {
         Ok(Box::new(super::llm::MemorixLlm::new(llm, settings)?))
@@ -48,18 +48,23 @@ impl Profile for Memorix {
         cfg: &Config,
         store: &Store,
     ) -> Result<EpisodeRecord> {
-        // The judge's mode is Resolve's and Evaluate's, the extractor's Extract's.
-        let extract = stages.extractor.mode() == StageMode::Llm;
-        let llm = match stages.judge.memorix() {
-            Some(model) => Some(LlmStages { model, extract }),
-            None if extract => {
-                return Err(Error::Config(
-                    "profile = \"memorix\": LLM extraction needs the judge in LLM mode too (--mode llm, or --extract rules --judge llm)"
-                        .into(),
-                ));
-            }
-            None => None,
-        };
-        super::episode::back(conv, episode, state, cfg, store, Deps { llm, embedder: Some(stages.embedder) })
+        super::episode::back(conv, episode, state, cfg, store, deps(stages)?)
     }
+}
+
+/// What the run's stages give an episode's formation: the model when the
+/// judge is in LLM mode (the judge's mode is Resolve's and Evaluate's, the
+/// extractor's Extract's) and the embedder.
+fn deps(stages: Stages<'_>) -> Result<Deps<'_>> {
+    let extract = stages.extractor.mode() == StageMode::Llm;
+    let llm = match stages.judge.memorix() {
+        Some(model) => Some(LlmStages { model, extract }),
+        None if extract => {
+            return Err(Error::Config(
+                "profile = \"memorix\": LLM extraction needs the judge in LLM mode too (--mode llm, or --extract rules --judge llm)".into(),
+            ));
+        }
+        None => None,
+    };
+    Ok(Deps { llm, embedder: Some(stages.embedder) })
 }

@@ -90,10 +90,11 @@ impl MemorySearch for Lexical<'_> {
 /// memories' narratives and the vector leg over their vectors) for the
 /// memories already written; a memory planned earlier in the same episode
 /// is not in the store yet and is scored as the vector leg scores a fact it
-/// alone finds (the cosine, clamped to [0, 1]). A stored memory the episode
-/// already superseded is left out; one it merged into shows its planned
-/// text. Hits below `min_score` are dropped, best first (ties to the older
-/// memory), at most `limit`.
+/// alone finds (the cosine with its planned vector, clamped to [0, 1]). A
+/// stored memory the episode already superseded is left out; one it merged
+/// into shows its planned text but is scored as the store holds it until the
+/// episode commits. Hits below `min_score` are dropped, best first (ties to
+/// the older memory), at most `limit`.
 pub struct StoreSearch<'a> {
     pub store: &'a Store,
     pub conversation: &'a str,

@@ -7,7 +7,8 @@
 //!   one kept by `ephemeral_policy = "decay"`); an evolve's insert then
 //!   supersedes its target (`invalid_at` = the episode date, `superseded_by`
 //!   = the rewrite), so the old state stays as history;
-//! - merge: the target rewritten in place (title, narrative, facts).
+//! - merge: the target rewritten in place (title, narrative, facts, and its
+//!   vector, re-embedded from the new text).
 //!
 //! Shadow mode records every operation and writes nothing; controlled mode
 //! inserts but blocks merges and supersessions; full mode applies all.
@@ -170,6 +171,9 @@ pub fn execute(store: &Store, plan: Plan, mode: WriteMode, state: &mut ConvState
                     f.fact.source_quote = update.facts;
                     f.normalized = update.normalized;
                     f.hash = update.hash;
+                    if !update.embedding.is_empty() {
+                        f.embedding = update.embedding;
+                    }
                 }
             }
         }
