@@ -19,7 +19,7 @@ use memform::embed::{Embedder, EmbedderKind, EmbedderSpec, build_embedder};
 use memform::error::exit_code;
 use memform::llm::fixtures::{RecordedLlm, default_fixtures_dir};
 use memform::llm::{LlmMode, LlmSettings};
-use memform::pipeline::extract::{Extractor, GoldExtractor, LlmExtractor};
+use memform::pipeline::extract::{Extractor, GoldExtractor};
 use memform::pipeline::judge::Judge;
 use memform::pipeline::{Modes, StageMode, Stages, profiles};
 use memform::run::{Progress, RunOptions, Skipped, run};
@@ -529,7 +529,7 @@ fn build_stages(
         StageMode::Rules => profile.rules_extractor(cfg),
         StageMode::Llm => {
             let (b, s) = model()?;
-            Box::new(LlmExtractor::new(b, s)?)
+            profile.llm_extractor(b, s)?
         }
         StageMode::Gold => Box::new(GoldExtractor::new(dataset, cfg)?),
     };
@@ -1045,7 +1045,7 @@ fn replay_for_keys(modes: Modes, dataset_dir: &std::path::Path, dataset: &Datase
         let dir = stage.fixtures.clone().unwrap_or_else(|| default_fixtures_dir(&recorded_root(dataset_dir, dataset), &settings.model));
         let b = Arc::new(RecordedLlm::replay(memform::llm::FixtureStore::new(&dir)).collecting_misses());
         if modes.extract == StageMode::Llm {
-            built.extractor = Box::new(LlmExtractor::new(b.clone(), &settings)?);
+            built.extractor = profiles::by_name(&cfg.profile)?.llm_extractor(b.clone(), &settings)?;
         }
         if modes.judge == StageMode::Llm {
             built.judge = profiles::by_name(&cfg.profile)?.llm_judge(b.clone(), &settings)?;

@@ -16,7 +16,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::metrics::{GoldIndex, point_metrics};
 use crate::pipeline::judge::{Judge, RulesJudge};
-use crate::pipeline::{EpisodeFront, EpisodeRecord, Stages, front, profiles, speaker_entities};
+use crate::pipeline::{EpisodeFront, EpisodeRecord, Stages, profiles, speaker_entities};
 use crate::state::{ConvState, EntityRec, SimTable};
 use crate::store::Store;
 use crate::types::Dataset;
@@ -384,7 +384,7 @@ fn compute_fronts(dataset: &Dataset, cfg: &Config, stages: Stages<'_>) -> Result
             let mut episodes = Vec::with_capacity(conv.episodes.len());
             let mut slots = 0u32;
             for episode in &conv.episodes {
-                let mut f = front(stages, conv, episode, &state, cfg)?;
+                let mut f = profile.front(stages, conv, episode, &state, cfg)?;
                 profile.back(&f, conv, episode, &mut state, cfg, stages, &store)?;
                 f.slot_base = Some(slots);
                 slots += f.fact_embeddings.len() as u32;

@@ -16,6 +16,9 @@ pub const EXTRACT_SOURCE: &str = include_str!("prompts/extract.txt");
 /// The batched contradiction judge template's source text.
 pub const JUDGE_SOURCE: &str = include_str!("prompts/judge.txt");
 
+/// The `signet` profile's extraction template's source text (Signet's contract).
+pub const SIGNET_EXTRACT_SOURCE: &str = include_str!("prompts/signet_extract.txt");
+
 /// The `signet` profile's per-fact decision template's source text.
 pub const SIGNET_DECISION_SOURCE: &str = include_str!("prompts/signet_decision.txt");
 
@@ -98,6 +101,11 @@ pub fn judge_template() -> Result<Template> {
     Template::parse("judge.txt", JUDGE_SOURCE)
 }
 
+/// The `signet` profile's extraction template (one call per episode, Signet's contract).
+pub fn signet_extract_template() -> Result<Template> {
+    Template::parse("signet_extract.txt", SIGNET_EXTRACT_SOURCE)
+}
+
 /// The `signet` profile's decision template (one call per fact with candidates).
 pub fn signet_decision_template() -> Result<Template> {
     Template::parse("signet_decision.txt", SIGNET_DECISION_SOURCE)
@@ -123,6 +131,7 @@ pub fn all_templates() -> Result<Vec<Template>> {
     Ok(vec![
         extract_template()?,
         judge_template()?,
+        signet_extract_template()?,
         signet_decision_template()?,
         memorix_extract_template()?,
         memorix_resolve_template()?,
@@ -243,9 +252,10 @@ mod tests {
 
     /// SHA-256 of each template's text, per version. Editing a template
     /// without bumping its `version:` line fails here.
-    const PINNED: [(&str, u32, &str); 6] = [
+    const PINNED: [(&str, u32, &str); 7] = [
         ("extract", 3, "a71bbe08453708a074bc81ceb5a850525e41f0fd85137fdebd6ec8947ede7228"),
         ("judge", 2, "146e67267af848985418f0a068e1fe2e5f939733af80cbe83780cf825f3af526"),
+        ("signet_extract", 1, "11dd29409c79355902bde82a2d7a11264f375571da04bce2764dcdbaf1a6b63b"),
         ("signet_decision", 2, "e77a3770b7ce99bf16dac240ceaf1dd53c0153dc71f12e8d20d4ac08d3aefaff"),
         ("memorix_extract", 1, "ef3d68801acec7f1b7d471ecc36e0e2e9fccf48add6fd975fd6084c6507f55dc"),
         ("memorix_resolve", 1, "7061616fdc67848e3017326630f6692c2d62f4b29e7e951b1920e4acf8b63484"),

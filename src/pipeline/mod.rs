@@ -129,20 +129,15 @@ pub struct EpisodeFront {
     ///
     /// [`SimTable`]: crate::state::SimTable
     pub slot_base: Option<u32>,
+    /// The entity triples of Signet's extraction contract (the `signet`
+    /// profile's front fills them; empty otherwise).
+    pub triples: Vec<signet::extract::SignetEntity>,
 }
 
 /// Extraction, value scores and embeddings for one episode.
 pub fn front(stages: Stages<'_>, conv: &Conversation, episode: &Episode, state: &ConvState, cfg: &Config) -> Result<EpisodeFront> {
     let t0 = Instant::now();
-    let known: Vec<String> = state.entity_names().into_iter().take(MAX_KNOWN_ENTITIES).collect();
-    let recent: Vec<String> = state
-        .facts
-        .iter()
-        .rev()
-        .filter(|f| f.is_current(episode.timestamp.as_deref()))
-        .take(MAX_RECENT_FACTS)
-        .map(|f| f.content.clone())
-        .collect();
+    let (known, recent) = known_context(episode, state);
     let input =
         ExtractInput { conversation_id: &conv.id, speakers: &conv.speakers, episode, known_entities: &known, recent_facts: &recent };
     let raw = stages.extractor.extract(&input)?;
@@ -156,7 +151,33 @@ pub fn front(stages: Stages<'_>, conv: &Conversation, episode: &Episode, state: 
     let names: Vec<&str> = extraction.entities.iter().map(|e| e.name.as_str()).collect();
     let entity_embeddings = if names.is_empty() { Vec::new() } else { stages.embedder.embed(&names, &source)? };
     let extractor = stages.extractor.id();
-    Ok(EpisodeFront { extraction, fact_embeddings, entity_embeddings, usage, extractor, extract_ms, embed_ms: ms(t1), slot_base: None })
+    Ok(EpisodeFront {
+        extraction,
+        fact_embeddings,
+        entity_embeddings,
+        usage,
+        extractor,
+        extract_ms,
+        embed_ms: ms(t1),
+        slot_base: None,
+        triples: Vec::new(),
+    })
+}
+
+/// What an extractor is shown of the store: the conversation's entity
+/// names (at most [`MAX_KNOWN_ENTITIES`]) and its latest facts current at
+/// the episode (at most [`MAX_RECENT_FACTS`]).
+pub(crate) fn known_context(episode: &Episode, state: &ConvState) -> (Vec<String>, Vec<String>) {
+    let known: Vec<String> = state.entity_names().into_iter().take(MAX_KNOWN_ENTITIES).collect();
+    let recent: Vec<String> = state
+        .facts
+        .iter()
+        .rev()
+        .filter(|f| f.is_current(episode.timestamp.as_deref()))
+        .take(MAX_RECENT_FACTS)
+        .map(|f| f.content.clone())
+        .collect();
+    (known, recent)
 }
 
 pub(crate) fn ms(t: Instant) -> f64 {
@@ -346,6 +367,7 @@ mod tests {
             extract_ms: 0.0,
             embed_ms: 0.0,
             slot_base: None,
+            triples: vec![],
         }
     }
 

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::extract::{Extractor, RulesExtractor};
+use super::extract::{Extractor, LlmExtractor, RulesExtractor};
 use super::judge::{Judge, LlmJudge, RulesJudge};
 use super::{EpisodeFront, EpisodeRecord, Stages, back, front};
 use crate::config::Config;
@@ -25,6 +25,10 @@ pub trait Profile: Send + Sync {
     fn rules_extractor(&self, cfg: &Config) -> Box<dyn Extractor> {
         Box::new(RulesExtractor::new(cfg.max_input_chars))
     }
+    /// The extractor LLM mode uses, behind the recorded boundary `llm`.
+    fn llm_extractor(&self, llm: Arc<dyn Llm>, settings: &LlmSettings) -> Result<Box<dyn Extractor>> {
+        Ok(Box::new(LlmExtractor::new(llm, settings)?))
+    }
     /// The judge rules mode uses.
     fn rules_judge(&self, cfg: &Config) -> Box<dyn Judge> {
         Box::new(RulesJudge::new(cfg))
@@ -37,6 +41,11 @@ pub trait Profile: Send + Sync {
     /// is warned about, see [`inapplicable`]).
     fn inapplicable_keys(&self) -> &'static [&'static str] {
         &[]
+    }
+    /// Stage 1 and its vectors for one episode ([`front`]; a sweep computes
+    /// it once and reuses it for every grid point).
+    fn front(&self, stages: Stages<'_>, conv: &Conversation, episode: &Episode, state: &ConvState, cfg: &Config) -> Result<EpisodeFront> {
+        front(stages, conv, episode, state, cfg)
     }
     /// Stages 2–5 of one episode whose front (stage 1 and its vectors) is
     /// done, with the run's stages (a sweep point's judge among them).
@@ -51,7 +60,7 @@ pub trait Profile: Send + Sync {
         stages: Stages<'_>,
         store: &Store,
     ) -> Result<EpisodeRecord>;
-    /// One whole episode: stage 1 ([`front`]) then [`Profile::back`]. A
+    /// One whole episode: [`Profile::front`] then [`Profile::back`]. A
     /// profile whose formation is not stage 1's extraction overrides it.
     fn episode(
         &self,
@@ -62,7 +71,7 @@ pub trait Profile: Send + Sync {
         cfg: &Config,
         store: &Store,
     ) -> Result<EpisodeRecord> {
-        let f = front(stages, conv, episode, state, cfg)?;
+        let f = self.front(stages, conv, episode, state, cfg)?;
         self.back(&f, conv, episode, state, cfg, stages, store)
     }
 }
@@ -92,7 +101,8 @@ impl Profile for Soda {
     }
 }
 
-/// Signet Pipeline v2 after extraction: candidate retrieval, per-fact
+/// Signet Pipeline v2: extraction in Signet's contract (rules mode's put
+/// in it, or its own LLM call), candidate retrieval, per-fact
 /// ADD/UPDATE/DELETE/NONE, the inline entity linker and Signet's write
 /// semantics (docs/pipeline.md, "The signet profile").
 pub struct Signet;
@@ -102,7 +112,13 @@ impl Profile for Signet {
         "signet"
     }
     fn summary(&self) -> &'static str {
-        "Signet v2's extraction caps, candidate retrieval, ADD/UPDATE/DELETE/NONE decisions, inline entity linker and write modes"
+        "Signet v2's extraction contract and caps, candidate retrieval, ADD/UPDATE/DELETE/NONE decisions, inline entity linker and write modes"
+    }
+    fn llm_extractor(&self, llm: Arc<dyn Llm>, settings: &LlmSettings) -> Result<Box<dyn Extractor>> {
+        Ok(Box::new(super::signet::extract_llm::SignetLlmExtractor::new(llm, settings)?))
+    }
+    fn front(&self, stages: Stages<'_>, conv: &Conversation, episode: &Episode, state: &ConvState, cfg: &Config) -> Result<EpisodeFront> {
+        super::signet::front::front(stages, conv, episode, state, cfg)
     }
     fn rules_judge(&self, _cfg: &Config) -> Box<dyn Judge> {
         Box::new(super::signet::RulesDecider)

@@ -5,7 +5,10 @@
 //!   soft-deleted facts), history rows, mentions and audit with
 //!   provenance, in rules mode under each write mode (and with the write
 //!   gate raised), and with the decision stage by the bundled model
-//!   (`--extract rules --judge llm`, replaying the answers recorded against it).
+//!   (`--extract rules --judge llm`), and with both extraction (Signet's
+//!   contract, template `signet_extract`) and decisions by it (`--mode
+//!   llm`), replaying the answers recorded against it.
+//! - Rules extraction reaches the decision stage in Signet's contract.
 //! - `soda`'s preference polarity pairing: "love, then hate Chinese food"
 //!   ends with exactly one live preference, and not without the pairing.
 //! - A config key the profile does not read is a one-line warning.
@@ -32,6 +35,7 @@ const RUNS: &[(&str, &[&str])] = &[
     ("rules, shadow", &["--mode", "rules", "--write-mode", "shadow"]),
     ("rules, full, min_fact_confidence_for_write = 0.8", &["--mode", "rules", "--set", "min_fact_confidence_for_write=0.8"]),
     ("rules/llm (recorded SmolLM2-135M answers), full", &["--extract", "rules", "--judge", "llm", "--llm", "replay"]),
+    ("llm (recorded SmolLM2-135M answers), full", &["--mode", "llm", "--llm", "replay"]),
 ];
 
 struct Ran {
@@ -266,6 +270,41 @@ fn a_config_key_the_profile_does_not_read_is_a_one_line_warning() {
 fn enabled_false_processes_nothing_and_says_so() {
     let (live, _) = live_contents("soda", &["--set", "enabled=false"]);
     assert!(live.is_empty());
+}
+
+/// Human-written: two relationships and a preference in one episode.
+const CONTRACT: &str = r#"{"format": "memform-conversation/1", "id": "contract", "speakers": ["Alice", "Assistant"],
+ "episodes": [
+  {"id": "e1", "timestamp": "2024-01-10T12:00:00", "turns": [
+    {"id": "t1", "speaker": "Alice", "text": "I work at Google."},
+    {"id": "t2", "speaker": "Alice", "text": "I play chess with Eli."},
+    {"id": "t3", "speaker": "Alice", "text": "I love sushi."}
+  ]}
+ ]}"#;
+
+#[test]
+fn rules_extraction_reaches_the_signet_decisions_in_signets_contract() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ds = dir.path().join("ds");
+    std::fs::create_dir_all(ds.join("conversations")).expect("mkdir");
+    std::fs::write(ds.join("conversations/contract.json"), CONTRACT).expect("write");
+    let out = dir.path().join("out");
+    run_cli(&ds, &out, &["--mode", "rules"]);
+    let facts = jsonl_without_timings(&out.join("facts.jsonl"));
+    // The contract's facts keep the structure and turn of the rules facts they came from.
+    let rows: Vec<(String, String, String)> = facts.iter().map(|f| (s(&f["content"]), s(&f["turn"]), s(&f["subject"]))).collect();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert!(rows.iter().all(|(_, turn, subject)| turn.starts_with('t') && subject == "Alice"), "{rows:?}");
+    // The provenance counts the contract's facts and its entity triples: one per relationship fact.
+    let relationships = facts.iter().filter(|f| f["kind"] == "relationship").count();
+    assert!(relationships > 0, "the scenario has relationship facts: {facts:?}");
+    let store = Store::open(&out.join("store.sqlite")).expect("store");
+    let prov = store.provenance().expect("provenance");
+    assert_eq!(prov.len(), 3);
+    for (_, _, _, p) in &prov {
+        assert_eq!((p.fact_count, p.entity_count, p.extractor.as_str()), (3, relationships, "rules:v1"), "{p:?}");
+        assert!(p.source.starts_with("e1/t"), "{p:?}");
+    }
 }
 
 /// The SQL block after `heading` in README.md, exactly as written there.

@@ -7,8 +7,11 @@
 //! of them: an applied UPDATE with its history (archive) row in `full`
 //! mode, the same UPDATE blocked in `controlled` mode, an UPDATE naming a
 //! non-candidate dropped with a warning, a DELETE with an empty reason
-//! dropped with a warning, and the write gates (confidence below 0.7,
-//! content that normalises to nothing) on a model's facts.
+//! dropped with a warning; Signet's extraction contract on a model's answer
+//! (an empty fact dropped, an unknown type made `fact`, an answer over the
+//! 20-fact cap cut, each with its warning), and the write gates (confidence
+//! below 0.7, content that normalises to nothing, a content hash already
+//! live) on the contract's facts.
 //!
 //! The conversation and every scripted answer are written by hand here (no
 //! recorded data): they stand for what a model could answer.
@@ -45,14 +48,13 @@ const CONVERSATION: &str = r#"{
   ]
 }"#;
 
-/// One literal fact of the extraction contract, as a model would write it.
-fn fact(predicate: &str, object: &str, content: &str, confidence: f64, turn: &str) -> Value {
-    json!({"subject": "Alice", "predicate": predicate, "object": object, "content": content, "factType": "fact",
-           "confidence": confidence, "sourceTurn": turn, "sourceQuote": ""})
+/// One fact of Signet's extraction contract, as a model would write it.
+fn fact(content: &str, ty: &str, confidence: f64) -> Value {
+    json!({"content": content, "type": ty, "confidence": confidence})
 }
 
-fn extraction(facts: Vec<Value>) -> Reply {
-    let answer = json!({"entities": [], "relationships": [], "literalFacts": facts});
+fn extraction(facts: Vec<Value>, entities: Vec<Value>) -> Reply {
+    let answer = json!({"facts": facts, "entities": entities});
     Reply::openai(&answer.to_string(), 500, 80)
 }
 
@@ -63,18 +65,31 @@ fn decision(action: &str, target: &str, reason: &str) -> Reply {
 
 /// The scripted answers, in call order: e1's extraction (no stored memory,
 /// so no decision call), e2's extraction, then one decision per e2 fact.
+/// e1's facts, as candidates c0..c4: a fact, one below the confidence gate,
+/// one that normalises to nothing, a duplicate of c0 (the content-hash
+/// gate), one of an unknown type; then one with empty content, which the
+/// contract drops before it is a candidate.
 fn script() -> Vec<Reply> {
     vec![
-        extraction(vec![
-            fact("works at", "Google", "Alice works at Google", 0.9, "t1"),
-            fact("likes", "tea", "Alice maybe likes tea", 0.5, "t2"),
-            fact("said", "dots", "..........", 0.9, "t3"),
-        ]),
-        extraction(vec![
-            fact("works at", "Anthropic", "Alice works at Anthropic", 0.9, "t4"),
-            fact("works at", "Anthropic Labs", "Alice works at Anthropic Labs", 0.9, "t4"),
-            fact("no longer works at", "Google", "Alice no longer works at Google", 0.9, "t4"),
-        ]),
+        extraction(
+            vec![
+                fact("Alice works at Google", "fact", 0.9),
+                fact("Alice maybe likes tea", "preference", 0.5),
+                fact("..........", "fact", 0.9),
+                fact("Alice works at Google", "fact", 0.9),
+                fact("Alice rides an old blue bicycle", "hobby", 0.8),
+                fact("", "fact", 0.9),
+            ],
+            vec![json!({"source": "Alice", "relationship": "works at", "target": "Google", "confidence": 0.9})],
+        ),
+        extraction(
+            vec![
+                fact("Alice works at Anthropic", "fact", 0.9),
+                fact("Alice works at Anthropic Labs", "fact", 0.9),
+                fact("Alice no longer works at Google", "fact", 0.9),
+            ],
+            Vec::new(),
+        ),
         decision("update", "faults/e1/c0", "Alice changed employer"),
         decision("update", "faults/e7/c3", "a memory that was never a candidate"),
         decision("delete", "faults/e1/c0", "  "),
@@ -90,11 +105,15 @@ struct Ran {
 }
 
 fn run(write_mode: &str) -> Ran {
-    let server = FakeServer::start(script());
+    run_with(write_mode, CONVERSATION, script())
+}
+
+fn run_with(write_mode: &str, conversation: &str, script: Vec<Reply>) -> Ran {
+    let server = FakeServer::start(script);
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir_all(data.join("conversations")).unwrap();
-    std::fs::write(data.join("conversations/faults.json"), CONVERSATION).unwrap();
+    std::fs::write(data.join("conversations/faults.json"), conversation).unwrap();
     let out = dir.path().join("out");
     let o = Command::new(env!("CARGO_BIN_EXE_memform"))
         .args(["run", "--profile", "signet", "--mode", "llm", "--llm", "live", "--write-mode", write_mode, "--dataset"])
@@ -139,10 +158,37 @@ fn full_mode_applies_the_update_with_its_archive_row_and_drops_bad_decisions() {
     let asked: Vec<String> = r.requests.iter().map(|q| q.body.clone()).collect();
     assert!(asked[2].contains("faults/e1/c0"), "the decision request lists the candidate's id");
 
-    // The gates on e1's facts: confidence 0.5 < 0.7, and content that normalises to nothing.
+    // The extraction request is Signet's contract: its own template, the contract's schema.
+    let extract = r.requests[0].json();
+    let system = extract["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("\"facts\" is a list") && system.contains("\"entities\" is a list"), "{system}");
+    let body = &r.requests[0].body;
+    for key in ["\"relationship\"", "\"preference\"", "\"procedural\""] {
+        assert!(body.contains(key), "the schema names {key}: {body}");
+    }
+
+    // The contract on e1's answer: the empty fact never became a candidate,
+    // the unknown type became `fact`; each with its warning.
+    let e1: Vec<&Value> = r.facts.iter().filter(|f| f["episode"] == "e1").collect();
+    assert_eq!(e1.len(), 5, "{e1:#?}");
+    let kinds = warning_kinds(&r, "e1");
+    for k in ["fact_too_short", "unknown_fact_type"] {
+        assert!(kinds.iter().any(|w| w == k), "{k} missing from {kinds:?}");
+    }
+    assert_eq!((&by_id(&r, "faults/e1/c4")["fact_type"], &by_id(&r, "faults/e1/c4")["outcome"]), (&json!("fact"), &json!("created")));
+    // A model's facts name no turn; the episode is their provenance's source.
+    assert_eq!(by_id(&r, "faults/e1/c0")["turn"], "");
+
+    // The gates on e1's contract facts: confidence 0.5 < 0.7, content that
+    // normalises to nothing, and a content hash already live.
     assert_eq!(by_id(&r, "faults/e1/c0")["outcome"], "created");
     assert_eq!(by_id(&r, "faults/e1/c1")["outcome"], "low_fact_confidence");
     assert_eq!(by_id(&r, "faults/e1/c2")["outcome"], "empty_fact_content");
+    assert_eq!(by_id(&r, "faults/e1/c3")["outcome"], "deduped");
+    let prov = r.store.provenance().unwrap();
+    let (_, _, _, p) = prov.iter().find(|(_, e, i, _)| e == "e1" && *i == 0).unwrap();
+    assert_eq!((p.source.as_str(), p.fact_count, p.entity_count), ("e1", 5, 1), "{p:?}");
+    assert!(p.extractor.ends_with(":signet_extract-v1"), "{}", p.extractor);
 
     // The applied UPDATE: the target row now holds the new content, its old content is archived.
     let c0 = by_id(&r, "faults/e2/c0");
@@ -189,4 +235,28 @@ fn controlled_mode_blocks_the_same_update_and_archives_nothing() {
         "the blocked update is audited"
     );
     assert_eq!(by_id(&r, "faults/e2/c1")["outcome"], "decision_dropped");
+}
+
+/// Hand-written: one episode; the scripted answer is over the contract's cap.
+const ONE_EPISODE: &str = r#"{
+  "format": "memform-conversation/1",
+  "id": "faults",
+  "description": "Hand-written input for the fault-injection tests: the answers come from a scripted fake server, not from this text.",
+  "speakers": ["Alice", "Assistant"],
+  "episodes": [
+    {"id": "e1", "timestamp": "2024-08-01T09:00:00", "turns": [
+      {"id": "t1", "speaker": "Alice", "text": "Let me tell you everything about my week."}
+    ]}
+  ]
+}"#;
+
+#[test]
+fn an_answer_over_the_contracts_cap_is_cut_to_twenty_facts_with_a_warning() {
+    let facts: Vec<Value> = (1..=25).map(|i| fact(&format!("Alice did thing number {i} this week"), "fact", 0.9)).collect();
+    let r = run_with("full", ONE_EPISODE, vec![extraction(facts, Vec::new())]);
+    assert_eq!(r.requests.len(), 1, "one extraction; no memory stored before, so no decision call");
+    assert_eq!(r.facts.len(), 20, "the contract keeps the first 20");
+    assert_eq!(r.facts[19]["content"], "Alice did thing number 20 this week");
+    assert!(r.facts.iter().all(|f| f["outcome"] == "created"));
+    assert!(warning_kinds(&r, "e1").iter().any(|k| k == "too_many_facts"));
 }

@@ -99,6 +99,11 @@ pub trait Extractor: Send + Sync {
         StageMode::Rules
     }
     fn extract(&self, input: &ExtractInput<'_>) -> Result<RawExtraction>;
+    /// An extractor that answers in Signet's extraction contract instead
+    /// (the `signet` profile's LLM extraction); `None` for stage 1's graph.
+    fn contract(&self) -> Option<&dyn crate::pipeline::signet::extract_llm::ContractExtractor> {
+        None
+    }
 }
 
 /// Convenience: the tier of a scored fact under the given cut-offs.

@@ -34,6 +34,10 @@ pub struct SignetFact {
     /// part of Signet's answer, kept for provenance.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_turn: Option<String>,
+    /// Index of the post-processed fact it came from (rules mode's
+    /// [`SignetExtraction::from_extraction`]); not part of the contract.
+    #[serde(skip)]
+    pub origin: Option<usize>,
 }
 
 /// One entity triple of the contract.
@@ -137,7 +141,7 @@ fn validate_lists(facts: &[(Value, Option<String>)], entities: &[Value], cfg: &C
     if facts.len() > cfg.max_facts {
         warnings.push(Warning::new("too_many_facts", format!("truncated facts from {} to {}", facts.len(), cfg.max_facts)));
     }
-    for (v, turn) in facts.iter().take(cfg.max_facts) {
+    for (origin, (v, turn)) in facts.iter().enumerate().take(cfg.max_facts) {
         let content = v.get("content").and_then(Value::as_str).map(str::trim).unwrap_or("");
         let chars = content.chars().count();
         if chars < cfg.min_fact_chars {
@@ -156,7 +160,8 @@ fn validate_lists(facts: &[(Value, Option<String>)], entities: &[Value], cfg: &C
             FactType::Fact
         });
         let confidence = clamp(v.get("confidence").and_then(Value::as_f64), "fact", warnings);
-        out.facts.push(SignetFact { content, fact_type, confidence, source_turn: turn.clone() });
+        let origin = turn.is_some().then_some(origin);
+        out.facts.push(SignetFact { content, fact_type, confidence, source_turn: turn.clone(), origin });
     }
     let mut kept = 0;
     for v in entities {

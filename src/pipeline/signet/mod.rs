@@ -1,6 +1,7 @@
 //! The `signet` profile: Signet Pipeline v2's formation after extraction.
-//! Per episode, each extracted fact (Signet's contract: content, type,
-//! confidence) goes through:
+//! Per episode, [`front`] extracts in Signet's contract ([`extract`]:
+//! rules mode's extraction put in it, or [`extract_llm`]'s one call), and
+//! each of the contract's facts (content, type, confidence) goes through:
 //!
 //! - [`retrieve`]: candidate retrieval, the top 5 stored memories;
 //! - [`decide`]: ADD / UPDATE / DELETE / NONE (rules: memform's policy;
@@ -15,6 +16,8 @@
 
 pub mod decide;
 pub mod extract;
+pub mod extract_llm;
+pub mod front;
 pub mod linker;
 pub mod llm;
 pub mod retrieve;
@@ -148,11 +151,12 @@ pub fn back(
                 action: d.decision.as_ref().map_or("dropped", |x| x.action.as_str()).to_string(),
                 content: fact.content.clone(),
                 confidence: fact.confidence,
-                source: format!("{}/{}", episode.id, fact.source_turn),
+                // A model's contract facts name no turn: the episode is the source.
+                source: if fact.source_turn.is_empty() { episode.id.clone() } else { format!("{}/{}", episode.id, fact.source_turn) },
                 extractor: front.extractor.clone(),
                 decider: decider.id(),
                 fact_count: facts.len(),
-                entity_count: front.extraction.entities.len(),
+                entity_count: front.triples.len(),
                 review_needed,
             };
             let mentions = linker::link(&fact.content, state);
