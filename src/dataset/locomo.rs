@@ -81,7 +81,9 @@ impl Ctx<'_> {
     }
 
     fn warn(&mut self, kind: &str, field: &str, message: impl std::fmt::Display) {
-        self.warnings.push(Warning::new(kind, format!("{}: {field}: {message}", self.path.display())));
+        // A field holds the file's keys, which may hold a newline: one line, as an error's.
+        let line = crate::error::one_line(&format!("{}: {field}: {message}", self.path.display()));
+        self.warnings.push(Warning::new(kind, line));
     }
 }
 
@@ -600,6 +602,18 @@ mod tests {
         assert!(kinds.contains(&WARN_UNKNOWN_SPEAKER) && kinds.contains(&WARN_SESSIONS_OUT_OF_ORDER), "{kinds:?}");
         assert_eq!(c.episodes[2].id, "session_10", "order stays by session number");
         assert_eq!(c.episodes[1].turns[1].speaker, "Tom");
+    }
+
+    #[test]
+    fn a_warning_naming_a_key_with_a_newline_is_one_line() {
+        // Found by the fuzzer: an observation's speaker key holding "\n".
+        let text = CONV.replace(r#""speaker": "Tomas", "dia_id": "D2:2""#, r#""speaker": "To\nm", "dia_id": "D2:2""#);
+        let (_, warnings) = import_ok(&text);
+        assert!(!warnings.is_empty());
+        for w in &warnings {
+            assert!(!w.message.contains('\n'), "{}", w.message);
+        }
+        assert!(warnings.iter().any(|w| w.message.contains("To\\nm")), "{warnings:?}");
     }
 
     #[test]
