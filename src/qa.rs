@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
-use polars::prelude::{Column, DataFrame, NamedFrom, Series};
+use polars::prelude::{Column, DataFrame};
 use serde_json::{Value, json};
 
 use crate::config::Config;
@@ -510,14 +510,26 @@ fn frame_err(e: polars::prelude::PolarsError) -> Error {
 /// `qa.parquet`: [`scalar_columns`] and, as lists in rank order, the
 /// evidence turns, the retrieved ids and their scores.
 pub fn parquet_frame(r: &QaResult) -> Result<DataFrame> {
-    let list = |name: &str, v: Vec<Series>| Column::new(name.into(), v);
-    let strings = |name: &str, get: &dyn Fn(&QaRow) -> &Vec<String>| {
-        list(name, r.rows.iter().map(|x| Series::new("".into(), get(x).iter().map(String::as_str).collect::<Vec<_>>())).collect())
+    use polars::prelude::{
+        DataType, Float64Type, IntoColumn, IntoSeries, ListBuilderTrait, ListPrimitiveChunkedBuilder, ListStringChunkedBuilder,
     };
+    // List columns built in one pass each (a Series per row costs more than the rest of the file).
+    let n = r.rows.len();
+    let strings = |name: &str, get: &dyn Fn(&QaRow) -> &Vec<String>| {
+        let mut b = ListStringChunkedBuilder::new(name.into(), n, n * MAX_K);
+        for x in &r.rows {
+            b.append_values_iter(get(x).iter().map(String::as_str));
+        }
+        b.finish().into_series().into_column()
+    };
+    let mut scores = ListPrimitiveChunkedBuilder::<Float64Type>::new("scores".into(), n, n * MAX_K, DataType::Float64);
+    for x in &r.rows {
+        scores.append_slice(&x.scores);
+    }
     let mut cols = scalar_columns(r);
     cols.insert(7, strings("evidence", &|x| &x.evidence));
     cols.insert(8, strings("retrieved", &|x| &x.retrieved));
-    cols.insert(9, list("scores", r.rows.iter().map(|x| Series::new("".into(), x.scores.clone())).collect()));
+    cols.insert(9, scores.finish().into_series().into_column());
     DataFrame::new(r.rows.len(), cols).map_err(frame_err)
 }
 
