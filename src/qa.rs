@@ -224,7 +224,7 @@ pub fn evaluate_sources(
         None => Vec::new(),
     };
     let convs: Vec<&Conversation> = dataset.conversations.iter().filter(|c| !c.gold.qa.is_empty()).collect();
-    // Conversations in parallel (each baseline is a store of its own), merged in dataset order.
+    // Conversations in parallel (each baseline is an index of its own), merged in dataset order.
     let parts: Vec<Result<QaResult>> =
         convs.par_iter().map(|conv| evaluate_conversation(conv, &facts, store, embedder, &params, at_question, baselines)).collect();
     let mut out = QaResult::default();
