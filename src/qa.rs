@@ -108,11 +108,13 @@ impl QaResult {
     /// `self`'s rows followed by `other`'s (another source's evaluation of
     /// the same items: the summary's means do not depend on row order); the
     /// warnings and exclusions stay `self`'s (the items are the same).
-    pub fn with_sources_of(mut self, other: &QaResult) -> QaResult {
-        self.rows.extend(other.rows.iter().cloned());
-        for (k, v) in &other.indexed {
-            self.indexed.insert(k, *v);
-        }
+    pub fn with_sources_of(self, other: &QaResult) -> QaResult {
+        self.taking_sources_of(QaResult { rows: other.rows.clone(), indexed: other.indexed.clone(), ..QaResult::default() })
+    }
+
+    fn taking_sources_of(mut self, other: QaResult) -> QaResult {
+        self.rows.extend(other.rows);
+        self.indexed.extend(other.indexed);
         self
     }
 
@@ -130,15 +132,12 @@ impl QaResult {
     /// [`QaResult::with_sources_of`] taking `other`'s rows, then ordered as
     /// [`evaluate`] orders them: by conversation (in `dataset`'s order),
     /// item, and source (in [`SOURCES`] order).
-    pub fn joined(mut self, other: QaResult, dataset: &Dataset) -> QaResult {
-        self.rows.extend(other.rows);
-        for (k, v) in other.indexed {
-            self.indexed.insert(k, v);
-        }
+    pub fn joined(self, other: QaResult, dataset: &Dataset) -> QaResult {
+        let mut out = self.taking_sources_of(other);
         let conv_order: HashMap<&str, usize> = dataset.conversations.iter().enumerate().map(|(i, c)| (c.id.as_str(), i)).collect();
         let source_order = |s: &str| SOURCES.iter().position(|x| *x == s).unwrap_or(SOURCES.len());
-        self.rows.sort_by_key(|r| (conv_order.get(r.conversation.as_str()).copied().unwrap_or(usize::MAX), r.item, source_order(r.source)));
-        self
+        out.rows.sort_by_key(|r| (conv_order.get(r.conversation.as_str()).copied().unwrap_or(usize::MAX), r.item, source_order(r.source)));
+        out
     }
 }
 

@@ -214,25 +214,37 @@ impl Store {
         if params.top_k == 0 {
             return Ok(Vec::new());
         }
-        let leg_k = params.leg_k.max(params.top_k);
         let live = self.with(|c| self.live.get(c, conversation, &params.as_of))?;
         let phrases = self.live.phrases(query_text).map_err(|e| crate::error::Error::Store { path: self.path.clone(), source: e })?;
-        let bm25 = bm25_leg(&live.text, &phrases, leg_k);
-        if query_vector.is_empty() {
-            return Ok(merge(&bm25, &[], params.alpha, params.min_score, params.top_k));
-        }
-        let conv = {
-            let mut cache = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
-            Arc::clone(cache.entry(conversation.to_string()).or_default())
-        };
-        // Topped up under the write lock, ranked under a read lock (searches
-        // of one conversation from several threads rank at once).
-        self.with(|c| top_up(c, conversation, &mut conv.write().unwrap_or_else(|p| p.into_inner())))?;
-        let conv = conv.read().unwrap_or_else(|p| p.into_inner());
-        let ranked = conv.ranked(query_vector, leg_k);
-        let vector = first_live(&conv, ranked, leg_k, |s| live.live_ids.contains(&conv.ids[s]));
-        Ok(merge(&bm25, &vector, params.alpha, params.min_score, params.top_k))
+        hybrid(&live.text, &phrases, query_vector, params, |leg_k| {
+            let conv = {
+                let mut cache = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
+                Arc::clone(cache.entry(conversation.to_string()).or_default())
+            };
+            // Topped up under the write lock, ranked under a read lock (searches
+            // of one conversation from several threads rank at once).
+            self.with(|c| top_up(c, conversation, &mut conv.write().unwrap_or_else(|p| p.into_inner())))?;
+            let conv = conv.read().unwrap_or_else(|p| p.into_inner());
+            let ranked = conv.ranked(query_vector, leg_k);
+            Ok(first_live(&conv, ranked, leg_k, |s| live.live_ids.contains(&conv.ids[s])))
+        })
     }
+}
+
+/// The search once the live set is known: the BM25 leg over `text`, the
+/// vector leg (`vector_leg(leg_k)`, not called for an empty query vector),
+/// merged.
+fn hybrid(
+    text: &TextIndex,
+    phrases: &QueryPhrases,
+    query_vector: &[f32],
+    params: &SearchParams,
+    vector_leg: impl FnOnce(usize) -> Result<Vec<(String, f64)>>,
+) -> Result<Vec<SearchHit>> {
+    let leg_k = params.leg_k.max(params.top_k);
+    let bm25 = bm25_leg(text, phrases, leg_k);
+    let vector = if query_vector.is_empty() { Vec::new() } else { vector_leg(leg_k)? };
+    Ok(merge(&bm25, &vector, params.alpha, params.min_score, params.top_k))
 }
 
 /// The BM25 leg's view of a set of documents (a conversation's live facts,
@@ -540,6 +552,11 @@ pub struct DocumentIndex {
     at: Mutex<HashMap<Option<String>, Arc<TextIndex>>>,
 }
 
+/// An error of a [`DocumentIndex`]'s tokenizer (its connection is in memory).
+fn in_memory(e: rusqlite::Error) -> crate::error::Error {
+    crate::error::Error::Store { path: std::path::PathBuf::from(":memory:"), source: e }
+}
+
 impl std::fmt::Debug for DocumentIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DocumentIndex").field("documents", &self.seqs.len()).finish()
@@ -549,12 +566,11 @@ impl std::fmt::Debug for DocumentIndex {
 impl DocumentIndex {
     /// Tokenises `docs` and keeps their vectors.
     pub fn build(docs: &[Document<'_>]) -> Result<DocumentIndex> {
-        let err = |e| crate::error::Error::Store { path: std::path::PathBuf::from(":memory:"), source: e };
-        let mut tokens = Tokens::new().map_err(err)?;
+        let mut tokens = Tokens::new().map_err(in_memory)?;
         let mut seqs = Vec::with_capacity(docs.len());
         let mut vectors = ConvVectors::default();
         for d in docs {
-            seqs.push(tokens.document(&crate::normalize::normalize_content(d.text)).map_err(err)?);
+            seqs.push(tokens.document(&crate::normalize::normalize_content(d.text)).map_err(in_memory)?);
             vectors.put(d.id.to_string(), d.vector.to_vec());
         }
         Ok(DocumentIndex {
@@ -598,17 +614,12 @@ impl DocumentIndex {
         if params.top_k == 0 {
             return Ok(Vec::new());
         }
-        let leg_k = params.leg_k.max(params.top_k);
         let text = self.text_at(&params.as_of);
-        let phrases = with_tokens(&self.tokens, |t| query_phrases(t, query_text))
-            .map_err(|e| crate::error::Error::Store { path: std::path::PathBuf::from(":memory:"), source: e })?;
-        let bm25 = bm25_leg(&text, &phrases, leg_k);
-        if query_vector.is_empty() {
-            return Ok(merge(&bm25, &[], params.alpha, params.min_score, params.top_k));
-        }
-        let ranked = self.vectors.ranked(query_vector, leg_k);
-        let vector = first_live(&self.vectors, ranked, leg_k, |s| self.held(s, &params.as_of));
-        Ok(merge(&bm25, &vector, params.alpha, params.min_score, params.top_k))
+        let phrases = with_tokens(&self.tokens, |t| query_phrases(t, query_text)).map_err(in_memory)?;
+        hybrid(&text, &phrases, query_vector, params, |leg_k| {
+            let ranked = self.vectors.ranked(query_vector, leg_k);
+            Ok(first_live(&self.vectors, ranked, leg_k, |s| self.held(s, &params.as_of)))
+        })
     }
 }
 
