@@ -11,6 +11,10 @@ pub struct HashedEmbedder {
     dims: usize,
 }
 
+/// FNV-1a's offset basis and prime.
+const FNV_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
 impl HashedEmbedder {
     pub fn new(dims: usize) -> Self {
         HashedEmbedder { dims: dims.max(1) }
@@ -19,34 +23,47 @@ impl HashedEmbedder {
     pub fn embed_one(&self, text: &str) -> Vec<f32> {
         let norm = normalize_content(text);
         let mut v = vec![0f32; self.dims];
-        // Each window of three characters, as its UTF-8 bytes (no copy).
+        // Each window of three characters of " {norm} ", as its UTF-8 bytes (no copy).
         let padded = format!(" {norm} ");
-        let starts: Vec<usize> = padded.char_indices().map(|(i, _)| i).chain(std::iter::once(padded.len())).collect();
-        for w in starts.windows(4) {
-            self.add(&mut v, b"c", &padded.as_bytes()[w[0]..w[3]], 1.0);
+        let bytes = padded.as_bytes();
+        let mut starts = padded.char_indices().map(|(i, _)| i).chain(std::iter::once(padded.len()));
+        let mut w = [0usize; 4];
+        for slot in w.iter_mut().take(3) {
+            *slot = starts.next().unwrap_or(padded.len());
+        }
+        for end in starts {
+            w[3] = end;
+            self.add(&mut v, fnv1a_from(SALT_CHAR, &bytes[w[0]..w[3]]), 1.0);
+            w.copy_within(1.., 0);
         }
         for word in norm.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
-            self.add(&mut v, b"w", word.as_bytes(), 2.0);
+            self.add(&mut v, fnv1a_from(SALT_WORD, word.as_bytes()), 2.0);
         }
         l2_normalize(&mut v);
         v
     }
 
-    fn add(&self, v: &mut [f32], salt: &[u8], bytes: &[u8], weight: f32) {
-        let h = fnv1a(salt, bytes);
-        let idx = (h % self.dims as u64) as usize;
+    /// Adds `weight`, signed by the hash's top bit, to the bucket `h mod dims`.
+    fn add(&self, v: &mut [f32], h: u64, weight: f32) {
+        let idx = if self.dims.is_power_of_two() { (h & (self.dims as u64 - 1)) as usize } else { (h % self.dims as u64) as usize };
         let sign = if (h >> 63) & 1 == 1 { -1.0 } else { 1.0 };
         v[idx] += sign * weight;
     }
 }
 
-fn fnv1a(salt: &[u8], bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in salt.iter().chain(bytes) {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+/// FNV-1a's state after the salt of a character trigram (`c`) and of a word (`w`).
+const SALT_CHAR: u64 = fnv1a_from(FNV_BASIS, b"c");
+const SALT_WORD: u64 = fnv1a_from(FNV_BASIS, b"w");
+
+/// FNV-1a of `bytes`, continued from `state`.
+const fn fnv1a_from(mut state: u64, bytes: &[u8]) -> u64 {
+    let mut i = 0;
+    while i < bytes.len() {
+        state ^= bytes[i] as u64;
+        state = state.wrapping_mul(FNV_PRIME);
+        i += 1;
     }
-    h
+    state
 }
 
 impl Embedder for HashedEmbedder {
@@ -83,8 +100,26 @@ mod tests {
     /// vectors must not change, or every recorded cache keyed by this
     /// embedder's id would silently disagree with a fresh run.
     fn embed_as_first_written(e: &HashedEmbedder, text: &str) -> Vec<f32> {
+        fn fnv1a(salt: &[u8], bytes: &[u8]) -> u64 {
+            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+            for b in salt.iter().chain(bytes) {
+                h ^= u64::from(*b);
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+            h
+        }
+        struct First(usize);
+        impl First {
+            fn add(&self, v: &mut [f32], salt: &[u8], bytes: &[u8], weight: f32) {
+                let h = fnv1a(salt, bytes);
+                let idx = (h % self.0 as u64) as usize;
+                let sign = if (h >> 63) & 1 == 1 { -1.0 } else { 1.0 };
+                v[idx] += sign * weight;
+            }
+        }
+        let e = First(e.dims);
         let norm = normalize_content(text);
-        let mut v = vec![0f32; e.dims];
+        let mut v = vec![0f32; e.0];
         let padded: Vec<char> = format!(" {norm} ").chars().collect();
         for w in padded.windows(3) {
             let s: String = w.iter().collect();
@@ -99,9 +134,17 @@ mod tests {
 
     #[test]
     fn trigrams_are_hashed_as_first_written() {
-        let e = HashedEmbedder::new(256);
-        for t in ["", "a", "ab", "Alice works at Google.", "Café — naïve 🎉 ok’s", "  spaced   out  ", "x".repeat(500).as_str()] {
-            assert_eq!(e.embed_one(t), embed_as_first_written(&e, t), "{t:?}");
+        for dims in [256, 384, 100, 7, 1] {
+            let e = HashedEmbedder::new(dims);
+            for t in ["", "a", "ab", "abc", "Alice works at Google.", "Café — naïve 🎉 ok’s", "  spaced   out  ", "x".repeat(500).as_str()]
+            {
+                let (got, want) = (e.embed_one(t), embed_as_first_written(&e, t));
+                assert_eq!(
+                    got.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    want.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    "{dims} {t:?}"
+                );
+            }
         }
     }
 }
