@@ -1,7 +1,8 @@
 //! The QA evaluation after formation: every QA item of the dataset through
 //! the store's hybrid search against the formed memory and the two raw
 //! baselines (LoCoMo's five dev conversations: 999 items, about 3,000
-//! searches), and the formed memory's loop alone.
+//! searches), the baselines alone (indexing and searching them) and the
+//! formed memory's loop alone.
 //!
 //! MEMFORM_BENCH_DATASET picks the dataset (default: datasets/scenarios;
 //! point it at LoCoMo for the 999-query loop). Formation runs once, outside
@@ -43,6 +44,7 @@ fn bench_qa(c: &mut Criterion) {
     let mut group = c.benchmark_group("qa");
     group.sample_size(10);
     group.bench_function("evaluate_all_sources", |b| b.iter(|| evaluate(&dataset, &store, &embedder, &cfg).expect("evaluate")));
+    group.bench_function("baselines_only", |b| b.iter(|| evaluate_sources(&dataset, None, &embedder, &cfg, true).expect("evaluate")));
     group.bench_function("formed_only", |b| b.iter(|| evaluate_sources(&dataset, Some(&store), &embedder, &cfg, false).expect("evaluate")));
     group.finish();
 }

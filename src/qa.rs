@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::config::Config;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
-use crate::store::{Document, DocumentIndex, SearchHit, SearchParams, Store};
+use crate::store::{Document, DocumentIndex, SearchHit, SearchParams, Searcher, Store};
 use crate::types::{Conversation, Dataset};
 
 /// The largest k reported; every search asks for this many.
@@ -274,10 +274,14 @@ fn evaluate_conversation(
             .collect(),
     );
     let raw = if with_baselines { Some(baselines(conv, embedder)?) } else { None };
+    let searcher = match store {
+        Some(s) => Some(s.searcher(&conv.id)?),
+        None => None,
+    };
     let mut sources: Vec<(&'static str, Searched<'_>, &Corpus)> = Vec::new();
-    if let Some(store) = store {
+    if let Some(searcher) = &searcher {
         out.indexed.insert("formed", formed.docs.iter().filter(|d| d.live_now).count());
-        sources.push(("formed", Searched::Store(store), &formed));
+        sources.push(("formed", Searched::Store(searcher), &formed));
     }
     if let Some((turns, sessions)) = &raw {
         out.indexed.insert("raw_turns", turns.1.docs.len());
@@ -313,7 +317,7 @@ fn evaluate_conversation(
             let params = SearchParams { as_of: as_of.clone(), ..params.clone() };
             let mut rows = Vec::with_capacity(sources.len());
             for &(source, st, corpus) in &sources {
-                let hits = st.search(&conv.id, &item.question, q, &params)?;
+                let hits = st.search(&item.question, q, &params)?;
                 let retrieved: Vec<&[String]> = hits.iter().map(|h| corpus.turns_of(&h.fact_id)).collect();
                 let relevant = corpus.relevant(evidence, as_of.as_deref());
                 rows.push(QaRow {
@@ -339,18 +343,19 @@ fn evaluate_conversation(
     Ok(out)
 }
 
-/// What a source is searched in: the run's store (formed memory), or a
-/// baseline's documents, indexed in memory and searched the same way.
+/// What a source is searched in: the run's store (formed memory; the
+/// conversation is formed, so a [`Searcher`] of it), or a baseline's
+/// documents, indexed in memory and searched the same way.
 #[derive(Clone, Copy)]
 enum Searched<'a> {
-    Store(&'a Store),
+    Store(&'a Searcher<'a>),
     Documents(&'a DocumentIndex),
 }
 
 impl Searched<'_> {
-    fn search(&self, conversation: &str, text: &str, vector: &[f32], params: &SearchParams) -> Result<Vec<SearchHit>> {
+    fn search(&self, text: &str, vector: &[f32], params: &SearchParams) -> Result<Vec<SearchHit>> {
         match self {
-            Searched::Store(s) => s.search(conversation, text, vector, params),
+            Searched::Store(s) => s.search(text, vector, params),
             Searched::Documents(d) => d.search(text, vector, params),
         }
     }

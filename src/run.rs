@@ -68,6 +68,9 @@ pub struct Skipped {
     pub error: String,
 }
 
+/// A run's episodes, skipped conversations, analysis and QA rows.
+type Done = (Vec<EpisodeRecord>, Vec<Skipped>, Analysis, Option<crate::qa::QaResult>);
+
 /// What a run produced.
 pub struct RunOutput {
     pub summary: Summary,
@@ -103,13 +106,14 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         p(Progress::Start { episodes: total });
     }
     let qa_on = opts.qa.unwrap_or(true) && dataset.conversations.iter().any(|c| !c.gold.qa.is_empty());
-    // The QA baselines (raw turns, raw sessions) need nothing formation
-    // writes: they are evaluated alongside it, on the cores it leaves idle.
-    // Each conversation's formed memory is evaluated as soon as it is formed.
-    type Formed = (String, Result<Vec<EpisodeRecord>>, Option<Result<crate::qa::QaResult>>);
-    let work = || -> (Vec<Formed>, Option<(Result<crate::qa::QaResult>, f64)>) {
-        rayon::join(
-            || {
+    // Two phases, each keeping both cores busy. First formation, each
+    // conversation's formed memory evaluated (QA) as soon as it is formed,
+    // and alongside it the QA baselines (raw turns, raw sessions), which
+    // need nothing formation writes. Then the analysis, and alongside it
+    // qa.parquet and qa.csv written (they need nothing the analysis finds).
+    let work = || -> Result<Done> {
+        let (results, qa_baselines) = rayon::join(
+            || -> Vec<_> {
                 dataset
                     .conversations
                     .par_iter()
@@ -127,62 +131,67 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
                     (r, started.elapsed().as_secs_f64() * 1000.0)
                 })
             },
-        )
+        );
+        let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let mut episodes = Vec::new();
+        let mut skipped = opts.skipped_inputs.clone();
+        let mut qa_formed = crate::qa::QaResult::default();
+        for (id, r, qa) in results {
+            if let Some(qa) = qa {
+                qa_formed.absorb(qa?);
+            }
+            match r {
+                Ok(eps) => episodes.extend(eps),
+                Err(e) if opts.keep_going => skipped.push(Skipped { conversation: id, error: crate::error::chain(&e) }),
+                Err(e) => return Err(Error::Other(format!("conversation {id}: {}", crate::error::chain(&e)))),
+            }
+        }
+        let qa = match qa_baselines {
+            Some((baselines, baselines_ms)) => Some((qa_formed.joined(baselines?, dataset), baselines_ms)),
+            None => None,
+        };
+        let live = store.live_fact_ids()?;
+        let (analysis, qa_written) = rayon::join(
+            || {
+                analyze(&RunData {
+                    dataset,
+                    episodes: &episodes,
+                    live_ids: &live,
+                    skipped_conversations: skipped.len(),
+                    wall_ms,
+                    embedder: Some(stages.embedder),
+                })
+            },
+            || {
+                let started = Instant::now();
+                qa.as_ref()
+                    .map_or(Ok(0.0), |(rows, _)| crate::qa::write(dir.path(), rows).map(|()| started.elapsed().as_secs_f64() * 1000.0))
+            },
+        );
+        let mut analysis = analysis?;
+        let qa_write_ms = qa_written?;
+        let qa_rows = qa.map(|(rows, baselines_ms)| {
+            analysis.summary.metrics.extend(crate::qa::summary_metrics(&rows));
+            // The baselines are evaluated alongside formation, each
+            // conversation's formed memory once it is formed, and the
+            // files written alongside the analysis.
+            analysis.summary.timings.insert("qa_baselines_ms".into(), baselines_ms);
+            analysis.summary.timings.insert("qa_write_ms".into(), qa_write_ms);
+            rows
+        });
+        Ok((episodes, skipped, analysis, qa_rows))
     };
-    let (results, qa_baselines) = match opts.threads {
+    let (episodes, skipped, analysis, qa_rows) = match opts.threads {
         Some(n) => rayon::ThreadPoolBuilder::new()
             .num_threads(n.max(1))
             .build()
             .map_err(|e| Error::Other(format!("start {n} threads: {e}")))?
             .install(work),
         None => work(),
-    };
-    let mut episodes = Vec::new();
-    let mut skipped = opts.skipped_inputs.clone();
-    let mut qa_formed = crate::qa::QaResult::default();
-    for (id, r, qa) in results {
-        if let Some(qa) = qa {
-            qa_formed.absorb(qa?);
-        }
-        match r {
-            Ok(eps) => episodes.extend(eps),
-            Err(e) if opts.keep_going => skipped.push(Skipped { conversation: id, error: crate::error::chain(&e) }),
-            Err(e) => return Err(Error::Other(format!("conversation {id}: {}", crate::error::chain(&e)))),
-        }
-    }
-    let live = store.live_fact_ids()?;
-    let analysis = analyze(&RunData {
-        dataset,
-        episodes: &episodes,
-        live_ids: &live,
-        skipped_conversations: skipped.len(),
-        wall_ms: started.elapsed().as_secs_f64() * 1000.0,
-        embedder: Some(stages.embedder),
-    })?;
-    let mut analysis = analysis;
-    let mut qa_rows = None;
-    if let Some((baselines, baselines_ms)) = qa_baselines {
-        let started = Instant::now();
-        let qa = qa_formed.joined(baselines?, dataset);
-        analysis.summary.metrics.extend(crate::qa::summary_metrics(&qa));
-        // The baselines are evaluated alongside formation, and each
-        // conversation's formed memory once it is formed: this is what is
-        // left after formation (joining, the figures and the files).
-        analysis.summary.timings.insert("qa_baselines_ms".into(), baselines_ms);
-        analysis.summary.timings.insert("qa_ms".into(), started.elapsed().as_secs_f64() * 1000.0);
-        qa_rows = Some(qa);
-    }
-    // qa.parquet and qa.csv are written beside the other files (which need
-    // only the QA figures, already in the summary).
+    }?;
     let manifest_value = manifest.to_value()?;
-    let (qa_written, written) = rayon::join(
-        || qa_rows.as_ref().map_or(Ok(()), |qa| crate::qa::write(dir.path(), qa)),
-        || -> Result<()> {
-            dir.write_records(&analysis.summary, &episodes)?;
-            crate::report::write_run_reports(dir.path(), &manifest_value, &analysis)
-        },
-    );
-    qa_written.and(written)?;
+    dir.write_records(&analysis.summary, &episodes)?;
+    crate::report::write_run_reports(dir.path(), &manifest_value, &analysis)?;
     let qa_warnings = qa_rows.map(|qa| qa.warnings).unwrap_or_default();
     // Closed, so SQLite's -wal and -shm files are gone before the store moves.
     drop(store);

@@ -22,7 +22,7 @@ use crate::state::FactRec;
 use crate::types::{Episode, FactKind, Verdict};
 
 pub use search::{
-    Document, DocumentIndex, SearchHit, SearchParams, blob_to_vector, fts_match_query, merge, normalise_bm25, vector_to_blob,
+    Document, DocumentIndex, SearchHit, SearchParams, Searcher, blob_to_vector, fts_match_query, merge, normalise_bm25, vector_to_blob,
 };
 
 /// Named migrations, applied in order, each once, each in a transaction.

@@ -6,9 +6,10 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use rusqlite::{Connection, params};
+use rustc_hash::FxHashMap;
 
 use super::Store;
 use super::tokenize::{TermId, Tokens};
@@ -92,75 +93,172 @@ pub fn normalise_bm25(raw: f64) -> f64 {
 /// scores below `min_score`; ranks by score, ties to the smaller id (byte
 /// order); keeps `top_k`.
 pub fn merge(bm25: &[(String, f64)], vector: &[(String, f64)], alpha: f64, min_score: f64, top_k: usize) -> Vec<SearchHit> {
-    let mut by_id: HashMap<&str, (Option<f64>, Option<f64>)> = HashMap::new();
-    for (id, s) in bm25.iter().filter(|(_, s)| *s > 0.0) {
-        by_id.entry(id).or_default().0 = Some(*s);
-    }
-    for (id, s) in vector.iter().filter(|(_, s)| *s > 0.0) {
-        by_id.entry(id).or_default().1 = Some(*s);
-    }
-    let mut hits: Vec<SearchHit> = by_id
+    // Both legs' positive scores, by id (each leg names an id once).
+    let mut by_id: Vec<(&str, Option<f64>, Option<f64>)> = bm25
+        .iter()
+        .filter(|(_, s)| *s > 0.0)
+        .map(|(id, s)| (id.as_str(), Some(*s), None))
+        .chain(vector.iter().filter(|(_, s)| *s > 0.0).map(|(id, s)| (id.as_str(), None, Some(*s))))
+        .collect();
+    by_id.sort_by(|a, b| a.0.cmp(b.0));
+    by_id.dedup_by(|later, first| {
+        let same = later.0 == first.0;
+        if same {
+            first.1 = first.1.or(later.1);
+            first.2 = first.2.or(later.2);
+        }
+        same
+    });
+    let mut hits: Vec<(&str, f64, Option<f64>, Option<f64>)> = by_id
         .into_iter()
-        .filter_map(|(id, (b, v))| {
+        .filter_map(|(id, b, v)| {
             let score = match (b, v) {
                 (Some(b), Some(v)) => alpha * v + (1.0 - alpha) * b,
                 (Some(s), None) | (None, Some(s)) => s,
                 (None, None) => return None,
             };
-            (score >= min_score).then(|| SearchHit { fact_id: id.to_string(), score, bm25: b, vector: v })
+            (score >= min_score).then_some((id, score, b, v))
         })
         .collect();
-    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.fact_id.cmp(&b.fact_id)));
+    hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
     hits.truncate(top_k);
-    hits
+    hits.into_iter().map(|(id, score, bm25, vector)| SearchHit { fact_id: id.to_string(), score, bm25, vector }).collect()
 }
 
-/// The vectors of one conversation's facts, loaded from `embeddings` and
-/// topped up with the rows written since (rows are only ever added; a fact
-/// whose vector is rewritten keeps its slot).
+/// The vectors of one conversation's facts (or of a baseline's documents),
+/// loaded from `embeddings` and topped up with the rows written since (rows
+/// are only ever added; a fact whose vector is rewritten keeps its slot).
+///
+/// Vectors of the common width (the first one's) are held in blocks of
+/// [`LANES`] slots, dimension-major inside a block, so a query is scored
+/// against a whole block at once and only over its non-zero dimensions
+/// (most of a hashed embedding's are zero). The sums are the ones [`dot`]
+/// makes, in its order, bit for bit (a test checks it); a vector of another
+/// width, or holding a value that is not finite, is kept apart and scored
+/// with [`dot`].
 #[derive(Debug, Default)]
 pub(super) struct ConvVectors {
     ids: Vec<String>,
     slot_of: HashMap<String, usize>,
-    /// Each slot's values (`dims[slot]` floats at `offset[slot]` in `data`).
-    data: Vec<f32>,
-    offset: Vec<usize>,
     dims: Vec<usize>,
     norm: Vec<f32>,
+    /// The blocks' vector width: the first non-empty vector's (0 until then).
+    width: usize,
+    /// Value `d` of slot `s` is at `(s / LANES) · width · LANES + d · LANES + s % LANES`.
+    blocks: Vec<f32>,
+    /// Whether each slot's vector is in the blocks.
+    in_block: Vec<bool>,
+    /// The slots whose vector is not (another width, or a value that is not
+    /// finite), with that vector.
+    apart: HashMap<usize, Vec<f32>>,
     /// The highest `embeddings` rowid read (of any conversation).
     seen: i64,
 }
 
+/// Slots per block of [`ConvVectors`].
+const LANES: usize = 16;
+
 impl ConvVectors {
-    fn put(&mut self, id: String, v: Vec<f32>) {
+    fn put(&mut self, id: String, v: &[f32]) {
         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        let (offset, dims) = (self.data.len(), v.len());
-        self.data.extend_from_slice(&v);
-        match self.slot_of.get(&id) {
-            Some(&s) => (self.offset[s], self.dims[s], self.norm[s]) = (offset, dims, norm),
-            None => {
-                self.slot_of.insert(id.clone(), self.ids.len());
-                self.ids.push(id);
-                self.offset.push(offset);
-                self.dims.push(dims);
-                self.norm.push(norm);
+        let slot = match self.slot_of.get(&id) {
+            Some(&s) => {
+                (self.dims[s], self.norm[s]) = (v.len(), norm);
+                s
             }
+            None => {
+                let s = self.ids.len();
+                self.slot_of.insert(id.clone(), s);
+                self.ids.push(id);
+                self.dims.push(v.len());
+                self.norm.push(norm);
+                self.in_block.push(false);
+                s
+            }
+        };
+        if self.width == 0 {
+            self.width = v.len();
+        }
+        if self.width > 0 && v.len() == self.width && v.iter().all(|x| x.is_finite()) {
+            let block = self.width * LANES;
+            let start = (slot / LANES) * block;
+            if self.blocks.len() < start + block {
+                self.blocks.resize(start + block, 0.0);
+            }
+            for (d, x) in v.iter().enumerate() {
+                self.blocks[start + d * LANES + slot % LANES] = *x;
+            }
+            self.apart.remove(&slot);
+            self.in_block[slot] = true;
+        } else {
+            self.apart.insert(slot, v.to_vec());
+            self.in_block[slot] = false;
         }
     }
 
     /// Every slot's cosine with `q` clamped to [0, 1]; slots of another
     /// dimension, or a zero vector, score 0.
     fn scores(&self, q: &[f32]) -> Vec<f32> {
+        let n = self.ids.len();
+        let mut out = vec![0f32; n];
         let qn = q.iter().map(|x| x * x).sum::<f32>().sqrt();
-        (0..self.ids.len())
-            .map(|s| {
-                if self.dims[s] != q.len() || qn == 0.0 || self.norm[s] == 0.0 {
-                    return 0.0;
+        if qn == 0.0 {
+            return out;
+        }
+        let cosine = |s: usize, dot: f32| {
+            if self.dims[s] != q.len() || self.norm[s] == 0.0 { 0.0 } else { (dot / (qn * self.norm[s])).clamp(0.0, 1.0) }
+        };
+        if self.width > 0 && q.len() == self.width {
+            // The query's non-zero values, by the lane of `dot` that sums
+            // them (a zero adds nothing to a finite sum, and these sums
+            // never hold -0), each lane's in the order `dot` adds them.
+            let chunked = q.len() / 8 * 8;
+            let lane_of = |j: usize| if j < chunked { j % 8 } else { 0 };
+            let mut terms: Vec<(usize, f32)> = q.iter().copied().enumerate().filter(|(_, x)| *x != 0.0).collect();
+            // A stable sort: each lane's terms stay in the order of `q`.
+            terms.sort_by_key(|&(j, _)| lane_of(j));
+            let mut ends = [0usize; 8];
+            for &(j, _) in &terms {
+                ends[lane_of(j)] += 1;
+            }
+            for l in 1..8 {
+                ends[l] += ends[l - 1];
+            }
+            let by_lane: [&[(usize, f32)]; 8] = std::array::from_fn(|l| &terms[if l == 0 { 0 } else { ends[l - 1] }..ends[l]]);
+            for (b, block) in self.blocks.chunks_exact(self.width * LANES).enumerate() {
+                let (rows, _) = block.as_chunks::<LANES>();
+                let mut lanes = [[0f32; LANES]; 8];
+                for (lane, terms) in lanes.iter_mut().zip(by_lane) {
+                    let mut acc = [0f32; LANES];
+                    for &(j, x) in terms {
+                        let row = &rows[j];
+                        for i in 0..LANES {
+                            acc[i] += x * row[i];
+                        }
+                    }
+                    *lane = acc;
                 }
-                let v = &self.data[self.offset[s]..self.offset[s] + self.dims[s]];
-                (dot(q, v) / (qn * self.norm[s])).clamp(0.0, 1.0)
-            })
-            .collect()
+                // Each slot's lanes summed as `dot` sums its eight.
+                let mut sum = [std::iter::empty::<&f32>().sum::<f32>(); LANES];
+                for lane in &lanes {
+                    for i in 0..LANES {
+                        sum[i] += lane[i];
+                    }
+                }
+                for (i, &d) in sum.iter().enumerate() {
+                    let s = b * LANES + i;
+                    if s < n && self.in_block[s] {
+                        out[s] = cosine(s, d);
+                    }
+                }
+            }
+        }
+        for (&s, v) in &self.apart {
+            if v.len() == q.len() {
+                out[s] = cosine(s, dot(q, v));
+            }
+        }
+        out
     }
 }
 
@@ -217,16 +315,88 @@ impl Store {
         let live = self.with(|c| self.live.get(c, conversation, &params.as_of))?;
         let phrases = self.live.phrases(query_text).map_err(|e| crate::error::Error::Store { path: self.path.clone(), source: e })?;
         hybrid(&live.text, &phrases, query_vector, params, |leg_k| {
-            let conv = {
-                let mut cache = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
-                Arc::clone(cache.entry(conversation.to_string()).or_default())
-            };
-            // Topped up under the write lock, ranked under a read lock (searches
-            // of one conversation from several threads rank at once).
-            self.with(|c| top_up(c, conversation, &mut conv.write().unwrap_or_else(|p| p.into_inner())))?;
+            let conv = self.topped_up_vectors(conversation)?;
             let conv = conv.read().unwrap_or_else(|p| p.into_inner());
             let ranked = conv.ranked(query_vector, leg_k);
             Ok(first_live(&conv, ranked, leg_k, |s| live.live_ids.contains(&conv.ids[s])))
+        })
+    }
+
+    /// The vectors of `conversation`, topped up with the rows written since
+    /// they were last read (under the write lock; searches rank under a read
+    /// lock, so searches of one conversation from several threads rank at once).
+    fn topped_up_vectors(&self, conversation: &str) -> Result<Arc<RwLock<ConvVectors>>> {
+        let conv = {
+            let mut cache = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
+            Arc::clone(cache.entry(conversation.to_string()).or_default())
+        };
+        self.with(|c| top_up(c, conversation, &mut conv.write().unwrap_or_else(|p| p.into_inner())))?;
+        Ok(conv)
+    }
+
+    /// A [`Searcher`] of `conversation`: its facts as they are now, for
+    /// many searches with no SQL after the first of each instant.
+    pub fn searcher(&self, conversation: &str) -> Result<Searcher<'_>> {
+        Ok(Searcher {
+            store: self,
+            conversation: conversation.to_string(),
+            vectors: self.topped_up_vectors(conversation)?,
+            live: Mutex::default(),
+        })
+    }
+}
+
+/// [`Store::search`] over one conversation as it was when the searcher was
+/// made: its vectors are read then, and its live facts at each instant
+/// (`params.as_of`) on that instant's first search; later writes are not
+/// seen. For many searches of a conversation that is no longer written
+/// (the QA evaluation of a formed conversation): the same hits as
+/// [`Store::search`] (a test checks it), without a query of the store each.
+pub struct Searcher<'a> {
+    store: &'a Store,
+    conversation: String,
+    vectors: Arc<RwLock<ConvVectors>>,
+    /// Each instant's live facts, and which vector slots they hold.
+    live: Mutex<HashMap<Option<String>, LiveAt>>,
+}
+
+/// A conversation's live facts at an instant, and whether each vector slot is one.
+type LiveAt = (Arc<LiveFacts>, Arc<[bool]>);
+
+impl std::fmt::Debug for Searcher<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Searcher").field("conversation", &self.conversation).finish()
+    }
+}
+
+impl Searcher<'_> {
+    /// The conversation's live facts at `as_of`, and the live vector slots.
+    fn live_at(&self, as_of: &Option<String>) -> Result<LiveAt> {
+        let mut at = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((live, slots)) = at.get(as_of) {
+            return Ok((Arc::clone(live), Arc::clone(slots)));
+        }
+        let live = self.store.with(|c| self.store.live.get(c, &self.conversation, as_of))?;
+        let slots: Arc<[bool]> = {
+            let conv = self.vectors.read().unwrap_or_else(|p| p.into_inner());
+            conv.ids.iter().map(|id| live.live_ids.contains(id)).collect()
+        };
+        at.insert(as_of.clone(), (Arc::clone(&live), Arc::clone(&slots)));
+        Ok((live, slots))
+    }
+
+    /// [`Store::search`] of the searcher's conversation.
+    pub fn search(&self, query_text: &str, query_vector: &[f32], params: &SearchParams) -> Result<Vec<SearchHit>> {
+        if params.top_k == 0 {
+            return Ok(Vec::new());
+        }
+        let (live, slots) = self.live_at(&params.as_of)?;
+        let store = self.store;
+        let phrases = store.live.phrases(query_text).map_err(|e| crate::error::Error::Store { path: store.path.clone(), source: e })?;
+        hybrid(&live.text, &phrases, query_vector, params, |leg_k| {
+            let conv = self.vectors.read().unwrap_or_else(|p| p.into_inner());
+            let ranked = conv.ranked(query_vector, leg_k);
+            Ok(first_live(&conv, ranked, leg_k, |s| slots.get(s).copied().unwrap_or(false)))
         })
     }
 }
@@ -258,13 +428,17 @@ pub(super) struct TextIndex {
     n_tokens: u64,
     seqs: Vec<Arc<[TermId]>>,
     /// Token → (slot, hits), by slot.
-    postings: HashMap<TermId, Vec<(u32, u32)>>,
+    postings: FxHashMap<TermId, Vec<(u32, u32)>>,
+    /// A buffer `push` sorts a sequence's tokens in.
+    scratch: Vec<TermId>,
 }
 
 impl TextIndex {
     fn push(&mut self, id: String, seq: Arc<[TermId]>) {
         let slot = u32::try_from(self.ids.len()).unwrap_or(u32::MAX);
-        let mut sorted = seq.to_vec();
+        let mut sorted = std::mem::take(&mut self.scratch);
+        sorted.clear();
+        sorted.extend_from_slice(&seq);
         sorted.sort_unstable();
         for run in sorted.chunk_by(|a, b| a == b) {
             self.postings.entry(run[0]).or_default().push((slot, u32::try_from(run.len()).unwrap_or(u32::MAX)));
@@ -273,6 +447,7 @@ impl TextIndex {
         self.n_tokens += seq.len() as u64;
         self.ids.push(id);
         self.seqs.push(seq);
+        self.scratch = sorted;
     }
 
     /// The documents holding `phrase` (its tokens, consecutive), with the
@@ -449,44 +624,54 @@ impl LiveFacts {
     }
 }
 
-/// Slots in rank order: a short head first, the rest on demand.
+/// Slots in rank order, ordered a chunk at a time as they are asked for.
 struct Ranked {
     scores: Vec<f32>,
     order: Vec<usize>,
-    head: usize,
+    /// `order[..sorted]` is in rank order and ranks before the rest.
+    sorted: usize,
 }
 
 impl ConvVectors {
     /// Every slot with a positive cosine, best first, ties to the smaller
-    /// id; only the first few are ordered now (most of them are live).
+    /// id; only the first `k` are ordered now (most of them are live).
     fn ranked(&self, q: &[f32], k: usize) -> Ranked {
         let scores = self.scores(q);
-        let mut order: Vec<usize> = (0..scores.len()).filter(|&s| scores[s] > 0.0).collect();
-        let head = k.saturating_mul(4).max(16).min(order.len());
-        let better = |a: &usize, b: &usize| scores[*b].total_cmp(&scores[*a]).then_with(|| self.ids[*a].cmp(&self.ids[*b]));
-        if head < order.len() {
-            order.select_nth_unstable_by(head, better);
+        let order: Vec<usize> = (0..scores.len()).filter(|&s| scores[s] > 0.0).collect();
+        let mut r = Ranked { scores, order, sorted: 0 };
+        self.order_next(&mut r, k);
+        r
+    }
+
+    /// Orders the next `n` slots of `r` (the best `n` of the rest, sorted).
+    fn order_next(&self, r: &mut Ranked, n: usize) {
+        let (scores, ids) = (&r.scores, &self.ids);
+        let better = |a: &usize, b: &usize| scores[*b].total_cmp(&scores[*a]).then_with(|| ids[*a].cmp(&ids[*b]));
+        let rest = &mut r.order[r.sorted..];
+        let n = n.min(rest.len());
+        if n < rest.len() {
+            rest.select_nth_unstable_by(n, better);
         }
-        order[..head].sort_unstable_by(better);
-        Ranked { scores, order, head }
+        rest[..n].sort_unstable_by(better);
+        r.sorted += n;
     }
 }
 
 /// The vector leg's hits: the first `k` slots of the ranking that are live.
 fn first_live(conv: &ConvVectors, mut r: Ranked, k: usize, live: impl Fn(usize) -> bool) -> Vec<(String, f64)> {
     let mut out = Vec::with_capacity(k);
-    for i in 0..r.order.len() {
-        if out.len() == k {
-            break;
-        }
-        if i == r.head {
-            let (scores, ids) = (&r.scores, &conv.ids);
-            r.order[i..].sort_unstable_by(|a, b| scores[*b].total_cmp(&scores[*a]).then_with(|| ids[*a].cmp(&ids[*b])));
+    let mut chunk = k.max(1);
+    let mut i = 0;
+    while out.len() < k && i < r.order.len() {
+        if i == r.sorted {
+            conv.order_next(&mut r, chunk);
+            chunk = chunk.saturating_mul(2);
         }
         let s = r.order[i];
         if live(s) {
             out.push((conv.ids[s].clone(), f64::from(r.scores[s])));
         }
+        i += 1;
     }
     out
 }
@@ -570,8 +755,8 @@ impl DocumentIndex {
         let mut seqs = Vec::with_capacity(docs.len());
         let mut vectors = ConvVectors::default();
         for d in docs {
-            seqs.push(tokens.document(&crate::normalize::normalize_content(d.text)).map_err(in_memory)?);
-            vectors.put(d.id.to_string(), d.vector.to_vec());
+            seqs.push(tokens.document_once(&crate::normalize::normalize_content(d.text)).map_err(in_memory)?);
+            vectors.put(d.id.to_string(), d.vector);
         }
         Ok(DocumentIndex {
             written_at: docs.iter().map(|d| d.written_at.map(String::from)).collect(),
@@ -636,7 +821,7 @@ fn top_up(c: &Connection, conversation: &str, conv: &mut ConvVectors) -> rusqlit
     while let Some(r) = rows.next()? {
         let id: String = r.get(0)?;
         let blob: Vec<u8> = r.get(1)?;
-        conv.put(id, blob_to_vector(&blob));
+        conv.put(id, &blob_to_vector(&blob));
     }
     conv.seen = max;
     Ok(())
@@ -679,7 +864,7 @@ fn bm25_raw(text: &TextIndex, phrases: &QueryPhrases, k: usize) -> Vec<(String, 
         })
         .collect();
     let hits_of = |p: &[(u32, u32)], slot: u32| p.binary_search_by_key(&slot, |e| e.0).ok().map(|i| p[i].1);
-    let mut out: Vec<(String, f64)> = smallest
+    let mut out: Vec<(&str, f64)> = smallest
         .iter()
         .filter_map(|&(slot, _)| {
             let dl = f64::from(text.lens[slot as usize]);
@@ -688,12 +873,12 @@ fn bm25_raw(text: &TextIndex, phrases: &QueryPhrases, k: usize) -> Vec<(String, 
                 let f = f64::from(hits_of(p, slot)?);
                 score += idf * (f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * dl / avgdl));
             }
-            Some((text.ids[slot as usize].clone(), -score))
+            Some((text.ids[slot as usize].as_str(), -score))
         })
         .collect();
-    out.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+    out.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(b.0)));
     out.truncate(k);
-    out
+    out.into_iter().map(|(id, s)| (id.to_string(), s)).collect()
 }
 
 /// The BM25 leg computed afresh from the store, nothing cached (the
@@ -1016,6 +1201,22 @@ mod tests {
         assert_eq!(ids(&s.search("c", "Alice works at", &v, &at("2024-01-15")).unwrap()), vec!["f1"]);
         assert_eq!(ids(&s.search("c", "Alice works at", &v, &at("2024-02-01")).unwrap()), vec!["f2"]);
         assert_eq!(ids(&s.search("c", "Alice works at", &v, &at("2023-12-31")).unwrap()), Vec::<&str>::new());
+        // A searcher of the conversation finds the same, now and at each instant.
+        let searcher = s.searcher("c").unwrap();
+        for text in ["Alice works at", "google", "anthropic", ""] {
+            for q in [&v[..], &[][..], &[0.0, 1.0][..]] {
+                for p in [params(0.7), params(1.0), at("2024-01-15"), at("2024-02-01"), at("2023-12-31")] {
+                    assert_eq!(searcher.search(text, q, &p).unwrap(), s.search("c", text, q, &p).unwrap(), "{text:?} {q:?} {p:?}");
+                }
+            }
+        }
+        // It is a snapshot: a later write is not seen by it, and is by the store's search.
+        let replace =
+            Proposal { candidate_id: "f3".into(), action: Action::Invalidate { target: "f2".into(), by: "f3".into(), cascade: vec![] } };
+        write(&s, &plan("e3", "2024-03-01", vec![replace, insert(fact("f3", "Alice works at Acme", vec![1.0, 0.0]))]));
+        assert_eq!(ids(&searcher.search("Alice works at", &v, &params(0.7)).unwrap()), vec!["f2"]);
+        assert_eq!(ids(&s.search("c", "Alice works at", &v, &params(0.7)).unwrap()), vec!["f3"]);
+        assert_eq!(ids(&s.searcher("c").unwrap().search("Alice works at", &v, &params(0.7)).unwrap()), vec!["f3"]);
     }
 
     #[test]
@@ -1092,6 +1293,77 @@ mod tests {
         s.insert_documents(conversation, &docs).unwrap();
     }
 
+    /// The scores as first computed: each slot's cosine from [`dot`] over
+    /// its whole vector (the reference the blocked scoring must equal, bit for bit).
+    fn scores_by_dot(vectors: &[(String, Vec<f32>)], q: &[f32]) -> Vec<f32> {
+        let mut last: Vec<(String, Vec<f32>)> = Vec::new();
+        for (id, v) in vectors {
+            match last.iter_mut().find(|(i, _)| i == id) {
+                Some(slot) => slot.1 = v.clone(),
+                None => last.push((id.clone(), v.clone())),
+            }
+        }
+        let qn = q.iter().map(|x| x * x).sum::<f32>().sqrt();
+        last.iter()
+            .map(|(_, v)| {
+                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                if v.len() != q.len() || qn == 0.0 || n == 0.0 { 0.0 } else { (dot(q, v) / (qn * n)).clamp(0.0, 1.0) }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn blocked_scores_are_the_dot_products_bit_for_bit() {
+        let e = crate::embed::hashed::HashedEmbedder::new(256);
+        let texts: Vec<String> = (0..70).map(|i| format!("fact {i} on topic {} with word{}", i % 7, i % 11)).collect();
+        // Hashed vectors (mostly zeros), dense ones, a width that is not a
+        // multiple of eight, vectors of another width, a non-finite value,
+        // a zero vector, and slots rewritten.
+        let dense = |seed: usize, n: usize| (0..n).map(|d| ((seed * 31 + d * 17) as f32 * 0.37).sin()).collect::<Vec<f32>>();
+        for width in [256usize, 13, 8, 5] {
+            let mut vectors: Vec<(String, Vec<f32>)> = Vec::new();
+            for (i, t) in texts.iter().enumerate() {
+                let v = if width == 256 && i % 3 != 0 { e.embed_one(t) } else { dense(i, width) };
+                vectors.push((format!("f{i:02}"), v));
+            }
+            vectors.push(("odd-width".into(), dense(1, width + 3)));
+            vectors.push(("zero".into(), vec![0.0; width]));
+            let mut nan = dense(2, width);
+            nan[width / 2] = f32::NAN;
+            vectors.push(("nan".into(), nan));
+            let mut inf = dense(3, width);
+            inf[0] = f32::INFINITY;
+            vectors.push(("inf".into(), inf));
+            vectors.push(("f03".into(), dense(99, width)));
+            vectors.push(("f05".into(), dense(98, width + 1)));
+            vectors.push(("nan".into(), dense(97, width)));
+            vectors.push(("f07".into(), vec![0.0; width]));
+            let mut cv = ConvVectors::default();
+            for (id, v) in &vectors {
+                cv.put(id.clone(), v);
+            }
+            let mut queries: Vec<Vec<f32>> = vec![dense(5, width), vec![0.0; width], dense(6, width + 3), dense(7, width + 1)];
+            if width == 256 {
+                queries.extend(["what topic was fact 12 on", "word3", ""].iter().map(|t| e.embed_one(t)));
+            }
+            let mut sparse = dense(8, width);
+            for (d, x) in sparse.iter_mut().enumerate() {
+                if d % 3 != 1 {
+                    *x = if d % 2 == 0 { 0.0 } else { -0.0 };
+                }
+            }
+            queries.push(sparse);
+            let mut neg = dense(9, width);
+            neg.iter_mut().for_each(|x| *x = -*x);
+            queries.push(neg);
+            for q in &queries {
+                let got: Vec<u32> = cv.scores(q).iter().map(|x| x.to_bits()).collect();
+                let want: Vec<u32> = scores_by_dot(&vectors, q).iter().map(|x| x.to_bits()).collect();
+                assert_eq!(got, want, "width {width}, query of {} dims", q.len());
+            }
+        }
+    }
+
     #[test]
     fn a_document_index_searches_as_the_store_does() {
         let mut texts = owned(A);
@@ -1112,6 +1384,7 @@ mod tests {
         s.insert_documents("c", &docs).unwrap();
         let index = DocumentIndex::build(&docs).unwrap();
         assert_eq!(index.len(), texts.len());
+        let searcher = s.searcher("c").unwrap();
         let mut compared = 0;
         for q in ["tea", "alice tea", "very time", "snake_case", "cafe", "NAÏVE", "zzz", "_", ""] {
             for v in [vec![], vec![1.0f32, 0.0, 0.0], vec![0.2, -1.0, 0.5], vec![1.0, 0.0]] {
@@ -1120,6 +1393,7 @@ mod tests {
                         let p = SearchParams { as_of: as_of.clone(), min_score: 0.05, ..params(alpha) };
                         let ours = index.search(q, &v, &p).unwrap();
                         assert_eq!(ours, s.search("c", q, &v, &p).unwrap(), "{q:?} {v:?} {as_of:?} {alpha}");
+                        assert_eq!(ours, searcher.search(q, &v, &p).unwrap(), "{q:?} {v:?} {as_of:?} {alpha}");
                         compared += usize::from(!ours.is_empty());
                     }
                 }

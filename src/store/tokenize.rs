@@ -16,6 +16,7 @@ use std::ptr::null_mut;
 use std::sync::Arc;
 
 use rusqlite::{Connection, ffi};
+use rustc_hash::FxHashMap;
 
 /// A token's number in a [`Tokens`] interner.
 pub(super) type TermId = u32;
@@ -27,7 +28,7 @@ const KEPT_TEXTS: usize = 200_000;
 /// The tokenizer, its interner and the sequences of the texts seen.
 pub(super) struct Tokens {
     tokenizer: Unicode61,
-    ids: HashMap<Box<str>, TermId>,
+    ids: FxHashMap<Box<str>, TermId>,
     kept: HashMap<Box<str>, Arc<[TermId]>>,
 }
 
@@ -39,15 +40,26 @@ impl std::fmt::Debug for Tokens {
 
 impl Tokens {
     pub(super) fn new() -> rusqlite::Result<Tokens> {
-        Ok(Tokens { tokenizer: Unicode61::new()?, ids: HashMap::new(), kept: HashMap::new() })
+        Ok(Tokens { tokenizer: Unicode61::new()?, ids: FxHashMap::default(), kept: HashMap::new() })
     }
 
-    /// `text`'s tokens as a document, in order, each interned.
+    /// `text`'s tokens as a document, in order, each interned (and kept).
     pub(super) fn document(&mut self, text: &str) -> rusqlite::Result<Arc<[TermId]>> {
         if let Some(seq) = self.kept.get(text) {
             return Ok(Arc::clone(seq));
         }
-        let mut seq = Vec::new();
+        let seq = self.document_once(text)?;
+        if self.kept.len() >= KEPT_TEXTS {
+            self.kept.clear();
+        }
+        self.kept.insert(text.into(), Arc::clone(&seq));
+        Ok(seq)
+    }
+
+    /// [`Tokens::document`] of a text not asked for again: not kept.
+    pub(super) fn document_once(&mut self, text: &str) -> rusqlite::Result<Arc<[TermId]>> {
+        // About one token per five bytes of English text: few regrowths.
+        let mut seq = Vec::with_capacity(text.len() / 5 + 1);
         let ids = &mut self.ids;
         self.tokenizer.tokenize(text, ffi::FTS5_TOKENIZE_DOCUMENT, &mut |t| {
             let next = TermId::try_from(ids.len()).unwrap_or(TermId::MAX);
@@ -60,12 +72,7 @@ impl Tokens {
             };
             seq.push(id);
         })?;
-        let seq: Arc<[TermId]> = seq.into();
-        if self.kept.len() >= KEPT_TEXTS {
-            self.kept.clear();
-        }
-        self.kept.insert(text.into(), Arc::clone(&seq));
-        Ok(seq)
+        Ok(seq.into())
     }
 
     /// A query phrase's tokens (`None` for a token no document has held:
