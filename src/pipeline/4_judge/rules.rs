@@ -16,6 +16,7 @@ pub struct RulesJudge {
     single_valued: Vec<String>,
     antonyms: Arc<Antonyms>,
     min_shared_tokens: usize,
+    content_words_only: bool,
     preference_pairing: bool,
 }
 
@@ -27,6 +28,7 @@ impl RulesJudge {
             single_valued: cfg.single_valued_predicates.iter().map(|p| p.to_lowercase()).collect(),
             antonyms: Antonyms::interned(&cfg.antonyms),
             min_shared_tokens: cfg.antonym_min_shared_tokens,
+            content_words_only: cfg.polarity_content_words_only,
             preference_pairing: cfg.preference_polarity_pairing,
         }
     }
@@ -50,47 +52,226 @@ impl RulesJudge {
         if self.preference_pairing && same_subject && same_object && opposite_preferences(&live.predicate, &cand.predicate) {
             return (Verdict::Old, false);
         }
-        if same_subject && self.polarity_conflict(&live.content, &cand.content) {
+        if same_subject && self.polarity_conflict(&cand.subject, &live.content, &cand.content) {
             return (Verdict::Old, true);
         }
         (Verdict::Neither, false)
     }
 
-    /// Negation polarity differs, or an antonym pair splits the two texts,
-    /// and they share at least `min_shared_tokens` tokens.
-    pub fn polarity_conflict(&self, a: &str, b: &str) -> bool {
+    /// Negation polarity differs, or an antonym pair splits the two texts
+    /// (both about `subject`), and they share enough words ([`SharedWords`]).
+    pub fn polarity_conflict(&self, subject: &str, a: &str, b: &str) -> bool {
         let (a, b) = (PolarityKeys::of(a, &self.antonyms), PolarityKeys::of(b, &self.antonyms));
-        polarity_conflict(&a, &b, self.min_shared_tokens)
+        let shared = SharedWords { min: self.min_shared_tokens, content_only: self.content_words_only, subject };
+        polarity_conflict(&a, &b, &shared)
+    }
+}
+
+/// The shared-words half of the polarity rule: how many distinct words two
+/// texts about one subject must share, and which words count.
+#[derive(Debug, Clone, Copy)]
+pub struct SharedWords<'a> {
+    /// At least this many (`antonym_min_shared_tokens`).
+    pub min: usize,
+    /// Count only content words: neither a stopword ([`STOPWORDS`]: articles,
+    /// pronouns, auxiliaries, prepositions, negations…) nor a word of the
+    /// subject the two texts share (its name, and its possessive "'s")
+    /// (`polarity_content_words_only`, memform's own; off counts every word).
+    pub content_only: bool,
+    /// The subject both texts are about.
+    pub subject: &'a str,
+}
+
+impl<'a> SharedWords<'a> {
+    /// The config's rule for two texts about `subject`.
+    pub fn new(cfg: &Config, subject: &'a str) -> SharedWords<'a> {
+        SharedWords { min: cfg.antonym_min_shared_tokens, content_only: cfg.polarity_content_words_only, subject }
+    }
+
+    /// Whether a shared (lower-cased) word counts.
+    fn counts(&self, w: &str) -> bool {
+        if !self.content_only {
+            return true;
+        }
+        if STOPWORDS.binary_search(&w).is_ok() {
+            return false;
+        }
+        let bare = w.strip_suffix("'s").unwrap_or(w);
+        !self.subject.split(|c: char| !(c.is_alphanumeric() || c == '\'')).any(|s| s.chars().flat_map(char::to_lowercase).eq(bare.chars()))
     }
 }
 
 /// The polarity rule on two texts' [`PolarityKeys`] (computed against the
 /// same antonym list): negation differs or an antonym pair splits them, and
-/// they share at least `min_shared` distinct words. The split is a few mask
+/// they share enough distinct words (`shared`). The split is a few mask
 /// operations; the shared words are counted only when it holds.
-pub fn polarity_conflict(a: &PolarityKeys, b: &PolarityKeys, min_shared: usize) -> bool {
+pub fn polarity_conflict(a: &PolarityKeys, b: &PolarityKeys, shared: &SharedWords<'_>) -> bool {
     debug_assert_eq!(a.list, b.list, "polarity keys of two antonym lists");
     let splits = |(xa, ya): (u64, u64), (xb, yb): (u64, u64)| (xa & yb & !ya & !xb) | (ya & xb & !xa & !yb) != 0;
     let split = a.negated != b.negated || splits((a.x, a.y), (b.x, b.y)) || a.more.iter().zip(&b.more).any(|(&ma, &mb)| splits(ma, mb));
-    split && shared_at_least(&a.words, &b.words, min_shared)
+    split && shared_at_least(&a.words, &b.words, shared)
 }
 
-/// Whether two sorted lists of distinct words have at least `n` in common.
-fn shared_at_least(a: &[Box<str>], b: &[Box<str>], n: usize) -> bool {
+/// Whether two sorted lists of distinct words have at least `rule.min` in
+/// common that count.
+fn shared_at_least(a: &[Box<str>], b: &[Box<str>], rule: &SharedWords<'_>) -> bool {
     let (mut i, mut j, mut shared) = (0, 0, 0);
-    while shared < n && i < a.len() && j < b.len() {
+    while shared < rule.min && i < a.len() && j < b.len() {
         match a[i].cmp(&b[j]) {
             std::cmp::Ordering::Less => i += 1,
             std::cmp::Ordering::Greater => j += 1,
             std::cmp::Ordering::Equal => {
-                shared += 1;
+                if rule.counts(&a[i]) {
+                    shared += 1;
+                }
                 i += 1;
                 j += 1;
             }
         }
     }
-    shared >= n
+    shared >= rule.min
 }
+
+/// Function words that say nothing of what a fact is about, sorted (byte
+/// order): they never count as shared words under
+/// `polarity_content_words_only`. memform's own list.
+pub const STOPWORDS: &[&str] = &[
+    "a",
+    "about",
+    "after",
+    "again",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "aren't",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "being",
+    "both",
+    "but",
+    "by",
+    "can",
+    "can't",
+    "cannot",
+    "could",
+    "did",
+    "didn't",
+    "do",
+    "does",
+    "doesn't",
+    "doesnt",
+    "doing",
+    "don't",
+    "dont",
+    "down",
+    "during",
+    "each",
+    "even",
+    "ever",
+    "for",
+    "from",
+    "get",
+    "gets",
+    "got",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "i'm",
+    "if",
+    "in",
+    "into",
+    "is",
+    "isn't",
+    "isnt",
+    "it",
+    "it's",
+    "its",
+    "itself",
+    "just",
+    "me",
+    "more",
+    "most",
+    "much",
+    "my",
+    "myself",
+    "never",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "out",
+    "over",
+    "really",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "that's",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "up",
+    "very",
+    "was",
+    "wasn't",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "won't",
+    "would",
+    "you",
+    "your",
+    "yours",
+];
 
 /// A config's antonym pairs, lower-cased and interned: each distinct list
 /// gets one id for the life of the process, so a fact's [`PolarityKeys`],
