@@ -68,9 +68,10 @@ pub struct Config {
     /// Shared tokens needed for a negation/antonym conflict verdict.
     pub antonym_min_shared_tokens: usize,
     /// Count only content words towards `antonym_min_shared_tokens`: no
-    /// stopword, no word of the subject both facts share (memform's own,
-    /// opt-in; the default `false` counts every word, as Signet's detector
-    /// does).
+    /// stopword, no word of the subject both facts share; two facts with
+    /// the same subject and object then need no shared word (memform's
+    /// own, opt-in; the default `false` counts every word, as Signet's
+    /// detector does).
     pub polarity_content_words_only: bool,
     /// Most live facts a candidate is paired with (the nearest by cosine,
     /// ties to the earlier fact); the rest are not judged.

@@ -259,6 +259,35 @@ mod tests {
     }
 
     #[test]
+    fn counting_content_words_only_the_same_subject_and_object_need_no_shared_word() {
+        // The preference rule answers first for opposite preferences; without it
+        // the polarity rule decides.
+        let strict =
+            RulesJudge::new(&Config { polarity_content_words_only: true, preference_polarity_pairing: false, ..Config::default() });
+        let loves = pf("Alice", "loves", "sushi", "Alice loves sushi", None);
+        // One content word shared ("sushi"), the same subject and object: a conflict, flagged.
+        assert_eq!(strict.verdict(&pair(loves.clone(), pf("alice", "hates", "Sushi", "Alice hates sushi", None))), (Verdict::Old, true));
+        // Another object: one content word is too few.
+        let bars = pf("Alice", "hates", "sushi bars", "Alice hates sushi bars", None);
+        assert_eq!(strict.verdict(&pair(loves.clone(), bars.clone())), (Verdict::Neither, false));
+        let loose = RulesJudge::new(&Config { preference_polarity_pairing: false, ..Config::default() });
+        assert_eq!(loose.verdict(&pair(loves.clone(), bars)), (Verdict::Old, true), "counting every word: alice, sushi");
+        // Another subject is no conflict at all.
+        assert_eq!(strict.verdict(&pair(loves, pf("Bob", "hates", "sushi", "Bob hates sushi", None))), (Verdict::Neither, false));
+        // Without objects (texts alone) there is no exception.
+        assert!(!strict.polarity_conflict("Alice", "Alice loves sushi", "Alice hates sushi"));
+    }
+
+    #[test]
+    fn counting_content_words_only_a_new_pastime_does_not_conflict_with_an_unrelated_fact() {
+        let strict = RulesJudge::new(&Config { polarity_content_words_only: true, ..Config::default() });
+        let loose = RulesJudge::new(&Config::default());
+        let (old, new) = ("Tom has no trips planned", "Tom has started learning to play the violin");
+        assert!(loose.polarity_conflict("Tom", old, new), "tom and has shared, and a negation on one side");
+        assert!(!strict.polarity_conflict("Tom", old, new), "no content word shared");
+    }
+
+    #[test]
     fn the_stopword_list_is_sorted_and_lower_case() {
         assert!(rules::STOPWORDS.windows(2).all(|w| w[0] < w[1]), "sorted, no duplicates");
         assert!(rules::STOPWORDS.iter().all(|w| w.to_lowercase() == *w));
@@ -444,7 +473,7 @@ mod tests {
                     for b in texts {
                         let keys = (PolarityKeys::of(a, &list), PolarityKeys::of(b, &list));
                         assert_eq!(
-                            polarity_conflict(&keys.0, &keys.1, &SharedWords { min, content_only: false, subject: "" }),
+                            polarity_conflict(&keys.0, &keys.1, &SharedWords { min, content_only: false, facts: [("", ""); 2] }),
                             polarity_reference(&antonyms, min, a, b),
                             "{a:?} / {b:?}, {min}"
                         );

@@ -123,7 +123,11 @@ pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&
                 && !polarity_conflict(
                     p,
                     live_polarity.get_or_insert_with(|| live.polarity(&rules.antonyms)),
-                    &SharedWords { min: rules.min_shared_tokens, content_only: rules.content_words_only, subject: &c.fact.subject },
+                    &SharedWords {
+                        min: rules.min_shared_tokens,
+                        content_only: rules.content_words_only,
+                        facts: [(&c.fact.subject, &c.fact.object), (&live.subject, &live.object)],
+                    },
                 )
             {
                 // Multi-valued: both facts can stand.

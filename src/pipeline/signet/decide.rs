@@ -126,7 +126,11 @@ impl RulesDecider {
             {
                 return decision(DecisionAction::Update, Some(c), format!("replaces {}: single-valued predicate {predicate:?}", c.id));
             }
-            if polarity_conflict(&keys, &PolarityKeys::of(&c.content, &antonyms), &SharedWords::new(cfg, &fact.subject)) {
+            if polarity_conflict(
+                &keys,
+                &PolarityKeys::of(&c.content, &antonyms),
+                &SharedWords::new(cfg, (&fact.subject, &fact.object), (&c.subject, &c.object)),
+            ) {
                 return decision(DecisionAction::Update, Some(c), format!("replaces {}: negation or antonym conflict", c.id));
             }
         }
@@ -162,13 +166,14 @@ impl Judge for RulesDecider {
 /// The contradiction detector on an UPDATE or DELETE: negation or antonym
 /// conflict between the fact and its target sharing enough words. It only
 /// flags `review_needed`; it never changes a decision.
-pub fn review_needed(decision: &Decision, subject: &str, fact: &str, target: Option<&str>, cfg: &Config) -> bool {
+pub fn review_needed(decision: &Decision, fact: &CandidateFact, target: Option<&MemoryCandidate>, cfg: &Config) -> bool {
     if !matches!(decision.action, DecisionAction::Update | DecisionAction::Delete) {
         return false;
     }
     let Some(target) = target else { return false };
     let antonyms = Antonyms::interned(&cfg.antonyms);
-    polarity_conflict(&PolarityKeys::of(fact, &antonyms), &PolarityKeys::of(target, &antonyms), &SharedWords::new(cfg, subject))
+    let shared = SharedWords::new(cfg, (&fact.subject, &fact.object), (&target.subject, &target.object));
+    polarity_conflict(&PolarityKeys::of(&fact.content, &antonyms), &PolarityKeys::of(&target.content, &antonyms), &shared)
 }
 
 #[cfg(test)]
@@ -288,9 +293,11 @@ mod tests {
         }
     }
 
+    /// The detector on a fact and its target, both about `subject` (their
+    /// objects empty: the texts alone decide).
     fn flagged(action: DecisionAction, subject: &str, a: &str, b: &str, cfg: &Config) -> bool {
         let d = Decision { action, target: Some("m1".into()), confidence: 0.9, reason: "r".into() };
-        review_needed(&d, subject, a, Some(b), cfg)
+        review_needed(&d, &fact(subject, "states", "", a), Some(&memory("m1", &fact(subject, "states", "", b), 0.5)), cfg)
     }
 
     #[test]
@@ -302,7 +309,7 @@ mod tests {
         let u = DecisionAction::Update;
         assert!(flagged(u, "User", "Dark mode is enabled in the editor", "Dark mode is disabled in the editor", &cfg));
         assert!(flagged(u, "User", "User wants dark mode in the editor", "User does not want dark mode in the editor", &cfg));
-        assert!(!flagged(u, "User", "Dark mode is enabled", "Light theme is disabled", &cfg), "one content word shared");
+        assert!(!flagged(u, "User", "Dark mode is enabled", "Light theme is disabled", &cfg), "one word shared (\"is\")");
         assert!(!flagged(u, "User", "User likes the editor", "User likes the editor settings", &cfg), "no negation, no antonym");
         // Signet counts every token of two letters or more; memform by default
         // counts every word, and with `polarity_content_words_only` content
@@ -316,6 +323,55 @@ mod tests {
         }
         assert!(flagged(DecisionAction::Delete, "User", "Dark mode is enabled in the editor", "Dark mode is disabled in the editor", &cfg));
         let d = Decision { action: u, target: None, confidence: 0.9, reason: "r".into() };
-        assert!(!review_needed(&d, "User", "Dark mode is enabled in the editor", None, &cfg));
+        assert!(!review_needed(&d, &fact("User", "states", "", "Dark mode is enabled in the editor"), None, &cfg));
+    }
+
+    #[test]
+    fn counting_content_words_only_a_split_about_the_same_subject_and_object_still_conflicts() {
+        let strict = Config { polarity_content_words_only: true, ..Config::default() };
+        let u = DecisionAction::Update;
+        // One content word shared ("sushi"), but the same subject and object:
+        // an UPDATE, flagged by the detector, as it is counting every word.
+        let old = fact("Alice", "loves", "sushi", "Alice loves sushi");
+        let new = fact("Alice", "hates", "sushi", "Alice hates sushi");
+        for cfg in [&Config::default(), &strict] {
+            let d = decide(&new, &[memory("m1", &old, 0.7)], cfg);
+            assert_eq!((d.action, d.target.as_deref()), (u, Some("m1")));
+            assert!(review_needed(&d, &new, Some(&memory("m1", &old, 0.7)), cfg));
+        }
+        // Subjects compare trimmed and case-insensitively, objects normalised.
+        let spaced = fact(" alice", "hates", "Sushi.", "Alice hates sushi");
+        assert_eq!(decide(&spaced, &[memory("m1", &old, 0.7)], &strict).action, u);
+        // A negation counts as a split too.
+        let not = fact("Alice", "does not eat", "sushi", "Alice does not eat sushi");
+        assert_eq!(decide(&not, &[memory("m1", &fact("Alice", "eats", "sushi", "Alice eats sushi"), 0.7)], &strict).action, u);
+        // Another object: no exception, and one content word is too few.
+        let bars = fact("Alice", "hates", "sushi bars", "Alice hates sushi bars");
+        assert_eq!(decide(&bars, &[memory("m1", &old, 0.7)], &strict).action, DecisionAction::Add);
+        assert_eq!(decide(&bars, &[memory("m1", &old, 0.7)], &Config::default()).action, u, "counting every word: alice, sushi");
+        let d = Decision { action: u, target: Some("m1".into()), confidence: 0.9, reason: "r".into() };
+        assert!(!review_needed(&d, &bars, Some(&memory("m1", &old, 0.7)), &strict));
+        // Another subject (the detector does not check it): no exception either.
+        let bob = fact("Bob", "hates", "sushi", "Bob hates sushi");
+        assert!(!review_needed(&d, &bob, Some(&memory("m1", &old, 0.7)), &strict));
+        // Empty objects are no shared object.
+        let (a, b) = (fact("Alice", "said", "", "Alice said yes"), fact("Alice", "said", "", "Alice said no"));
+        assert!(!review_needed(&d, &b, Some(&memory("m1", &a, 0.7)), &strict));
+        // The same subject and object without a split is no conflict.
+        let likes = fact("Alice", "likes", "sushi", "Alice likes sushi");
+        assert_eq!(decide(&likes, &[memory("m1", &old, 0.7)], &strict).action, DecisionAction::Add);
+    }
+
+    #[test]
+    fn counting_content_words_only_a_new_pastime_does_not_replace_an_unrelated_memory() {
+        // Two facts about one speaker with no object in common, which by
+        // default share enough words ("tom", "has") for the negation in one
+        // to make a conflict; their content words share none.
+        let strict = Config { polarity_content_words_only: true, ..Config::default() };
+        let old = fact("Tom", "has", "no trips planned", "Tom has no trips planned");
+        let new = fact("Tom", "has started", "learning to play the violin", "Tom has started learning to play the violin");
+        assert_eq!(decide(&new, &[memory("m1", &old, 0.6)], &Config::default()).action, DecisionAction::Update);
+        let d = decide(&new, &[memory("m1", &old, 0.6)], &strict);
+        assert_eq!((d.action, d.target), (DecisionAction::Add, None));
     }
 }
