@@ -67,6 +67,12 @@ pub struct Config {
     pub contradiction_band_min: f64,
     /// Shared tokens needed for a negation/antonym conflict verdict.
     pub antonym_min_shared_tokens: usize,
+    /// Count only content words towards `antonym_min_shared_tokens`: no
+    /// stopword, no word of the subject both facts share; two facts with
+    /// the same subject and object then need no shared word (memform's
+    /// own, opt-in; the default `false` counts every word, as Signet's
+    /// detector does).
+    pub polarity_content_words_only: bool,
     /// Most live facts a candidate is paired with (the nearest by cosine,
     /// ties to the earlier fact); the rest are not judged.
     pub max_pairs_per_candidate: usize,
@@ -229,6 +235,7 @@ impl Default for Config {
             dedup_enabled: true,
             contradiction_band_min: 0.80,
             antonym_min_shared_tokens: 2,
+            polarity_content_words_only: false,
             max_pairs_per_candidate: 16,
             min_trusted_confidence: 0.8,
             single_valued_predicates: s(&[

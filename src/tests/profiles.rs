@@ -266,6 +266,25 @@ fn a_config_key_the_profile_does_not_read_is_a_one_line_warning() {
     assert!(!stderr.contains("does not apply"), "soda reads it: {stderr}");
 }
 
+/// Counting content words only (`polarity_content_words_only`), the signet
+/// scenarios decide as by default: "Alice hates sushi" shares one content
+/// word with "Alice loves sushi", but the same subject and object, so it is
+/// still the UPDATE the scenario intends, flagged for review.
+#[test]
+fn counting_content_words_only_the_signet_scenarios_decide_as_by_default() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("strict");
+    run_cli(&signet_dir(), &out, &["--mode", "rules", "--set", "polarity_content_words_only=true"]);
+    let facts = jsonl_without_timings(&out.join("facts.jsonl"));
+    let sushi = facts.iter().find(|f| f["id"] == "update-delete/e2/c1").expect("the sushi fact");
+    assert_eq!(s(&sushi["content"]), "Alice hates sushi");
+    let d = &sushi["decision"];
+    assert_eq!((s(&d["action"]), s(&d["target"]), &d["review_needed"]), ("update".into(), "update-delete/e1/c1".into(), &true.into()));
+    assert_eq!(RUNS[0].0, "rules, full");
+    assert!(facts == ran().runs[0].0, "the same facts and decisions as the default rules run");
+    assert_eq!(live_contents("signet", &["--set", "polarity_content_words_only=true"]).0, ["Mia hates Chinese food"]);
+}
+
 #[test]
 fn enabled_false_processes_nothing_and_says_so() {
     let (live, _) = live_contents("soda", &["--set", "enabled=false"]);

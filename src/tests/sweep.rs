@@ -85,6 +85,7 @@ fn each_point_equals_a_run_with_its_config() {
         parse_axis("near_dup_threshold=0.75,0.92").expect("axis"),
         parse_axis("contradiction_band_min=0.30,0.70").expect("axis"),
         parse_axis("antonym_min_shared_tokens=1,2").expect("axis"),
+        parse_axis("polarity_content_words_only=false,true").expect("axis"),
     ];
     let pts = points(&axes);
     let (rows, _) = run_sweep(&dataset, &base, stages, &pts, None).expect("sweep");

@@ -19,7 +19,7 @@ mod rules;
 pub use guards::{FinalVerdict, GuardInput, apply_guards};
 pub use llm::LlmJudge;
 pub use pairs::{FoundPair, PairInput, PairReason, PairRules, find_pairs};
-pub use rules::{Antonyms, PolarityKeys, RulesJudge, opposite_preferences, polarity_conflict, preference_polarity};
+pub use rules::{Antonyms, PolarityKeys, RulesJudge, SharedWords, opposite_preferences, polarity_conflict, preference_polarity};
 
 /// One side of a pair, as a judge sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -228,11 +228,69 @@ mod tests {
             pf("Alice", "dark mode", "disabled", "Alice dark mode: disabled", None),
         );
         assert_eq!(j.verdict(&p), (Verdict::Old, true));
-        assert!(j.polarity_conflict("Alice loves sushi", "Alice hates sushi"));
-        assert!(j.polarity_conflict("Alice drinks coffee", "Alice does not drink coffee"));
-        assert!(!j.polarity_conflict("I love it", "they hate rain"), "fewer than 2 shared tokens");
+        // By default every word counts, the subject's name among them (the rule as written).
+        assert!(j.polarity_conflict("Alice", "Alice loves sushi", "Alice hates sushi"));
+        assert!(j.polarity_conflict("Alice", "Alice drinks coffee", "Alice does not drink coffee"));
+        assert!(!j.polarity_conflict("Alice", "I love it", "they hate rain"), "fewer than 2 shared tokens");
         let cfg = Config { antonym_min_shared_tokens: 5, ..Config::default() };
-        assert!(!RulesJudge::new(&cfg).polarity_conflict("Alice loves sushi", "Alice hates sushi"));
+        assert!(!RulesJudge::new(&cfg).polarity_conflict("Alice", "Alice loves sushi", "Alice hates sushi"));
+    }
+
+    #[test]
+    fn only_content_words_count_as_shared_when_switched_on() {
+        let strict = RulesJudge::new(&Config { polarity_content_words_only: true, ..Config::default() });
+        let loose = RulesJudge::new(&Config::default());
+        // Two content words shared: a conflict either way.
+        assert!(strict.polarity_conflict("Alice", "Alice loves sushi at Kenji's", "Alice hates sushi at Kenji's"));
+        assert!(strict.polarity_conflict("Alice", "Alice drinks black coffee", "Alice does not drink black coffee"));
+        // The subject's name and stopwords are all these share: no conflict when switched on.
+        let (a, b) = ("Caroline is going to the park", "Caroline said no matter what she is proud");
+        assert!(!strict.polarity_conflict("Caroline", a, b));
+        assert!(loose.polarity_conflict("Caroline", a, b), "counting every word: caroline, is");
+        // Possessives of the subject and a multi-word name do not count either.
+        let (a, b) = ("Mary Ann's sister lives here", "Mary Ann's sister does not visit");
+        assert!(!strict.polarity_conflict("Mary Ann", a, b), "only \"sister\" counts");
+        assert!(strict.polarity_conflict("Mary Ann", "Mary Ann's sister likes the red car", "Mary Ann's sister does not like the red car"));
+        // A word of another person's name is a content word.
+        assert!(strict.polarity_conflict("Alice", "Alice met Bob Smith", "Alice never met Bob Smith"));
+        // Case and accents of the subject are matched as the text's words are.
+        assert!(!strict.polarity_conflict("ÉLODIE", "Élodie garden party", "Élodie has no garden"));
+        assert!(loose.polarity_conflict("ÉLODIE", "Élodie garden party", "Élodie has no garden"));
+    }
+
+    #[test]
+    fn counting_content_words_only_the_same_subject_and_object_need_no_shared_word() {
+        // The preference rule answers first for opposite preferences; without it
+        // the polarity rule decides.
+        let strict =
+            RulesJudge::new(&Config { polarity_content_words_only: true, preference_polarity_pairing: false, ..Config::default() });
+        let loves = pf("Alice", "loves", "sushi", "Alice loves sushi", None);
+        // One content word shared ("sushi"), the same subject and object: a conflict, flagged.
+        assert_eq!(strict.verdict(&pair(loves.clone(), pf("alice", "hates", "Sushi", "Alice hates sushi", None))), (Verdict::Old, true));
+        // Another object: one content word is too few.
+        let bars = pf("Alice", "hates", "sushi bars", "Alice hates sushi bars", None);
+        assert_eq!(strict.verdict(&pair(loves.clone(), bars.clone())), (Verdict::Neither, false));
+        let loose = RulesJudge::new(&Config { preference_polarity_pairing: false, ..Config::default() });
+        assert_eq!(loose.verdict(&pair(loves.clone(), bars)), (Verdict::Old, true), "counting every word: alice, sushi");
+        // Another subject is no conflict at all.
+        assert_eq!(strict.verdict(&pair(loves, pf("Bob", "hates", "sushi", "Bob hates sushi", None))), (Verdict::Neither, false));
+        // Without objects (texts alone) there is no exception.
+        assert!(!strict.polarity_conflict("Alice", "Alice loves sushi", "Alice hates sushi"));
+    }
+
+    #[test]
+    fn counting_content_words_only_a_new_pastime_does_not_conflict_with_an_unrelated_fact() {
+        let strict = RulesJudge::new(&Config { polarity_content_words_only: true, ..Config::default() });
+        let loose = RulesJudge::new(&Config::default());
+        let (old, new) = ("Tom has no trips planned", "Tom has started learning to play the violin");
+        assert!(loose.polarity_conflict("Tom", old, new), "tom and has shared, and a negation on one side");
+        assert!(!strict.polarity_conflict("Tom", old, new), "no content word shared");
+    }
+
+    #[test]
+    fn the_stopword_list_is_sorted_and_lower_case() {
+        assert!(rules::STOPWORDS.windows(2).all(|w| w[0] < w[1]), "sorted, no duplicates");
+        assert!(rules::STOPWORDS.iter().all(|w| w.to_lowercase() == *w));
     }
 
     #[test]
@@ -308,6 +366,14 @@ mod tests {
                 (2, "f2", PairReason::SamePredicate),
                 (3, "f1", PairReason::SimilarContent),
             ]
+        );
+        // Counting content words only, the antonym split shares one word with the tea
+        // fact ("tea"; the subject's name does not count) and does not pair; the
+        // negation still shares two with each like ("likes", and "tea" or "coffee").
+        let strict = Config { polarity_content_words_only: true, ..cfg.clone() };
+        assert_eq!(
+            pairs_of(&find_pairs(&cands, &st, None, &PairRules::new(&strict))),
+            vec![(1, "f1", PairReason::EndsRelationship), (2, "f1", PairReason::SamePredicate), (2, "f2", PairReason::SamePredicate)]
         );
         // The same candidates with no multi-valued predicate: the three conditions alone.
         let mut open = cfg.clone();
@@ -407,7 +473,7 @@ mod tests {
                     for b in texts {
                         let keys = (PolarityKeys::of(a, &list), PolarityKeys::of(b, &list));
                         assert_eq!(
-                            polarity_conflict(&keys.0, &keys.1, min),
+                            polarity_conflict(&keys.0, &keys.1, &SharedWords { min, content_only: false, facts: [("", ""); 2] }),
                             polarity_reference(&antonyms, min, a, b),
                             "{a:?} / {b:?}, {min}"
                         );

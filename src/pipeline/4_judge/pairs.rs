@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::rules::{Antonyms, PolarityKeys, opposite_preferences, polarity_conflict};
+use super::rules::{Antonyms, PolarityKeys, SharedWords, opposite_preferences, polarity_conflict};
 use super::{JudgePair, PairFact};
 use crate::config::Config;
 use crate::state::{ConvState, FactKeys, FactRec, Norms, Vector};
@@ -54,6 +54,8 @@ pub struct PairRules {
     multi_valued: Vec<String>,
     antonyms: Arc<Antonyms>,
     min_shared_tokens: usize,
+    /// `polarity_content_words_only`.
+    content_words_only: bool,
     pub max_per_candidate: usize,
     /// `preference_polarity_pairing`.
     pub preference_pairing: bool,
@@ -67,6 +69,7 @@ impl PairRules {
             multi_valued: cfg.multi_valued_predicates.iter().map(|p| p.trim().to_lowercase()).collect(),
             antonyms: Antonyms::interned(&cfg.antonyms),
             min_shared_tokens: cfg.antonym_min_shared_tokens,
+            content_words_only: cfg.polarity_content_words_only,
             max_per_candidate: cfg.max_pairs_per_candidate,
             preference_pairing: cfg.preference_polarity_pairing,
         }
@@ -117,7 +120,15 @@ pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&
                     continue;
                 }
             } else if let Some(p) = &polarity[ci]
-                && !polarity_conflict(p, live_polarity.get_or_insert_with(|| live.polarity(&rules.antonyms)), rules.min_shared_tokens)
+                && !polarity_conflict(
+                    p,
+                    live_polarity.get_or_insert_with(|| live.polarity(&rules.antonyms)),
+                    &SharedWords {
+                        min: rules.min_shared_tokens,
+                        content_only: rules.content_words_only,
+                        facts: [(&c.fact.subject, &c.fact.object), (&live.subject, &live.object)],
+                    },
+                )
             {
                 // Multi-valued: both facts can stand.
                 continue;

@@ -10,7 +10,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::normalize::normalize_content;
 use crate::pipeline::StageMode;
-use crate::pipeline::judge::{Antonyms, Judge, JudgeContext, JudgeOutput, JudgePair, PolarityKeys, polarity_conflict};
+use crate::pipeline::judge::{Antonyms, Judge, JudgeContext, JudgeOutput, JudgePair, PolarityKeys, SharedWords, polarity_conflict};
 use crate::types::{CandidateFact, FactType, LlmUsage, Warning, string_enum};
 
 string_enum! {
@@ -81,7 +81,9 @@ pub trait Decider: Send + Sync {
 /// and object when the fact carries `valid_until` (it ends that
 /// relationship); UPDATE for a candidate with the same subject and either a
 /// single-valued predicate with another object, or a negation/antonym
-/// conflict sharing at least `antonym_min_shared_tokens` words; else ADD.
+/// conflict sharing at least `antonym_min_shared_tokens` words (content
+/// words only, no stopword and no word of the subject's name, with
+/// `polarity_content_words_only`); else ADD.
 pub struct RulesDecider;
 
 impl RulesDecider {
@@ -124,7 +126,11 @@ impl RulesDecider {
             {
                 return decision(DecisionAction::Update, Some(c), format!("replaces {}: single-valued predicate {predicate:?}", c.id));
             }
-            if polarity_conflict(&keys, &PolarityKeys::of(&c.content, &antonyms), cfg.antonym_min_shared_tokens) {
+            if polarity_conflict(
+                &keys,
+                &PolarityKeys::of(&c.content, &antonyms),
+                &SharedWords::new(cfg, (&fact.subject, &fact.object), (&c.subject, &c.object)),
+            ) {
                 return decision(DecisionAction::Update, Some(c), format!("replaces {}: negation or antonym conflict", c.id));
             }
         }
@@ -160,11 +166,212 @@ impl Judge for RulesDecider {
 /// The contradiction detector on an UPDATE or DELETE: negation or antonym
 /// conflict between the fact and its target sharing enough words. It only
 /// flags `review_needed`; it never changes a decision.
-pub fn review_needed(decision: &Decision, fact: &str, target: Option<&str>, cfg: &Config) -> bool {
+pub fn review_needed(decision: &Decision, fact: &CandidateFact, target: Option<&MemoryCandidate>, cfg: &Config) -> bool {
     if !matches!(decision.action, DecisionAction::Update | DecisionAction::Delete) {
         return false;
     }
     let Some(target) = target else { return false };
     let antonyms = Antonyms::interned(&cfg.antonyms);
-    polarity_conflict(&PolarityKeys::of(fact, &antonyms), &PolarityKeys::of(target, &antonyms), cfg.antonym_min_shared_tokens)
+    let shared = SharedWords::new(cfg, (&fact.subject, &fact.object), (&target.subject, &target.object));
+    polarity_conflict(&PolarityKeys::of(&fact.content, &antonyms), &PolarityKeys::of(&target.content, &antonyms), &shared)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The rules policy's expectations, and Signet's own decision and
+    //! contradiction-detector cases where they apply to memform's rules
+    //! decision stage (each names its source case; in our own words).
+    use super::*;
+    use crate::types::FactKind;
+
+    fn fact(subject: &str, predicate: &str, object: &str, content: &str) -> CandidateFact {
+        CandidateFact {
+            subject: subject.into(),
+            predicate: predicate.into(),
+            object: object.into(),
+            kind: FactKind::Literal,
+            fact_type: FactType::Fact,
+            content: content.into(),
+            confidence: 0.9,
+            source_turn: "t1".into(),
+            source_quote: String::new(),
+            valid_from: None,
+            valid_until: None,
+        }
+    }
+
+    fn memory(id: &str, f: &CandidateFact, cosine: f64) -> MemoryCandidate {
+        MemoryCandidate {
+            id: id.into(),
+            fact_type: f.fact_type,
+            content: f.content.clone(),
+            subject: f.subject.clone(),
+            predicate: f.predicate.clone(),
+            object: f.object.clone(),
+            score: 0.5,
+            cosine,
+        }
+    }
+
+    fn decide(f: &CandidateFact, candidates: &[MemoryCandidate], cfg: &Config) -> Decision {
+        RulesDecider::policy(&DecisionInput { fact: f, candidates }, cfg)
+    }
+
+    #[test]
+    fn same_content_or_a_near_duplicate_is_none_with_its_target() {
+        let cfg = Config::default();
+        let old = fact("Alice", "prefers", "dark mode", "Alice prefers dark mode in the editor");
+        let same = fact("Alice", "prefers", "dark mode", "alice prefers dark mode in the editor.");
+        let d = decide(&same, &[memory("m1", &old, 0.5)], &cfg);
+        assert_eq!((d.action, d.target.as_deref(), d.confidence), (DecisionAction::None, Some("m1"), 0.9));
+        let close = fact("Alice", "likes", "dark themes", "Alice likes dark themes");
+        let d = decide(&close, &[memory("m1", &old, 0.96)], &cfg);
+        assert_eq!((d.action, d.target.as_deref()), (DecisionAction::None, Some("m1")));
+        assert!(d.reason.contains("cosine 0.960"), "{}", d.reason);
+    }
+
+    #[test]
+    fn an_ended_relationship_is_a_delete_of_its_memory() {
+        let cfg = Config::default();
+        let old = fact("Alice", "works at", "Acme", "Alice works at Acme");
+        let mut ended = fact("Alice", "worked at", "Acme", "Alice left Acme");
+        ended.valid_until = Some("2024-03-01".into());
+        let d = decide(&ended, &[memory("m1", &old, 0.4)], &cfg);
+        assert_eq!((d.action, d.target.as_deref()), (DecisionAction::Delete, Some("m1")));
+        // Another subject's memory is not ended.
+        let other = fact("Bob", "works at", "Acme", "Bob works at Acme");
+        assert_eq!(decide(&ended, &[memory("m2", &other, 0.4)], &cfg).action, DecisionAction::Add);
+    }
+
+    #[test]
+    fn a_single_valued_predicate_with_another_object_updates() {
+        let cfg = Config { single_valued_predicates: vec!["lives in".into()], ..Config::default() };
+        let old = fact("Alice", "lives in", "Boston", "Alice lives in Boston");
+        let new = fact("Alice", "lives in", "Denver", "Alice lives in Denver");
+        let d = decide(&new, &[memory("m1", &old, 0.6)], &cfg);
+        assert_eq!((d.action, d.target.as_deref()), (DecisionAction::Update, Some("m1")));
+        // A multi-valued predicate adds.
+        let old = fact("Alice", "likes", "tea", "Alice likes tea");
+        let new = fact("Alice", "likes", "jazz", "Alice likes jazz");
+        assert_eq!(decide(&new, &[memory("m1", &old, 0.6)], &cfg).action, DecisionAction::Add);
+    }
+
+    #[test]
+    fn a_negation_updates_when_enough_words_are_shared() {
+        let cfg = Config::default();
+        let strict = Config { polarity_content_words_only: true, ..Config::default() };
+        // Shares two content words ("black", "coffee") and negation differs: UPDATE either way.
+        let old = fact("Alice", "drinks", "black coffee", "Alice drinks black coffee");
+        let new = fact("Alice", "drinks", "black coffee", "Alice does not drink black coffee anymore");
+        for cfg in [&cfg, &strict] {
+            let d = decide(&new, &[memory("m1", &old, 0.7)], cfg);
+            assert_eq!((d.action, d.target.as_deref()), (DecisionAction::Update, Some("m1")));
+        }
+        // By default the name and stopwords count as shared words (the rule as
+        // written), so a negation ("no matter") replaces an unrelated memory;
+        // counting content words only, it does not.
+        let old = fact("Caroline", "went to", "a support group", "Caroline went to a support group");
+        let new = fact("Caroline", "says", "keep going", "Caroline says to keep going no matter what");
+        assert_eq!(decide(&new, &[memory("m1", &old, 0.7)], &cfg).action, DecisionAction::Update, "counting every word");
+        assert_eq!(decide(&new, &[memory("m1", &old, 0.7)], &strict).action, DecisionAction::Add);
+    }
+
+    #[test]
+    fn a_fact_without_a_duplicate_or_conflict_adds() {
+        // decision.test.ts, "processes multiple facts independently" and "returns
+        // one ADD proposal per fact when no candidates match": each fact is
+        // decided on its own; unrelated candidates lead to ADD.
+        let cfg = Config::default();
+        let old = fact("User", "enjoys", "coffee", "User enjoys coffee in the morning");
+        for f in [
+            fact("User", "finds", "xylophones", "Xylophones are fascinating instruments indeed"),
+            fact("Researcher", "is fascinated by", "zeppelins", "Zeppelin aeronautics fascinate the researcher"),
+        ] {
+            let d = decide(&f, &[memory("m1", &old, 0.1)], &cfg);
+            assert_eq!((d.action, d.target, d.confidence), (DecisionAction::Add, None, f.confidence));
+            assert!(!d.reason.is_empty());
+        }
+    }
+
+    /// The detector on a fact and its target, both about `subject` (their
+    /// objects empty: the texts alone decide).
+    fn flagged(action: DecisionAction, subject: &str, a: &str, b: &str, cfg: &Config) -> bool {
+        let d = Decision { action, target: Some("m1".into()), confidence: 0.9, reason: "r".into() };
+        review_needed(&d, &fact(subject, "states", "", a), Some(&memory("m1", &fact(subject, "states", "", b), 0.5)), cfg)
+    }
+
+    #[test]
+    fn the_detector_flags_negation_mismatch_and_antonym_conflict_with_overlap() {
+        // Signet's syntactic detector (pipeline/antonyms.ts): a contradiction
+        // needs at least two shared tokens, then a negation on one side only
+        // or an antonym pair split between the two.
+        let cfg = Config::default();
+        let u = DecisionAction::Update;
+        assert!(flagged(u, "User", "Dark mode is enabled in the editor", "Dark mode is disabled in the editor", &cfg));
+        assert!(flagged(u, "User", "User wants dark mode in the editor", "User does not want dark mode in the editor", &cfg));
+        assert!(!flagged(u, "User", "Dark mode is enabled", "Light theme is disabled", &cfg), "one word shared (\"is\")");
+        assert!(!flagged(u, "User", "User likes the editor", "User likes the editor settings", &cfg), "no negation, no antonym");
+        // Signet counts every token of two letters or more; memform by default
+        // counts every word, and with `polarity_content_words_only` content
+        // words only: then the subject and stopwords do not make overlap.
+        assert!(flagged(u, "User", "User is not at home", "User is at the gym", &cfg));
+        let strict = Config { polarity_content_words_only: true, ..cfg.clone() };
+        assert!(!flagged(u, "User", "User is not at home", "User is at the gym", &strict));
+        // It only ever flags an UPDATE or a DELETE, and needs a target.
+        for a in [DecisionAction::Add, DecisionAction::None] {
+            assert!(!flagged(a, "User", "Dark mode is enabled in the editor", "Dark mode is disabled in the editor", &cfg));
+        }
+        assert!(flagged(DecisionAction::Delete, "User", "Dark mode is enabled in the editor", "Dark mode is disabled in the editor", &cfg));
+        let d = Decision { action: u, target: None, confidence: 0.9, reason: "r".into() };
+        assert!(!review_needed(&d, &fact("User", "states", "", "Dark mode is enabled in the editor"), None, &cfg));
+    }
+
+    #[test]
+    fn counting_content_words_only_a_split_about_the_same_subject_and_object_still_conflicts() {
+        let strict = Config { polarity_content_words_only: true, ..Config::default() };
+        let u = DecisionAction::Update;
+        // One content word shared ("sushi"), but the same subject and object:
+        // an UPDATE, flagged by the detector, as it is counting every word.
+        let old = fact("Alice", "loves", "sushi", "Alice loves sushi");
+        let new = fact("Alice", "hates", "sushi", "Alice hates sushi");
+        for cfg in [&Config::default(), &strict] {
+            let d = decide(&new, &[memory("m1", &old, 0.7)], cfg);
+            assert_eq!((d.action, d.target.as_deref()), (u, Some("m1")));
+            assert!(review_needed(&d, &new, Some(&memory("m1", &old, 0.7)), cfg));
+        }
+        // Subjects compare trimmed and case-insensitively, objects normalised.
+        let spaced = fact(" alice", "hates", "Sushi.", "Alice hates sushi");
+        assert_eq!(decide(&spaced, &[memory("m1", &old, 0.7)], &strict).action, u);
+        // A negation counts as a split too.
+        let not = fact("Alice", "does not eat", "sushi", "Alice does not eat sushi");
+        assert_eq!(decide(&not, &[memory("m1", &fact("Alice", "eats", "sushi", "Alice eats sushi"), 0.7)], &strict).action, u);
+        // Another object: no exception, and one content word is too few.
+        let bars = fact("Alice", "hates", "sushi bars", "Alice hates sushi bars");
+        assert_eq!(decide(&bars, &[memory("m1", &old, 0.7)], &strict).action, DecisionAction::Add);
+        assert_eq!(decide(&bars, &[memory("m1", &old, 0.7)], &Config::default()).action, u, "counting every word: alice, sushi");
+        let d = Decision { action: u, target: Some("m1".into()), confidence: 0.9, reason: "r".into() };
+        assert!(!review_needed(&d, &bars, Some(&memory("m1", &old, 0.7)), &strict));
+        // Another subject (the detector does not check it): no exception either.
+        let bob = fact("Bob", "hates", "sushi", "Bob hates sushi");
+        assert!(!review_needed(&d, &bob, Some(&memory("m1", &old, 0.7)), &strict));
+        // Empty objects are no shared object.
+        let (a, b) = (fact("Alice", "said", "", "Alice said yes"), fact("Alice", "said", "", "Alice said no"));
+        assert!(!review_needed(&d, &b, Some(&memory("m1", &a, 0.7)), &strict));
+        // The same subject and object without a split is no conflict.
+        let likes = fact("Alice", "likes", "sushi", "Alice likes sushi");
+        assert_eq!(decide(&likes, &[memory("m1", &old, 0.7)], &strict).action, DecisionAction::Add);
+    }
+
+    #[test]
+    fn counting_content_words_only_a_new_pastime_does_not_replace_an_unrelated_memory() {
+        // Two facts about one speaker with no object in common, which by
+        // default share enough words ("tom", "has") for the negation in one
+        // to make a conflict; their content words share none.
+        let strict = Config { polarity_content_words_only: true, ..Config::default() };
+        let old = fact("Tom", "has", "no trips planned", "Tom has no trips planned");
+        let new = fact("Tom", "has started", "learning to play the violin", "Tom has started learning to play the violin");
+        assert_eq!(decide(&new, &[memory("m1", &old, 0.6)], &Config::default()).action, DecisionAction::Update);
+        let d = decide(&new, &[memory("m1", &old, 0.6)], &strict);
+        assert_eq!((d.action, d.target), (DecisionAction::Add, None));
+    }
 }

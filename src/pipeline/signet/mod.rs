@@ -145,8 +145,8 @@ pub fn back(
         .map(|(i, d)| {
             let fact = fact_row(front, i, candidate_id(conv, episode, i), episode);
             let target = d.decision.as_ref().and_then(|x| x.target.as_deref());
-            let target_content = d.candidates.iter().find(|c| Some(c.id.as_str()) == target).map(|c| c.content.as_str());
-            let review_needed = d.decision.as_ref().is_some_and(|x| decide::review_needed(x, &fact.content, target_content, cfg));
+            let target = d.candidates.iter().find(|c| Some(c.id.as_str()) == target);
+            let review_needed = d.decision.as_ref().is_some_and(|x| decide::review_needed(x, &fact.fact, target, cfg));
             let provenance = Provenance {
                 action: d.decision.as_ref().map_or("dropped", |x| x.action.as_str()).to_string(),
                 content: fact.content.clone(),
