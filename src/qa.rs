@@ -245,6 +245,17 @@ pub fn evaluate_formed(conv: &Conversation, store: &Store, embedder: &dyn Embedd
     evaluate_conversation(conv, &facts, Some(store), embedder, &params, cfg.qa_as_of == "question", false)
 }
 
+/// [`evaluate_sources`]' baseline rows (raw turns, raw sessions) of one
+/// conversation: a run evaluates each conversation's once formation leaves
+/// a core idle.
+pub fn evaluate_baselines(conv: &Conversation, embedder: &dyn Embedder, cfg: &Config) -> Result<QaResult> {
+    if conv.gold.qa.is_empty() {
+        return Ok(QaResult::default());
+    }
+    let params = SearchParams::with_top_k(cfg, MAX_K);
+    evaluate_conversation(conv, &[], None, embedder, &params, cfg.qa_as_of == "question", true)
+}
+
 use rayon::prelude::{IntoParallelRefIterator, ParallelIterator};
 
 fn evaluate_conversation(

@@ -9,10 +9,10 @@
 //! in its build directory, which the next run there removes.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use rayon::prelude::{IntoParallelRefIterator, ParallelIterator};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
@@ -68,8 +68,30 @@ pub struct Skipped {
     pub error: String,
 }
 
-/// A run's episodes, skipped conversations, analysis and QA rows.
-type Done = (Vec<EpisodeRecord>, Vec<Skipped>, Analysis, Option<crate::qa::QaResult>);
+/// A conversation's formed-memory QA: not formed yet; formed (its QA task
+/// evaluates it); its QA task came first (its formation task evaluates it).
+const FORMING: u8 = 0;
+const FORMED: u8 = 1;
+const LEFT_TO_FORMATION: u8 = 2;
+
+/// A task's result, filled once by the task and taken once.
+type Slot<T> = Mutex<Option<T>>;
+
+/// A run's episodes, skipped conversations and analysis.
+type Analysed = (Vec<EpisodeRecord>, Vec<Skipped>, Analysis);
+
+/// The QA rows (every source), the baselines' time and the files' time (ms).
+type QaDone = (crate::qa::QaResult, f64, f64);
+
+/// A slot's lock (a panic elsewhere does not stop the run reading it).
+fn guard<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A slot's value, taken.
+fn take<T>(m: &Mutex<Option<T>>) -> Option<T> {
+    guard(m).take()
+}
 
 /// What a run produced.
 pub struct RunOutput {
@@ -106,89 +128,143 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         p(Progress::Start { episodes: total });
     }
     let qa_on = opts.qa.unwrap_or(true) && dataset.conversations.iter().any(|c| !c.gold.qa.is_empty());
-    // Two phases, each keeping both cores busy. First formation, each
-    // conversation's formed memory evaluated (QA) as soon as it is formed,
-    // and alongside it the QA baselines (raw turns, raw sessions), which
-    // need nothing formation writes. Then the analysis, and alongside it
-    // qa.parquet and qa.csv written (they need nothing the analysis finds).
-    let work = || -> Result<Done> {
-        let (results, qa_baselines) = rayon::join(
-            || -> Vec<_> {
-                dataset
-                    .conversations
-                    .par_iter()
-                    .map(|c| {
-                        let formed = run_conversation(c, cfg, stages, &store, opts.progress.as_ref());
-                        let qa = qa_on.then(|| crate::qa::evaluate_formed(c, &store, stages.embedder, cfg));
-                        (c.id.clone(), formed, qa)
-                    })
-                    .collect()
-            },
-            || {
-                qa_on.then(|| {
-                    let started = Instant::now();
-                    let r = crate::qa::evaluate_sources(dataset, None, stages.embedder, cfg, true);
-                    (r, started.elapsed().as_secs_f64() * 1000.0)
-                })
-            },
-        );
+    // One queue of tasks, taken in order by the run's threads: each
+    // conversation's formation, then each conversation's formed-memory QA
+    // (its facts are final once it is formed), then each conversation's QA
+    // baselines (raw turns, raw sessions; they need nothing formation
+    // writes). So formation is never slowed by QA, which takes the cores it
+    // leaves idle. A formed-memory QA task that comes before its conversation
+    // is formed leaves the work to the formation task. The last formation task
+    // to finish analyses the run at once, alongside the QA still running; the
+    // last QA part to be ready joins the rows and writes qa.parquet/qa.csv.
+    let n = dataset.conversations.len();
+    let formed: Vec<Slot<(String, Result<Vec<EpisodeRecord>>)>> = (0..n).map(|_| Mutex::new(None)).collect();
+    let formed_qa: Vec<Mutex<Option<Result<crate::qa::QaResult>>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    let qa_state: Vec<AtomicU8> = (0..n).map(|_| AtomicU8::new(FORMING)).collect();
+    let baselines: Vec<Slot<(Result<crate::qa::QaResult>, f64)>> = (0..n).map(|_| Mutex::new(None)).collect();
+    let (forming, qa_parts) = (AtomicUsize::new(n), AtomicUsize::new(2 * n));
+    let analysed: Mutex<Option<Result<Analysed>>> = Mutex::new(None);
+    let qa_done: Mutex<Option<Result<QaDone>>> = Mutex::new(None);
+    let finish_qa = || {
+        let started = Instant::now();
+        let done = (|| -> Result<QaDone> {
+            let (mut qa, mut raw, mut baselines_ms) = (crate::qa::QaResult::default(), crate::qa::QaResult::default(), 0.0);
+            for slot in &formed_qa {
+                if let Some(r) = take(slot) {
+                    qa.absorb(r?);
+                }
+            }
+            for slot in &baselines {
+                if let Some((r, ms)) = take(slot) {
+                    raw.absorb(r?);
+                    baselines_ms += ms;
+                }
+            }
+            let qa = qa.joined(raw, dataset);
+            crate::qa::write(dir.path(), &qa)?;
+            Ok((qa, baselines_ms, started.elapsed().as_secs_f64() * 1000.0))
+        })();
+        *guard(&qa_done) = Some(done);
+    };
+    let qa_part_done = || {
+        if qa_on && qa_parts.fetch_sub(1, Ordering::AcqRel) == 1 {
+            finish_qa();
+        }
+    };
+    let formed_qa_of = |i: usize, c: &Conversation| {
+        *guard(&formed_qa[i]) = Some(crate::qa::evaluate_formed(c, &store, stages.embedder, cfg));
+        qa_part_done();
+    };
+    let analyse = || -> Result<Analysed> {
         let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
         let mut episodes = Vec::new();
         let mut skipped = opts.skipped_inputs.clone();
-        let mut qa_formed = crate::qa::QaResult::default();
-        for (id, r, qa) in results {
-            if let Some(qa) = qa {
-                qa_formed.absorb(qa?);
-            }
+        for slot in &formed {
+            let Some((id, r)) = take(slot) else { continue };
             match r {
                 Ok(eps) => episodes.extend(eps),
                 Err(e) if opts.keep_going => skipped.push(Skipped { conversation: id, error: crate::error::chain(&e) }),
                 Err(e) => return Err(Error::Other(format!("conversation {id}: {}", crate::error::chain(&e)))),
             }
         }
-        let qa = match qa_baselines {
-            Some((baselines, baselines_ms)) => Some((qa_formed.joined(baselines?, dataset), baselines_ms)),
-            None => None,
-        };
         let live = store.live_fact_ids()?;
-        let (analysis, qa_written) = rayon::join(
-            || {
-                analyze(&RunData {
-                    dataset,
-                    episodes: &episodes,
-                    live_ids: &live,
-                    skipped_conversations: skipped.len(),
-                    wall_ms,
-                    embedder: Some(stages.embedder),
-                })
-            },
-            || {
-                let started = Instant::now();
-                qa.as_ref()
-                    .map_or(Ok(0.0), |(rows, _)| crate::qa::write(dir.path(), rows).map(|()| started.elapsed().as_secs_f64() * 1000.0))
-            },
-        );
-        let mut analysis = analysis?;
-        let qa_write_ms = qa_written?;
-        let qa_rows = qa.map(|(rows, baselines_ms)| {
-            analysis.summary.metrics.extend(crate::qa::summary_metrics(&rows));
-            // The baselines are evaluated alongside formation, each
-            // conversation's formed memory once it is formed, and the
-            // files written alongside the analysis.
-            analysis.summary.timings.insert("qa_baselines_ms".into(), baselines_ms);
-            analysis.summary.timings.insert("qa_write_ms".into(), qa_write_ms);
-            rows
-        });
-        Ok((episodes, skipped, analysis, qa_rows))
+        let analysis = analyze(&RunData {
+            dataset,
+            episodes: &episodes,
+            live_ids: &live,
+            skipped_conversations: skipped.len(),
+            wall_ms,
+            embedder: Some(stages.embedder),
+        })?;
+        Ok((episodes, skipped, analysis))
     };
-    let (episodes, skipped, analysis, qa_rows) = match opts.threads {
+    let work = || {
+        rayon::scope_fifo(|s| {
+            for (i, c) in dataset.conversations.iter().enumerate() {
+                let (formed, qa_state, forming, analysed, store, analyse, formed_qa_of) =
+                    (&formed, &qa_state, &forming, &analysed, &store, &analyse, &formed_qa_of);
+                s.spawn_fifo(move |_| {
+                    let r = run_conversation(c, cfg, stages, store, opts.progress.as_ref());
+                    *guard(&formed[i]) = Some((c.id.clone(), r));
+                    // The QA task came first and left it here.
+                    let qa_here = qa_on && qa_state[i].compare_exchange(FORMING, FORMED, Ordering::AcqRel, Ordering::Acquire).is_err();
+                    if forming.fetch_sub(1, Ordering::AcqRel) == 1 {
+                        if qa_here {
+                            let (_, a) = rayon::join(|| formed_qa_of(i, c), analyse);
+                            *guard(analysed) = Some(a);
+                        } else {
+                            *guard(analysed) = Some(analyse());
+                        }
+                    } else if qa_here {
+                        formed_qa_of(i, c);
+                    }
+                });
+            }
+            if qa_on {
+                for (i, c) in dataset.conversations.iter().enumerate() {
+                    let (qa_state, formed_qa_of) = (&qa_state, &formed_qa_of);
+                    s.spawn_fifo(move |_| {
+                        match qa_state[i].compare_exchange(FORMING, LEFT_TO_FORMATION, Ordering::AcqRel, Ordering::Acquire) {
+                            Ok(_) => {}
+                            Err(_) => formed_qa_of(i, c),
+                        }
+                    });
+                }
+                for (i, c) in dataset.conversations.iter().enumerate() {
+                    let (baselines, qa_part_done) = (&baselines, &qa_part_done);
+                    s.spawn_fifo(move |_| {
+                        let started = Instant::now();
+                        let r = crate::qa::evaluate_baselines(c, stages.embedder, cfg);
+                        *guard(&baselines[i]) = Some((r, started.elapsed().as_secs_f64() * 1000.0));
+                        qa_part_done();
+                    });
+                }
+            }
+        });
+    };
+    match opts.threads {
         Some(n) => rayon::ThreadPoolBuilder::new()
             .num_threads(n.max(1))
             .build()
             .map_err(|e| Error::Other(format!("start {n} threads: {e}")))?
             .install(work),
         None => work(),
-    }?;
+    }
+    let (episodes, skipped, mut analysis) = match take(&analysed) {
+        Some(done) => done?,
+        None => analyse()?,
+    };
+    let mut qa_rows = None;
+    if qa_on {
+        let (qa, baselines_ms, write_ms) =
+            take(&qa_done).unwrap_or_else(|| Err(Error::Other("the QA evaluation did not finish".into())))?;
+        analysis.summary.metrics.extend(crate::qa::summary_metrics(&qa));
+        // The baselines' evaluation, summed over conversations (it overlaps
+        // formation and the analysis), and the writing of qa.parquet/qa.csv.
+        analysis.summary.timings.insert("qa_baselines_ms".into(), baselines_ms);
+        analysis.summary.timings.insert("qa_write_ms".into(), write_ms);
+        qa_rows = Some(qa);
+    }
     let manifest_value = manifest.to_value()?;
     dir.write_records(&analysis.summary, &episodes)?;
     crate::report::write_run_reports(dir.path(), &manifest_value, &analysis)?;

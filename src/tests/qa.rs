@@ -267,3 +267,34 @@ fn the_gate_guards_retrieval() {
     assert_eq!(code, Some(1), "{table}");
     assert!(table.contains("| qa_recall_any_at_5 |"), "{table}");
 }
+
+/// A run schedules the QA evaluation as tasks after formation's (see
+/// `src/run.rs`): its rows are the same with one thread as with four, and
+/// the same as evaluating the finished store afterwards.
+#[test]
+fn a_runs_qa_rows_do_not_depend_on_its_threads_and_equal_an_evaluation_after() {
+    let dataset = memform::dataset::load(&scenarios_dir()).unwrap();
+    let cfg = Config::default();
+    let extractor = memform::pipeline::extract::RulesExtractor::new(cfg.max_input_chars);
+    let embedder = HashedEmbedder::new(cfg.hashed_dims);
+    let judge = memform::pipeline::judge::RulesJudge::new(&cfg);
+    let stages = memform::pipeline::Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
+    let mut csvs = Vec::new();
+    for threads in [1, 4] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = memform::run::RunOptions { out_dir: dir.path().to_path_buf(), threads: Some(threads), ..Default::default() };
+        let out = memform::run::run(&dataset, &cfg, stages, &opts).unwrap();
+        let csv = std::fs::read(dir.path().join("qa.csv")).unwrap();
+        let store = Store::open(&dir.path().join("store.sqlite")).unwrap();
+        let after = evaluate(&dataset, &store, &embedder, &cfg).unwrap();
+        let again = tempfile::tempdir().unwrap();
+        memform::qa::write(again.path(), &after).unwrap();
+        assert_eq!(csv, std::fs::read(again.path().join("qa.csv")).unwrap(), "{threads} threads: the run's rows are the evaluation's");
+        for (k, v) in memform::qa::summary_metrics(&after) {
+            assert_eq!(out.summary.metrics.get(&k), Some(&v), "{threads} threads: {k}");
+        }
+        assert!(after.rows.len() > 20, "the scenarios have QA items: {}", after.rows.len());
+        csvs.push(csv);
+    }
+    assert_eq!(csvs[0], csvs[1]);
+}
