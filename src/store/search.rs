@@ -146,10 +146,9 @@ pub(super) struct ConvVectors {
     width: usize,
     /// Value `d` of slot `s` is at `(s / LANES) · width · LANES + d · LANES + s % LANES`.
     blocks: Vec<f32>,
-    /// Whether each slot's vector is in the blocks.
-    in_block: Vec<bool>,
-    /// The slots whose vector is not (another width, or a value that is not
-    /// finite), with that vector.
+    /// The slots whose vector is not in the blocks (another width, or a
+    /// value that is not finite), with that vector; their block values, if
+    /// any, are stale and never read.
     apart: HashMap<usize, Vec<f32>>,
     /// The highest `embeddings` rowid read (of any conversation).
     seen: i64,
@@ -172,7 +171,6 @@ impl ConvVectors {
                 self.ids.push(id);
                 self.dims.push(v.len());
                 self.norm.push(norm);
-                self.in_block.push(false);
                 s
             }
         };
@@ -189,10 +187,8 @@ impl ConvVectors {
                 self.blocks[start + d * LANES + slot % LANES] = *x;
             }
             self.apart.remove(&slot);
-            self.in_block[slot] = true;
         } else {
             self.apart.insert(slot, v.to_vec());
-            self.in_block[slot] = false;
         }
     }
 
@@ -247,16 +243,15 @@ impl ConvVectors {
                 }
                 for (i, &d) in sum.iter().enumerate() {
                     let s = b * LANES + i;
-                    if s < n && self.in_block[s] {
+                    if s < n {
                         out[s] = cosine(s, d);
                     }
                 }
             }
         }
+        // Scored apart, over whatever the blocks held for these slots.
         for (&s, v) in &self.apart {
-            if v.len() == q.len() {
-                out[s] = cosine(s, dot(q, v));
-            }
+            out[s] = if v.len() == q.len() { cosine(s, dot(q, v)) } else { 0.0 };
         }
         out
     }

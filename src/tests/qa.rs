@@ -275,15 +275,11 @@ fn the_gate_guards_retrieval() {
 fn a_runs_qa_rows_do_not_depend_on_its_threads_and_equal_an_evaluation_after() {
     let dataset = memform::dataset::load(&scenarios_dir()).unwrap();
     let cfg = Config::default();
-    let extractor = memform::pipeline::extract::RulesExtractor::new(cfg.max_input_chars);
     let embedder = HashedEmbedder::new(cfg.hashed_dims);
-    let judge = memform::pipeline::judge::RulesJudge::new(&cfg);
-    let stages = memform::pipeline::Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
     let mut csvs = Vec::new();
     for threads in [1, 4] {
         let dir = tempfile::tempdir().unwrap();
-        let opts = memform::run::RunOptions { out_dir: dir.path().to_path_buf(), threads: Some(threads), ..Default::default() };
-        let out = memform::run::run(&dataset, &cfg, stages, &opts).unwrap();
+        let out = run_rules(&scenarios_dir(), dir.path(), &cfg, Some(threads));
         let csv = std::fs::read(dir.path().join("qa.csv")).unwrap();
         let store = Store::open(&dir.path().join("store.sqlite")).unwrap();
         let after = evaluate(&dataset, &store, &embedder, &cfg).unwrap();
