@@ -12,8 +12,8 @@ use std::process::Command;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 
-use memform::config::Config;
 use memform::embed::hashed::HashedEmbedder;
+use memform::pipeline::Config;
 use memform::pipeline::Stages;
 use memform::pipeline::extract::RulesExtractor;
 use memform::pipeline::judge::RulesJudge;

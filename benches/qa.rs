@@ -15,8 +15,8 @@ use std::path::PathBuf;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 
-use memform::config::Config;
 use memform::embed::hashed::HashedEmbedder;
+use memform::pipeline::Config;
 use memform::pipeline::Stages;
 use memform::pipeline::extract::RulesExtractor;
 use memform::pipeline::judge::RulesJudge;

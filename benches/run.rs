@@ -15,10 +15,10 @@ use std::path::PathBuf;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 
-use memform::config::Config;
 use memform::embed::cache::EmbedMode;
 use memform::embed::hashed::HashedEmbedder;
 use memform::embed::{Embedder, EmbedderKind, EmbedderSpec, build_embedder};
+use memform::pipeline::Config;
 use memform::pipeline::Stages;
 use memform::pipeline::extract::RulesExtractor;
 use memform::pipeline::judge::RulesJudge;
@@ -59,8 +59,8 @@ fn bench_run(c: &mut Criterion) {
 
     // A 100-point 2-D sweep (10 × 10) over the same data, to compare with one run.
     let axes = vec![
-        memform::sweep::parse_axis("near_dup_threshold=0.86:0.95:0.01").expect("axis"),
-        memform::sweep::parse_axis("contradiction_band_min=0.71:0.80:0.01").expect("axis"),
+        memform::sweep::parse_axis("soda.near_dup_threshold=0.86:0.95:0.01").expect("axis"),
+        memform::sweep::parse_axis("soda.contradiction_band_min=0.71:0.80:0.01").expect("axis"),
     ];
     let points = memform::sweep::points(&axes);
     assert_eq!(points.len(), 100);

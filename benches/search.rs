@@ -19,9 +19,10 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 
-use memform::config::{Config, WriteMode};
+use memform::config::WriteMode;
 use memform::embed::hashed::HashedEmbedder;
 use memform::normalize::normalize_and_hash_content;
+use memform::pipeline::Config;
 use memform::pipeline::write::{Action, Proposal, WritePlan, policy};
 use memform::state::FactRec;
 use memform::store::{SearchParams, Store};

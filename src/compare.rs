@@ -140,7 +140,7 @@ pub struct RunInfo {
     pub write_mode: String,
     /// Config keys that differ from the defaults, `key = value`.
     pub config_changes: Vec<String>,
-    /// What produced the run (see [`crate::provenance::report_rows`]).
+    /// What produced the run (see [`crate::report::report_rows`]).
     #[serde(default)]
     pub provenance: Vec<(String, String)>,
 }
@@ -385,7 +385,7 @@ fn run_info(side: &Side, m: &Value, out: &Path) -> RunInfo {
         judge: s("judge"),
         write_mode: s("write_mode"),
         config_changes: config_changes(&m["config"]).into_iter().map(|c| c.trim_matches('`').to_string()).collect(),
-        provenance: crate::provenance::report_rows(m),
+        provenance: crate::report::report_rows(m),
     }
 }
 

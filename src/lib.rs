@@ -19,6 +19,9 @@ pub mod limits;
 pub mod llm;
 #[cfg(feature = "full")]
 pub mod metrics;
+pub mod model;
+#[cfg(feature = "full")]
+pub mod names;
 pub mod normalize;
 pub mod paths;
 pub mod pipeline;
@@ -37,4 +40,6 @@ pub mod state;
 pub mod store;
 #[cfg(feature = "full")]
 pub mod sweep;
+#[cfg(feature = "full")]
+pub mod tables;
 pub mod types;

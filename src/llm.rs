@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
+use crate::config::Shared;
 use crate::error::{Error, Result};
 use crate::types::LlmUsage;
 
@@ -28,7 +28,7 @@ pub use client::HttpLlm;
 pub use fixtures::{FixtureFile, FixtureStore, FixturesCheck, RecordedLlm, default_fixtures_dir, fixtures_check, model_slug, request_key};
 
 /// Environment variable holding the API key (sent as a bearer token).
-pub const API_KEY_ENV: &str = "MEMFORM_LLM_API_KEY";
+pub const API_KEY_ENV: &str = crate::redact::LLM_API_KEY_ENV;
 
 /// Which pipeline stage a call serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -263,7 +263,7 @@ pub struct LlmSettings {
     #[serde(default)]
     pub max_tokens_cap: u32,
     pub response_format: ResponseFormat,
-    /// Ask the server not to think (see `Config::llm_disable_thinking`);
+    /// Ask the server not to think (see `Shared::llm_disable_thinking`);
     /// like the response format, not part of the fixture key.
     #[serde(default)]
     pub disable_thinking: bool,
@@ -276,7 +276,7 @@ pub struct LlmSettings {
 
 impl LlmSettings {
     /// Settings from the config alone.
-    pub fn from_config(cfg: &Config) -> Result<Self> {
+    pub fn from_config(cfg: &Shared) -> Result<Self> {
         for key in [
             "llm_timeout_secs",
             "llm_temperature",
@@ -317,12 +317,12 @@ impl LlmSettings {
 
     /// Settings from the config, then MEMFORM_LLM_PROVIDER, MEMFORM_LLM_URL
     /// and MEMFORM_LLM_MODEL where set and non-empty.
-    pub fn from_config_and_env(cfg: &Config) -> Result<Self> {
+    pub fn from_config_and_env(cfg: &Shared) -> Result<Self> {
         Self::from_config_and_vars(cfg, |k| std::env::var(k).ok())
     }
 
     /// As [`LlmSettings::from_config_and_env`], reading variables through `var`.
-    pub fn from_config_and_vars(cfg: &Config, var: impl Fn(&str) -> Option<String>) -> Result<Self> {
+    pub fn from_config_and_vars(cfg: &Shared, var: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let mut s = Self::from_config(cfg)?;
         let get = |k: &str| var(k).filter(|v| !v.trim().is_empty());
         if let Some(p) = get("MEMFORM_LLM_PROVIDER") {
@@ -382,7 +382,7 @@ mod tests {
 
     #[test]
     fn env_overrides_config_and_blank_values_are_ignored() {
-        let cfg = Config::default();
+        let cfg = Shared::default();
         let s = LlmSettings::from_config_and_vars(&cfg, |k| match k {
             "MEMFORM_LLM_PROVIDER" => Some("Ollama".into()),
             "MEMFORM_LLM_URL" => Some("http://h:1/".into()),
@@ -400,9 +400,9 @@ mod tests {
 
     #[test]
     fn settings_reject_bad_values() {
-        let cfg = Config { llm_timeout_secs: 0.0, ..Config::default() };
+        let cfg = Shared { llm_timeout_secs: 0.0, ..Shared::default() };
         assert!(LlmSettings::from_config(&cfg).is_err());
-        let cfg = Config { llm_response_format: "xml".into(), ..Config::default() };
+        let cfg = Shared { llm_response_format: "xml".into(), ..Shared::default() };
         let err = LlmSettings::from_config(&cfg).unwrap_err().to_string();
         assert!(err.contains("llm_response_format"), "{err}");
     }

@@ -13,12 +13,13 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use memform::config::{Config, WriteMode};
+use memform::config::WriteMode;
 use memform::embed::cache::EmbedMode;
 use memform::embed::{Embedder, EmbedderKind, EmbedderSpec, build_embedder};
 use memform::error::exit_code;
 use memform::llm::fixtures::{RecordedLlm, default_fixtures_dir};
 use memform::llm::{LlmMode, LlmSettings};
+use memform::pipeline::Config;
 use memform::pipeline::extract::{Extractor, GoldExtractor};
 use memform::pipeline::judge::Judge;
 use memform::pipeline::{Modes, StageMode, Stages, profiles};
@@ -44,8 +45,13 @@ struct Cli {
 enum Command {
     /// Replay a dataset through extract → resolve → dedupe → judge → write.
     Run(RunArgs),
-    /// Print the default configuration as TOML (every key, documented in src/config.rs).
-    Config,
+    /// Print the default configuration as TOML: the shared keys and every
+    /// profile's section, or with --profile the shared keys and that profile's.
+    Config {
+        /// Only this profile's section beside the shared keys.
+        #[arg(long)]
+        profile: Option<String>,
+    },
     /// Compare a run's metrics with a baseline: exit 0 pass, 1 regression, 2 error.
     Gate(GateArgs),
     /// Sweep config keys over a grid, sharing extraction and embeddings across points.
@@ -77,7 +83,7 @@ struct ConfigArgs {
     /// TOML file of config overrides.
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Override one config key (repeatable): --set near_dup_threshold=0.9
+    /// Override one config key (repeatable): --set soda.near_dup_threshold=0.9
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// The pipeline profile (`memform profiles` lists them); overrides the config's `profile`.
@@ -98,8 +104,12 @@ impl ConfigArgs {
         if let Some(p) = &self.profile {
             cfg.profile = profiles::by_name(p)?.name().to_string();
         }
-        // A key the profile never reads is ignored, and said so (an unknown
-        // profile is reported by validation).
+        // A deprecated spelling works, and says so; a key the profile never
+        // reads is ignored, and said so (an unknown profile is reported by
+        // validation).
+        for w in cfg.deprecations() {
+            eprintln!("warning: {w}");
+        }
         for w in profiles::inapplicable(&cfg).unwrap_or_default() {
             eprintln!("warning: {w}");
         }
@@ -562,7 +572,7 @@ fn recorded_digests(embedder: &dyn Embedder, llm: Option<&RecordedLlm>) -> Resul
 /// the recorded set's as it ends, and report.md is redrawn to show them.
 fn finish_recording(built: &Built, out: &std::path::Path) -> Result<()> {
     let recorded = recorded_digests(built.embedder.as_ref(), built.llm.as_deref())?;
-    if memform::provenance::update_recorded(out, &recorded)? {
+    if memform::rundir::update_recorded(out, &recorded)? {
         memform::regenerate::regenerate(out)?;
     }
     Ok(())
@@ -655,8 +665,8 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             eprintln!("wrote {}", r.written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Config => {
-            print!("{}", memform::config::documented_defaults()?);
+        Command::Config { profile } => {
+            print!("{}", Config::documented_defaults(profile.as_deref())?);
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -921,6 +931,9 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
     let tags = memform::provenance::parse_tags(&args.tag)?;
     let axes = args.grid.iter().map(|g| memform::sweep::parse_axis(g)).collect::<Result<Vec<_>, _>>()?;
     let total = memform::sweep::check_grid(&axes, args.max_points)?;
+    for w in memform::sweep::check_axes(&axes, &cfg.profile)? {
+        eprintln!("warning: {w}");
+    }
     let (px, py) = args.pareto.split_once(',').context("--pareto: expected METRIC_X,METRIC_Y")?;
     let (k, n) = match &args.shard {
         Some(s) => memform::sweep::parse_shard(s)?,
@@ -929,8 +942,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
     let points = memform::sweep::shard_points(&axes, k, n);
     memform::sweep::check_metrics(&args.objective, px.trim(), py.trim())?;
     let dataset = memform::dataset::load(&dataset_dir)?;
-    let cfg_value = serde_json::to_value(&cfg).context("serialise config")?;
-    let defaults = axes.iter().map(|a| (a.key.clone(), cfg_value.get(&a.key).map(|v| v.to_string()).unwrap_or_default())).collect();
+    let defaults = axes.iter().map(|a| (a.key.clone(), cfg.value_of(&a.key).map(|v| v.to_string()).unwrap_or_default())).collect();
     let modes = args.modes.modes();
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-sweep", dataset.name)));
     memform::paths::check_out_dir("--out", &out, Some(&dataset_dir))?;

@@ -393,7 +393,7 @@ fn names_for(labels: &Labels) -> Vec<String> {
     }
     if labels.qa {
         names.extend(["qa_items".to_string(), "qa_item_coverage".to_string()]);
-        names.extend(crate::qa::metric_names());
+        names.extend(crate::names::qa_metric_names());
     }
     if labels.duplicate_groups {
         names.push("duplicate_groups".into());

@@ -103,72 +103,6 @@ pub fn embedding_cache_value(dir: &Path, entries: usize, sha256: &str) -> Value 
     json!({"dir": dir.display().to_string(), "entries": entries, "sha256": sha256})
 }
 
-#[cfg(feature = "full")]
-/// `report.md` / `compare.md` rows (label, text) for a run's manifest.
-/// Manifests written before these fields existed say so.
-pub fn report_rows(manifest: &Value) -> Vec<(String, String)> {
-    let short = |v: &Value| v.as_str().unwrap_or("?").chars().take(12).collect::<String>();
-    let old = "not recorded in run.json".to_string();
-    let build = match manifest.get("build") {
-        Some(b) => {
-            let version = b["version"].as_str().unwrap_or("?");
-            match (b["git_revision"].as_str(), &b["git_dirty"]) {
-                (Some("unknown") | None, _) => format!("{version}, git revision unknown (not built from a checkout)"),
-                (Some(_), Value::Bool(true)) => format!("{version}, git `{}` with uncommitted changes", short(&b["git_revision"])),
-                (Some(_), Value::Bool(false)) => format!("{version}, git `{}` (clean)", short(&b["git_revision"])),
-                (Some(_), _) => format!("{version}, git `{}` (changes unknown)", short(&b["git_revision"])),
-            }
-        }
-        None => match manifest["memform_version"].as_str() {
-            Some(v) => format!("{v}, git revision not recorded"),
-            None => old.clone(),
-        },
-    };
-    let recorded = manifest.get("recorded");
-    let fixtures = match recorded.map(|r| &r["fixtures"]) {
-        None => old.clone(),
-        Some(Value::Null) => "none (no replayed LLM call)".to_string(),
-        Some(f) => format!("`{}`: {} files, digest `{}`", f["dir"].as_str().unwrap_or("?"), f["files"], short(&f["sha256"])),
-    };
-    let embeddings = match recorded.map(|r| &r["embeddings"]) {
-        None => old.clone(),
-        Some(Value::Null) => "none (no recorded vectors read)".to_string(),
-        Some(e) => format!("`{}`: {} vectors, digest `{}`", e["dir"].as_str().unwrap_or("?"), e["entries"], short(&e["sha256"])),
-    };
-    let tags = match manifest.get("tags").and_then(Value::as_object) {
-        None => old,
-        Some(t) if t.is_empty() => "none".to_string(),
-        Some(t) => t
-            .iter()
-            .map(|(k, v)| format!("`{k}={}`", crate::report::md(v.as_str().unwrap_or("?")).replace('`', "'")))
-            .collect::<Vec<_>>()
-            .join(", "),
-    };
-    vec![
-        ("memform build".to_string(), build),
-        ("recorded answers".to_string(), fixtures),
-        ("embedding cache".to_string(), embeddings),
-        ("tags".to_string(), tags),
-    ]
-}
-
-/// Rewrites `recorded` in `dir/run.json` (a run that recorded answers or
-/// vectors ends with more than it started with). True when it changed.
-pub fn update_recorded(dir: &Path, recorded: &Value) -> Result<bool> {
-    let path = dir.join("run.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-    let mut manifest: Value = serde_json::from_str(&text).map_err(|e| Error::input(&path, e.to_string()))?;
-    let Some(m) = manifest.as_object_mut() else {
-        return Err(Error::input(&path, "expected a JSON object"));
-    };
-    if m.get("recorded") == Some(recorded) {
-        return Ok(false);
-    }
-    m.insert("recorded".into(), recorded.clone());
-    crate::rundir::write_json(&path, &manifest)?;
-    Ok(true)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,22 +143,5 @@ mod tests {
         assert_ne!(one["sha256"], edited["sha256"]);
         std::fs::rename(d.path().join("a.json"), d.path().join("b.json")).unwrap();
         assert_ne!(fixture_set_digest(d.path()).unwrap()["sha256"], edited["sha256"]);
-    }
-
-    #[test]
-    fn report_rows_describe_new_and_old_manifests() {
-        let m = json!({
-            "build": {"version": "0.1.0", "git_revision": "0123456789abcdef0123456789abcdef01234567", "git_dirty": true},
-            "recorded": {"fixtures": null, "embeddings": {"dir": "d/e", "entries": 3, "sha256": "ffffffffffffffff"}},
-            "tags": {"run": "nightly"},
-        });
-        let rows = report_rows(&m);
-        assert_eq!(rows[0].1, "0.1.0, git `0123456789ab` with uncommitted changes");
-        assert_eq!(rows[1].1, "none (no replayed LLM call)");
-        assert_eq!(rows[2].1, "`d/e`: 3 vectors, digest `ffffffffffff`");
-        assert_eq!(rows[3].1, "`run=nightly`");
-        let old = report_rows(&json!({"memform_version": "0.1.0"}));
-        assert_eq!(old[0].1, "0.1.0, git revision not recorded");
-        assert!(old[1].1.starts_with("not recorded"));
     }
 }

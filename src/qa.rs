@@ -12,16 +12,15 @@ use std::path::Path;
 use polars::prelude::{Column, DataFrame};
 use serde_json::{Value, json};
 
-use crate::config::Config;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
+use crate::pipeline::Config;
 use crate::store::{Document, DocumentIndex, SearchHit, SearchParams, Searcher, Store};
 use crate::types::{Conversation, Dataset};
 
 /// The largest k reported; every search asks for this many.
 pub const MAX_K: usize = 10;
-/// The three sources, in report order.
-pub const SOURCES: [&str; 3] = ["formed", "raw_turns", "raw_sessions"];
+pub use crate::names::{SOURCES, qa_metric_names as metric_names};
 
 /// One ranked retrieval scored against one item's evidence.
 #[derive(Debug, Clone, PartialEq)]
@@ -439,22 +438,6 @@ fn figures(m: &mut BTreeMap<String, Value>, rows: &[&QaRow], pre: &str) {
     m.insert(format!("{pre}items_scored"), json!(rows.len()));
 }
 
-/// The numeric summary keys of [`summary_metrics`] (what a sweep point
-/// reports and `--objective` may name).
-pub fn metric_names() -> Vec<String> {
-    let mut names = vec!["qa_evidence_unknown_turns".to_string(), "qa_items_excluded".to_string()];
-    for source in SOURCES {
-        let prefix = if source == "formed" { "qa_".to_string() } else { format!("qa_{source}_") };
-        for k in ["recall_any_at_1", "recall_any_at_5", "recall_any_at_10", "recall_all_at_5", "recall_all_at_10", "ndcg_any_at_5"] {
-            names.push(format!("{prefix}{k}"));
-        }
-        for k in ["ndcg_any_at_10", "mrr", "items_scored", "items_indexed"] {
-            names.push(format!("{prefix}{k}"));
-        }
-    }
-    names
-}
-
 /// The summary metrics: per source (prefix `qa_` for the formed memory,
 /// `qa_raw_turns_` and `qa_raw_sessions_` for the baselines) the recall,
 /// nDCG and MRR figures, the items scored, the documents indexed, and per
@@ -562,8 +545,8 @@ pub fn csv_frame(r: &QaResult) -> Result<DataFrame> {
 /// Writes `qa.parquet` and `qa.csv` into `dir`.
 pub fn write(dir: &Path, r: &QaResult) -> Result<()> {
     let (parquet, csv) = rayon::join(
-        || crate::report::write_parquet(&dir.join("qa.parquet"), &parquet_frame(r)?),
-        || crate::report::write_csv(&dir.join("qa.csv"), &csv_frame(r)?),
+        || crate::tables::write_parquet(&dir.join("qa.parquet"), &parquet_frame(r)?),
+        || crate::tables::write_csv(&dir.join("qa.csv"), &csv_frame(r)?),
     );
     parquet.and(csv)
 }

@@ -63,11 +63,15 @@ fn bearer(text: &str) -> String {
     out
 }
 
+/// The environment variable the LLM client's API key is read from
+/// (`llm::API_KEY_ENV`).
+pub const LLM_API_KEY_ENV: &str = "MEMFORM_LLM_API_KEY";
+
 /// The secrets this process knows from its environment: the API key and
 /// the userinfo of `MEMFORM_LLM_URL`.
 pub fn env_secrets() -> Vec<String> {
     let mut out = Vec::new();
-    if let Ok(k) = std::env::var(crate::llm::API_KEY_ENV) {
+    if let Ok(k) = std::env::var(LLM_API_KEY_ENV) {
         out.push(k.trim().to_string());
     }
     if let Ok(u) = std::env::var("MEMFORM_LLM_URL")

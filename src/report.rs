@@ -15,13 +15,12 @@ use plotters::prelude::{
 };
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use polars::prelude::{AnyValue, DataFrame, IntoLazy, SortMultipleOptions, col};
-use polars_io::prelude::{CsvWriter, ParquetReader, ParquetWriter};
-use polars_io::{SerReader, SerWriter};
 use serde_json::Value;
 
-use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::metrics::{Analysis, Formula, METRICS, Needs};
+use crate::pipeline::Config;
+pub use crate::tables::{read_parquet, write_csv, write_parquet};
 
 pub use crate::rundir::{PLOT_OUTCOMES, PLOT_QA, PLOT_SCORES, PLOT_STORED, PLOT_VERDICTS, PLOT_WARNINGS, REPORT_FILES};
 
@@ -52,31 +51,6 @@ pub fn write_report_md(dir: &Path, manifest: &Value, analysis: &Analysis) -> Res
 
 pub fn write_text(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).map_err(|e| Error::write(path, e))
-}
-
-fn frame_err(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::Other(format!("write {}: {e}", path.display()))
-}
-
-pub fn write_parquet(path: &Path, df: &DataFrame) -> Result<()> {
-    let file = std::fs::File::create(path).map_err(|e| Error::write(path, e))?;
-    let mut df = df.clone();
-    // Buffered: the writer makes many small writes (thousands of syscalls unbuffered).
-    let mut w = std::io::BufWriter::new(file);
-    ParquetWriter::new(&mut w).finish(&mut df).map_err(|e| frame_err(path, e))?;
-    std::io::Write::flush(&mut w).map_err(|e| Error::write(path, e))?;
-    Ok(())
-}
-
-pub fn write_csv(path: &Path, df: &DataFrame) -> Result<()> {
-    let mut file = std::fs::File::create(path).map_err(|e| Error::write(path, e))?;
-    let mut df = df.clone();
-    CsvWriter::new(&mut file).finish(&mut df).map_err(|e| frame_err(path, e))
-}
-
-pub fn read_parquet(path: &Path) -> Result<DataFrame> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    ParquetReader::new(file).finish().map_err(|e| Error::input(path, e.to_string()))
 }
 
 // ---------------------------------------------------------------------------
@@ -380,7 +354,7 @@ fn run_rows(manifest: &Value, a: &Analysis, dataset: &str, mode: &str) -> Vec<Ve
             format!("{} episodes, {} turns, {} candidate facts", num(get("episodes")), num(get("turns")), num(get("candidates"))),
         ],
     ];
-    rows.extend(crate::provenance::report_rows(manifest).into_iter().map(|(k, v)| vec![k, v]));
+    rows.extend(report_rows(manifest).into_iter().map(|(k, v)| vec![k, v]));
     let changed = config_changes(&manifest["config"]);
     rows.push(vec![
         "config".into(),
@@ -390,7 +364,11 @@ fn run_rows(manifest: &Value, a: &Analysis, dataset: &str, mode: &str) -> Vec<Ve
             format!("defaults except {}", changed.join(", "))
         },
     ]);
-    let cfg = &manifest["config"];
+    let cfg = normalised_config(&manifest["config"]);
+    let profile = manifest["profile"].as_str().unwrap_or(crate::config::DEFAULT_PROFILE);
+    // A shared key, else the profile's own section's, else soda's (the
+    // stage thresholds of the five-stage pipeline).
+    let value = |k: &str| [&cfg[k], &cfg[profile][k], &cfg["soda"][k]].into_iter().find(|v| !v.is_null()).cloned().unwrap_or(Value::Null);
     rows.push(vec![
         "key thresholds".into(),
         [
@@ -402,7 +380,7 @@ fn run_rows(manifest: &Value, a: &Analysis, dataset: &str, mode: &str) -> Vec<Ve
             "min_fact_confidence_for_write",
         ]
         .iter()
-        .map(|k| format!("{k} {}", cfg[*k]))
+        .map(|k| format!("{k} {}", value(k)))
         .collect::<Vec<_>>()
         .join(", "),
     ]);
@@ -592,15 +570,75 @@ fn pct(v: Option<&Value>) -> String {
     }
 }
 
-/// Config keys whose value differs from the default, as `key = value`.
+/// `report.md` / `compare.md` rows (label, text) for a run's manifest.
+/// Manifests written before these fields existed say so.
+pub fn report_rows(manifest: &Value) -> Vec<(String, String)> {
+    let short = |v: &Value| v.as_str().unwrap_or("?").chars().take(12).collect::<String>();
+    let old = "not recorded in run.json".to_string();
+    let build = match manifest.get("build") {
+        Some(b) => {
+            let version = b["version"].as_str().unwrap_or("?");
+            match (b["git_revision"].as_str(), &b["git_dirty"]) {
+                (Some("unknown") | None, _) => format!("{version}, git revision unknown (not built from a checkout)"),
+                (Some(_), Value::Bool(true)) => format!("{version}, git `{}` with uncommitted changes", short(&b["git_revision"])),
+                (Some(_), Value::Bool(false)) => format!("{version}, git `{}` (clean)", short(&b["git_revision"])),
+                (Some(_), _) => format!("{version}, git `{}` (changes unknown)", short(&b["git_revision"])),
+            }
+        }
+        None => match manifest["memform_version"].as_str() {
+            Some(v) => format!("{v}, git revision not recorded"),
+            None => old.clone(),
+        },
+    };
+    let recorded = manifest.get("recorded");
+    let fixtures = match recorded.map(|r| &r["fixtures"]) {
+        None => old.clone(),
+        Some(Value::Null) => "none (no replayed LLM call)".to_string(),
+        Some(f) => format!("`{}`: {} files, digest `{}`", f["dir"].as_str().unwrap_or("?"), f["files"], short(&f["sha256"])),
+    };
+    let embeddings = match recorded.map(|r| &r["embeddings"]) {
+        None => old.clone(),
+        Some(Value::Null) => "none (no recorded vectors read)".to_string(),
+        Some(e) => format!("`{}`: {} vectors, digest `{}`", e["dir"].as_str().unwrap_or("?"), e["entries"], short(&e["sha256"])),
+    };
+    let tags = match manifest.get("tags").and_then(Value::as_object) {
+        None => old,
+        Some(t) if t.is_empty() => "none".to_string(),
+        Some(t) => {
+            t.iter().map(|(k, v)| format!("`{k}={}`", md(v.as_str().unwrap_or("?")).replace('`', "'"))).collect::<Vec<_>>().join(", ")
+        }
+    };
+    vec![
+        ("memform build".to_string(), build),
+        ("recorded answers".to_string(), fixtures),
+        ("embedding cache".to_string(), embeddings),
+        ("tags".to_string(), tags),
+    ]
+}
+
+/// A manifest's config in the current layout (a `run.json` of before
+/// sections is read through the flat keys' aliases); as given when it does
+/// not parse.
+fn normalised_config(config: &Value) -> Value {
+    serde_json::from_value::<Config>(config.clone()).ok().and_then(|c| serde_json::to_value(c).ok()).unwrap_or_else(|| config.clone())
+}
+
+/// Config keys whose value differs from the default, as `key = value`
+/// (a section's as `section.key = value`).
 pub fn config_changes(config: &Value) -> Vec<String> {
     let defaults = serde_json::to_value(Config::default()).unwrap_or(Value::Null);
-    match config {
-        Value::Object(map) => {
-            map.iter().filter(|(k, v)| defaults.get(k.as_str()) != Some(v)).map(|(k, v)| format!("`{k} = {v}`")).collect()
+    let Value::Object(map) = normalised_config(config) else { return Vec::new() };
+    let mut out = Vec::new();
+    for (k, v) in &map {
+        match (v, defaults.get(k.as_str())) {
+            (Value::Object(section), Some(Value::Object(d))) => {
+                out.extend(section.iter().filter(|(sk, sv)| d.get(sk.as_str()) != Some(sv)).map(|(sk, sv)| format!("`{k}.{sk} = {sv}`")))
+            }
+            (v, d) if d != Some(v) => out.push(format!("`{k} = {v}`")),
+            _ => {}
         }
-        _ => Vec::new(),
     }
+    out
 }
 
 fn polars_err(what: &str) -> impl Fn(polars::prelude::PolarsError) -> Error + '_ {
@@ -1127,12 +1165,12 @@ mod tests {
     use polars::prelude::DataType;
     use serde_json::json;
 
-    use super::{PLOT_SCORES, PLOT_STORED, REPORT_FILES, bar_chart, cell, read_parquet, render_report, write_run_reports};
+    use super::{PLOT_SCORES, PLOT_STORED, REPORT_FILES, bar_chart, cell, read_parquet, render_report, report_rows, write_run_reports};
     use crate::metrics::tests::analysis_with;
 
     fn manifest() -> serde_json::Value {
-        let mut config = serde_json::to_value(crate::config::Config::default()).expect("config");
-        config["near_dup_threshold"] = json!(0.9);
+        let mut config = serde_json::to_value(crate::pipeline::Config::default()).expect("config");
+        config["soda"]["near_dup_threshold"] = json!(0.9);
         json!({
             "dataset": {"name": "tiny", "format": "native", "digest": "0123456789abcdef", "conversations": 2},
             "mode": "rules", "extractor": "rules:v1", "judge": "rules:v1", "embedder": "hashed:char3+word:256",
@@ -1220,7 +1258,7 @@ mod tests {
         for needle in [
             "# memform run: tiny, rules mode",
             "`tiny` (native format, 2 conversations, digest `0123456789ab`)",
-            "defaults except `near_dup_threshold = 0.9`",
+            "defaults except `soda.near_dup_threshold = 0.9`",
             "9 candidate facts became **5 stored facts** (1.667 per episode, 62.500 per 100 turns)",
             "| `turn_f1` | **0.727** | 0.857 | 0.000 |",
             "| gold \\ pipeline | old | new | neither | not judged |",
@@ -1248,5 +1286,22 @@ mod tests {
             svg,
             bar_chart("Outcomes", "candidates", &[("created".into(), 5.0, 0), ("noise_rejected".into(), 1.0, 1)]).expect("svg")
         );
+    }
+
+    #[test]
+    fn report_rows_describe_new_and_old_manifests() {
+        let m = json!({
+            "build": {"version": "0.1.0", "git_revision": "0123456789abcdef0123456789abcdef01234567", "git_dirty": true},
+            "recorded": {"fixtures": null, "embeddings": {"dir": "d/e", "entries": 3, "sha256": "ffffffffffffffff"}},
+            "tags": {"run": "nightly"},
+        });
+        let rows = report_rows(&m);
+        assert_eq!(rows[0].1, "0.1.0, git `0123456789ab` with uncommitted changes");
+        assert_eq!(rows[1].1, "none (no replayed LLM call)");
+        assert_eq!(rows[2].1, "`d/e`: 3 vectors, digest `ffffffffffff`");
+        assert_eq!(rows[3].1, "`run=nightly`");
+        let old = report_rows(&json!({"memform_version": "0.1.0"}));
+        assert_eq!(old[0].1, "0.1.0, git revision not recorded");
+        assert!(old[1].1.starts_with("not recorded"));
     }
 }

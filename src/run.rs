@@ -15,9 +15,9 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::metrics::{Analysis, RunData, Summary, analyze};
+use crate::pipeline::Config;
 use crate::pipeline::write::EntityRow;
 use crate::pipeline::{EpisodeRecord, Stages, profiles, speaker_entities};
 use crate::rundir::{DirLock, Manifest, Recorded, RunDir, RunStamp};

@@ -24,9 +24,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::llm::LlmSettings;
+use crate::pipeline::Config;
 use crate::pipeline::{EpisodeRecord, Stages};
 use crate::types::{Dataset, DatasetFormat};
 
@@ -65,7 +65,7 @@ pub struct Manifest {
     #[serde(default)]
     pub tags: BTreeMap<String, String>,
     pub config: Config,
-    /// Which run wrote the directory: set by [`crate::run::run`].
+    /// Which run wrote the directory: set by the run (`run::run`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<RunStamp>,
     /// Every file of the run (`run.json` included), set when it completes.
@@ -312,31 +312,7 @@ impl RunDir {
     }
 }
 
-/// Files the QA evaluation adds to a run directory (`run --qa`).
-pub const QA_FILES: &[&str] = &["qa.parquet", "qa.csv"];
-
-/// Files the reports add to a run directory (removed before a re-run).
-pub const REPORT_FILES: &[&str] = &[
-    "facts.parquet",
-    "facts.csv",
-    "episodes.parquet",
-    "episodes.csv",
-    "per_conversation.csv",
-    "report.md",
-    PLOT_STORED,
-    PLOT_OUTCOMES,
-    PLOT_VERDICTS,
-    PLOT_WARNINGS,
-    PLOT_SCORES,
-    PLOT_QA,
-];
-
-pub const PLOT_STORED: &str = "plot_stored_facts.svg";
-pub const PLOT_OUTCOMES: &str = "plot_outcomes.svg";
-pub const PLOT_VERDICTS: &str = "plot_verdicts.svg";
-pub const PLOT_WARNINGS: &str = "plot_warnings.svg";
-pub const PLOT_SCORES: &str = "plot_precision_recall.svg";
-pub const PLOT_QA: &str = "plot_qa_recall.svg";
+pub use crate::names::{PLOT_OUTCOMES, PLOT_QA, PLOT_SCORES, PLOT_STORED, PLOT_VERDICTS, PLOT_WARNINGS, QA_FILES, REPORT_FILES};
 
 /// Where a run is built, inside its out directory: `.memform-build-<run id>`.
 const BUILD_PREFIX: &str = ".memform-build-";
@@ -564,6 +540,23 @@ fn write_jsonl<'a, T: Serialize + 'a>(path: &Path, rows: impl Iterator<Item = &'
         w.write_all(b"\n").map_err(|e| Error::write(path, e))?;
     }
     w.flush().map_err(|e| Error::write(path, e))
+}
+
+/// Rewrites `recorded` in `dir/run.json` (a run that recorded answers or
+/// vectors ends with more than it started with). True when it changed.
+pub fn update_recorded(dir: &Path, recorded: &Value) -> Result<bool> {
+    let path = dir.join("run.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    let mut manifest: Value = serde_json::from_str(&text).map_err(|e| Error::input(&path, e.to_string()))?;
+    let Some(m) = manifest.as_object_mut() else {
+        return Err(Error::input(&path, "expected a JSON object"));
+    };
+    if m.get("recorded") == Some(recorded) {
+        return Ok(false);
+    }
+    m.insert("recorded".into(), recorded.clone());
+    write_json(&path, &manifest)?;
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -14,11 +14,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::WriteMode;
 use crate::error::{Error, Result};
-use crate::pipeline::judge::PairReason;
-use crate::pipeline::write::{
+use crate::model::fact::FactRec;
+use crate::model::outcome::PairReason;
+use crate::model::write::{
     AuditAction, AuditRow, EntityRow, LiveByHash, MemoryUpdate, Outcome, Provenance, VerdictRow, WritePlan, WriteResult, WriteTx,
 };
-use crate::state::FactRec;
 use crate::types::{Episode, FactKind, Verdict};
 
 pub use search::{

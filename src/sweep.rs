@@ -12,9 +12,9 @@ use std::sync::Arc;
 use rayon::prelude::{IntoParallelRefIterator, ParallelIterator};
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::metrics::{GoldIndex, point_metrics};
+use crate::pipeline::Config;
 use crate::pipeline::judge::{Judge, RulesJudge};
 use crate::pipeline::{EpisodeFront, EpisodeRecord, Stages, profiles, speaker_entities};
 use crate::state::{ConvState, EntityRec, SimTable};
@@ -81,6 +81,30 @@ pub fn parse_axis(spec: &str) -> Result<Axis> {
         probe.check_key(&key).map_err(|e| bad(&crate::error::chain(&e)))?;
     }
     Ok(Axis { key, values })
+}
+
+/// Refuses an axis whose key `profile` never reads (a key of another
+/// profile's section: every point would give the same figures); returns
+/// the deprecation warnings of axes spelled with a flat key of before
+/// sections, once per axis.
+pub fn check_axes(axes: &[Axis], profile: &str) -> Result<Vec<String>> {
+    let mut warnings = Vec::new();
+    for a in axes {
+        let sections = Config::sections_of(&a.key)?;
+        if !sections.is_empty() && !sections.contains(&profile) {
+            return Err(Error::Config(format!(
+                "--grid {}: profile {profile} never reads it (it is read by profile {}): every point would be the same",
+                a.key,
+                sections.join(" and ")
+            )));
+        }
+        let mut probe = Config::default();
+        if let Some(v) = a.values.first() {
+            probe.set_from("--grid", &format!("{}={v}", a.key))?;
+        }
+        warnings.extend(probe.deprecations());
+    }
+    Ok(warnings)
 }
 
 /// One grid point: its index in the full grid and its `key=value` settings.
@@ -528,6 +552,20 @@ mod tests {
         assert!(parse_axis("nope=1,2").unwrap_err().to_string().contains("unknown config key"));
         assert!(parse_axis("near_dup_threshold=0.9:0.8:0.01").is_err());
         assert!(parse_axis("near_dup_threshold").is_err());
+    }
+
+    #[test]
+    fn an_axis_the_profile_never_reads_is_refused_and_a_flat_key_warned() {
+        let memorix = vec![parse_axis("memorix.high_min=0.7,0.8").unwrap()];
+        let err = check_axes(&memorix, "soda").unwrap_err().to_string();
+        assert!(err.contains("--grid memorix.high_min: profile soda never reads it (it is read by profile memorix)"), "{err}");
+        assert!(check_axes(&memorix, "memorix").unwrap().is_empty());
+        let flat = vec![parse_axis("near_dup_threshold=0.9,0.95").unwrap(), parse_axis("max_facts=10").unwrap()];
+        assert!(check_axes(&flat, "memorix").unwrap_err().to_string().contains("read by profile soda and signet"));
+        let warned = check_axes(&flat, "signet").unwrap();
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(warned[0].contains("near_dup_threshold is deprecated"), "{warned:?}");
+        assert!(check_axes(&[parse_axis("soda.near_dup_threshold=0.9").unwrap()], "soda").unwrap().is_empty());
     }
 
     #[test]

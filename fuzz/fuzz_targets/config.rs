@@ -1,10 +1,11 @@
-//! Config parsing on arbitrary text: a TOML file, then its first line as a
-//! `--set` override; never a panic, errors on one line, and a config that
-//! passes `validate` has every numeric key in its range.
+//! Config parsing on arbitrary text: a TOML file (shared keys, sections or
+//! the deprecated flat keys), then its first line as a `--set` override;
+//! never a panic, errors on one line, and a config that passes `validate`
+//! has every numeric key in its range.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use memform::config::Config;
+use memform::pipeline::Config;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
@@ -28,6 +29,9 @@ fuzz_target!(|data: &[u8]| {
         Ok(()) => {
             for b in memform::config::BOUNDS {
                 assert!(cfg.check_key(b.key).is_ok(), "{}", b.key);
+            }
+            for b in <memform::pipeline::soda::SodaConfig as memform::config::Section>::BOUNDS {
+                assert!(cfg.check_key(&format!("soda.{}", b.key)).is_ok(), "soda.{}", b.key);
             }
         }
         Err(e) => one_line(&e),

@@ -66,7 +66,7 @@ fn manifest(mode: &str) -> serde_json::Value {
     json!({
         "dataset": {"name": "tiny", "format": "native", "digest": "d", "conversations": 2},
         "mode": mode, "extractor": "rules:v1", "judge": "rules:v1", "embedder": "hashed:char3+word:256",
-        "write_mode": "full", "config": serde_json::to_value(crate::config::Config::default()).expect("config"),
+        "write_mode": "full", "config": serde_json::to_value(crate::pipeline::Config::default()).expect("config"),
     })
 }
 

@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashSet};
 
 use serde_json::{Map, Value};
 
-use crate::pipeline::extract::{RawEntity, RawExtraction, RawFact};
+use crate::model::raw::{RawEntity, RawExtraction, RawFact};
 use crate::types::{Turn, Verdict, Warning};
 
 /// Most characters of an answer quoted in a warning.

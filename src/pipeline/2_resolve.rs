@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::extract::Extraction;
-use crate::config::Config;
 use crate::embed::cosine;
+use crate::pipeline::Config;
 use crate::state::{ConvState, EntityRec};
 use crate::types::{CandidateEntity, CandidateFact, EntityType, FactKind};
 
@@ -55,7 +55,7 @@ pub fn stage(
     state: &ConvState,
     cfg: &Config,
 ) -> (Resolution, Vec<ResolvedFact>) {
-    let resolution = resolve_entities(conversation_id, &extraction.entities, embeddings, state, cfg.entity_merge_threshold);
+    let resolution = resolve_entities(conversation_id, &extraction.entities, embeddings, state, cfg.soda.entity_merge_threshold);
     let facts = apply_map(extraction.facts.iter().map(|f| &f.fact), &extraction.entities, &resolution, state);
     (resolution, facts)
 }

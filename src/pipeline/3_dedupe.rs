@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Batch;
-use crate::config::Config;
+use crate::pipeline::Config;
 use crate::state::{ConvState, Norms, Vector, hash64};
 
 /// What a candidate is compared with.
@@ -86,8 +86,11 @@ pub fn stage(batch: &Batch<'_>, state: &ConvState, now: Option<&str>, cfg: &Conf
             }
         })
         .collect();
-    let decided =
-        if cfg.dedup_enabled { dedupe(&items, state, now, cfg.near_dup_threshold) } else { vec![DedupeOutcome::Survivor; items.len()] };
+    let decided = if cfg.soda.dedup_enabled {
+        dedupe(&items, state, now, cfg.soda.near_dup_threshold)
+    } else {
+        vec![DedupeOutcome::Survivor; items.len()]
+    };
     let mut outcomes = vec![None; batch.len()];
     for (&i, d) in kept.iter().zip(decided) {
         outcomes[i] = Some(d);

@@ -11,6 +11,7 @@
 //! against a conversation's state and store. A [`profiles::Profile`] names a
 //! composition of stage implementations; every rule is in docs/pipeline.md.
 
+pub mod config;
 #[path = "3_dedupe.rs"]
 pub mod dedupe;
 #[path = "1_extract/mod.rs"]
@@ -23,18 +24,19 @@ pub mod records;
 #[path = "2_resolve.rs"]
 pub mod resolve;
 pub mod signet;
+pub mod soda;
 #[path = "5_write/mod.rs"]
 pub mod write;
 
 use std::time::Instant;
 
-use crate::config::Config;
 use crate::embed::Embedder;
 use crate::error::Result;
 use crate::normalize::{NormalizedContent, normalize_and_hash_content};
 use crate::state::{ConvState, EntityRec, FactKeys, Vector};
 use crate::store::Store;
 use crate::types::{Conversation, EntityType, Episode, LlmUsage, ValueTier, string_enum};
+pub use config::Config;
 use extract::{ExtractInput, Extraction, Extractor, postprocess};
 use judge::{Judge, JudgeContext};
 use resolve::ResolvedFact;

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use super::extract::{Extractor, LlmExtractor, RulesExtractor};
 use super::judge::{Judge, LlmJudge, RulesJudge};
-use super::{EpisodeFront, EpisodeRecord, Stages, back, front};
-use crate::config::Config;
+use super::{EpisodeFront, EpisodeRecord, Stages, front};
 use crate::error::{Error, Result};
 use crate::llm::{Llm, LlmSettings};
+use crate::pipeline::Config;
 use crate::state::ConvState;
 use crate::store::Store;
 use crate::types::{Conversation, Episode};
@@ -36,11 +36,6 @@ pub trait Profile: Send + Sync {
     /// The judge LLM mode uses, behind the recorded boundary `llm`.
     fn llm_judge(&self, llm: Arc<dyn Llm>, settings: &LlmSettings) -> Result<Box<dyn Judge>> {
         Ok(Box::new(LlmJudge::new(llm, settings)?))
-    }
-    /// Config keys this profile never reads (a value other than the default
-    /// is warned about, see [`inapplicable`]).
-    fn inapplicable_keys(&self) -> &'static [&'static str] {
-        &[]
     }
     /// Stage 1 and its vectors for one episode ([`front`]; a sweep computes
     /// it once and reuses it for every grid point).
@@ -76,31 +71,6 @@ pub trait Profile: Send + Sync {
     }
 }
 
-/// memory-soda's five stages, with Signet v2's extraction caps and write
-/// gates and Memorix's value score (docs/pipeline.md, "The soda profile").
-pub struct Soda;
-
-impl Profile for Soda {
-    fn name(&self) -> &'static str {
-        "soda"
-    }
-    fn summary(&self) -> &'static str {
-        "memory-soda's extract, resolve, dedupe, judge and write, with Signet v2's caps and write gates and Memorix's value score"
-    }
-    fn back(
-        &self,
-        front: &EpisodeFront,
-        conv: &Conversation,
-        episode: &Episode,
-        state: &mut ConvState,
-        cfg: &Config,
-        stages: Stages<'_>,
-        store: &Store,
-    ) -> Result<EpisodeRecord> {
-        back(front, conv, episode, state, cfg, stages.judge, store)
-    }
-}
-
 /// Signet Pipeline v2: extraction in Signet's contract (rules mode's put
 /// in it, or its own LLM call), candidate retrieval, per-fact
 /// ADD/UPDATE/DELETE/NONE, the inline entity linker and Signet's write
@@ -126,19 +96,6 @@ impl Profile for Signet {
     fn llm_judge(&self, llm: Arc<dyn Llm>, settings: &LlmSettings) -> Result<Box<dyn Judge>> {
         Ok(Box::new(super::signet::llm::LlmDecider::new(llm, settings)?))
     }
-    fn inapplicable_keys(&self) -> &'static [&'static str] {
-        &[
-            "value_core_min",
-            "value_contextual_min",
-            "entity_merge_threshold",
-            "dedup_enabled",
-            "contradiction_band_min",
-            "max_pairs_per_candidate",
-            "min_trusted_confidence",
-            "multi_valued_predicates",
-            "preference_polarity_pairing",
-        ]
-    }
     fn back(
         &self,
         front: &EpisodeFront,
@@ -154,24 +111,18 @@ impl Profile for Signet {
 }
 
 /// Every profile, the default first.
-pub const PROFILES: &[&dyn Profile] = &[&Soda, &Signet, &super::memorix::Memorix];
+pub const PROFILES: &[&dyn Profile] = &[&super::soda::Soda, &Signet, &super::memorix::Memorix];
 
-/// One line per config key set away from its default that `cfg`'s profile
-/// never reads: such a key is ignored, and the run says so.
+/// One line per config key set away from its default in a section that
+/// `cfg`'s profile does not read: such a key is ignored, and the run says so
+/// (generated from the sections, [`Config::ignored_by`]).
 pub fn inapplicable(cfg: &Config) -> Result<Vec<String>> {
     let profile = by_name(&cfg.profile)?;
-    let set = toml::Table::try_from(cfg).map_err(|e| Error::Config(format!("serialise config: {e}")))?;
-    let default = toml::Table::try_from(Config::default()).map_err(|e| Error::Config(format!("serialise config: {e}")))?;
-    Ok(profile
-        .inapplicable_keys()
-        .iter()
-        .filter(|k| set.get(**k) != default.get(**k))
-        .map(|k| format!("config key {k} does not apply to profile {}: it is ignored", profile.name()))
-        .collect())
+    cfg.ignored_by(profile.name())
 }
 
 /// The default profile's name.
-pub const DEFAULT: &str = "soda";
+pub const DEFAULT: &str = crate::config::DEFAULT_PROFILE;
 
 /// The profile named `name`; an unknown name is a config error listing them.
 pub fn by_name(name: &str) -> Result<&'static dyn Profile> {

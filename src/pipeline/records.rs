@@ -8,71 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use super::judge::FinalVerdict;
 use super::resolve::EntityDecision;
-use super::write::{InsertOutcome, Outcome, WriteResult};
-use crate::types::{FactKind, FactType, LlmUsage, ValueTier, Verdict, Warning, string_enum};
-
-string_enum! {
-    /// What became of a candidate fact, as `facts.jsonl` names it.
-    pub enum CandidateOutcome {
-        /// Its value score fell in the ephemeral tier.
-        NoiseRejected => "noise_rejected",
-        ExactDuplicate => "exact_duplicate",
-        NearDuplicate => "near_duplicate",
-        /// It closed the fact it matches (set its validUntil).
-        Closure => "closure",
-        /// The judge found it wrong or adding nothing against a live fact.
-        JudgedNew => "judged_new",
-        /// Planned for insert; the write stage replaces it with one of the below.
-        Insert => "insert",
-        Created => "created",
-        /// Shadow mode: it would have been created.
-        ShadowCreated => "shadow_created",
-        /// The write stage's race re-check found its content hash live.
-        Deduped => "deduped",
-        LowFactConfidence => "low_fact_confidence",
-        EmptyFactContent => "empty_fact_content",
-        Conflict => "conflict",
-        /// `signet`: an UPDATE applied (the target now holds this content).
-        Updated => "updated",
-        /// `signet`: a DELETE applied (the target soft-deleted; this fact not written).
-        Deleted => "deleted",
-        /// `signet`: a NONE decision (a stored memory already says it).
-        NoneDecided => "none",
-        /// `signet`, controlled mode: an UPDATE or DELETE blocked, neither side written.
-        Blocked => "blocked",
-        /// `signet`, shadow mode: an UPDATE or DELETE recorded, nothing written.
-        ShadowRecorded => "shadow_recorded",
-        /// `signet`: the decision was dropped by validation (or its call failed).
-        DecisionDropped => "decision_dropped",
-        /// `signet`: an UPDATE or DELETE whose target is pinned or no longer live.
-        TargetSkipped => "target_skipped",
-        /// memorix: merged into an existing memory, rewritten in place.
-        Merged => "merged",
-        /// memorix: stored as a rewrite that supersedes an existing memory.
-        Evolved => "evolved",
-        /// memorix: not stored, an existing memory already says it.
-        Discarded => "discarded",
-    }
-}
-
-impl CandidateOutcome {
-    /// Dropped as a duplicate before writing (audited as `deduped`).
-    pub fn is_duplicate(self) -> bool {
-        matches!(self, CandidateOutcome::ExactDuplicate | CandidateOutcome::NearDuplicate)
-    }
-
-    /// The outcome an `Insert` proposal ends with, and whether it was stored.
-    pub fn of_insert(o: InsertOutcome) -> (CandidateOutcome, bool) {
-        match o {
-            InsertOutcome::Created => (CandidateOutcome::Created, true),
-            InsertOutcome::Recorded => (CandidateOutcome::ShadowCreated, false),
-            InsertOutcome::Deduped => (CandidateOutcome::Deduped, false),
-            InsertOutcome::LowFactConfidence => (CandidateOutcome::LowFactConfidence, false),
-            InsertOutcome::EmptyFactContent => (CandidateOutcome::EmptyFactContent, false),
-            InsertOutcome::Conflict => (CandidateOutcome::Conflict, false),
-        }
-    }
-}
+use super::write::{Outcome, WriteResult};
+pub use crate::model::outcome::CandidateOutcome;
+use crate::types::{FactKind, FactType, LlmUsage, ValueTier, Verdict, Warning};
 
 /// Milliseconds spent per stage (not deterministic; kept out of comparisons).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap;
 
 use super::Store;
 use super::tokenize::{TermId, Tokens};
-use crate::config::Config;
+use crate::config::Shared;
 use crate::error::Result;
 
 /// What one search asks for.
@@ -36,12 +36,12 @@ pub struct SearchParams {
 
 impl SearchParams {
     /// The config's `search_*` keys; each leg fetches `top_k × search_leg_factor`.
-    pub fn from_config(cfg: &Config) -> SearchParams {
+    pub fn from_config(cfg: &Shared) -> SearchParams {
         SearchParams::with_top_k(cfg, cfg.search_top_k)
     }
 
     /// [`SearchParams::from_config`] with another `top_k` (the QA evaluation asks for 10).
-    pub fn with_top_k(cfg: &Config, top_k: usize) -> SearchParams {
+    pub fn with_top_k(cfg: &Shared, top_k: usize) -> SearchParams {
         SearchParams {
             alpha: cfg.search_alpha,
             min_score: cfg.search_min_score,

@@ -151,7 +151,7 @@ fn run_prints_summary_json_with_required_keys() {
     }
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(tmp.path().join("o/run.json")).expect("run.json")).expect("json");
-    assert_eq!(manifest["config"]["near_dup_threshold"], 0.95);
+    assert_eq!(manifest["config"]["soda"]["near_dup_threshold"], 0.95);
     assert_eq!(manifest["dataset"]["digest"].as_str().map(str::len), Some(64));
 }
 
@@ -230,7 +230,7 @@ fn numeric_knobs_out_of_range_exit_2_naming_the_key_and_range() {
 
     std::fs::write(d.join("c.toml"), "max_facts = 5\nnear_dup_threshold = nan\n").expect("write");
     let line = refused(&["run", "--dataset", "ds", "--config", "c.toml", "--out", "o"], d);
-    assert!(line.contains("c.toml: line 2: near_dup_threshold = NaN: must be within [0.0, 1.0]"), "{line}");
+    assert!(line.contains("c.toml: line 2: soda.near_dup_threshold = NaN: must be within [0.0, 1.0]"), "{line}");
 
     std::fs::write(d.join("rules.toml"), "[metrics.turn_f1]\ndirection = \"higher\"\nabs_tol = nan\n").expect("write");
     let (code, _, stderr) = memform(&["run", "--dataset", "ds", "--out", "o"], d);
@@ -357,8 +357,69 @@ fn config_prints_every_numeric_key_with_its_range() {
     for line in ["hashed_dims = 256  # 1..=8192", "llm_max_retries = 2  # 0..=10", "max_pairs_per_candidate = 16  # 1..=1000"] {
         assert!(stdout.lines().any(|l| l == line), "{line} in {stdout}");
     }
-    let parsed: memform::config::Config = toml::from_str(&stdout).expect("the output is TOML");
-    assert_eq!(parsed, memform::config::Config::default());
+    let parsed: memform::pipeline::Config = toml::from_str(&stdout).expect("the output is TOML");
+    assert_eq!(parsed, memform::pipeline::Config::default());
+}
+
+#[test]
+fn config_per_profile_prints_the_shared_keys_and_that_section_only() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (code, stdout, _) = memform(&["config", "--profile", "memorix"], tmp.path());
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("[memorix]") && stdout.contains("high_min = 0.75  # [0.0, 1.0]"), "{stdout}");
+    assert!(!stdout.contains("[soda]") && !stdout.contains("[signet]"), "{stdout}");
+    assert!(stdout.lines().any(|l| l == "hashed_dims = 256  # 1..=8192"), "{stdout}");
+    let (code, _, stderr) = memform(&["config", "--profile", "nope"], tmp.path());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("unknown profile"), "{stderr}");
+}
+
+#[test]
+fn a_flat_config_of_before_sections_still_runs_with_a_deprecation_warning() {
+    let tmp = good_dataset();
+    let d = tmp.path();
+    std::fs::write(
+        d.join("flat.toml"),
+        "near_dup_threshold = 0.9
+memorix_high_min = 0.8
+",
+    )
+    .expect("write");
+    std::fs::write(
+        d.join("sections.toml"),
+        "[soda]
+near_dup_threshold = 0.9
+[signet]
+near_dup_threshold = 0.9
+[memorix]
+high_min = 0.8
+",
+    )
+    .expect("write");
+    let (code, _, flat_err) = memform(&["run", "--dataset", "ds", "--config", "flat.toml", "--out", "flat"], d);
+    assert_eq!(code, Some(0), "{flat_err}");
+    assert!(
+        flat_err
+            .contains("warning: config key near_dup_threshold is deprecated: write soda.near_dup_threshold and signet.near_dup_threshold"),
+        "{flat_err}"
+    );
+    assert!(flat_err.contains("warning: config key memorix_high_min is deprecated: write memorix.high_min"), "{flat_err}");
+    // The memorix key is in a section soda never reads: said so, naming the profile that does.
+    assert!(flat_err.contains("warning: config key memorix.high_min is read by profile memorix, not soda: it is ignored"), "{flat_err}");
+    let (code, _, new_err) = memform(&["run", "--dataset", "ds", "--config", "sections.toml", "--out", "sections"], d);
+    assert_eq!(code, Some(0), "{new_err}");
+    assert!(!new_err.contains("deprecated"), "{new_err}");
+    let config = |dir: &str| -> serde_json::Value {
+        let m: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d.join(dir).join("run.json")).expect("read")).expect("json");
+        m["config"].clone()
+    };
+    assert_eq!(config("flat"), config("sections"), "both spellings give one config");
+    assert_eq!(config("flat")["soda"]["near_dup_threshold"], 0.9);
+    let same = |dir: &str| std::fs::read_to_string(d.join(dir).join("facts.jsonl")).expect("read");
+    assert_eq!(same("flat"), same("sections"));
+    let line = refused(&["run", "--dataset", "ds", "--set", "soda.near_dup_treshold=0.9", "--out", "typo"], d);
+    assert!(line.contains("soda.near_dup_treshold: unknown config key (did you mean soda.near_dup_threshold?)"), "{line}");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The summary (timings aside), facts.jsonl and the store's content are the
 //! same whatever the thread count and from run to run.
 
-use memform::config::Config;
+use memform::pipeline::Config;
 use memform::store::Store;
 
 use crate::support::{jsonl_without_timings, run_rules, scenarios_dir, without_timings};

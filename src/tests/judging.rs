@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use memform::config::Config;
+use memform::pipeline::Config;
 use memform::store::Store;
 
 use crate::support::run_rules;
@@ -70,7 +70,7 @@ fn pairs_are_capped_counted_stored_and_listed() {
     let run = run_rules(data.path(), out.path(), &cfg, Some(1));
     let rows = facts(out.path());
     assert_eq!(rows.len(), n);
-    let cap = cfg.max_pairs_per_candidate;
+    let cap = cfg.soda.max_pairs_per_candidate;
     let mut expected_total = 0;
     for (k, f) in rows.iter().enumerate() {
         assert_eq!(f["outcome"], "created", "{f}");

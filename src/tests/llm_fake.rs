@@ -13,20 +13,21 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fake_server::{FakeServer, Reply};
-use memform::config::Config;
 use memform::error::Error;
 use memform::llm::{FixtureStore, HttpLlm, Llm, LlmProgress, LlmSettings, Provider, RecordedLlm, request_key};
+use memform::pipeline::Config;
 use memform::pipeline::extract::{ExtractInput, Extractor, LlmExtractor};
 use memform::pipeline::judge::{Judge, JudgeContext, JudgePair, LlmJudge, PairFact};
 use memform::types::{Episode, Turn, Verdict};
 
 fn settings(url: &str, provider: &str) -> LlmSettings {
-    let cfg = Config {
-        llm_url: url.to_string(),
-        llm_provider: provider.to_string(),
-        llm_timeout_secs: 5.0,
-        llm_retry_backoff_ms: 10,
-        ..Config::default()
+    let cfg = {
+        let mut c = Config::default();
+        c.llm_url = url.to_string();
+        c.llm_provider = provider.to_string();
+        c.llm_timeout_secs = 5.0;
+        c.llm_retry_backoff_ms = 10;
+        c
     };
     LlmSettings::from_config(&cfg).unwrap()
 }
@@ -136,7 +137,12 @@ fn ollama_request_uses_format_and_options_and_reads_counts() {
 fn thinking_switch_can_be_left_to_the_server() {
     // OpenAI's own API rejects unknown fields: `llm_disable_thinking = false` sends neither switch.
     for provider in ["openai", "ollama"] {
-        let cfg = Config { llm_provider: provider.into(), llm_disable_thinking: false, ..Config::default() };
+        let cfg = {
+            let mut c = Config::default();
+            c.llm_provider = provider.into();
+            c.llm_disable_thinking = false;
+            c
+        };
         let s = LlmSettings::from_config(&cfg).unwrap();
         let body: serde_json::Value =
             serde_json::from_str(&HttpLlm::with_api_key(s, None).body(&request_for("http://x")).unwrap()).unwrap();
@@ -266,8 +272,14 @@ fn a_truncated_answer_is_asked_again_once_with_twice_the_budget() {
     assert_eq!(server.requests().len(), 2);
 
     // At the cap already: no retry; the partial items are used at once.
-    let cfg =
-        Config { llm_url: server.url.clone(), llm_max_tokens: 192, llm_tokens_per_turn: 0, llm_max_tokens_cap: 192, ..Config::default() };
+    let cfg = {
+        let mut c = Config::default();
+        c.llm_url = server.url.clone();
+        c.llm_max_tokens = 192;
+        c.llm_tokens_per_turn = 0;
+        c.llm_max_tokens_cap = 192;
+        c
+    };
     let s = LlmSettings::from_config(&cfg).unwrap();
     let server = FakeServer::start(vec![cut_off(cut, 192)]);
     let s = LlmSettings { url: server.url.clone(), ..s };
@@ -306,7 +318,12 @@ fn the_schema_is_built_per_request_and_its_turn_ids_are_part_of_the_key() {
 #[test]
 fn openai_json_schema_is_sent_strict_with_closed_objects() {
     let server = FakeServer::start(vec![Reply::openai(&answer(REL, LIT), 10, 5)]);
-    let cfg = Config { llm_url: server.url.clone(), llm_response_format: "json_schema".into(), ..Config::default() };
+    let cfg = {
+        let mut c = Config::default();
+        c.llm_url = server.url.clone();
+        c.llm_response_format = "json_schema".into();
+        c
+    };
     let s = LlmSettings::from_config(&cfg).unwrap();
     let ex = LlmExtractor::new(Arc::new(HttpLlm::with_api_key(s.clone(), None)), &s).unwrap();
     let ep = episode();

@@ -10,12 +10,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use memform::config::Config;
 use memform::error::Error;
 use memform::llm::{
     AnswerSource, CallContext, FixtureStore, Llm, LlmRequest, LlmResponse, LlmSettings, Message, RecordedLlm, Sampling, Stage, TemplateId,
     default_fixtures_dir, fixtures_check, request_key,
 };
+use memform::pipeline::Config;
 use memform::pipeline::extract::{ExtractInput, Extractor, LlmExtractor};
 use memform::pipeline::judge::{Judge, JudgeContext, JudgePair, LlmJudge, PairFact};
 use memform::types::{Episode, LlmUsage, Turn, Verdict};

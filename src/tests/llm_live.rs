@@ -13,9 +13,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memform::config::Config;
 use memform::error::Error;
 use memform::llm::{FixtureStore, HttpLlm, Llm, LlmSettings, RecordedLlm};
+use memform::pipeline::Config;
 use memform::pipeline::extract::{ExtractInput, Extractor, LlmExtractor};
 use memform::pipeline::judge::{Judge, JudgeContext, JudgePair, LlmJudge, PairFact};
 use memform::types::{Episode, Turn};
@@ -161,7 +161,13 @@ fn record_against_llama_cpp_then_replay_without_it() {
     let mut server = Server::start(tmp.path());
     // SmolLM2-135M tends to repeat items until the token limit; a small limit
     // keeps each call short (and exercises the cut-off JSON repair).
-    let cfg = Config { llm_url: server.url.clone(), llm_model: MODEL.into(), llm_max_tokens: 256, ..Config::default() };
+    let cfg = {
+        let mut c = Config::default();
+        c.llm_url = server.url.clone();
+        c.llm_model = MODEL.into();
+        c.llm_max_tokens = 256;
+        c
+    };
     let settings = LlmSettings::from_config(&cfg).unwrap();
     let speakers = vec!["Maya".to_string(), "Tom".to_string()];
     let eps = episodes();

@@ -9,6 +9,7 @@ mod determinism;
 mod gate;
 mod judging;
 mod kill_rerun;
+mod layers;
 mod llm_replay;
 mod locomo_data;
 mod memorix;

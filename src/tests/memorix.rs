@@ -10,8 +10,8 @@
 use std::collections::BTreeSet;
 use std::process::Command;
 
-use memform::config::Config;
 use memform::embed::hashed::HashedEmbedder;
+use memform::pipeline::Config;
 use memform::pipeline::memorix::episode::{Deps, Traced, back_traced};
 use memform::pipeline::speaker_entities;
 use memform::pipeline::write::EntityRow;
@@ -35,7 +35,12 @@ fn dataset_path() -> (std::path::PathBuf, bool) {
 /// `search` (`memorix_search`).
 fn traces(search: &str) -> Vec<Traced> {
     let dataset = memform::dataset::load(&dataset_path().0).unwrap();
-    let cfg = Config { profile: "memorix".into(), memorix_search: search.into(), ..Config::default() };
+    let cfg = {
+        let mut c = Config::default();
+        c.profile = "memorix".into();
+        c.memorix.search = search.into();
+        c
+    };
     let embedder = HashedEmbedder::new(cfg.hashed_dims);
     let mut out = Vec::new();
     for conv in &dataset.conversations {
@@ -199,7 +204,7 @@ fn bad_observations_warn_and_fall_back_or_exit_2_naming_the_file_and_field() {
     let (code, stderr) =
         memform_in(d, &["run", "--dataset", "ds", "--profile", "memorix", "--set", "memorix_search=\"orama\"", "--out", "o4"]);
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("memorix_search = \"orama\""), "{stderr}");
+    assert!(stderr.contains("memorix.search = \"orama\""), "{stderr}");
     let (code, stderr) =
         memform_in(d, &["run", "--dataset", "ds", "--profile", "memorix", "--set", "ephemeral_policy=\"keep\"", "--out", "o3"]);
     assert_eq!(code, Some(2), "{stderr}");

@@ -252,18 +252,25 @@ fn live_contents(profile: &str, extra: &[&str]) -> (Vec<String>, String) {
 #[test]
 fn love_then_hate_chinese_food_ends_with_one_live_preference() {
     assert_eq!(live_contents("soda", &[]).0, ["Mia hates Chinese food"], "soda: the later statement wins");
-    let (live, _) = live_contents("soda", &["--set", "preference_polarity_pairing=false"]);
+    let (live, _) = live_contents("soda", &["--set", "soda.preference_polarity_pairing=false"]);
     assert_eq!(live, ["Mia loves Chinese food", "Mia hates Chinese food"], "without the pairing both stand (the probe's failure)");
     assert_eq!(live_contents("signet", &[]).0, ["Mia hates Chinese food"], "signet: an UPDATE in place");
 }
 
 #[test]
-fn a_config_key_the_profile_does_not_read_is_a_one_line_warning() {
-    let (_, stderr) = live_contents("signet", &["--set", "preference_polarity_pairing=false"]);
-    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("does not apply")).collect();
-    assert_eq!(lines, ["warning: config key preference_polarity_pairing does not apply to profile signet: it is ignored"]);
-    let (_, stderr) = live_contents("soda", &["--set", "preference_polarity_pairing=false"]);
-    assert!(!stderr.contains("does not apply"), "soda reads it: {stderr}");
+fn a_config_key_the_profile_does_not_read_is_a_one_line_warning_under_every_profile() {
+    let ignored = |stderr: &str| stderr.lines().filter(|l| l.contains("is ignored")).map(str::to_string).collect::<Vec<_>>();
+    let (_, stderr) = live_contents("signet", &["--set", "soda.preference_polarity_pairing=false"]);
+    assert_eq!(
+        ignored(&stderr),
+        ["warning: config key soda.preference_polarity_pairing is read by profile soda, not signet: it is ignored"]
+    );
+    let (_, stderr) = live_contents("soda", &["--set", "soda.preference_polarity_pairing=false"]);
+    assert!(ignored(&stderr).is_empty(), "soda reads it: {stderr}");
+    let (_, stderr) = live_contents("soda", &["--set", "memorix.high_min=0.8"]);
+    assert_eq!(ignored(&stderr), ["warning: config key memorix.high_min is read by profile memorix, not soda: it is ignored"]);
+    let (_, stderr) = live_contents("memorix", &["--set", "signet.near_dup_threshold=0.9"]);
+    assert_eq!(ignored(&stderr), ["warning: config key signet.near_dup_threshold is read by profile signet, not memorix: it is ignored"]);
 }
 
 /// Counting content words only (`polarity_content_words_only`), the signet

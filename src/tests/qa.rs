@@ -8,15 +8,19 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
-use memform::config::Config;
 use memform::embed::hashed::HashedEmbedder;
+use memform::pipeline::Config;
 use memform::qa::{QaResult, evaluate};
 use memform::store::{Store, StoredFact};
 
 use crate::support::{run_rules, scenarios_dir, snapshots_dir};
 
 fn at_question() -> Config {
-    Config { qa_as_of: "question".into(), ..Config::default() }
+    {
+        let mut c = Config::default();
+        c.qa_as_of = "question".into();
+        c
+    }
 }
 
 /// The scenarios run with `cfg`, and the QA evaluation over the run's store.

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::Command;
 
 use memform::compare::{CompareOptions, Side, compare_runs, render_markdown};
-use memform::config::Config;
 use memform::embed::hashed::HashedEmbedder;
+use memform::pipeline::Config;
 use memform::pipeline::Stages;
 use memform::pipeline::extract::RulesExtractor;
 use memform::pipeline::judge::RulesJudge;
@@ -118,7 +118,7 @@ fn compare_runs_both_sides_then_reuses_them() {
     assert_eq!(stderr.matches("running ").count(), 2, "{stderr}");
     let json: serde_json::Value = serde_json::from_str(&stdout).expect("compare.json on stdout");
     assert_eq!(json["b"]["label"], "rules+dedup_enabled=false");
-    assert_eq!(json["b"]["config_changes"][0], "dedup_enabled = false");
+    assert_eq!(json["b"]["config_changes"][0], "soda.dedup_enabled = false");
     assert!(tmp.path().join("cmp/compare.md").is_file());
     assert!(tmp.path().join("runs/scenarios-rules/report.md").is_file());
     let first = std::fs::read_to_string(tmp.path().join("cmp/compare.md")).expect("compare.md");

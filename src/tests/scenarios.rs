@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::OnceLock;
 
-use memform::config::Config;
 use memform::embed::hashed::HashedEmbedder;
+use memform::pipeline::Config;
 use memform::pipeline::Stages;
 use memform::pipeline::extract::GoldExtractor;
 use memform::pipeline::judge::RulesJudge;

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use memform::config::Config;
 use memform::embed::hashed::HashedEmbedder;
+use memform::pipeline::Config;
 use memform::pipeline::Stages;
 use memform::pipeline::extract::RulesExtractor;
 use memform::pipeline::judge::RulesJudge;

@@ -6,9 +6,9 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use memform::config::Config;
 use memform::embed::hashed::HashedEmbedder;
 use memform::error::Result;
+use memform::pipeline::Config;
 use memform::pipeline::Stages;
 use memform::pipeline::extract::{ExtractInput, Extractor, RawExtraction, RulesExtractor};
 use memform::pipeline::judge::RulesJudge;

@@ -18,8 +18,8 @@ use std::collections::HashMap;
 
 use super::rules::RulesExtractor;
 use super::{ExtractInput, Extractor, RawEntity, RawExtraction, RawFact};
-use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::pipeline::Config;
 use crate::pipeline::StageMode;
 use crate::types::{Dataset, Episode, GoldFact, Turn, Warning};
 
@@ -280,7 +280,11 @@ mod tests {
     #[test]
     fn gold_facts_are_the_candidates_parsed_or_literal_at_their_evidence_turn() {
         let ds = dataset(vec![gold("g1", "Ann works at Google", &["t9", "t1"]), gold("g2", "The weather pleased Bo greatly", &["t2"])]);
-        let cfg = Config { gold_confidence: 0.8, ..Config::default() };
+        let cfg = {
+            let mut c = Config::default();
+            c.gold_confidence = 0.8;
+            c
+        };
         let x = GoldExtractor::new(&ds, &cfg).unwrap();
         let conv = &ds.conversations[0];
         let input = ExtractInput {

@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use super::StageMode;
 use crate::error::Result;
-use crate::types::{CandidateEntity, CandidateFact, Episode, LlmUsage, ValueTier, Warning};
+pub use crate::model::raw::{RawEntity, RawExtraction, RawFact};
+use crate::types::{CandidateEntity, CandidateFact, Episode, ValueTier, Warning};
 
 pub use gold::GoldExtractor;
 pub use llm::LlmExtractor;
@@ -33,45 +34,6 @@ pub struct ExtractInput<'a> {
     pub known_entities: &'a [String],
     /// Contents of recent live facts (≤ 100 shown to a model).
     pub recent_facts: &'a [String],
-}
-
-/// An entity as an extractor returned it: the type is free text.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RawEntity {
-    pub name: String,
-    pub entity_type: String,
-}
-
-/// A fact as an extractor returned it, before any guard.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RawFact {
-    pub subject: String,
-    pub predicate: String,
-    pub object: String,
-    /// The fact as a sentence; built from subject, predicate and object when absent.
-    pub content: Option<String>,
-    pub fact_type: String,
-    pub confidence: f64,
-    pub source_quote: String,
-    pub source_turn: String,
-    pub valid_from: Option<String>,
-    pub valid_until: Option<String>,
-}
-
-/// An extractor's answer: the graph contract of stage 1 (docs/pipeline.md).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RawExtraction {
-    pub entities: Vec<RawEntity>,
-    /// Facts whose object is an entity.
-    pub relationships: Vec<RawFact>,
-    /// Facts whose object is a value.
-    pub literal_facts: Vec<RawFact>,
-    /// Problems found while producing or parsing the answer.
-    pub warnings: Vec<Warning>,
-    /// True when the answer came as a graph (LLM mode): the tighter fact cap applies.
-    pub graph: bool,
-    /// Model calls spent producing this answer.
-    pub usage: LlmUsage,
 }
 
 /// A post-processed fact with its value score.
@@ -109,8 +71,8 @@ pub trait Extractor: Send + Sync {
 /// Convenience: the tier of a scored fact under the given cut-offs.
 /// The noise filter: each candidate's value tier under the configured
 /// thresholds (ephemeral candidates go no further than stage 1).
-pub fn noise_filter(facts: &[ScoredFact], cfg: &crate::config::Config) -> Vec<ValueTier> {
-    facts.iter().map(|f| tier_of(f, cfg.value_core_min, cfg.value_contextual_min)).collect()
+pub fn noise_filter(facts: &[ScoredFact], cfg: &crate::pipeline::Config) -> Vec<ValueTier> {
+    facts.iter().map(|f| tier_of(f, cfg.soda.value_core_min, cfg.soda.value_contextual_min)).collect()
 }
 
 pub fn tier_of(f: &ScoredFact, core_min: f64, contextual_min: f64) -> ValueTier {

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::value::value_score;
 use super::{ExtractInput, Extraction, RawExtraction, RawFact, ScoredFact};
-use crate::config::Config;
+use crate::pipeline::Config;
 use crate::types::{CandidateEntity, CandidateFact, EntityType, FactKind, FactType, Warning};
 
 /// Applies every guard and cap to `raw` and scores the surviving facts.
@@ -568,7 +568,11 @@ mod tests {
     #[test]
     fn entity_cap_demotes_edges_to_dropped_entities() {
         let fx = Fixture::new();
-        let cfg = Config { max_entities: 2, ..Config::default() };
+        let cfg = {
+            let mut c = Config::default();
+            c.max_entities = 2;
+            c
+        };
         let raw = RawExtraction {
             entities: vec![entity("Initech", "ORG"), entity("Anna", "PERSON"), entity("Rome", "PLACE")],
             relationships: vec![
@@ -589,7 +593,13 @@ mod tests {
     #[test]
     fn length_caps() {
         let fx = Fixture::new();
-        let cfg = Config { max_fact_chars: 40, max_object_chars: 12, max_quote_chars: 15, ..Config::default() };
+        let cfg = {
+            let mut c = Config::default();
+            c.max_fact_chars = 40;
+            c.max_object_chars = 12;
+            c.max_quote_chars = 15;
+            c
+        };
         let mut short = raw_fact("Alice", "likes", "tea");
         short.content = Some("Alice tea".into());
         let mut long = raw_fact("Alice", "likes", "a very long description of tea leaves");

@@ -24,8 +24,8 @@
 
 use super::value::{informative_words, is_error_code, is_path, is_url, is_version};
 use super::{ExtractInput, Extractor, RawEntity, RawExtraction, RawFact};
-use crate::config::Config;
 use crate::error::Result;
+use crate::pipeline::Config;
 use crate::types::{EntityType, Turn, Warning};
 
 /// Confidence of a plain first-person statement.
@@ -2311,7 +2311,7 @@ mod tests {
         let f = one(&["I adopted a puppy from the shelter."]);
         assert_eq!(f.confidence, PLAIN_CONFIDENCE);
         assert!(HEDGED_CONFIDENCE > Config::default().min_fact_confidence_for_write);
-        assert!(HEDGED_CONFIDENCE < Config::default().min_trusted_confidence);
+        assert!(HEDGED_CONFIDENCE < Config::default().soda.min_trusted_confidence);
     }
 
     #[test]
@@ -2529,7 +2529,7 @@ mod tests {
         let out = postprocess(r, &fx.input(), &Config::default());
         assert_eq!(out.facts.len(), n, "{:?}", out.warnings);
         assert!(out.warnings.iter().all(|w| w.kind != "subject_not_allowed" && w.kind != "orphan_entity_pruned"), "{:?}", out.warnings);
-        assert!(out.facts.iter().all(|f| f.value_score >= Config::default().value_contextual_min), "{:?}", out.facts);
+        assert!(out.facts.iter().all(|f| f.value_score >= Config::default().soda.value_contextual_min), "{:?}", out.facts);
     }
 
     #[test]

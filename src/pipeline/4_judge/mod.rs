@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use super::dedupe::Deduped;
 use super::{Batch, StageMode};
-use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::pipeline::Config;
 use crate::state::ConvState;
 use crate::types::{CandidateFact, LlmUsage, Verdict, Warning};
 
@@ -120,7 +120,8 @@ pub fn stage(
     cfg: &Config,
     judge: &dyn Judge,
 ) -> Result<Judged> {
-    let survivors: Vec<usize> = deduped.survivors().filter(|&i| batch.facts[i].fact.confidence >= cfg.min_trusted_confidence).collect();
+    let survivors: Vec<usize> =
+        deduped.survivors().filter(|&i| batch.facts[i].fact.confidence >= cfg.soda.min_trusted_confidence).collect();
     let inputs: Vec<PairInput<'_>> = survivors
         .iter()
         .map(|&i| PairInput { fact: PairFact::of(&batch.facts[i].fact), embedding: batch.vector(i), keys: &batch.keys[i] })
@@ -165,7 +166,7 @@ pub fn stage(
         .iter()
         .map(|&i| GuardInput { confidence: batch.facts[i].fact.confidence, valid_until: batch.facts[i].fact.valid_until.as_deref() })
         .collect();
-    for (p, v) in pairs.iter().zip(apply_guards(&pairs, &answer, &guard_inputs, now, cfg.min_trusted_confidence)) {
+    for (p, v) in pairs.iter().zip(apply_guards(&pairs, &answer, &guard_inputs, now, cfg.soda.min_trusted_confidence)) {
         out.verdicts[survivors[p.candidate]].push(v);
     }
     Ok(out)
@@ -232,13 +233,21 @@ mod tests {
         assert!(j.polarity_conflict("Alice", "Alice loves sushi", "Alice hates sushi"));
         assert!(j.polarity_conflict("Alice", "Alice drinks coffee", "Alice does not drink coffee"));
         assert!(!j.polarity_conflict("Alice", "I love it", "they hate rain"), "fewer than 2 shared tokens");
-        let cfg = Config { antonym_min_shared_tokens: 5, ..Config::default() };
+        let cfg = {
+            let mut c = Config::default();
+            c.soda.antonym_min_shared_tokens = 5;
+            c
+        };
         assert!(!RulesJudge::new(&cfg).polarity_conflict("Alice", "Alice loves sushi", "Alice hates sushi"));
     }
 
     #[test]
     fn only_content_words_count_as_shared_when_switched_on() {
-        let strict = RulesJudge::new(&Config { polarity_content_words_only: true, ..Config::default() });
+        let strict = RulesJudge::new(&{
+            let mut c = Config::default();
+            c.soda.polarity_content_words_only = true;
+            c
+        });
         let loose = RulesJudge::new(&Config::default());
         // Two content words shared: a conflict either way.
         assert!(strict.polarity_conflict("Alice", "Alice loves sushi at Kenji's", "Alice hates sushi at Kenji's"));
@@ -262,15 +271,23 @@ mod tests {
     fn counting_content_words_only_the_same_subject_and_object_need_no_shared_word() {
         // The preference rule answers first for opposite preferences; without it
         // the polarity rule decides.
-        let strict =
-            RulesJudge::new(&Config { polarity_content_words_only: true, preference_polarity_pairing: false, ..Config::default() });
+        let strict = RulesJudge::new(&{
+            let mut c = Config::default();
+            c.soda.polarity_content_words_only = true;
+            c.soda.preference_polarity_pairing = false;
+            c
+        });
         let loves = pf("Alice", "loves", "sushi", "Alice loves sushi", None);
         // One content word shared ("sushi"), the same subject and object: a conflict, flagged.
         assert_eq!(strict.verdict(&pair(loves.clone(), pf("alice", "hates", "Sushi", "Alice hates sushi", None))), (Verdict::Old, true));
         // Another object: one content word is too few.
         let bars = pf("Alice", "hates", "sushi bars", "Alice hates sushi bars", None);
         assert_eq!(strict.verdict(&pair(loves.clone(), bars.clone())), (Verdict::Neither, false));
-        let loose = RulesJudge::new(&Config { preference_polarity_pairing: false, ..Config::default() });
+        let loose = RulesJudge::new(&{
+            let mut c = Config::default();
+            c.soda.preference_polarity_pairing = false;
+            c
+        });
         assert_eq!(loose.verdict(&pair(loves.clone(), bars)), (Verdict::Old, true), "counting every word: alice, sushi");
         // Another subject is no conflict at all.
         assert_eq!(strict.verdict(&pair(loves, pf("Bob", "hates", "sushi", "Bob hates sushi", None))), (Verdict::Neither, false));
@@ -280,7 +297,11 @@ mod tests {
 
     #[test]
     fn counting_content_words_only_a_new_pastime_does_not_conflict_with_an_unrelated_fact() {
-        let strict = RulesJudge::new(&Config { polarity_content_words_only: true, ..Config::default() });
+        let strict = RulesJudge::new(&{
+            let mut c = Config::default();
+            c.soda.polarity_content_words_only = true;
+            c
+        });
         let loose = RulesJudge::new(&Config::default());
         let (old, new) = ("Tom has no trips planned", "Tom has started learning to play the violin");
         assert!(loose.polarity_conflict("Tom", old, new), "tom and has shared, and a negation on one side");
@@ -370,14 +391,18 @@ mod tests {
         // Counting content words only, the antonym split shares one word with the tea
         // fact ("tea"; the subject's name does not count) and does not pair; the
         // negation still shares two with each like ("likes", and "tea" or "coffee").
-        let strict = Config { polarity_content_words_only: true, ..cfg.clone() };
+        let strict = {
+            let mut c = cfg.clone();
+            c.soda.polarity_content_words_only = true;
+            c
+        };
         assert_eq!(
             pairs_of(&find_pairs(&cands, &st, None, &PairRules::new(&strict))),
             vec![(1, "f1", PairReason::EndsRelationship), (2, "f1", PairReason::SamePredicate), (2, "f2", PairReason::SamePredicate)]
         );
         // The same candidates with no multi-valued predicate: the three conditions alone.
         let mut open = cfg.clone();
-        open.multi_valued_predicates.clear();
+        open.soda.multi_valued_predicates.clear();
         let found = find_pairs(&cands, &st, None, &PairRules::new(&open));
         let got = pairs_of(&found);
         assert!(got.contains(&(0, "f1", PairReason::SamePredicate)) && got.contains(&(0, "f2", PairReason::SamePredicate)), "{got:?}");
@@ -399,12 +424,12 @@ mod tests {
         let ids =
             |cfg: &Config| -> Vec<String> { find_pairs(&cands, &st, None, &PairRules::new(cfg)).into_iter().map(|p| p.live_id).collect() };
         assert_eq!(ids(&cfg), ["f0", "f1", "f2", "f3", "f4", "f5"], "under the cap every pair stays");
-        cfg.max_pairs_per_candidate = 4;
+        cfg.soda.max_pairs_per_candidate = 4;
         assert_eq!(ids(&cfg), ["f1", "f3", "f4", "f5"]);
-        cfg.max_pairs_per_candidate = 2;
+        cfg.soda.max_pairs_per_candidate = 2;
         assert_eq!(ids(&cfg), ["f1", "f3"], "equal cosines: the earlier facts");
         assert_eq!(ids(&cfg), ids(&cfg));
-        cfg.max_pairs_per_candidate = 1;
+        cfg.soda.max_pairs_per_candidate = 1;
         let found = find_pairs(&cands, &st, None, &PairRules::new(&cfg));
         assert_eq!((found.len(), found[0].live_id.as_str(), found[0].pair.index), (1, "f1", 0));
     }
@@ -461,12 +486,12 @@ mod tests {
             "Alice's car isn't red",
             "Alice's car is red",
         ];
-        let mut many = Config::default().antonyms;
+        let mut many = Config::default().soda.antonyms;
         for i in 0..70 {
             many.push([format!("w{i}a"), format!("w{i}b")]);
         }
         many.push(["Enabled".into(), "Disabled".into()]);
-        for antonyms in [Config::default().antonyms, many] {
+        for antonyms in [Config::default().soda.antonyms, many] {
             let list = Antonyms::interned(&antonyms);
             for min in [0, 1, 2, 3] {
                 for a in texts {
@@ -481,13 +506,13 @@ mod tests {
                 }
             }
         }
-        assert!(Arc::ptr_eq(&Antonyms::interned(&Config::default().antonyms), &Antonyms::interned(&Config::default().antonyms)));
+        assert!(Arc::ptr_eq(&Antonyms::interned(&Config::default().soda.antonyms), &Antonyms::interned(&Config::default().soda.antonyms)));
     }
 
     #[test]
     fn a_facts_cached_polarity_keys_serve_only_their_antonym_list() {
         let f = live_content("f1", "Alice", "likes", "tea", "Alice likes tea", vec![]);
-        let default = Antonyms::interned(&Config::default().antonyms);
+        let default = Antonyms::interned(&Config::default().soda.antonyms);
         let other = Antonyms::interned(&[["tea".to_string(), "coffee".to_string()]]);
         assert!(f.polarity(&default).is_for(&default));
         assert!(f.polarity(&other).is_for(&other), "computed afresh for another list");
@@ -572,7 +597,11 @@ mod tests {
         let found = find_pairs(&cand, &st, None, &PairRules::new(&Config::default()));
         assert_eq!(pairs_of(&found), vec![(0, "f1", PairReason::OppositePreference)]);
         assert_eq!(RulesJudge::new(&Config::default()).verdict(&found[0].pair), (Verdict::Old, false));
-        let off = Config { preference_polarity_pairing: false, ..Config::default() };
+        let off = {
+            let mut c = Config::default();
+            c.soda.preference_polarity_pairing = false;
+            c
+        };
         assert!(find_pairs(&cand, &st, None, &PairRules::new(&off)).is_empty(), "switched off: not paired");
     }
 }

@@ -5,25 +5,9 @@ use std::sync::Arc;
 
 use super::rules::{Antonyms, PolarityKeys, SharedWords, opposite_preferences, polarity_conflict};
 use super::{JudgePair, PairFact};
-use crate::config::Config;
+pub use crate::model::outcome::PairReason;
+use crate::pipeline::Config;
 use crate::state::{ConvState, FactKeys, FactRec, Norms, Vector};
-use crate::types::string_enum;
-
-string_enum! {
-    /// Why a candidate was paired with a live fact (the three pairing conditions).
-    pub enum PairReason {
-        /// Same subject and predicate, different object.
-        SamePredicate => "same_predicate",
-        /// Same subject and object, and the candidate carries validUntil.
-        EndsRelationship => "ends_relationship",
-        /// Cosine in [contradiction_band_min, near_dup_threshold), same subject,
-        /// different object.
-        SimilarContent => "similar_content",
-        /// Same subject and object, predicates of opposite preference
-        /// polarity (`preference_polarity_pairing`, memform's addition).
-        OppositePreference => "opposite_preference",
-    }
-}
 
 /// A candidate's view for pairing.
 #[derive(Debug, Clone)]
@@ -64,14 +48,14 @@ pub struct PairRules {
 impl PairRules {
     pub fn new(cfg: &Config) -> PairRules {
         PairRules {
-            band_min: cfg.contradiction_band_min,
-            band_max: cfg.near_dup_threshold,
-            multi_valued: cfg.multi_valued_predicates.iter().map(|p| p.trim().to_lowercase()).collect(),
-            antonyms: Antonyms::interned(&cfg.antonyms),
-            min_shared_tokens: cfg.antonym_min_shared_tokens,
-            content_words_only: cfg.polarity_content_words_only,
-            max_per_candidate: cfg.max_pairs_per_candidate,
-            preference_pairing: cfg.preference_polarity_pairing,
+            band_min: cfg.soda.contradiction_band_min,
+            band_max: cfg.soda.near_dup_threshold,
+            multi_valued: cfg.soda.multi_valued_predicates.iter().map(|p| p.trim().to_lowercase()).collect(),
+            antonyms: Antonyms::interned(&cfg.soda.antonyms),
+            min_shared_tokens: cfg.soda.antonym_min_shared_tokens,
+            content_words_only: cfg.soda.polarity_content_words_only,
+            max_per_candidate: cfg.soda.max_pairs_per_candidate,
+            preference_pairing: cfg.soda.preference_polarity_pairing,
         }
     }
 

@@ -1,11 +1,12 @@
 //! Stage 4b, the rules judge: a deterministic verdict per pair.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::{Judge, JudgeContext, JudgeOutput, JudgePair, PairFact};
-use crate::config::Config;
 use crate::error::Result;
+pub use crate::model::polarity::{Antonyms, NEGATIONS, PolarityKeys, words};
 use crate::normalize::normalize_content;
+use crate::pipeline::Config;
 use crate::types::Verdict;
 
 /// The rules judge: single-valued predicates replace, multi-valued coexist,
@@ -25,11 +26,11 @@ impl RulesJudge {
 
     pub fn new(cfg: &Config) -> Self {
         RulesJudge {
-            single_valued: cfg.single_valued_predicates.iter().map(|p| p.to_lowercase()).collect(),
-            antonyms: Antonyms::interned(&cfg.antonyms),
-            min_shared_tokens: cfg.antonym_min_shared_tokens,
-            content_words_only: cfg.polarity_content_words_only,
-            preference_pairing: cfg.preference_polarity_pairing,
+            single_valued: cfg.soda.single_valued_predicates.iter().map(|p| p.to_lowercase()).collect(),
+            antonyms: Antonyms::interned(&cfg.soda.antonyms),
+            min_shared_tokens: cfg.soda.antonym_min_shared_tokens,
+            content_words_only: cfg.soda.polarity_content_words_only,
+            preference_pairing: cfg.soda.preference_polarity_pairing,
         }
     }
 
@@ -98,9 +99,11 @@ pub struct SharedWords<'a> {
 }
 
 impl<'a> SharedWords<'a> {
-    /// The config's rule for two facts, each given as (subject, object).
-    pub fn new(cfg: &Config, a: (&'a str, &'a str), b: (&'a str, &'a str)) -> SharedWords<'a> {
-        SharedWords { min: cfg.antonym_min_shared_tokens, content_only: cfg.polarity_content_words_only, facts: [a, b] }
+    /// The rule for two facts, each given as (subject, object): at least
+    /// `min` shared words (`antonym_min_shared_tokens`), content words only
+    /// when `content_only` (`polarity_content_words_only`).
+    pub fn new(min: usize, content_only: bool, a: (&'a str, &'a str), b: (&'a str, &'a str)) -> SharedWords<'a> {
+        SharedWords { min, content_only, facts: [a, b] }
     }
 
     /// Whether the two texts share enough words that count, or, counting
@@ -308,69 +311,6 @@ pub const STOPWORDS: &[&str] = &[
     "yours",
 ];
 
-/// A config's antonym pairs, lower-cased and interned: each distinct list
-/// gets one id for the life of the process, so a fact's [`PolarityKeys`],
-/// computed once and cached with the fact, are reused only for the list
-/// they were computed against.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Antonyms {
-    id: usize,
-    pairs: Vec<[String; 2]>,
-}
-
-impl Antonyms {
-    /// The interned list equal to `pairs` (lower-cased).
-    pub fn interned(pairs: &[[String; 2]]) -> Arc<Antonyms> {
-        static LISTS: Mutex<Vec<Arc<Antonyms>>> = Mutex::new(Vec::new());
-        let pairs: Vec<[String; 2]> = pairs.iter().map(|[a, b]| [a.to_lowercase(), b.to_lowercase()]).collect();
-        let mut lists = LISTS.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(l) = lists.iter().find(|l| l.pairs == pairs) {
-            return l.clone();
-        }
-        let l = Arc::new(Antonyms { id: lists.len(), pairs });
-        lists.push(l.clone());
-        l
-    }
-}
-
-/// What the polarity rule needs of one text, computed once per fact (cached
-/// with it, see [`crate::state::FactRec::polarity`]) and once per candidate:
-/// its distinct words, sorted; whether a negation is among them; and which
-/// words of the antonym list it holds (bit `k` of `x` / `y`: the first /
-/// second word of pair `k`; pairs past the 64th in `more`, 64 per block).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PolarityKeys {
-    list: usize,
-    words: Vec<Box<str>>,
-    negated: bool,
-    x: u64,
-    y: u64,
-    more: Vec<(u64, u64)>,
-}
-
-impl PolarityKeys {
-    pub fn of(text: &str, antonyms: &Antonyms) -> PolarityKeys {
-        let lower = text.to_lowercase();
-        let mut words: Vec<Box<str>> = words(&lower).into_iter().map(Box::from).collect();
-        words.sort_unstable();
-        words.dedup();
-        let has = |w: &str| words.binary_search_by(|x| (**x).cmp(w)).is_ok();
-        let negated = NEGATIONS.iter().any(|n| has(n));
-        let mut blocks = vec![(0u64, 0u64); antonyms.pairs.len().div_ceil(64).max(1)];
-        for (k, [a, b]) in antonyms.pairs.iter().enumerate() {
-            blocks[k / 64].0 |= u64::from(has(a)) << (k % 64);
-            blocks[k / 64].1 |= u64::from(has(b)) << (k % 64);
-        }
-        let (x, y) = blocks[0];
-        PolarityKeys { list: antonyms.id, words, negated, x, y, more: blocks.split_off(1) }
-    }
-
-    /// Whether these keys were computed against `antonyms`.
-    pub fn is_for(&self, antonyms: &Antonyms) -> bool {
-        self.list == antonyms.id
-    }
-}
-
 /// Preference verbs by polarity (their word forms compare by prefix stem).
 const LIKE_STEMS: &[&str] = &["love", "like", "enjoy", "prefer"];
 const DISLIKE_STEMS: &[&str] = &["hate", "dislike", "avoid"];
@@ -400,16 +340,6 @@ pub fn preference_polarity(predicate: &str) -> Option<bool> {
 /// Whether two predicates state preferences of opposite polarity.
 pub fn opposite_preferences(a: &str, b: &str) -> bool {
     matches!((preference_polarity(a), preference_polarity(b)), (Some(x), Some(y)) if x != y)
-}
-
-const NEGATIONS: &[&str] = &[
-    "not", "no", "never", "don't", "doesn't", "didn't", "isn't", "aren't", "wasn't", "won't", "can't", "cannot", "dont", "doesnt", "isnt",
-    "longer",
-];
-
-/// The words of an already lower-cased text: runs of letters, digits and `'`.
-fn words(lower: &str) -> Vec<&str> {
-    lower.split(|c: char| !(c.is_alphanumeric() || c == '\'')).filter(|w| !w.is_empty()).collect()
 }
 
 impl Judge for RulesJudge {

@@ -3,8 +3,8 @@
 //! record per candidate. Nothing here touches the store.
 
 use super::{Action, EntityRow, Proposal, VerdictRow, WritePlan};
-use crate::config::Config;
 use crate::pipeline::Batch;
+use crate::pipeline::Config;
 use crate::pipeline::dedupe::{DedupeOutcome, Deduped, MatchBy, Target, closure_cascade};
 use crate::pipeline::judge::FinalVerdict;
 use crate::pipeline::records::{CandidateOutcome, CandidateRecord};
@@ -48,7 +48,7 @@ pub fn build(
     for (i, rec) in records.iter_mut().enumerate() {
         let (outcome, reason, related) = match &deduped.outcomes[i] {
             None => {
-                let reason = format!("value score {:.2} < {:.2}", rec.value_score, cfg.value_contextual_min);
+                let reason = format!("value score {:.2} < {:.2}", rec.value_score, cfg.soda.value_contextual_min);
                 (CandidateOutcome::NoiseRejected, reason, None)
             }
             Some(DedupeOutcome::ExactDuplicate { of, by }) => {
@@ -56,7 +56,7 @@ pub fn build(
                 (CandidateOutcome::ExactDuplicate, format!("same {by}"), Some(target_id(of)))
             }
             Some(DedupeOutcome::NearDuplicate { of, cosine }) => {
-                let reason = format!("cosine {cosine:.3} >= {:.3}", cfg.near_dup_threshold);
+                let reason = format!("cosine {cosine:.3} >= {:.3}", cfg.soda.near_dup_threshold);
                 (CandidateOutcome::NearDuplicate, reason, Some(target_id(of)))
             }
             Some(DedupeOutcome::Closure { of, valid_until, cascade }) => {

@@ -12,10 +12,10 @@ use super::observe::{self, Input};
 use super::resolve::ResolveAction;
 use super::search::{Indexed, Lexical, MemorySearch, StoreSearch, query_text};
 use super::write::{self, Op, Plan};
-use crate::config::Config;
 use crate::embed::Embedder;
 use crate::error::Result;
 use crate::normalize::normalize_and_hash_content;
+use crate::pipeline::Config;
 use crate::pipeline::judge::JudgeContext;
 use crate::pipeline::records::{CandidateOutcome, CandidateRecord, EpisodeRecord, Timings};
 use crate::pipeline::resolve::EntityDecision;
@@ -143,7 +143,7 @@ fn plan_one(
     embed: Option<Embed<'_>>,
 ) -> Result<(CandidateRecord, Option<Op>)> {
     let x = &f.extracted;
-    let decay = cfg.ephemeral_policy == "decay";
+    let decay = cfg.memorix.ephemeral_policy == "decay";
     let importance = match f.value.category {
         Category::Core => "high",
         Category::Contextual => "normal",
@@ -292,7 +292,7 @@ pub fn back_traced(
     mut trace: Option<&mut Vec<Traced>>,
 ) -> Result<EpisodeRecord> {
     let llm = deps.llm;
-    let store_search = cfg.memorix_search == "store";
+    let store_search = cfg.memorix.search == "store";
     // Every memory written gets its vector (the QA search's vector leg,
     // and the store search's); the store search cannot do without one.
     let embedder = match (store_search, deps.embedder) {
@@ -319,7 +319,7 @@ pub fn back_traced(
     let ctx = JudgeContext { conversation_id: &conv.id, episode_id: &episode.id };
     let mode = if llm.is_some() { StageMode::Llm } else { StageMode::Rules };
     for (i, input) in inputs.iter().enumerate() {
-        let lexical = Lexical { memories: &planner.memories, min_score: cfg.memorix_search_min };
+        let lexical = Lexical { memories: &planner.memories, min_score: cfg.memorix.search_min };
         let hybrid = StoreSearch {
             store,
             conversation: &conv.id,

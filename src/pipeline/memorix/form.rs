@@ -9,8 +9,8 @@ use super::llm::{Calls, MemorixLlm};
 use super::observe::Input;
 use super::resolve::{self, Hit, Resolution, Thresholds};
 use super::search::MemorySearch;
-use crate::config::Config;
 use crate::error::Result;
+use crate::pipeline::Config;
 use crate::pipeline::StageMode;
 use crate::pipeline::judge::JudgeContext;
 
@@ -25,8 +25,8 @@ pub struct Figures {
 impl Figures {
     pub fn of(cfg: &Config) -> Figures {
         Figures {
-            thresholds: Thresholds { duplicate: cfg.memorix_duplicate_min, high: cfg.memorix_high_min, medium: cfg.memorix_medium_min },
-            cuts: (cfg.memorix_core_min, cfg.memorix_contextual_min),
+            thresholds: Thresholds { duplicate: cfg.memorix.duplicate_min, high: cfg.memorix.high_min, medium: cfg.memorix.medium_min },
+            cuts: (cfg.memorix.core_min, cfg.memorix.contextual_min),
         }
     }
 }

@@ -3,8 +3,8 @@
 use std::sync::Mutex;
 
 use super::*;
-use crate::config::Config;
 use crate::llm::{AnswerSource, LlmResponse};
+use crate::pipeline::Config;
 use crate::pipeline::memorix::extract;
 use crate::pipeline::memorix::observe::Input;
 

@@ -15,6 +15,7 @@
 //! - [`profile`]: the [`Profile`](crate::pipeline::profiles::Profile);
 //! - [`js`]: the JavaScript string semantics the rules need.
 
+pub mod config;
 pub mod episode;
 pub mod evaluate;
 pub mod extract;

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use super::episode::{Deps, LlmStages};
-use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::llm::{Llm, LlmSettings};
+use crate::pipeline::Config;
 use crate::pipeline::judge::Judge;
 use crate::pipeline::profiles::Profile;
 use crate::pipeline::{EpisodeFront, EpisodeRecord, StageMode, Stages};

@@ -6,9 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::normalize::normalize_content;
+use crate::pipeline::Config;
 use crate::pipeline::StageMode;
 use crate::pipeline::judge::{Antonyms, Judge, JudgeContext, JudgeOutput, JudgePair, PolarityKeys, SharedWords, polarity_conflict};
 use crate::types::{CandidateFact, FactType, LlmUsage, Warning, string_enum};
@@ -103,8 +103,8 @@ impl RulesDecider {
             if normalize_content(&c.content) == norm {
                 return decision(DecisionAction::None, Some(c), format!("same normalised content as {}", c.id));
             }
-            if c.cosine >= cfg.near_dup_threshold {
-                let reason = format!("near duplicate of {}: cosine {:.3} >= {:.3}", c.id, c.cosine, cfg.near_dup_threshold);
+            if c.cosine >= cfg.signet.near_dup_threshold {
+                let reason = format!("near duplicate of {}: cosine {:.3} >= {:.3}", c.id, c.cosine, cfg.signet.near_dup_threshold);
                 return decision(DecisionAction::None, Some(c), reason);
             }
         }
@@ -116,8 +116,8 @@ impl RulesDecider {
             return decision(DecisionAction::Delete, Some(c), format!("ends {} (valid until {until})", c.id));
         }
         let predicate = fact.predicate.trim().to_lowercase();
-        let single = cfg.single_valued_predicates.iter().any(|p| p.trim().to_lowercase() == predicate);
-        let antonyms = Antonyms::interned(&cfg.antonyms);
+        let single = cfg.signet.single_valued_predicates.iter().any(|p| p.trim().to_lowercase() == predicate);
+        let antonyms = Antonyms::interned(&cfg.signet.antonyms);
         let keys = PolarityKeys::of(&fact.content, &antonyms);
         for c in input.candidates.iter().filter(same_subject) {
             if single
@@ -129,7 +129,12 @@ impl RulesDecider {
             if polarity_conflict(
                 &keys,
                 &PolarityKeys::of(&c.content, &antonyms),
-                &SharedWords::new(cfg, (&fact.subject, &fact.object), (&c.subject, &c.object)),
+                &SharedWords::new(
+                    cfg.signet.antonym_min_shared_tokens,
+                    cfg.signet.polarity_content_words_only,
+                    (&fact.subject, &fact.object),
+                    (&c.subject, &c.object),
+                ),
             ) {
                 return decision(DecisionAction::Update, Some(c), format!("replaces {}: negation or antonym conflict", c.id));
             }
@@ -171,8 +176,13 @@ pub fn review_needed(decision: &Decision, fact: &CandidateFact, target: Option<&
         return false;
     }
     let Some(target) = target else { return false };
-    let antonyms = Antonyms::interned(&cfg.antonyms);
-    let shared = SharedWords::new(cfg, (&fact.subject, &fact.object), (&target.subject, &target.object));
+    let antonyms = Antonyms::interned(&cfg.signet.antonyms);
+    let shared = SharedWords::new(
+        cfg.signet.antonym_min_shared_tokens,
+        cfg.signet.polarity_content_words_only,
+        (&fact.subject, &fact.object),
+        (&target.subject, &target.object),
+    );
     polarity_conflict(&PolarityKeys::of(&fact.content, &antonyms), &PolarityKeys::of(&target.content, &antonyms), &shared)
 }
 
@@ -245,7 +255,11 @@ mod tests {
 
     #[test]
     fn a_single_valued_predicate_with_another_object_updates() {
-        let cfg = Config { single_valued_predicates: vec!["lives in".into()], ..Config::default() };
+        let cfg = {
+            let mut c = Config::default();
+            c.signet.single_valued_predicates = vec!["lives in".into()];
+            c
+        };
         let old = fact("Alice", "lives in", "Boston", "Alice lives in Boston");
         let new = fact("Alice", "lives in", "Denver", "Alice lives in Denver");
         let d = decide(&new, &[memory("m1", &old, 0.6)], &cfg);
@@ -259,7 +273,11 @@ mod tests {
     #[test]
     fn a_negation_updates_when_enough_words_are_shared() {
         let cfg = Config::default();
-        let strict = Config { polarity_content_words_only: true, ..Config::default() };
+        let strict = {
+            let mut c = Config::default();
+            c.signet.polarity_content_words_only = true;
+            c
+        };
         // Shares two content words ("black", "coffee") and negation differs: UPDATE either way.
         let old = fact("Alice", "drinks", "black coffee", "Alice drinks black coffee");
         let new = fact("Alice", "drinks", "black coffee", "Alice does not drink black coffee anymore");
@@ -315,7 +333,11 @@ mod tests {
         // counts every word, and with `polarity_content_words_only` content
         // words only: then the subject and stopwords do not make overlap.
         assert!(flagged(u, "User", "User is not at home", "User is at the gym", &cfg));
-        let strict = Config { polarity_content_words_only: true, ..cfg.clone() };
+        let strict = {
+            let mut c = cfg.clone();
+            c.signet.polarity_content_words_only = true;
+            c
+        };
         assert!(!flagged(u, "User", "User is not at home", "User is at the gym", &strict));
         // It only ever flags an UPDATE or a DELETE, and needs a target.
         for a in [DecisionAction::Add, DecisionAction::None] {
@@ -328,7 +350,11 @@ mod tests {
 
     #[test]
     fn counting_content_words_only_a_split_about_the_same_subject_and_object_still_conflicts() {
-        let strict = Config { polarity_content_words_only: true, ..Config::default() };
+        let strict = {
+            let mut c = Config::default();
+            c.signet.polarity_content_words_only = true;
+            c
+        };
         let u = DecisionAction::Update;
         // One content word shared ("sushi"), but the same subject and object:
         // an UPDATE, flagged by the detector, as it is counting every word.
@@ -367,7 +393,11 @@ mod tests {
         // Two facts about one speaker with no object in common, which by
         // default share enough words ("tom", "has") for the negation in one
         // to make a conflict; their content words share none.
-        let strict = Config { polarity_content_words_only: true, ..Config::default() };
+        let strict = {
+            let mut c = Config::default();
+            c.signet.polarity_content_words_only = true;
+            c
+        };
         let old = fact("Tom", "has", "no trips planned", "Tom has no trips planned");
         let new = fact("Tom", "has started", "learning to play the violin", "Tom has started learning to play the violin");
         assert_eq!(decide(&new, &[memory("m1", &old, 0.6)], &Config::default()).action, DecisionAction::Update);

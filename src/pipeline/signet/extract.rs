@@ -18,8 +18,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::config::Config;
 use crate::llm::parse::{clean_answer, find_json_object};
+use crate::pipeline::Config;
 use crate::pipeline::extract::Extraction;
 use crate::types::{FactKind, FactType, Warning};
 
@@ -465,7 +465,11 @@ mod tests {
             [SignetEntity { source: "Dana".into(), relationship: "plays chess with".into(), target: "Eli".into(), confidence: 0.9 }]
         );
         // The same caps: with max_facts 1, the second fact goes, with a warning.
-        let small = Config { max_facts: 1, ..cfg() };
+        let small = {
+            let mut c = cfg();
+            c.max_facts = 1;
+            c
+        };
         let x = SignetExtraction::from_extraction(&ex, &small);
         assert_eq!((x.facts.len(), kinds(&x)), (1, vec!["too_many_facts"]));
         // Its JSON is the contract's shape.

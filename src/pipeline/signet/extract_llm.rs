@@ -13,10 +13,10 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::extract::{SignetExtraction, input_gate, parse_answer};
-use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::llm::prompts::{self, FACT_TYPES, Template, defuse};
 use crate::llm::{CallContext, Llm, LlmRequest, LlmSettings, Sampling, Stage, complete_budgeted};
+use crate::pipeline::Config;
 use crate::pipeline::StageMode;
 use crate::pipeline::extract::{ExtractInput, Extractor, RawExtraction};
 use crate::types::{LlmUsage, Warning};

@@ -19,8 +19,8 @@
 use std::time::Instant;
 
 use super::extract::{SignetExtraction, SignetFact};
-use crate::config::Config;
 use crate::error::Result;
+use crate::pipeline::Config;
 use crate::pipeline::extract::{ExtractInput, Extraction, ScoredFact, postprocess, value_score};
 use crate::pipeline::{EpisodeFront, Stages, known_context, ms};
 use crate::state::ConvState;

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::decide::{Decider, Decision, DecisionAction, DecisionAnswer, DecisionInput};
-use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::llm::parse::{clean_answer, find_json_object};
 use crate::llm::prompts::{self, SIGNET_FENCE_TAGS, Template, defuse};
 use crate::llm::{CallContext, Llm, LlmRequest, LlmSettings, Stage, complete_budgeted};
+use crate::pipeline::Config;
 use crate::pipeline::StageMode;
 use crate::pipeline::judge::{Judge, JudgeContext, JudgeOutput, JudgePair};
 use crate::types::Warning;

@@ -14,6 +14,7 @@
 //!
 //! Rules in docs/pipeline.md, "The signet profile".
 
+pub mod config;
 pub mod decide;
 pub mod extract;
 pub mod extract_llm;
@@ -31,9 +32,9 @@ use super::records::{CandidateOutcome, CandidateRecord, DecisionRecord, EpisodeR
 use super::write::plan::candidate_id;
 use super::write::{Effect, Provenance, WritePlan, WriteResult};
 use super::{EpisodeFront, ms};
-use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::normalize::normalize_and_hash_content;
+use crate::pipeline::Config;
 use crate::pipeline::judge::{Judge, JudgeContext};
 use crate::state::{ConvState, FactKeys, FactRec, KeyCache, ScanCache};
 use crate::store::Store;
@@ -284,7 +285,7 @@ fn record(
         content: p.fact.content.clone(),
         confidence: sf.fact.confidence,
         value_score: sf.value_score,
-        tier: super::extract::tier_of(sf, cfg.value_core_min, cfg.value_contextual_min),
+        tier: super::extract::tier_of(sf, cfg.signet.value_core_min, cfg.signet.value_contextual_min),
         content_hash: p.fact.hash.clone(),
         outcome,
         reason: decision.map_or_else(|| p.dropped.clone().unwrap_or_default(), |d| d.reason.clone()),

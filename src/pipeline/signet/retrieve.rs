@@ -5,9 +5,9 @@
 //! dropped, the best `search_top_k` kept; Signet's figures 0.7, 0.1 and 5).
 
 use super::decide::MemoryCandidate;
-use crate::config::Config;
 use crate::embed::cosine;
 use crate::error::Result;
+use crate::pipeline::Config;
 use crate::state::ConvState;
 use crate::store::SearchParams;
 use crate::store::Store;

@@ -1,0 +1,49 @@
+//! Names a run's modules agree on, at the bottom of the run, QA and metrics
+//! group so each can name the others' outputs without importing them: the
+//! QA evaluation's sources and summary metric names, and the files a run
+//! directory holds beside `run.json` (the reports and the QA rows).
+
+/// The QA evaluation's three sources, in report order.
+pub const SOURCES: [&str; 3] = ["formed", "raw_turns", "raw_sessions"];
+
+/// The QA evaluation's numeric summary keys (`qa::summary_metrics`: what a
+/// sweep point reports and `--objective` may name).
+pub fn qa_metric_names() -> Vec<String> {
+    let mut names = vec!["qa_evidence_unknown_turns".to_string(), "qa_items_excluded".to_string()];
+    for source in SOURCES {
+        let prefix = if source == "formed" { "qa_".to_string() } else { format!("qa_{source}_") };
+        for k in ["recall_any_at_1", "recall_any_at_5", "recall_any_at_10", "recall_all_at_5", "recall_all_at_10", "ndcg_any_at_5"] {
+            names.push(format!("{prefix}{k}"));
+        }
+        for k in ["ndcg_any_at_10", "mrr", "items_scored", "items_indexed"] {
+            names.push(format!("{prefix}{k}"));
+        }
+    }
+    names
+}
+
+/// Files the QA evaluation adds to a run directory (`run --qa`).
+pub const QA_FILES: &[&str] = &["qa.parquet", "qa.csv"];
+
+/// Files the reports add to a run directory (removed before a re-run).
+pub const REPORT_FILES: &[&str] = &[
+    "facts.parquet",
+    "facts.csv",
+    "episodes.parquet",
+    "episodes.csv",
+    "per_conversation.csv",
+    "report.md",
+    PLOT_STORED,
+    PLOT_OUTCOMES,
+    PLOT_VERDICTS,
+    PLOT_WARNINGS,
+    PLOT_SCORES,
+    PLOT_QA,
+];
+
+pub const PLOT_STORED: &str = "plot_stored_facts.svg";
+pub const PLOT_OUTCOMES: &str = "plot_outcomes.svg";
+pub const PLOT_VERDICTS: &str = "plot_verdicts.svg";
+pub const PLOT_WARNINGS: &str = "plot_warnings.svg";
+pub const PLOT_SCORES: &str = "plot_precision_recall.svg";
+pub const PLOT_QA: &str = "plot_qa_recall.svg";
