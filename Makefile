@@ -28,8 +28,10 @@ LOCOMO_RUN = d=$(LOCOMO_DIR); echo "$(BIN) run --dataset $$d $(1)"; $(BIN) run -
 
 # ---- Public labelled pairs: `make pairs-data` (SICK, MSRP) into git-ignored data/pairs/ ----
 # Raw files of brmson/dataset-sts at a pinned commit, each SHA-256 checked.
-# The digests are those of the copies the project was calibrated on; a
-# mismatch stops `make pairs-data` and writes nothing.
+# The digests are those of the copies this was written against (the fallback's,
+# copied unchanged from that commit). NOT YET CONFIRMED by a download: the
+# machines this was written on cannot reach GitHub. Confirm them on the first
+# successful download; a mismatch stops `make pairs-data` and writes nothing.
 PAIRS_COMMIT ?= e1d3375f5b3bc24f21aa4e46f96eb379e9fc1081
 PAIRS_RAW = https://raw.githubusercontent.com/brmson/dataset-sts/$(PAIRS_COMMIT)
 SICK_URL ?= $(PAIRS_RAW)/data/sts/sick2014/SICK_train.txt
@@ -42,6 +44,8 @@ PAIRS_DATA ?= data/pairs
 PAIRS_FALLBACK ?= ../shared/datasets/pairs
 
 # ---- LoCoMo ground-truth audit: `make locomo-audit-data` into git-ignored data/locomo-audit/ ----
+# errors.json at the repository's root at a pinned commit; the digest is, like
+# the two above, that of the fallback's copy, not yet confirmed by a download.
 LOCOMO_AUDIT_COMMIT ?= 9493fb4b4af4256ed17a18e8fd0b3cfdeec29539
 LOCOMO_AUDIT_URL ?= https://raw.githubusercontent.com/dial481/locomo-audit/$(LOCOMO_AUDIT_COMMIT)/errors.json
 LOCOMO_AUDIT_SHA256 ?= f298ef46263fada20688a1d672be37d4f488c6da3b19343eea55ae5c1b5fe55e
