@@ -516,8 +516,9 @@ impl Op {
 }
 
 /// One exact-quote citation of a content operation (`{quote, source_ref}`;
-/// `source_kind`, `source_id`, `source_path` are optional and must agree
-/// with `source_ref`; `revision` is memform's: the cited turn's revision).
+/// `source_kind` and `source_id` are optional and must agree with
+/// `source_ref`; `revision` is memform's: the cited turn's revision).
+/// Signet's `source_path` is not accepted: a turn has no path.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Citation {
@@ -528,8 +529,6 @@ pub struct Citation {
     pub source_kind: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source_path: Option<String>,
     /// SHA-256 hex of the turn's text, when the citer knows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<String>,
@@ -849,6 +848,11 @@ mod tests {
         .unwrap_err();
         assert!(citation.message.starts_with("operations[0].evidence[0]"), "{}", citation.message);
         assert!(citation.message.contains("unknown field `page`"), "{}", citation.message);
+        let path = one(
+            r#"{"operation":"create_entity","payload":{"name":"Acme","type":"project"},"evidence":[{"source_ref":"turn:t1","quote":"Acme","source_path":"notes.md"}]}"#,
+        )
+        .unwrap_err();
+        assert!(path.message.contains("unknown field `source_path`"), "{}", path.message);
         let top = parse(r#"{"agentId":"c","operations":[],"dryRun":true}"#).unwrap_err();
         assert_eq!(top.message, "unknown field `dryRun` in the request");
     }
