@@ -735,7 +735,11 @@ fn parse_payload(i: usize, kind: OpKind, payload: Map<String, Value>) -> Result<
 /// and the size caps.
 fn check_sizes(i: usize, operation: &Operation, limits: &ContractLimits) -> Result<(), Rejection> {
     for field in operation.op.texts() {
-        if field.value.is_empty() {
+        // `details` values are plain strings and `reviewAfter` is not in
+        // Signet's listed schema (its applicator ignores a blank one): both
+        // may be empty; every other text is `min(1)`.
+        let may_be_empty = matches!(field.name, "details" | "reviewAfter");
+        if field.value.is_empty() && !may_be_empty {
             return Err(schema(i, format!("operations[{i}].payload.{}: must not be empty", field.name)));
         }
         let n = field.value.chars().count();
@@ -868,6 +872,16 @@ mod tests {
         .unwrap_err();
         assert_eq!((bad.kind, bad.index), (GuardKind::Schema, Some(1)));
         assert_eq!(bad.message, "operations[1].payload.name: must not be empty");
+    }
+
+    #[test]
+    fn optional_texts_are_min_1_except_plain_strings() {
+        assert!(one(r#"{"operation":"flag","payload":{"subjectRef":"entity:a","details":{"note":""}}}"#).is_ok());
+        let reason = one(r#"{"operation":"archive_entity","payload":{"target":"e","reason":""},"provenance":"attention:x"}"#).unwrap_err();
+        assert_eq!(reason.message, "operations[0].payload.reason: must not be empty");
+        let attribute = one(r#"{"operation":"supersede_claim_value","payload":{"entityId":"e","aspectId":"a","claimKey":"k","value":"v","attributeId":""}}"#)
+            .unwrap_err();
+        assert_eq!(attribute.kind, GuardKind::Schema);
     }
 
     #[test]
