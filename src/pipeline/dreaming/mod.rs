@@ -12,8 +12,11 @@
 //!   unknown fields and operations;
 //! - [`validate`]: the store-free guards — scope, required texts, attention
 //!   provenance within a request, and exact quotes in the cited turn;
-//! - [`quality`]: the entity-label gate and the contradiction detector.
+//! - [`quality`]: the entity-label gate and the contradiction detector;
+//! - [`pass`]: the store-free pass rules — mode selection, early exit, the
+//!   watermark rule, the triggers (no pass records yet).
 
 pub mod contract;
+pub mod pass;
 pub mod quality;
 pub mod validate;
