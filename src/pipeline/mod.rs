@@ -14,6 +14,7 @@
 pub mod config;
 #[path = "3_dedupe.rs"]
 pub mod dedupe;
+pub mod dreaming;
 #[path = "1_extract/mod.rs"]
 pub mod extract;
 #[path = "4_judge/mod.rs"]
