@@ -37,6 +37,11 @@ pub trait Profile: Send + Sync {
     fn llm_judge(&self, llm: Arc<dyn Llm>, settings: &LlmSettings) -> Result<Box<dyn Judge>> {
         Ok(Box::new(LlmJudge::new(llm, settings)?))
     }
+    /// An error when the profile cannot run with these stages (checked once,
+    /// before a run or sweep starts).
+    fn check_stages(&self, _stages: Stages<'_>) -> Result<()> {
+        Ok(())
+    }
     /// Config keys this profile never reads (a value other than the default
     /// is warned about, see [`inapplicable`]).
     fn inapplicable_keys(&self) -> &'static [&'static str] {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::judge::FinalVerdict;
 use super::resolve::EntityDecision;
-use super::write::{InsertOutcome, Outcome, WriteResult};
+use super::write::{AuditAction, InsertOutcome, Outcome, WriteResult};
 use crate::types::{FactKind, FactType, LlmUsage, ValueTier, Verdict, Warning, string_enum};
 
 string_enum! {
@@ -38,7 +38,9 @@ string_enum! {
         Deleted => "deleted",
         /// `signet`: a NONE decision (a stored memory already says it).
         NoneDecided => "none",
-        /// `signet`, controlled mode: an UPDATE or DELETE blocked, neither side written.
+        /// Controlled mode, every profile: a replacement blocked whole (an
+        /// UPDATE or DELETE, an invalidation, closure or renewal, a merge or
+        /// an evolve); neither side written.
         Blocked => "blocked",
         /// `signet`, shadow mode: an UPDATE or DELETE recorded, nothing written.
         ShadowRecorded => "shadow_recorded",
@@ -70,6 +72,7 @@ impl CandidateOutcome {
             InsertOutcome::LowFactConfidence => (CandidateOutcome::LowFactConfidence, false),
             InsertOutcome::EmptyFactContent => (CandidateOutcome::EmptyFactContent, false),
             InsertOutcome::Conflict => (CandidateOutcome::Conflict, false),
+            InsertOutcome::Blocked => (CandidateOutcome::Blocked, false),
         }
     }
 }
@@ -259,7 +262,9 @@ pub struct WriteCounts {
 }
 
 /// Folds what the write stage did into the candidates' records: the final
-/// outcome of each insert, and the facts each candidate ended. Then, the
+/// outcome of each insert (and of each closure the write mode blocked), and
+/// the facts each candidate ended. `blocked` counts the candidates whose
+/// outcome is `blocked`. Then, the
 /// store having every judged pair as a `verdicts` row, lists each record's
 /// verdicts for `facts.jsonl` ([`CandidateRecord::list_verdicts`]).
 pub fn settle(records: &mut [CandidateRecord], result: &WriteResult) -> WriteCounts {
@@ -269,13 +274,19 @@ pub fn settle(records: &mut [CandidateRecord], result: &WriteResult) -> WriteCou
         match a.outcome {
             Outcome::Invalidated => counts.invalidations += 1,
             Outcome::Closed => counts.closures += 1,
-            Outcome::Blocked => counts.blocked += 1,
             _ => {}
         }
         if matches!(a.outcome, Outcome::Invalidated | Outcome::Closed)
             && let (Some(&i), Some(t)) = (index.get(&a.candidate_id), &a.target_fact_id)
         {
             records[i].ended.push(t.clone());
+        }
+        // A closure the write mode blocked: the candidate's replacement is blocked whole.
+        if (a.action, a.outcome) == (AuditAction::Close, Outcome::Blocked)
+            && let Some(&i) = index.get(&a.candidate_id)
+        {
+            records[i].outcome = CandidateOutcome::Blocked;
+            records[i].reason = format!("controlled mode: closure of {} blocked", a.target_fact_id.as_deref().unwrap_or("?"));
         }
     }
     for (cand, outcome, audit) in &result.inserts {
@@ -291,6 +302,7 @@ pub fn settle(records: &mut [CandidateRecord], result: &WriteResult) -> WriteCou
     for rec in records.iter_mut() {
         rec.list_verdicts();
     }
+    counts.blocked = records.iter().filter(|r| r.outcome == CandidateOutcome::Blocked).count();
     counts
 }
 
