@@ -857,7 +857,10 @@ mod tests {
             bytes[16..20].copy_from_slice(&bad.to_le_bytes());
             std::fs::write(&path, &bytes).expect("write");
             let index = std::fs::read(dir.join(INDEX_FILE)).expect("index");
-            let msg = rehash(&dir).err().expect("refused").to_string();
+            let msg = match rehash(&dir) {
+                Err(e) => e.to_string(),
+                Ok(_) => panic!("a non-finite vector was accepted"),
+            };
             assert!(msg.contains(VECTORS_FILE) && msg.contains("row 1 (key ") && msg.contains("at dimension 1 is not finite"), "{msg}");
             assert_eq!(std::fs::read(dir.join(INDEX_FILE)).expect("index"), index, "the index is not rewritten");
             assert!(CachedEmbedder::open(root.path(), "fake:m1", 3, EmbedMode::Replay, None, CMD).is_err(), "still refused at replay");
