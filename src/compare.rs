@@ -326,8 +326,11 @@ pub fn compare_runs(a: &Side, b: &Side, out: &Path, opts: CompareOptions) -> Res
     // context when equal (compared when the runs searched differently).
     for key in crate::qa::metric_names() {
         let (Some(va), Some(vb)) = (la.summary["metrics"][&key].as_f64(), lb.summary["metrics"][&key].as_f64()) else { continue };
-        let fixed =
-            key.starts_with("qa_raw_") || key == "qa_evidence_unknown_turns" || key == "qa_items_excluded" || key == "qa_items_scored";
+        let fixed = key.starts_with("qa_raw_")
+            || key == "qa_evidence_unknown_turns"
+            || key == "qa_items_excluded"
+            || key == "qa_questions_empty"
+            || key == "qa_items_scored";
         if fixed && va == vb {
             context.push((key.clone(), la.summary["metrics"][&key].clone()));
             continue;

@@ -87,7 +87,9 @@ pub struct Shared {
     /// Env MEMFORM_LLM_PROVIDER overrides.
     pub llm_provider: String,
     /// Base URL of the server, without the `/v1/...` or `/api/...` path.
-    /// Env MEMFORM_LLM_URL overrides.
+    /// Env MEMFORM_LLM_URL overrides. Serialised (in `run.json`, the
+    /// report, comparisons) without its userinfo: `http://[redacted]@host`.
+    #[serde(serialize_with = "crate::redact::serialize_url")]
     pub llm_url: String,
     /// Model name sent to the server; part of every fixture key and of the
     /// fixture directory's name. Env MEMFORM_LLM_MODEL overrides.

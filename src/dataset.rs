@@ -146,21 +146,28 @@ fn detect_dir(dir: &Path, mut bad: Option<&mut Vec<BadFile>>) -> Result<Detected
         };
         parsed.push(ParsedJson { file: InputFile { relative: file_name(&path), bytes }, path, value });
     }
+    // LongMemEval is read one file at a time: a directory of them gets the hint.
+    let longmemeval_hint =
+        |p: &ParsedJson| format!("; {} is a LongMemEval file: pass the file itself (--dataset {})", p.path.display(), p.path.display());
     if !parsed.iter().any(|p| locomo::looks_like(&p.value)) {
         return Err(Error::UnknownFormat {
             path: dir.to_path_buf(),
             message: format!(
                 "looked for conversations/*.json (memform native, \"format\": {:?}) and for \
-                 *.json files with LoCoMo keys (speaker_a, speaker_b, session_N), found neither",
-                native::FORMAT
+                 *.json files with LoCoMo keys (speaker_a, speaker_b, session_N), found neither{}",
+                native::FORMAT,
+                parsed.iter().find(|p| longmemeval::looks_like(&p.value)).map(longmemeval_hint).unwrap_or_default()
             ),
         });
     }
     if let Some(stray) = parsed.iter().find(|p| !locomo::looks_like(&p.value)) {
+        let hint = if longmemeval::looks_like(&stray.value) { longmemeval_hint(stray) } else { String::new() };
         return Err(Error::input(
             &stray.path,
-            "not a LoCoMo conversation (no speaker_a, speaker_b or session_N key) in a directory \
-             of LoCoMo files",
+            format!(
+                "not a LoCoMo conversation (no speaker_a, speaker_b or session_N key) in a directory \
+                 of LoCoMo files{hint}"
+            ),
         ));
     }
     Ok(Detected::Locomo(parsed))

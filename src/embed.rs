@@ -230,6 +230,9 @@ pub fn build_embedder(spec: &EmbedderSpec) -> Result<Box<dyn Embedder>> {
     }
     let id = spec.embedder_id()?;
     let cache_dir = match (&spec.cache_dir, spec.mode) {
+        (Some(dir), _) if dir.exists() && !dir.is_dir() => {
+            return Err(Error::input(dir, "the embedding cache (--embed-cache): not a directory"));
+        }
         (Some(dir), _) => dir.clone(),
         (None, EmbedMode::Live) => PathBuf::new(),
         (None, mode) => {

@@ -208,21 +208,25 @@ pub struct BaselineUpdate {
     pub kept_modes: Vec<String>,
     /// `name (digest)` of the dataset the baseline named before a forced update to another.
     pub replaced_dataset: Option<String>,
+    /// Modes dropped by a forced update to another dataset: their numbers
+    /// were of the old dataset and must not stand under the new one's name.
+    pub dropped_modes: Vec<String>,
 }
 
 /// Writes (or updates) `path` with `run`'s metrics under its mode. Only
 /// that mode's entry is replaced: every other mode is kept as it was. A
 /// baseline made on another dataset (digest) is an error unless `force`,
-/// which re-points it to the run's dataset (still keeping the other modes,
-/// now marked in [`BaselineUpdate::replaced_dataset`]). The file is
+/// which re-points it to the run's dataset and drops every other mode (their
+/// numbers are of the old dataset; [`BaselineUpdate::dropped_modes`]). The file is
 /// replaced atomically (written beside it, then renamed).
 pub fn update_baseline_checked(path: &Path, run: &RunMetrics, force: bool) -> Result<BaselineUpdate> {
     let mut modes = BTreeMap::new();
     let mut replaced_dataset = None;
+    let mut dropped_modes = Vec::new();
     if path.exists() {
         let old = read_baseline(path)?;
+        modes = old.modes;
         if old.dataset.digest != run.dataset_digest {
-            let short = |d: &str| d[..d.len().min(12)].to_string();
             if !force {
                 return Err(Error::input(
                     path,
@@ -236,8 +240,9 @@ pub fn update_baseline_checked(path: &Path, run: &RunMetrics, force: bool) -> Re
                 ));
             }
             replaced_dataset = Some(format!("{} ({})", old.dataset.name, short(&old.dataset.digest)));
+            dropped_modes = modes.keys().filter(|m| **m != run.mode).cloned().collect();
+            modes.clear();
         }
-        modes = old.modes;
     }
     let kept_modes = modes.keys().filter(|m| **m != run.mode).cloned().collect();
     modes.insert(run.mode.clone(), run.metrics.clone());
@@ -253,7 +258,7 @@ pub fn update_baseline_checked(path: &Path, run: &RunMetrics, force: bool) -> Re
     let tmp = std::path::PathBuf::from(tmp);
     std::fs::write(&tmp, text).map_err(|e| Error::write(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| Error::write(path, e))?;
-    Ok(BaselineUpdate { baseline: b, kept_modes, replaced_dataset })
+    Ok(BaselineUpdate { baseline: b, kept_modes, replaced_dataset, dropped_modes })
 }
 
 /// One row of the gate's table.
@@ -333,15 +338,22 @@ pub fn render_table(rows: &[GateRow]) -> String {
     for r in rows {
         lines.push(format!(
             "| {} | {} | {} | {:+} | {} | {} |",
-            r.metric,
+            table_cell(&r.metric),
             fmt(r.baseline),
             fmt(r.now),
             (r.delta * 1e6).round() / 1e6,
-            r.rule,
+            table_cell(&r.rule),
             if r.pass { "pass" } else { "FAIL" }
         ));
     }
     lines.join("\n") + "\n"
+}
+
+/// A Markdown table cell from a name read from a file (a metric, a rule):
+/// `|` escaped, line breaks and other control characters as spaces, so a
+/// tampered name cannot end the row or start a line of its own.
+pub fn table_cell(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect::<String>().replace('|', "\\|")
 }
 
 fn fmt(x: f64) -> String {
@@ -380,7 +392,7 @@ mod tests {
     }
 
     #[test]
-    fn updating_refuses_another_dataset_and_keeps_other_modes() {
+    fn updating_refuses_another_dataset_keeps_other_modes_and_force_drops_them() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("baseline.json");
         let mut llm = run(&[("turn_f1", 0.4)]);
@@ -399,11 +411,12 @@ mod tests {
 
         let u = update_baseline_checked(&p, &other, true).unwrap();
         assert_eq!(u.replaced_dataset.as_deref(), Some("d (abc)"));
-        assert_eq!(u.kept_modes, ["llm"]);
+        assert!(u.kept_modes.is_empty());
+        assert_eq!(u.dropped_modes, ["llm"]);
         let b = read_baseline(&p).unwrap();
         assert_eq!(b.dataset.digest, "fff");
         assert_eq!(b.modes["rules"]["turn_f1"], 0.9);
-        assert_eq!(b.modes["llm"]["turn_f1"], 0.4, "the mode not asked for is kept");
+        assert!(!b.modes.contains_key("llm"), "the old dataset's llm numbers do not stand under the new dataset's name");
         assert!(!dir.path().join("baseline.json.tmp").exists());
     }
 

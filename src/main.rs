@@ -434,7 +434,7 @@ struct StageArgs {
     #[arg(long)]
     embedder: Option<String>,
     /// replay | record | live: recorded embedding vectors (replay needs no model).
-    #[arg(long, default_value = "replay")]
+    #[arg(long, default_value = "replay", value_parser = ["replay", "record", "live"])]
     embed: String,
     /// MiniLM model directory (`make models` fills models/all-MiniLM-L6-v2).
     #[arg(long)]
@@ -451,8 +451,8 @@ struct StageArgs {
     /// Embedding cache directory (default: DATASET/embeddings; for LoCoMo, locomo-fixtures/<name>/embeddings).
     #[arg(long)]
     embed_cache: Option<PathBuf>,
-    /// replay | record | live: recorded LLM answers (llm mode).
-    #[arg(long, default_value = "replay")]
+    /// replay | record | live: recorded LLM answers (llm mode; checked in every mode).
+    #[arg(long, default_value = "replay", value_parser = ["replay", "record", "live"])]
     llm: String,
     /// Fixture directory (default: DATASET/fixtures/<model>; for LoCoMo, locomo-fixtures/<name>/fixtures/<model>).
     #[arg(long)]
@@ -510,6 +510,19 @@ fn build_stages(
         _ => args.embed_dims,
     };
     spec.cache_dir = Some(args.embed_cache.clone().unwrap_or_else(|| root.join("embeddings")));
+    if let Some(c) = &args.embed_cache {
+        // A miss names this dataset and this cache, not the cache as a dataset.
+        let mut cmd = format!(
+            "memform run --dataset {} --embedder {} --embed-cache {} --embed record",
+            dataset_dir.display(),
+            spec.kind,
+            c.display()
+        );
+        if let Some(d) = &args.model_dir {
+            cmd.push_str(&format!(" --model-dir {}", d.display()));
+        }
+        spec.record_command = Some(cmd);
+    }
     let embedder = build_embedder(&spec)?;
     let mut recorded = Recorded { embed_mode: Some(spec.mode.as_str().to_string()), ..Recorded::default() };
     let profile = profiles::by_name(&cfg.profile)?;
@@ -768,7 +781,10 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         eprintln!("warning: {w}");
     }
     if output.qa_warnings.len() > 20 {
-        eprintln!("warning: {} more unknown evidence turns (qa_evidence_unknown_turns in summary.json)", output.qa_warnings.len() - 20);
+        eprintln!(
+            "warning: {} more QA warnings (qa_evidence_unknown_turns and qa_questions_empty in summary.json)",
+            output.qa_warnings.len() - 20
+        );
     }
     if args.stage.llm == "record" || args.stage.embed == "record" {
         finish_recording(&built, &output.out_dir)?;
@@ -814,6 +830,9 @@ fn cmd_gate(args: GateArgs) -> Result<ExitCode> {
             if let Some(old) = &update.replaced_dataset {
                 eprintln!("warning: --force: the baseline was made on {old}; it now names {} ({})", run.dataset_name, run.dataset_digest);
             }
+            if !update.dropped_modes.is_empty() {
+                eprintln!("dropped mode(s) {}: their numbers were of the old dataset", update.dropped_modes.join(", "));
+            }
             if !update.kept_modes.is_empty() {
                 eprintln!("kept mode(s) {} as they were", update.kept_modes.join(", "));
             }
@@ -832,13 +851,14 @@ fn cmd_gate(args: GateArgs) -> Result<ExitCode> {
         .map(|dir| ci::gate_run(&baseline, &args.baseline, dir, &rules, args.allow_dataset_change))
         .collect::<Result<Vec<_>, _>>()?;
     if args.format == GateFormat::Github {
-        print!("{}", ci::github_annotations(&runs, &args.baseline));
-    }
-    for run in &runs {
-        if runs.len() > 1 || args.format == GateFormat::Github {
-            println!("{}:", run.name());
+        print!("{}", ci::github_stdout(&runs, &args.baseline));
+    } else {
+        for run in &runs {
+            if runs.len() > 1 {
+                println!("{}:", run.name());
+            }
+            print!("{}", memform::gate::render_table(&run.rows));
         }
-        print!("{}", memform::gate::render_table(&run.rows));
     }
     if let Some(path) = &args.junit {
         memform::report::write_text(path, &ci::junit_xml(&runs, &args.baseline))?;
@@ -979,7 +999,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         pareto_x: px.trim().to_string(),
         pareto_y: py.trim().to_string(),
         defaults,
-        grid: args.grid.clone(),
+        grid: args.grid.iter().map(|g| memform::redact::urls_in(g)).collect(),
         build: memform::provenance::build_info(),
         recorded: built.digests.clone(),
         tags: memform::provenance::tags_value(&tags),
@@ -1154,7 +1174,8 @@ mod housekeeping {
                 let check = memform::llm::fixtures::fixtures_check(&dir, &needed)?;
                 if !check.missing.is_empty() {
                     let what = format!(
-                        "{} needed fixtures are missing in {}, so the replay did not see every request a full run makes                          (another embedder or config than the recording? record them with `memform run --dataset {} --mode llm --llm record`)",
+                        "{} needed fixtures are missing in {}, so the replay did not see every request a full run makes \
+                         (another embedder or config than the recording? record them with `memform run --dataset {} --mode llm --llm record`)",
                         check.missing.len(),
                         dir.display(),
                         dataset.display()
@@ -1163,6 +1184,21 @@ mod housekeeping {
                         bail!("fixtures prune: {what}; nothing removed");
                     }
                     eprintln!("warning: {what}; the list may be too long");
+                }
+                // A directory shared with other datasets: their recordings are
+                // unused by this one's replay, yet not this dataset's to remove.
+                let conversations: BTreeSet<String> = ds.conversations.iter().map(|c| c.id.clone()).collect();
+                let elsewhere = memform::llm::fixtures::recorded_elsewhere(&dir, &check.unused, &conversations)?;
+                if let Some((key, conv)) = elsewhere.first() {
+                    bail!(
+                        "fixtures prune: {} of the {} fixtures in {} that no run of {} needs were recorded from conversations it does not have \
+                         (e.g. {key}.json, from conversation {conv:?}): the directory holds another dataset's recordings; \
+                         prune it with each dataset it serves, or give each dataset its own --fixtures directory; nothing removed",
+                        elsewhere.len(),
+                        check.unused.len(),
+                        dir.display(),
+                        dataset.display()
+                    );
                 }
                 let store = FixtureStore::new(&dir);
                 for key in &check.unused {
@@ -1243,7 +1279,8 @@ mod housekeeping {
                     let keys = replay_for_keys(mode, &dataset, &ds, &cfg, &stage)?;
                     if !keys.llm_missed.is_empty() {
                         bail!(
-                            "embeddings prune: {} LLM answers are missing in {}, so the vectors LLM mode needs are unknown;                              record them, or prune with --modes rules; nothing removed",
+                            "embeddings prune: {} LLM answers are missing in {}, so the vectors LLM mode needs are unknown; \
+                             record them, or prune with --modes rules; nothing removed",
                             keys.llm_missed.len(),
                             keys.fixtures_dir.as_deref().unwrap_or(Path::new("?")).display()
                         );
@@ -1327,7 +1364,8 @@ fn side_label(variant: &Variant, show_profile: bool, sets: &[String], embedder: 
     }
     for s in sets {
         label.push('+');
-        label.push_str(s.trim());
+        // The label names the run's directory and is printed: no URL's password.
+        label.push_str(&memform::redact::urls_in(s.trim()));
     }
     // `gold/rules` → `gold-rules`, as `run`'s default output directory spells it.
     let slug = label

@@ -99,8 +99,12 @@ pub struct QaResult {
     pub indexed: BTreeMap<&'static str, usize>,
     /// Evidence turn ids that name no turn of their conversation (one warning each).
     pub warnings: Vec<String>,
-    /// Items with no known evidence turn: excluded from every figure.
+    /// Items with no known evidence turn, or an empty question: excluded
+    /// from every figure.
     pub excluded: usize,
+    /// Items whose question is empty or only whitespace (one warning each;
+    /// excluded, and counted in `excluded` too).
+    pub empty_questions: Vec<String>,
 }
 
 impl QaResult {
@@ -126,6 +130,7 @@ impl QaResult {
         }
         self.warnings.extend(part.warnings);
         self.excluded += part.excluded;
+        self.empty_questions.extend(part.empty_questions);
     }
 
     /// [`QaResult::with_sources_of`] taking `other`'s rows, then ordered as
@@ -303,6 +308,12 @@ fn evaluate_conversation(
     let vectors = embedder.embed(&questions, &format!("{}/qa", conv.id))?;
     let mut scored_items = Vec::new();
     for (i, item) in conv.gold.qa.iter().enumerate() {
+        // Nothing to search with: a warning, and the item is not scored as a miss.
+        if item.question.trim().is_empty() {
+            out.empty_questions.push(format!("{}: QA item {i}: the question is empty; the item is excluded", conv.id));
+            out.excluded += 1;
+            continue;
+        }
         let mut evidence = BTreeSet::new();
         for t in item.evidence.iter().chain(&item.unknown_evidence) {
             if known.contains(t.as_str()) {
@@ -467,6 +478,7 @@ pub fn summary_metrics(r: &QaResult) -> BTreeMap<String, Value> {
     }
     m.insert("qa_evidence_unknown_turns".into(), json!(r.warnings.len()));
     m.insert("qa_items_excluded".into(), json!(r.excluded));
+    m.insert("qa_questions_empty".into(), json!(r.empty_questions.len()));
     m
 }
 
@@ -652,6 +664,7 @@ mod tests {
             indexed: [("formed", 7), ("raw_turns", 40)].into(),
             warnings: vec!["w".into()],
             excluded: 3,
+            empty_questions: vec!["e".into()],
         };
         let m = summary_metrics(&r);
         assert_eq!(m["qa_recall_any_at_5"], json!(0.5));
@@ -664,5 +677,6 @@ mod tests {
         assert_eq!(m["qa_by_category"]["1"]["recall_any_at_10"], json!(1.0));
         assert_eq!(m["qa_by_category"]["2"]["items_scored"], json!(1));
         assert_eq!((m["qa_evidence_unknown_turns"].clone(), m["qa_items_excluded"].clone()), (json!(1), json!(3)));
+        assert_eq!(m["qa_questions_empty"], json!(1));
     }
 }

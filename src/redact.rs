@@ -21,9 +21,54 @@ pub fn userinfo(url: &str) -> Option<&str> {
     Some(&authority[..at]).filter(|s| !s.is_empty())
 }
 
+/// `text` with the userinfo of every URL in it replaced, wherever it
+/// stands (a config value, a `--set llm_url=…` argument, an error message):
+/// `run --set llm_url=http://u:k@h` → `run --set llm_url=http://[redacted]@h`.
+/// A URL's authority ends at `/`, `?`, `#`, whitespace, a quote or `>`.
+pub fn urls_in(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        let end = tail.find(|c: char| "/?#\"'<>`".contains(c) || c.is_whitespace()).unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rfind('@') {
+            Some(at) if at > 0 && &authority[..at] != REDACTED => {
+                out.push_str(REDACTED);
+                out.push_str(&authority[at..]);
+            }
+            _ => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Serialises a URL without its userinfo (for a config value, so `run.json`,
+/// the report and every comparison of configs never hold the password).
+pub fn serialize_url<S: serde::Serializer>(u: &str, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&url(u))
+}
+
+/// This process's command line as the lock file records it: arguments
+/// with whitespace quoted, bytes that are not UTF-8 shown as U+FFFD, and
+/// the userinfo of every URL in it replaced ([`urls_in`]).
+pub fn command_line() -> String {
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| {
+            let a = urls_in(&a.to_string_lossy());
+            if a.contains(char::is_whitespace) { format!("{a:?}") } else { a }
+        })
+        .collect();
+    args.join(" ")
+}
+
 /// `text` with every occurrence of each secret (and of each secret's
-/// password half, for `user:password`), and every bearer token, replaced.
-/// Secrets shorter than 4 characters are left (they would mangle text).
+/// password half, for `user:password`), the userinfo of every URL
+/// ([`urls_in`]) and every bearer token replaced. Secrets shorter than 4
+/// characters are left (they would mangle text).
 pub fn text(text: &str, secrets: &[&str]) -> String {
     let mut out = text.to_string();
     let mut all: Vec<&str> = Vec::new();
@@ -37,7 +82,7 @@ pub fn text(text: &str, secrets: &[&str]) -> String {
     for s in all.into_iter().filter(|s| s.trim().len() >= 4) {
         out = out.replace(s, REDACTED);
     }
-    bearer(&out)
+    bearer(&urls_in(&out))
 }
 
 /// Every `Bearer <token>` (any case) with the token replaced.
@@ -101,6 +146,18 @@ mod tests {
         assert_eq!(url("http://127.0.0.1:8765"), "http://127.0.0.1:8765");
         assert_eq!(userinfo("http://u:p@h"), Some("u:p"));
         assert_eq!(userinfo("no scheme"), None);
+    }
+
+    #[test]
+    fn every_url_in_a_text_loses_its_userinfo() {
+        let t = "run --set llm_url=http://user:KEY-1@host:8/v1 --set x=\"https://TOKEN@h\" ftp://h/p@q mailto:a@b http://[redacted]@h";
+        let r = urls_in(t);
+        assert!(!r.contains("KEY-1") && !r.contains("TOKEN") && !r.contains("user:"), "{r}");
+        assert!(r.contains("llm_url=http://[redacted]@host:8/v1"), "{r}");
+        assert!(r.contains("\"https://[redacted]@h\""), "{r}");
+        assert!(r.contains("ftp://h/p@q mailto:a@b http://[redacted]@h"), "an @ after the authority, or no scheme: kept: {r}");
+        assert_eq!(urls_in("no urls here, ünïcode ://"), "no urls here, ünïcode ://");
+        assert!(!text("error: http://u:pw@h: refused", &[]).contains("pw"));
     }
 
     #[test]

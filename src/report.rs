@@ -129,7 +129,7 @@ pub fn meaning(key: &str) -> &'static str {
         "invalidations" => "live facts invalidated (cascades included)",
         "closures" => "live facts given a validUntil",
         "review_needed" => "verdicts flagged for human review",
-        "blocked" => "invalidations the write mode blocked",
+        "blocked" => "replacements the write mode blocked (candidates)",
         "warnings" => "extraction and judge warnings",
         "llm_calls" => "model calls",
         "prompt_tokens" => "model prompt tokens",
@@ -236,10 +236,11 @@ fn retrieval(o: &mut String, a: &Analysis, plots: &[&str]) {
     if excluded > 0.0 || unknown > 0.0 {
         let _ = writeln!(
             o,
-            "{} evidence turn ids named no turn (each warned; its item scored on the rest); {} items had no known evidence turn and are \
-             excluded from every figure.\n",
+            "{} evidence turn ids named no turn (each warned; its item scored on the rest); {} items had no known evidence turn or an \
+             empty question ({} empty, each warned) and are excluded from every figure.\n",
             num(get("qa_evidence_unknown_turns")),
             num(get("qa_items_excluded")),
+            num(get("qa_questions_empty")),
         );
     }
     if plots.contains(&PLOT_QA) {
@@ -1202,7 +1203,13 @@ mod tests {
             rows.push(row(item, category, "raw_turns", false));
             rows.push(row(item, category, "raw_sessions", true));
         }
-        let r = QaResult { rows, indexed: [("formed", 4), ("raw_turns", 12), ("raw_sessions", 2)].into(), warnings: vec![], excluded: 1 };
+        let r = QaResult {
+            rows,
+            indexed: [("formed", 4), ("raw_turns", 12), ("raw_sessions", 2)].into(),
+            warnings: vec![],
+            excluded: 1,
+            empty_questions: vec![],
+        };
         a.summary.metrics.extend(summary_metrics(&r));
         a
     }

@@ -99,7 +99,7 @@ pub struct RunOutput {
     pub episodes: Vec<EpisodeRecord>,
     pub skipped: Vec<Skipped>,
     pub out_dir: PathBuf,
-    /// The QA evaluation's warnings (evidence naming an unknown turn).
+    /// The QA evaluation's warnings (evidence naming an unknown turn, an empty question).
     pub qa_warnings: Vec<String>,
 }
 
@@ -109,6 +109,9 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     if let Some(n) = opts.threads {
         crate::limits::check_threads(n)?;
     }
+    // A combination of stage modes the profile refuses is one error, before
+    // anything starts (not one per conversation).
+    crate::pipeline::profiles::by_name(&cfg.profile)?.check_stages(stages)?;
     let started = Instant::now();
     let out = RunDir::new(&opts.out_dir);
     let lock = match &opts.lock {
@@ -268,7 +271,7 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     let manifest_value = manifest.to_value()?;
     dir.write_records(&analysis.summary, &episodes)?;
     crate::report::write_run_reports(dir.path(), &manifest_value, &analysis)?;
-    let qa_warnings = qa_rows.map(|qa| qa.warnings).unwrap_or_default();
+    let qa_warnings = qa_rows.map(|qa| qa.warnings.into_iter().chain(qa.empty_questions).collect()).unwrap_or_default();
     // Closed, so SQLite's -wal and -shm files are gone before the store moves.
     drop(store);
     build.commit(&mut manifest)?;

@@ -467,14 +467,7 @@ impl DirLock {
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(Error::write(&path, e)),
         }
-        let me = Holder {
-            pid: std::process::id(),
-            started: crate::llm::fixtures::utc_now(),
-            command: std::env::args()
-                .map(|a| if a.contains(char::is_whitespace) { format!("{a:?}") } else { a })
-                .collect::<Vec<_>>()
-                .join(" "),
-        };
+        let me = Holder { pid: std::process::id(), started: crate::llm::fixtures::utc_now(), command: crate::redact::command_line() };
         let text = serde_json::to_string(&me).map_err(|e| Error::Other(format!("serialise {}: {e}", path.display())))?;
         file.set_len(0).and_then(|()| file.write_all(text.as_bytes())).and_then(|()| file.flush()).map_err(|e| Error::write(&path, e))?;
         let dir = std::fs::canonicalize(dir).map_err(|e| Error::io(dir, e))?;
@@ -507,7 +500,8 @@ fn holder_of(file: &mut File) -> String {
         if read.is_ok()
             && let Ok(h) = serde_json::from_str::<Holder>(&text)
         {
-            return format!("pid {}, started {}: {}", h.pid, h.started, h.command);
+            // A lock file written by an older memform may hold a URL's password.
+            return format!("pid {}, started {}: {}", h.pid, h.started, crate::redact::urls_in(&h.command));
         }
         std::thread::sleep(Duration::from_millis(10));
     }

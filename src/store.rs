@@ -1039,7 +1039,9 @@ pub(crate) mod tests {
 
     #[test]
     fn invalidation_with_cascade_in_full_blocked_in_controlled_recorded_in_shadow() {
-        for (mode, live_after) in [(WriteMode::Full, 1), (WriteMode::Controlled, 3), (WriteMode::Shadow, 2)] {
+        // Controlled mode blocks the replacement whole: "works at Anthropic"
+        // is not written beside "works at Google" (docs/profiles.md).
+        for (mode, live_after) in [(WriteMode::Full, 1), (WriteMode::Controlled, 2), (WriteMode::Shadow, 2)] {
             let s = store();
             s.apply(
                 &plan(
@@ -1066,7 +1068,7 @@ pub(crate) mod tests {
             let o: Vec<&str> = r.audit.iter().map(|a| a.outcome.as_str()).collect();
             let expected = match mode {
                 WriteMode::Full => vec!["invalidated", "invalidated", "created"],
-                WriteMode::Controlled => vec!["blocked", "blocked", "created"],
+                WriteMode::Controlled => vec!["blocked", "blocked", "blocked"],
                 WriteMode::Shadow => vec!["recorded", "recorded", "recorded"],
             };
             assert_eq!(o, expected, "{mode:?}");
@@ -1074,6 +1076,11 @@ pub(crate) mod tests {
                 s.facts().unwrap().into_iter().filter(|f| f.invalid_at.is_none() && f.superseded_by.is_none()).map(|f| f.id).collect();
             assert_eq!(live.len(), live_after, "{mode:?}");
             assert_eq!(s.live_fact_ids().unwrap(), live, "{mode:?}: the live ids query agrees with the rows");
+            if mode == WriteMode::Controlled {
+                assert!(!live.contains("f2"), "the replacing fact is not written");
+                assert_eq!(r.inserts, vec![("f2".to_string(), crate::pipeline::write::InsertOutcome::Blocked, 2)]);
+                assert_eq!(r.audit[2].target_fact_id.as_deref(), Some("f1"), "the blocked insert names the fact it would replace");
+            }
             if mode == WriteMode::Full {
                 let f1 = s.facts().unwrap().into_iter().find(|f| f.id == "f1").unwrap();
                 assert_eq!((f1.invalid_at.as_deref(), f1.superseded_by.as_deref()), (Some("2024-02-01"), Some("f2")));

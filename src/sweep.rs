@@ -303,6 +303,7 @@ pub fn run_sweep_with(
     points: &[Point],
     hooks: &Hooks<'_>,
 ) -> Result<(Vec<Row>, SharedWork)> {
+    crate::pipeline::profiles::by_name(&base.profile)?.check_stages(stages)?;
     let done = hooks.done;
     let started = std::time::Instant::now();
     let mut cfgs = Vec::with_capacity(points.len());
@@ -459,7 +460,9 @@ fn run_point(
         let formed = crate::qa::evaluate_sources(dataset, Some(&store), stages.embedder, cfg, false)?.with_sources_of(raw);
         metrics.extend(crate::qa::summary_metrics(&formed).into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))));
     }
-    Ok(Row { index: point.index, settings: point.settings.clone(), metrics })
+    // The row is written out (sweep.csv, sweep.md): a URL keeps no password.
+    let settings = point.settings.iter().map(|(k, v)| (k.clone(), crate::redact::urls_in(v))).collect();
+    Ok(Row { index: point.index, settings, metrics })
 }
 
 /// The rows as CSV: index, each swept key, then every metric (sorted).

@@ -50,6 +50,25 @@ pub fn iso_date(text: &str) -> Option<String> {
     crate::dataset::is_local_datetime(&iso).then_some(iso)
 }
 
+const WEEKDAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+
+/// Why the weekday of a LongMemEval date (`2023/05/30 (Tue) 23:40`, one
+/// [`iso_date`] accepted) contradicts its date, if it does: the weekday must
+/// be the date's, as a three-letter English name (any case).
+pub fn weekday_contradiction(text: &str) -> Option<String> {
+    let mut parts = text.split_whitespace();
+    let date = parts.next()?;
+    let named = parts.next()?.trim_start_matches('(').trim_end_matches(')');
+    let d: Vec<u32> = date.split('/').map(|x| x.parse().unwrap_or(0)).collect();
+    let [y, m, day] = d[..] else { return None };
+    // Sakamoto's method: 0 = Sunday.
+    const T: [u32; 12] = [0, 3, 2, 5, 0, 3, 5, 1, 4, 6, 2, 4];
+    let yy = if m < 3 { y.saturating_sub(1) } else { y };
+    let k = (yy + yy / 4 - yy / 100 + yy / 400 + T.get(m.wrapping_sub(1) as usize).copied().unwrap_or(0) + day) % 7;
+    let actual = WEEKDAYS[k as usize];
+    (!named.eq_ignore_ascii_case(actual)).then(|| format!("{text:?}: ({named}) is not the weekday of {date} (a {actual})"))
+}
+
 /// Imports every instance of `value` (a file [`looks_like`] accepted).
 pub fn import(path: &Path, value: &Value) -> Result<Vec<Conversation>> {
     let items = value.as_array().ok_or_else(|| Error::input(path, "expected a list of LongMemEval instances"))?;
@@ -66,7 +85,11 @@ fn instance(path: &Path, i: usize, item: &Value) -> Result<Conversation> {
     let question = string("question")?.to_string();
     let date = |field: String, v: &Value| -> Result<String> {
         let s = v.as_str().ok_or_else(|| err(&field, "expected a date string"))?;
-        iso_date(s).ok_or_else(|| err(&field, &format!("{s:?} is not a date like \"2023/05/30 (Tue) 23:40\"")))
+        let iso = iso_date(s).ok_or_else(|| err(&field, &format!("{s:?} is not a date like \"2023/05/30 (Tue) 23:40\"")))?;
+        match weekday_contradiction(s) {
+            Some(why) => Err(err(&field, &why)),
+            None => Ok(iso),
+        }
     };
     let asked_at = date("question_date".into(), item.get("question_date").unwrap_or(&Value::Null))?;
     let answer = match item.get("answer") {
@@ -201,5 +224,20 @@ mod tests {
         for bad in ["2023-05-30 (Tue) 23:40", "2023/05/30 23:40", "2023/13/30 (Tue) 23:40", "2023/05/30 (Tue) 23:40 x", ""] {
             assert_eq!(iso_date(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_weekday_that_contradicts_its_date_is_refused_naming_the_field() {
+        for ok in ["2023/05/30 (Tue) 23:40", "2024/02/29 (Thu) 00:00", "2000/01/01 (sat) 12:00", "2023/01/01 (Sun) 08:00"] {
+            assert_eq!(weekday_contradiction(ok), None, "{ok}");
+        }
+        let why = weekday_contradiction("2023/05/30 (Mon) 23:40").unwrap_or_default();
+        assert!(why.contains("(Mon) is not the weekday of 2023/05/30 (a Tue)"), "{why}");
+        assert!(weekday_contradiction("2023/05/30 (Xyz) 23:40").is_some(), "not a weekday at all");
+        let mut v = sample();
+        v[0]["question_date"] = Value::from("2023/06/02 (Mon) 10:00");
+        let e = import(Path::new("lme.json"), &v).unwrap_err().to_string();
+        assert!(e.contains("lme.json") && e.contains("[0].question_date: ") && e.contains("(a Fri)"), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
     }
 }

@@ -257,6 +257,9 @@ fn validate(file: &File, stem: Option<&str>) -> Result<(), String> {
             if let Some((_, first)) = turns.get(obs.id.as_str()) {
                 return Err(format!("{here}.id: {:?} is also a turn id (at {first})", obs.id));
             }
+            if obs.entity_name.trim().is_empty() {
+                return Err(format!("{here}.entity_name: empty (an observation must name what it is about)"));
+            }
         }
     }
     for (t, id) in episodes_turn_ids(file) {

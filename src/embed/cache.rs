@@ -569,6 +569,18 @@ pub struct Rehashed {
 /// SHA-256 is refused (re-record it).
 pub fn rehash(dir: &Path) -> Result<Option<Rehashed>> {
     let Some(rec) = read_recorded(dir)? else { return Ok(None) };
+    // A vector with a NaN or an infinity would be accepted, then used silently.
+    for (pos, (key, vector, _)) in rec.rows.iter().enumerate() {
+        if let Some(j) = vector.iter().position(|x| !x.is_finite()) {
+            return Err(Error::EmbedCache {
+                path: dir.join(&rec.index.vectors),
+                message: format!(
+                    "row {pos} (key {key}): value {} at dimension {j} is not finite; refused (re-record the vector with --embed record)",
+                    vector[j]
+                ),
+            });
+        }
+    }
     let before = (std::fs::read(dir.join(INDEX_FILE)), std::fs::read(dir.join(&rec.index.vectors)));
     let from_format = rec.index.format.clone();
     let (id, dims) = (rec.index.embedder.clone(), rec.index.dims);
@@ -829,6 +841,30 @@ mod tests {
         assert_eq!(got[middle], recorded[middle], "the middle row kept its key");
         assert_eq!((&got[first], &got[last]), (&recorded[last], &recorded[first]), "the edit is what replays");
         assert!(!rehash(&dir).expect("again").expect("recorded").changed, "rehashing an intact cache changes nothing");
+    }
+
+    #[test]
+    fn rehash_refuses_a_non_finite_vector_and_writes_nothing() {
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let root = tempfile::tempdir().expect("tempdir");
+            let rec = open(root.path(), EmbedMode::Record, Some(fake().0));
+            rec.embed(&["a fact", "b fact"], "c/e").expect("record");
+            rec.flush().expect("flush");
+            let dir = root.path().join("fake-m1");
+            // Row 1's second value edited in place.
+            let path = dir.join(VECTORS_FILE);
+            let mut bytes = std::fs::read(&path).expect("read");
+            bytes[16..20].copy_from_slice(&bad.to_le_bytes());
+            std::fs::write(&path, &bytes).expect("write");
+            let index = std::fs::read(dir.join(INDEX_FILE)).expect("index");
+            let msg = match rehash(&dir) {
+                Err(e) => e.to_string(),
+                Ok(_) => panic!("a non-finite vector was accepted"),
+            };
+            assert!(msg.contains(VECTORS_FILE) && msg.contains("row 1 (key ") && msg.contains("at dimension 1 is not finite"), "{msg}");
+            assert_eq!(std::fs::read(dir.join(INDEX_FILE)).expect("index"), index, "the index is not rewritten");
+            assert!(CachedEmbedder::open(root.path(), "fake:m1", 3, EmbedMode::Replay, None, CMD).is_err(), "still refused at replay");
+        }
     }
 
     #[test]

@@ -166,7 +166,7 @@ pub fn github_annotations(runs: &[GateRun], baseline_path: &Path) -> String {
                 gh_data(&format!(
                     "{} was made on another dataset ({}) than the baseline; compared anyway (--allow-dataset-change)",
                     run.dir.display(),
-                    &run.run.dataset_digest[..run.run.dataset_digest.len().min(12)]
+                    run.run.dataset_digest.chars().take(12).collect::<String>()
                 ))
             );
         }
@@ -201,6 +201,23 @@ pub fn github_annotations(runs: &[GateRun], baseline_path: &Path) -> String {
                 format!("{} of {} metrics regressed ({})", run.failed(), run.rows.len(), run.dir.display())
             })
         );
+    }
+    o
+}
+
+/// What `gate --format github` prints on stdout: the annotations, then
+/// per run a heading line and its table. Names read from files (run
+/// directories, metrics) are escaped as the annotations' are, so none can
+/// make a line that GitHub reads as a workflow command.
+pub fn github_stdout(runs: &[GateRun], baseline_path: &Path) -> String {
+    let mut o = github_annotations(runs, baseline_path);
+    for run in runs {
+        let mut heading = gh_data(&run.name());
+        if heading.starts_with("::") {
+            heading = heading.replacen("::", "%3A%3A", 1);
+        }
+        let _ = writeln!(o, "{heading}:");
+        o.push_str(&render_table(&run.rows));
     }
     o
 }
@@ -241,6 +258,25 @@ mod tests {
         assert_eq!(xml_escape("a<b & \"c\"\n"), "a&lt;b &amp; &quot;c&quot;&#10;");
         assert_eq!(gh_data("50% done\nnext"), "50%25 done%0Anext");
         assert_eq!(gh_property("a: b, c"), "a%3A b%2C c");
+    }
+
+    #[test]
+    fn a_tampered_name_makes_no_workflow_command_on_stdout() {
+        let run = |dir: &str, metric: &str| GateRun {
+            dir: PathBuf::from(dir),
+            run: RunMetrics { mode: "rules".into(), dataset_name: "d".into(), dataset_digest: "x".into(), metrics: Default::default() },
+            rows: vec![row(metric, Direction::Higher, 0.5, 0.5, 0.02, true)],
+            dataset_changed: false,
+        };
+        let out = github_stdout(
+            &[run("::error::pwned-dir", "f1\n::error title=x::pwned | a"), run("ok\n::warning::pwned", "f1\r\n::error::pwned")],
+            Path::new("baseline.json"),
+        );
+        let commands: Vec<&str> = out.lines().filter(|l| l.starts_with("::")).collect();
+        assert_eq!(commands.len(), 2, "only the two ::notice lines: {out}");
+        assert!(commands.iter().all(|l| l.starts_with("::notice ")), "{out}");
+        assert!(out.contains("| f1 ::error title=x::pwned \\| a |"), "{out}");
+        assert!(out.contains("%3A%3Aerror::pwned-dir (rules mode):"), "{out}");
     }
 
     #[test]

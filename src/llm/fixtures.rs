@@ -510,6 +510,23 @@ pub fn fixtures_check(dir: &Path, needed: &BTreeSet<String>) -> Result<FixturesC
     Ok(check)
 }
 
+/// Of `keys` (fixtures in `dir`), those recorded from a conversation that
+/// is not one of `conversations`, each with that conversation: another
+/// dataset's recordings when several datasets share one `--fixtures`
+/// directory, which `fixtures prune` of this dataset must not remove.
+pub fn recorded_elsewhere(dir: &Path, keys: &[String], conversations: &BTreeSet<String>) -> Result<Vec<(String, String)>> {
+    let store = FixtureStore::new(dir);
+    let mut out = Vec::new();
+    for key in keys {
+        if let Some(f) = store.get(key)?
+            && !conversations.contains(&f.context.conversation)
+        {
+            out.push((key.clone(), f.context.conversation));
+        }
+    }
+    Ok(out)
+}
+
 /// The recorded boundary: a fixture store in front of a live model.
 pub struct RecordedLlm {
     mode: LlmMode,

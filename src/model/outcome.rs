@@ -48,7 +48,9 @@ string_enum! {
         Deleted => "deleted",
         /// `signet`: a NONE decision (a stored memory already says it).
         NoneDecided => "none",
-        /// `signet`, controlled mode: an UPDATE or DELETE blocked, neither side written.
+        /// Controlled mode, every profile: a replacement blocked whole (an
+        /// UPDATE or DELETE, an invalidation, closure or renewal, a merge or
+        /// an evolve); neither side written.
         Blocked => "blocked",
         /// `signet`, shadow mode: an UPDATE or DELETE recorded, nothing written.
         ShadowRecorded => "shadow_recorded",
@@ -80,6 +82,7 @@ impl CandidateOutcome {
             InsertOutcome::LowFactConfidence => (CandidateOutcome::LowFactConfidence, false),
             InsertOutcome::EmptyFactContent => (CandidateOutcome::EmptyFactContent, false),
             InsertOutcome::Conflict => (CandidateOutcome::Conflict, false),
+            InsertOutcome::Blocked => (CandidateOutcome::Blocked, false),
         }
     }
 }

@@ -156,6 +156,9 @@ pub enum InsertOutcome {
     EmptyFactContent,
     /// The store refused it (a live row with the same hash appeared).
     Conflict,
+    /// Controlled mode: it would end a live fact (a replacement), so
+    /// neither is written.
+    Blocked,
 }
 
 /// A change the store applied, for the pipeline's mirror of it.

@@ -278,6 +278,11 @@ impl Config {
         }
         let mut next =
             Config::from_table(table).map_err(|(_, _, m)| Error::Config(crate::error::one_line(&format!("{flag} {key}={value}: {m}"))))?;
+        // llm_url is serialised without its userinfo (never into an
+        // artefact); an override of another key keeps the URL as given.
+        if !targets.iter().any(|(s, k)| s.is_none() && k == "llm_url") {
+            next.shared.llm_url = self.shared.llm_url.clone();
+        }
         next.deprecations = std::mem::take(&mut self.deprecations);
         next.aliased = std::mem::take(&mut self.aliased);
         if let Spelling::Flat(k, t) = spelling {
@@ -641,6 +646,16 @@ mod tests {
         assert_eq!(c.value_of("bogus"), None);
         assert_eq!(Config::sections_of("memorix.search").unwrap(), vec!["memorix"]);
         assert!(Config::sections_of("max_facts").unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_override_keeps_a_credential_bearing_llm_url_as_given() {
+        let mut c = Config::default();
+        c.set("llm_url=http://user:KEY@host:1").unwrap();
+        assert_eq!(c.llm_url, "http://user:KEY@host:1");
+        c.set("soda.near_dup_threshold=0.9").unwrap();
+        assert_eq!(c.llm_url, "http://user:KEY@host:1", "the URL survives another key's override");
+        assert!(!serde_json::to_string(&c).unwrap().contains("KEY"), "but is never serialised with its key");
     }
 
     #[test]

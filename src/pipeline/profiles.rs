@@ -37,6 +37,11 @@ pub trait Profile: Send + Sync {
     fn llm_judge(&self, llm: Arc<dyn Llm>, settings: &LlmSettings) -> Result<Box<dyn Judge>> {
         Ok(Box::new(LlmJudge::new(llm, settings)?))
     }
+    /// An error when the profile cannot run with these stages (checked once,
+    /// before a run or sweep starts).
+    fn check_stages(&self, _stages: Stages<'_>) -> Result<()> {
+        Ok(())
+    }
     /// Stage 1 and its vectors for one episode ([`front`]; a sweep computes
     /// it once and reuses it for every grid point).
     fn front(&self, stages: Stages<'_>, conv: &Conversation, episode: &Episode, state: &ConvState, cfg: &Config) -> Result<EpisodeFront> {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::judge::FinalVerdict;
 use super::resolve::EntityDecision;
-use super::write::{Outcome, WriteResult};
+use super::write::{AuditAction, Outcome, WriteResult};
 pub use crate::model::outcome::CandidateOutcome;
 use crate::types::{FactKind, FactType, LlmUsage, ValueTier, Verdict, Warning};
 
@@ -197,7 +197,9 @@ pub struct WriteCounts {
 }
 
 /// Folds what the write stage did into the candidates' records: the final
-/// outcome of each insert, and the facts each candidate ended. Then, the
+/// outcome of each insert (and of each closure the write mode blocked), and
+/// the facts each candidate ended. `blocked` counts the candidates whose
+/// outcome is `blocked`. Then, the
 /// store having every judged pair as a `verdicts` row, lists each record's
 /// verdicts for `facts.jsonl` ([`CandidateRecord::list_verdicts`]).
 pub fn settle(records: &mut [CandidateRecord], result: &WriteResult) -> WriteCounts {
@@ -207,13 +209,19 @@ pub fn settle(records: &mut [CandidateRecord], result: &WriteResult) -> WriteCou
         match a.outcome {
             Outcome::Invalidated => counts.invalidations += 1,
             Outcome::Closed => counts.closures += 1,
-            Outcome::Blocked => counts.blocked += 1,
             _ => {}
         }
         if matches!(a.outcome, Outcome::Invalidated | Outcome::Closed)
             && let (Some(&i), Some(t)) = (index.get(&a.candidate_id), &a.target_fact_id)
         {
             records[i].ended.push(t.clone());
+        }
+        // A closure the write mode blocked: the candidate's replacement is blocked whole.
+        if (a.action, a.outcome) == (AuditAction::Close, Outcome::Blocked)
+            && let Some(&i) = index.get(&a.candidate_id)
+        {
+            records[i].outcome = CandidateOutcome::Blocked;
+            records[i].reason = format!("controlled mode: closure of {} blocked", a.target_fact_id.as_deref().unwrap_or("?"));
         }
     }
     for (cand, outcome, audit) in &result.inserts {
@@ -229,6 +237,7 @@ pub fn settle(records: &mut [CandidateRecord], result: &WriteResult) -> WriteCou
     for rec in records.iter_mut() {
         rec.list_verdicts();
     }
+    counts.blocked = records.iter().filter(|r| r.outcome == CandidateOutcome::Blocked).count();
     counts
 }
 

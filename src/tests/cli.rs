@@ -423,7 +423,7 @@ high_min = 0.8
 }
 
 #[test]
-fn update_baseline_keeps_the_dataset_and_the_other_modes_unless_forced() {
+fn update_baseline_keeps_the_dataset_and_the_other_modes_and_force_drops_them() {
     let tmp = good_dataset();
     let d = tmp.path();
     native(&d.join("other"), "ok.json", &GOOD.replace("Google", "Acme"));
@@ -445,10 +445,11 @@ fn update_baseline_keeps_the_dataset_and_the_other_modes_unless_forced() {
 
     let (code, _, stderr) = memform(&["gate", "--update-baseline", "--force", "--baseline", "b.json", "--run", "x"], d);
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stderr.contains("kept mode(s) llm"), "{stderr}");
+    assert!(stderr.contains("dropped mode(s) llm: their numbers were of the old dataset"), "{stderr}");
     let after: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("b.json")).expect("read")).expect("json");
     assert_eq!(after["dataset"]["name"], "other");
-    assert_eq!(after["modes"]["llm"], b["modes"]["llm"], "the entry not asked for is kept");
+    assert!(after["modes"].get("llm").is_none(), "ds's llm numbers do not stand under other's name: {after}");
+    assert_eq!(after["modes"].as_object().map(|m| m.len()), Some(1));
     let line = refused(&["gate", "--force", "--baseline", "b.json", "--run", "x"], d);
     assert!(line.contains("--update-baseline"), "{line}");
 }

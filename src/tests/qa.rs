@@ -173,6 +173,31 @@ fn unknown_evidence_is_warned_counted_and_scored_on_the_known_turns() {
 }
 
 #[test]
+fn empty_questions_are_warned_counted_and_excluded_not_scored_as_misses() {
+    let dir = tempfile::tempdir().unwrap();
+    let conv = dir.path().join("ds/conversations");
+    std::fs::create_dir_all(&conv).unwrap();
+    let body = r#"{"format": "memform-conversation/1", "id": "u", "speakers": ["Ana"],
+ "episodes": [{"id": "e1", "timestamp": "2025-01-01T10:00:00", "turns": [
+   {"id": "t1", "speaker": "Ana", "text": "I work at Acme."}]}],
+ "gold": {"qa": [
+   {"question": "", "evidence": ["t1"]},
+   {"question": " \t\n ", "evidence": ["t1"]},
+   {"question": "Where does Ana work?", "evidence": ["t1"]}]}}"#;
+    std::fs::write(conv.join("u.json"), body).unwrap();
+    let out = run_rules(&dir.path().join("ds"), &dir.path().join("out"), &Config::default(), None);
+    let m = &out.summary.metrics;
+    assert_eq!(m["qa_questions_empty"], 2);
+    assert_eq!(m["qa_items_excluded"], 2);
+    assert_eq!(m["qa_items_scored"], 1, "only the real question is scored");
+    assert_eq!(m["qa_raw_turns_items_scored"], 1, "the baselines score the same items");
+    assert_eq!(out.qa_warnings.len(), 2);
+    assert!(out.qa_warnings[0].contains("u: QA item 0: the question is empty"), "{}", out.qa_warnings[0]);
+    let csv = std::fs::read_to_string(dir.path().join("out/qa.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 3, "one row per source for the one scored item: {csv}");
+}
+
+#[test]
 fn the_hand_written_longmemeval_sample_runs_with_abstention_apart() {
     let sample = crate::support::root().join("datasets/longmemeval-sample/longmemeval_sample.json");
     let dataset = memform::dataset::load(&sample).unwrap();

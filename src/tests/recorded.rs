@@ -263,7 +263,42 @@ fn fixtures_prune_after_a_prompt_version_bump_lists_exactly_the_old_version() {
         memform(&["fixtures", "prune", "--dataset", "scenarios", "--embedder", "minilm", "--set", "llm_seed=7"], tmp.path());
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.starts_with("error: fixtures prune: ") && stderr.contains("nothing removed"), "{stderr}");
+    assert!(!stderr.contains("   "), "the message has no run of spaces: {stderr}");
     assert_eq!(std::fs::read_dir(&dir).expect("read").count(), total - old.len());
+}
+
+#[test]
+fn fixtures_prune_of_a_directory_shared_with_another_dataset_removes_nothing() {
+    let tmp = scenarios_copy();
+    let ds = tmp.path().join("scenarios");
+    // One fixture directory serving two datasets: the scenarios' recordings and signet's.
+    let shared = tmp.path().join("shared");
+    copy_dir(&fixtures_dir(&ds), &shared);
+    let signet = crate::support::root().join("datasets/signet/fixtures");
+    let signet_files =
+        std::fs::read_dir(std::fs::read_dir(&signet).expect("signet").next().expect("model").expect("entry").path()).expect("read").count();
+    copy_dir(&std::fs::read_dir(&signet).expect("signet").next().expect("model").expect("entry").path(), &shared);
+    let total = std::fs::read_dir(&shared).expect("read").count();
+    assert!(signet_files > 0 && total > signet_files);
+    for dry in [true, false] {
+        let mut args = vec!["fixtures", "prune", "--dataset", "scenarios", "--embedder", "minilm", "--fixtures", "shared"];
+        if dry {
+            args.push("--dry-run");
+        }
+        let (code, stdout, stderr) = memform(&args, tmp.path());
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stdout.is_empty(), "nothing listed as removed: {stdout}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.starts_with(&format!("error: fixtures prune: {signet_files} of the {signet_files} fixtures in shared"))
+                && stderr.contains("from conversation \"")
+                && stderr.contains("another dataset's recordings")
+                && stderr.contains("nothing removed"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("   "), "no run of spaces: {stderr}");
+        assert_eq!(std::fs::read_dir(&shared).expect("read").count(), total, "signet's recordings are kept");
+    }
 }
 
 #[test]

@@ -71,12 +71,52 @@ pub fn apply(tx: &mut dyn WriteTx, plan: &WritePlan, mode: WriteMode, min_confid
         }
         cx.out.entities_written = true;
     }
-    let will_insert = gates(tx, plan, &mut cx, min_confidence)?;
-    renew(tx, plan, &will_insert, &mut cx)?;
+    let passed = gates(tx, plan, &mut cx, min_confidence)?;
+    renew(tx, plan, &passed, &mut cx)?;
+    let (will_insert, replacing) = if mode == WriteMode::Controlled { replacements(tx, plan, passed)? } else { (passed, Vec::new()) };
     let inserted: Vec<&str> = will_insert.iter().map(|f| f.id.as_str()).collect();
-    end_facts(tx, plan, &inserted, &mut cx)?;
-    inserts_and_rejects(tx, plan, &inserted, &mut cx)?;
+    let blocked: Vec<&str> = replacing.iter().map(|(f, _)| f.id.as_str()).collect();
+    end_facts(tx, plan, &inserted, &blocked, &mut cx)?;
+    inserts_and_rejects(tx, plan, &inserted, &replacing, &mut cx)?;
     Ok(cx.out)
+}
+
+/// Controlled mode blocks a replacement whole (docs/profiles.md, "Write
+/// modes"): an insert that would end a live fact — invalidating it (the
+/// target or one of its cascade still live) or renewing its own expired
+/// row — is not written either. Returns the inserts that go ahead and the
+/// blocked ones with the fact each would have ended.
+#[allow(clippy::type_complexity)]
+fn replacements<'p>(
+    tx: &mut dyn WriteTx,
+    plan: &WritePlan,
+    passed: Vec<&'p FactRec>,
+) -> Result<(Vec<&'p FactRec>, Vec<(&'p FactRec, String)>)> {
+    let now = plan.now.as_deref();
+    let (mut go, mut blocked) = (Vec::new(), Vec::new());
+    for fact in passed {
+        let mut ends = tx.live_by_hash(&fact.hash)?.filter(|l| is_past(l.valid_until.as_deref(), now)).map(|l| l.id);
+        for p in &plan.proposals {
+            if ends.is_some() {
+                break;
+            }
+            if let Action::Invalidate { target, by, cascade } = &p.action
+                && by == &fact.id
+            {
+                for id in std::iter::once(target).chain(cascade) {
+                    if tx.pinned(id)?.is_some() {
+                        ends = Some(id.clone());
+                        break;
+                    }
+                }
+            }
+        }
+        match ends {
+            Some(target) => blocked.push((fact, target)),
+            None => go.push(fact),
+        }
+    }
+    Ok((go, blocked))
 }
 
 /// The safety gates and the race re-check: which inserts go ahead.
@@ -120,7 +160,7 @@ fn renew(tx: &mut dyn WriteTx, plan: &WritePlan, will_insert: &[&FactRec], cx: &
 
 /// Closures and invalidations, with their cascades; only full mode mutates,
 /// and pinned facts are never ended.
-fn end_facts(tx: &mut dyn WriteTx, plan: &WritePlan, inserted: &[&str], cx: &mut Audit) -> Result<()> {
+fn end_facts(tx: &mut dyn WriteTx, plan: &WritePlan, inserted: &[&str], blocked: &[&str], cx: &mut Audit) -> Result<()> {
     let now_date = date_of(plan.now.as_deref());
     let mutates = cx.mode == WriteMode::Full;
     for p in &plan.proposals {
@@ -145,7 +185,8 @@ fn end_facts(tx: &mut dyn WriteTx, plan: &WritePlan, inserted: &[&str], cx: &mut
                 }
             }
             Action::Invalidate { target, by, cascade } => {
-                if !inserted.contains(&by.as_str()) {
+                // A blocked replacement's invalidations are audited as blocked below.
+                if !inserted.contains(&by.as_str()) && !blocked.contains(&by.as_str()) {
                     cx.push(cand, AuditAction::Invalidate, Outcome::Skipped, None, Some(target), "superseding fact not written");
                     continue;
                 }
@@ -173,10 +214,26 @@ fn end_facts(tx: &mut dyn WriteTx, plan: &WritePlan, inserted: &[&str], cx: &mut
     Ok(())
 }
 
-/// Inserts that passed the gates, then the rejected candidates' audit rows, in plan order.
-fn inserts_and_rejects(tx: &mut dyn WriteTx, plan: &WritePlan, inserted: &[&str], cx: &mut Audit) -> Result<()> {
+/// Inserts that passed the gates (or were blocked as replacements), then
+/// the rejected candidates' audit rows, in plan order.
+fn inserts_and_rejects(
+    tx: &mut dyn WriteTx,
+    plan: &WritePlan,
+    inserted: &[&str],
+    replacing: &[(&FactRec, String)],
+    cx: &mut Audit,
+) -> Result<()> {
     for p in &plan.proposals {
         let cand = p.candidate_id.as_str();
+        let replaces = match &p.action {
+            Action::Insert { fact } => replacing.iter().find(|(f, _)| f.id == fact.id).map(|(_, t)| t.as_str()),
+            _ => None,
+        };
+        if let Some(target) = replaces {
+            let reason = format!("controlled mode: it replaces {target}; the replacement is blocked whole");
+            cx.insert(cand, InsertOutcome::Blocked, Outcome::Blocked, None, Some(target), reason);
+            continue;
+        }
         match &p.action {
             Action::Insert { fact } if inserted.contains(&fact.id.as_str()) => {
                 if cx.mode == WriteMode::Shadow {

@@ -39,6 +39,9 @@ impl Profile for Memorix {
     fn llm_judge(&self, llm: Arc<dyn Llm>, settings: &LlmSettings) -> Result<Box<dyn Judge>> {
         Ok(Box::new(super::llm::MemorixLlm::new(llm, settings)?))
     }
+    fn check_stages(&self, stages: Stages<'_>) -> Result<()> {
+        deps(stages).map(|_| ())
+    }
     fn episode(
         &self,
         stages: Stages<'_>,

@@ -11,7 +11,9 @@
 //!   vector, re-embedded from the new text).
 //!
 //! Shadow mode records every operation and writes nothing; controlled mode
-//! inserts but blocks merges and supersessions; full mode applies all.
+//! inserts new memories but blocks a merge or an evolve whole (the rewrite
+//! is not written, the target stays as it was; outcome `blocked`); full
+//! mode applies all.
 
 use crate::config::WriteMode;
 use crate::error::Result;
@@ -78,6 +80,16 @@ fn apply(tx: &mut dyn WriteTx, plan: &Plan, mode: WriteMode, applied: &mut Vec<A
                     ));
                     continue;
                 }
+                // Controlled mode blocks an evolve whole: the rewrite would end a
+                // live memory, so neither is written (docs/profiles.md).
+                if mode == WriteMode::Controlled
+                    && let Some(target) = supersedes
+                    && tx.pinned(target)?.is_some()
+                {
+                    let reason = format!("controlled mode: evolve of {target} blocked; the rewrite is not written");
+                    out.audit.push(audit(id, AuditAction::Insert, Outcome::Blocked, None, Some(target), &reason));
+                    continue;
+                }
                 if !tx.insert_fact(row)? {
                     out.audit.push(audit(
                         id,
@@ -93,26 +105,34 @@ fn apply(tx: &mut dyn WriteTx, plan: &Plan, mode: WriteMode, applied: &mut Vec<A
                 out.audit.push(audit(id, AuditAction::Insert, Outcome::Created, Some(id), None, importance));
                 applied.push(Applied::Inserted(row.clone()));
                 let Some(target) = supersedes else { continue };
-                if mode == WriteMode::Full && tx.pinned(target)?.is_some() {
+                if tx.pinned(target)?.is_some() {
                     tx.invalidate(target, date.as_deref(), Some(id))?;
                     out.audit.push(audit(id, AuditAction::Invalidate, Outcome::Invalidated, Some(id), Some(target), "evolve: superseded"));
                     applied.push(Applied::Superseded { id: target.clone(), by: id.to_string(), at: date.clone() });
                 } else {
-                    let outcome = if mode == WriteMode::Full { Outcome::Skipped } else { Outcome::Blocked };
-                    out.audit.push(audit(id, AuditAction::Invalidate, outcome, Some(id), Some(target), "evolve: target not superseded"));
+                    out.audit.push(audit(
+                        id,
+                        AuditAction::Invalidate,
+                        Outcome::Skipped,
+                        Some(id),
+                        Some(target),
+                        "evolve: target no longer live",
+                    ));
                 }
             }
             Op::Merge { candidate, target, update } => {
-                let outcome = match mode {
-                    WriteMode::Shadow => Outcome::Recorded,
-                    WriteMode::Controlled => Outcome::Blocked,
+                let (outcome, reason) = match mode {
+                    WriteMode::Shadow => (Outcome::Recorded, "merge: rewritten in place"),
+                    WriteMode::Controlled => (Outcome::Blocked, "controlled mode: merge blocked; the target is not rewritten"),
                     WriteMode::Full if tx.update_memory(target, update)? => {
                         applied.push(Applied::Merged { id: target.clone(), update: update.clone() });
-                        Outcome::Updated
+                        (Outcome::Updated, "merge: rewritten in place")
                     }
-                    WriteMode::Full => Outcome::Skipped,
+                    WriteMode::Full => {
+                        (Outcome::Skipped, "merge refused: the target is no longer live, or a live memory has the merged content")
+                    }
                 };
-                out.audit.push(audit(candidate, AuditAction::Update, outcome, None, Some(target), "merge: rewritten in place"));
+                out.audit.push(audit(candidate, AuditAction::Update, outcome, None, Some(target), reason));
             }
         }
     }
@@ -143,15 +163,22 @@ pub fn execute(store: &Store, plan: Plan, mode: WriteMode, state: &mut ConvState
                 }
             }
             (AuditAction::Insert, Outcome::Recorded) => rec.outcome = CandidateOutcome::ShadowCreated,
+            // A merge or an evolve the write mode blocked: neither side written.
+            (AuditAction::Insert | AuditAction::Update, Outcome::Blocked) => {
+                rec.outcome = CandidateOutcome::Blocked;
+                rec.reason = a.reason.clone();
+            }
+            // The store refused the merge: another live memory holds its content.
+            (AuditAction::Insert | AuditAction::Update, Outcome::Skipped) => rec.outcome = CandidateOutcome::Conflict,
             (AuditAction::Insert, _) => rec.outcome = CandidateOutcome::Conflict,
             (AuditAction::Invalidate, Outcome::Invalidated) => {
                 counts.invalidations += 1;
                 rec.ended.extend(a.target_fact_id.clone());
             }
-            (_, Outcome::Blocked) => counts.blocked += 1,
             _ => {}
         }
     }
+    counts.blocked = records.iter().filter(|r| r.outcome == CandidateOutcome::Blocked).count();
     if result.entities_written {
         state.entities.extend(plan.entities);
     }
