@@ -26,7 +26,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::metrics::{Analysis, Labels, Summary, aggregate, record_frames};
 use crate::pipeline::{CandidateRecord, EpisodeRecord};
-use crate::report::{PLOT_OUTCOMES, PLOT_SCORES, PLOT_STORED, PLOT_VERDICTS, PLOT_WARNINGS, read_parquet, report_md_files, write_text};
+use crate::report::{read_parquet, report_md_files, write_text};
 use crate::rundir::{DirLock, RunDir, refuse_symlink, write_json};
 
 /// Files a run must hold for its report to be redrawn.
@@ -71,7 +71,10 @@ pub fn load_analysis(dir: &Path) -> Result<(Value, Analysis)> {
             return Err(Error::input(dir.join(f), "missing: not a finished run directory (a run writes it at the end)"));
         }
     }
-    let manifest = RunDir::new(dir).read_complete(|m| Ok(m.clone()))?;
+    // Complete, as `gate` reads it, except for the files this redraws.
+    let mut redrawn = crate::rundir::REPORT_PLOTS.to_vec();
+    redrawn.push("report.md");
+    let manifest = RunDir::new(dir).read_complete_but(&redrawn, |m| Ok(m.clone()))?;
     if !manifest.is_object() {
         return Err(Error::input(dir.join("run.json"), "expected a JSON object"));
     }
@@ -133,7 +136,7 @@ pub fn regenerate(dir: &Path) -> Result<Regenerated> {
 pub fn regenerate_locked(dir: &Path, lock: &DirLock) -> Result<Regenerated> {
     lock.check_holds(dir)?;
     let (mut manifest, analysis) = load_analysis(dir)?;
-    let plots = [PLOT_STORED, PLOT_OUTCOMES, PLOT_VERDICTS, PLOT_WARNINGS, PLOT_SCORES];
+    let plots = crate::rundir::REPORT_PLOTS;
     let listed: BTreeSet<String> = manifest
         .get("files")
         .and_then(|f| f.as_array())
@@ -141,7 +144,7 @@ pub fn regenerate_locked(dir: &Path, lock: &DirLock) -> Result<Regenerated> {
         .unwrap_or_default();
     let drawn = report_md_files(&manifest, &analysis)?;
     let names: BTreeSet<String> = drawn.iter().map(|(n, _)| n.to_string()).collect();
-    for name in names.iter().map(String::as_str).chain(plots) {
+    for name in names.iter().map(String::as_str).chain(plots.iter().copied()) {
         let p = dir.join(name);
         refuse_symlink(&p)?;
         if p.symlink_metadata().is_ok() && !listed.contains(name) {

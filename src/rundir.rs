@@ -292,6 +292,12 @@ impl RunDir {
     /// read again afterwards, and a change (a run moving its files in
     /// meanwhile) is an error, so `read` saw the files of one complete run.
     pub fn read_complete<T>(&self, read: impl FnOnce(&Value) -> Result<T>) -> Result<T> {
+        self.read_complete_but(&[], read)
+    }
+
+    /// [`RunDir::read_complete`], except that the files `redrawn` (what
+    /// `memform report` draws again) may be missing.
+    pub fn read_complete_but<T>(&self, redrawn: &[&str], read: impl FnOnce(&Value) -> Result<T>) -> Result<T> {
         let path = self.file(Self::MANIFEST);
         let before = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
         let manifest = parse_json(&path, &before)?;
@@ -304,7 +310,7 @@ impl RunDir {
         let files = manifest.get("files").ok_or_else(|| Error::input(&path, "files: missing field"))?;
         for name in listed_files(&path, files)? {
             let p = self.file(name);
-            if !p.is_file() {
+            if !p.is_file() && !redrawn.contains(&name) {
                 return Err(Error::input(&p, "listed in run.json but missing: incomplete run; run it again"));
             }
         }
@@ -341,6 +347,9 @@ pub const REPORT_FILES: &[&str] = &[
     PLOT_SCORES,
     PLOT_QA,
 ];
+
+/// The plots `report.md` links and `memform report` redraws.
+pub const REPORT_PLOTS: &[&str] = &[PLOT_STORED, PLOT_OUTCOMES, PLOT_VERDICTS, PLOT_WARNINGS, PLOT_SCORES, PLOT_QA];
 
 pub const PLOT_STORED: &str = "plot_stored_facts.svg";
 pub const PLOT_OUTCOMES: &str = "plot_outcomes.svg";
