@@ -83,7 +83,7 @@ test: lint models llm-server-deps test-py-deps memorix fuzz
 # polars, no candle). Seeds (committed, small) are in fuzz/seeds/<target>;
 # what a run discovers goes to $(FUZZ_WORK) outside the clone, kept for the
 # next run. A crash stops `make fuzz`; its input is in $(FUZZ_WORK)/artifacts.
-FUZZ_TARGETS := native locomo llm_parse config
+FUZZ_TARGETS := native locomo llm_parse config cli_args
 FUZZ_SECONDS ?= 60
 FUZZ_WORK ?= $(HOME)/.cache/memform/fuzz
 CARGO_FUZZ_VERSION := 0.13.1

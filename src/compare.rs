@@ -26,8 +26,8 @@ use crate::report::{config_changes, md, read_parquet, table, write_text};
 use crate::rundir::{RunDir, write_json};
 
 /// Bootstrap resamples and seed unless told otherwise.
-pub const DEFAULT_RESAMPLES: usize = 1000;
-pub const DEFAULT_SEED: u64 = 42;
+pub const DEFAULT_RESAMPLES: usize = crate::limits::DEFAULT_RESAMPLES;
+pub const DEFAULT_SEED: u64 = crate::limits::DEFAULT_SEED;
 /// Most examples listed per side in `compare.md`.
 const EXAMPLES: usize = 12;
 
@@ -787,9 +787,26 @@ pub fn render_markdown(c: &Comparison) -> String {
     o
 }
 
+/// The files a comparison writes into its `--out`.
+pub const COMPARE_FILES: &[&str] = &["compare.json", "compare.md"];
+
+/// An error when `out` holds a run's or a sweep's output, or a
+/// `compare.json`/`compare.md` that is not memform's (a `compare.md` is
+/// memform's when memform's `compare.json` is beside it), or a symbolic
+/// link of either name. A missing `out` is fine.
+pub fn check_out(out: &Path) -> Result<()> {
+    if !out.is_dir() {
+        return Ok(());
+    }
+    crate::rundir::check_kind(out, COMPARE_FILES[0])?;
+    let ours = |v: &Value| v.get("format").and_then(Value::as_str).is_some_and(|f| f.starts_with("memform-compare/"));
+    crate::rundir::check_owned(out, COMPARE_FILES[0], ours, &COMPARE_FILES[1..])
+}
+
 /// Writes `compare.json` and `compare.md` into `out`.
 pub fn write_comparison(out: &Path, c: &Comparison) -> Result<()> {
     std::fs::create_dir_all(out).map_err(|e| Error::write(out, e))?;
+    check_out(out)?;
     write_json(&out.join("compare.json"), c)?;
     write_text(&out.join("compare.md"), &render_markdown(c))
 }
@@ -1006,6 +1023,7 @@ pub fn render_many(c: &ManyComparison) -> String {
 /// Writes `compare.json` and `compare.md` of three or more variants into `out`.
 pub fn write_many(out: &Path, c: &ManyComparison) -> Result<()> {
     std::fs::create_dir_all(out).map_err(|e| Error::write(out, e))?;
+    check_out(out)?;
     write_json(&out.join("compare.json"), c)?;
     write_text(&out.join("compare.md"), &render_many(c))
 }

@@ -9,8 +9,10 @@ pub mod exit_code {
     pub const OK: u8 = 0;
     /// A gate failed, or `fixtures check` found problems.
     pub const FAILED: u8 = 1;
-    /// An error: bad input, bad config, an unreadable file, or a
-    /// `--keep-going` run that skipped a conversation.
+    /// An error: bad input, bad config, an unreadable file, an output
+    /// directory another memform process holds, a symbolic link planted
+    /// where memform writes, or a `--keep-going` run that skipped a
+    /// conversation (the README lists every case).
     pub const ERROR: u8 = 2;
 }
 

@@ -11,6 +11,10 @@ use crate::error::{Error, Result};
 pub const THREADS: RangeInclusive<u64> = 1..=1024;
 /// `--resamples`: bootstrap resamples of a comparison (0: no intervals).
 pub const RESAMPLES: RangeInclusive<u64> = 0..=100_000;
+/// `--resamples`'s default.
+pub const DEFAULT_RESAMPLES: usize = 1000;
+/// `--seed`'s default (the bootstrap's).
+pub const DEFAULT_SEED: u64 = 42;
 /// Most bootstrap draws (episodes × resamples) one comparison makes: each
 /// draw is a row of every metric component, so this bounds its memory.
 pub const MAX_BOOTSTRAP_DRAWS: usize = 20_000_000;

@@ -10,10 +10,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use memform::config::WriteMode;
 use memform::embed::cache::EmbedMode;
 use memform::embed::{Embedder, EmbedderKind, EmbedderSpec, build_embedder};
 use memform::error::exit_code;
@@ -27,68 +26,30 @@ use memform::run::{Progress, RunOptions, Skipped, run};
 use memform::rundir::{Manifest, Recorded};
 use memform::types::{Dataset, DatasetFormat, Warning};
 
+mod cli;
+use cli::*;
+
 /// Fault injection for the kill-and-rerun test: abort the process right
 /// after this many episode write transactions have committed.
+#[cfg(feature = "fault-injection")]
 const FAULT_ABORT_ENV: &str = "MEMFORM_FAULT_ABORT_AFTER_WRITES";
 /// For the concurrent-runs test: a run holds (with its directory's lock) at
 /// its start until this file exists (at most a minute).
+#[cfg(feature = "fault-injection")]
 const FAULT_HOLD_ENV: &str = "MEMFORM_FAULT_HOLD_UNTIL";
 
-#[derive(Parser)]
-#[command(name = "memform", version, about = "Offline evaluation harness for LLM-agent memory formation")]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
+/// The faults the environment asks for: compiled only into the binary the
+/// tests build (cargo feature `fault-injection`, which the package's
+/// dev-dependency on itself turns on); `cargo build` and `make run` leave
+/// it out, so a stray variable cannot hang or abort a run.
+#[cfg(feature = "fault-injection")]
+fn faults() -> (Option<u64>, Option<PathBuf>) {
+    (std::env::var(FAULT_ABORT_ENV).ok().and_then(|v| v.parse().ok()), std::env::var_os(FAULT_HOLD_ENV).map(PathBuf::from))
 }
 
-#[derive(Subcommand)]
-enum Command {
-    /// Replay a dataset through extract → resolve → dedupe → judge → write.
-    Run(RunArgs),
-    /// Print the default configuration as TOML: the shared keys and every
-    /// profile's section, or with --profile the shared keys and that profile's.
-    Config {
-        /// Only this profile's section beside the shared keys.
-        #[arg(long)]
-        profile: Option<String>,
-    },
-    /// Compare a run's metrics with a baseline: exit 0 pass, 1 regression, 2 error.
-    Gate(GateArgs),
-    /// Sweep config keys over a grid, sharing extraction and embeddings across points.
-    Sweep(SweepArgs),
-    /// Recorded LLM answers: list, check, prune, rehash.
-    Fixtures {
-        #[command(subcommand)]
-        command: FixturesCommand,
-    },
-    /// Recorded embedding vectors: list, prune, rehash.
-    Embeddings {
-        #[command(subcommand)]
-        command: EmbeddingsCommand,
-    },
-    /// Run (or reuse) two configurations on one dataset and compare them: compare.json, compare.md.
-    Compare(CompareArgs),
-    /// List the pipeline profiles (`--profile NAME`), one line each.
-    Profiles,
-    /// Redraw a finished run's report.md and plots from its files (no pipeline work).
-    Report {
-        /// The run directory (holds run.json, summary.json, the frames and records).
-        run_dir: PathBuf,
-    },
-}
-
-/// The configuration every command that runs the pipeline takes.
-#[derive(clap::Args, Clone)]
-struct ConfigArgs {
-    /// TOML file of config overrides.
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// Override one config key (repeatable): --set soda.near_dup_threshold=0.9
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    set: Vec<String>,
-    /// The pipeline profile (`memform profiles` lists them); overrides the config's `profile`.
-    #[arg(long)]
-    profile: Option<String>,
+#[cfg(not(feature = "fault-injection"))]
+fn faults() -> (Option<u64>, Option<PathBuf>) {
+    (None, None)
 }
 
 impl ConfigArgs {
@@ -117,266 +78,11 @@ impl ConfigArgs {
     }
 }
 
-#[derive(Subcommand)]
-enum FixturesCommand {
-    /// Replay a dataset in LLM mode without failing on misses, then list the
-    /// fixtures it needed but lacks and those it did not need. Exit 1 when
-    /// anything is missing, unused or unreadable.
-    Check {
-        #[arg(long)]
-        dataset: PathBuf,
-        #[command(flatten)]
-        config: ConfigArgs,
-        #[command(flatten)]
-        stage: StageArgs,
-    },
-    /// Per fixture directory, model and stage: count, size on disk, oldest and
-    /// newest recording (every dataset under datasets/ and locomo-fixtures/ by default).
-    List {
-        #[arg(long)]
-        dataset: Option<PathBuf>,
-        /// One fixture directory instead.
-        #[arg(long)]
-        fixtures: Option<PathBuf>,
-    },
-    /// Remove the fixtures no request of a replay of the dataset needs (as
-    /// `check` finds them; pass the embedder and config the runs use).
-    Prune {
-        #[arg(long)]
-        dataset: PathBuf,
-        /// List what would be removed; remove nothing.
-        #[arg(long)]
-        dry_run: bool,
-        #[command(flatten)]
-        config: ConfigArgs,
-        #[command(flatten)]
-        stage: StageArgs,
-    },
-    /// Accept the recorded answers as they are now: write each fixture's
-    /// answer_sha256 (after a deliberate edit, or for format-1 files).
-    Rehash {
-        #[arg(long)]
-        dataset: Option<PathBuf>,
-        /// One fixture directory instead.
-        #[arg(long)]
-        fixtures: Option<PathBuf>,
-    },
-}
-
-// Parsed once per process: the size difference between variants costs nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Subcommand)]
-enum EmbeddingsCommand {
-    /// Per cache (dataset and embedder): dims, vectors, size on disk, when
-    /// written, integrity (every dataset under datasets/ and locomo-fixtures/ by default).
-    List {
-        #[arg(long)]
-        dataset: Option<PathBuf>,
-        /// One cache directory (DATASET/embeddings/<embedder>) instead.
-        #[arg(long)]
-        cache: Option<PathBuf>,
-    },
-    /// Remove the vectors no replay of the dataset in --modes needs (pass
-    /// --embedder and the config the runs use).
-    Prune {
-        #[arg(long)]
-        dataset: PathBuf,
-        /// The modes whose runs' vectors are kept.
-        #[arg(long, default_value = "rules,llm")]
-        modes: String,
-        /// List what would be removed; remove nothing.
-        #[arg(long)]
-        dry_run: bool,
-        #[command(flatten)]
-        config: ConfigArgs,
-        #[command(flatten)]
-        stage: StageArgs,
-    },
-    /// Accept a cache as it is now: write its integrity record (after a
-    /// deliberate edit, or for a format-1 cache).
-    Rehash {
-        #[arg(long)]
-        dataset: Option<PathBuf>,
-        /// One cache directory (DATASET/embeddings/<embedder>) instead.
-        #[arg(long)]
-        cache: Option<PathBuf>,
-    },
-}
-
-#[derive(clap::Args)]
-#[command(args_conflicts_with_subcommands = true)]
-struct SweepArgs {
-    #[command(subcommand)]
-    merge: Option<SweepCommand>,
-    /// Dataset directory.
-    #[arg(long)]
-    dataset: Option<PathBuf>,
-    /// KEY=START:STOP:STEP (inclusive) or KEY=v1,v2,… (repeatable; axes multiply).
-    #[arg(long = "grid", value_name = "SPEC")]
-    grid: Vec<String>,
-    #[command(flatten)]
-    modes: ModeArgs,
-    /// The metric the best point maximises.
-    #[arg(long, default_value = "turn_f1")]
-    objective: String,
-    /// The two metrics of the Pareto front (both higher-is-better).
-    #[arg(long, default_value = "content_precision,content_recall")]
-    pareto: String,
-    #[command(flatten)]
-    config: ConfigArgs,
-    /// Output directory (default: reports/<dataset>-sweep).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Run only slice K of N (0-based), e.g. from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID.
-    #[arg(long)]
-    shard: Option<String>,
-    /// Worker threads (default: one per core; 1..=1024).
-    #[arg(long, value_parser = threads_arg())]
-    threads: Option<usize>,
-    /// Refuse a grid of more points than this (the product of the axes; 1..=1000000).
-    #[arg(long, default_value_t = memform::limits::DEFAULT_MAX_POINTS, value_parser = ranged(memform::limits::MAX_POINTS))]
-    max_points: usize,
-    /// A label recorded in sweep.json (repeatable): --tag experiment=thresholds
-    #[arg(long = "tag", value_name = "KEY=VALUE")]
-    tag: Vec<String>,
-    #[command(flatten)]
-    stage: StageArgs,
-}
-
-#[derive(Subcommand)]
-enum SweepCommand {
-    /// Join shard outputs into the files an unsharded sweep writes.
-    Merge {
-        /// Shard output directories.
-        #[arg(required = true)]
-        dirs: Vec<PathBuf>,
-        #[arg(long)]
-        out: PathBuf,
-    },
-}
-
-#[derive(clap::Args)]
-struct GateArgs {
-    /// Baseline file (memform-baseline/1 JSON).
-    #[arg(long)]
-    baseline: PathBuf,
-    /// Run directory (holds run.json and summary.json); repeat for several runs.
-    #[arg(long, required = true)]
-    run: Vec<PathBuf>,
-    /// TOML rules (`[metrics.NAME] direction = "higher"|"lower"|"both", abs_tol, rel_tol`); default rules otherwise.
-    #[arg(long)]
-    rules: Option<PathBuf>,
-    /// Compare even when the run's dataset digest differs from the baseline's.
-    #[arg(long)]
-    allow_dataset_change: bool,
-    /// Write the run's metrics into the baseline (under its mode) instead of checking.
-    #[arg(long)]
-    update_baseline: bool,
-    /// With --update-baseline: accept a run of another dataset than the baseline's.
-    #[arg(long, requires = "update_baseline")]
-    force: bool,
-    /// Also write the verdict as JUnit XML: a test suite per run, a test case per ruled metric.
-    #[arg(long, value_name = "FILE")]
-    junit: Option<PathBuf>,
-    /// text: the table per run; github: workflow annotations (::error per regression), then the tables.
-    #[arg(long, value_enum, default_value = "text")]
-    format: GateFormat,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum GateFormat {
-    Text,
-    Github,
-}
-
-#[derive(clap::Args)]
-struct CompareArgs {
-    /// Dataset directory (native format or LoCoMo JSON; detected).
-    #[arg(long)]
-    dataset: PathBuf,
-    /// The variants' per-stage modes, the first the baseline: MODE or EXTRACT/JUDGE, comma-separated
-    /// (`rules,gold/rules,rules/llm`; default `rules,llm`, or `rules` with several --profiles).
-    /// The uplift of each variant is against the first; `rules,rules` with --set-b compares two configs.
-    #[arg(long, conflicts_with = "variants")]
-    modes: Option<String>,
-    /// The profiles to compare, comma-separated (default: the config's); with --modes, every profile
-    /// runs every mode (profiles outer, modes inner).
-    #[arg(long, conflicts_with = "variants")]
-    profiles: Option<String>,
-    /// Explicit variants PROFILE:MODES, comma-separated (`soda:rules,signet:llm`), the first the baseline.
-    #[arg(long)]
-    variants: Option<String>,
-    /// The config for both runs.
-    #[command(flatten)]
-    config: ConfigArgs,
-    /// Override one config key for the first variant (A) only (repeatable).
-    #[arg(long = "set-a", value_name = "KEY=VALUE")]
-    set_a: Vec<String>,
-    /// Override one config key for the second variant (B) only (repeatable).
-    #[arg(long = "set-b", value_name = "KEY=VALUE")]
-    set_b: Vec<String>,
-    /// The write mode of both runs.
-    #[arg(long, value_enum, default_value = "full")]
-    write_mode: WriteMode,
-    /// Where compare.json and compare.md go (default: reports/<dataset>-compare).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Where the two runs go (default: reports/); a run whose run.json matches is reused.
-    #[arg(long)]
-    runs_dir: Option<PathBuf>,
-    /// Run both even when a matching run exists.
-    #[arg(long)]
-    rerun: bool,
-    /// Bootstrap resamples (0..=100000; 0: no intervals).
-    #[arg(long, default_value_t = memform::compare::DEFAULT_RESAMPLES, value_parser = ranged(memform::limits::RESAMPLES))]
-    resamples: usize,
-    /// Bootstrap seed.
-    #[arg(long, default_value_t = memform::compare::DEFAULT_SEED)]
-    seed: u64,
-    /// Worker threads per run (default: one per core; 1..=1024).
-    #[arg(long, value_parser = threads_arg())]
-    threads: Option<usize>,
-    /// A label recorded in both runs' run.json (repeatable); a run is reused only with the same tags.
-    #[arg(long = "tag", value_name = "KEY=VALUE")]
-    tag: Vec<String>,
-    #[command(flatten)]
-    stage: StageArgs,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Mode {
-    Rules,
-    Llm,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum ExtractMode {
-    Rules,
-    Llm,
-    /// The dataset's gold facts (the oracle).
-    Gold,
-}
-
 fn stage_mode(m: Mode) -> StageMode {
     match m {
         Mode::Rules => StageMode::Rules,
         Mode::Llm => StageMode::Llm,
     }
-}
-
-/// The per-stage modes of a run: `--mode` sets both model stages, `--extract`
-/// and `--judge` each one (and win over `--mode`).
-#[derive(clap::Args, Clone)]
-struct ModeArgs {
-    /// Both model stages: rules | llm (shorthand for --extract M --judge M; default rules).
-    #[arg(long, value_enum)]
-    mode: Option<Mode>,
-    /// How stage 1 extracts: rules | llm | gold (the dataset's gold facts: the extraction oracle).
-    #[arg(long, value_enum)]
-    extract: Option<ExtractMode>,
-    /// How stage 4 judges: rules | llm.
-    #[arg(long, value_enum)]
-    judge: Option<Mode>,
 }
 
 impl ModeArgs {
@@ -390,73 +96,6 @@ impl ModeArgs {
         };
         Modes { extract, judge: self.judge.map_or(both, stage_mode) }
     }
-}
-
-#[derive(clap::Args)]
-struct RunArgs {
-    /// Dataset directory (native format or LoCoMo JSON; detected).
-    #[arg(long)]
-    dataset: PathBuf,
-    #[command(flatten)]
-    modes: ModeArgs,
-    #[arg(long, value_enum, default_value = "full")]
-    write_mode: WriteMode,
-    #[command(flatten)]
-    config: ConfigArgs,
-    /// Output directory (default: reports/<dataset>-<mode>, e.g. scenarios-gold-rules). Its previous run files are replaced.
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Skip a conversation that fails, count it, and exit 2 at the end.
-    #[arg(long)]
-    keep_going: bool,
-    /// Worker threads (default: one per core; 1..=1024).
-    #[arg(long, value_parser = threads_arg())]
-    threads: Option<usize>,
-    /// A label recorded in run.json (repeatable): --tag experiment=baseline
-    #[arg(long = "tag", value_name = "KEY=VALUE")]
-    tag: Vec<String>,
-    /// Evaluate retrieval over the final store against the QA items, beside
-    /// the raw-turn and raw-session baselines (qa.parquet, qa.csv, qa_*
-    /// metrics). On by default when the dataset has QA items.
-    #[arg(long, overrides_with = "no_qa")]
-    qa: bool,
-    /// Skip the retrieval evaluation.
-    #[arg(long)]
-    no_qa: bool,
-    #[command(flatten)]
-    stage: StageArgs,
-}
-
-/// How stages are built: embedder and LLM boundary.
-#[derive(clap::Args, Clone)]
-struct StageArgs {
-    /// hashed | minilm | ollama | openai (default: the config's `embedder`, hashed).
-    #[arg(long)]
-    embedder: Option<String>,
-    /// replay | record | live: recorded embedding vectors (replay needs no model).
-    #[arg(long, default_value = "replay", value_parser = ["replay", "record", "live"])]
-    embed: String,
-    /// MiniLM model directory (`make models` fills models/all-MiniLM-L6-v2).
-    #[arg(long)]
-    model_dir: Option<PathBuf>,
-    /// Base URL of an HTTP embedder.
-    #[arg(long)]
-    embed_url: Option<String>,
-    /// Model name sent to an HTTP embedder.
-    #[arg(long)]
-    embed_model: Option<String>,
-    /// Dimensions of an HTTP embedder's vectors (1..=65536).
-    #[arg(long, value_parser = ranged(memform::limits::EMBED_DIMS))]
-    embed_dims: Option<usize>,
-    /// Embedding cache directory (default: DATASET/embeddings; for LoCoMo, locomo-fixtures/<name>/embeddings).
-    #[arg(long)]
-    embed_cache: Option<PathBuf>,
-    /// replay | record | live: recorded LLM answers (llm mode; checked in every mode).
-    #[arg(long, default_value = "replay", value_parser = ["replay", "record", "live"])]
-    llm: String,
-    /// Fixture directory (default: DATASET/fixtures/<model>; for LoCoMo, locomo-fixtures/<name>/fixtures/<model>).
-    #[arg(long)]
-    fixtures: Option<PathBuf>,
 }
 
 /// The stages of a run, owned, with what the manifest says about them.
@@ -582,22 +221,14 @@ fn recorded_digests(embedder: &dyn Embedder, llm: Option<&RecordedLlm>) -> Resul
 }
 
 /// After a run that recorded answers or vectors: run.json's digests become
-/// the recorded set's as it ends, and report.md is redrawn to show them.
-fn finish_recording(built: &Built, out: &std::path::Path) -> Result<()> {
+/// the recorded set's as it ends, and report.md is redrawn to show them
+/// (under `lock`, the run directory's, which the run still holds).
+fn finish_recording(built: &Built, out: &std::path::Path, lock: &memform::rundir::DirLock) -> Result<()> {
     let recorded = recorded_digests(built.embedder.as_ref(), built.llm.as_deref())?;
     if memform::rundir::update_recorded(out, &recorded)? {
-        memform::regenerate::regenerate(out)?;
+        memform::regenerate::regenerate_locked(out, lock)?;
     }
     Ok(())
-}
-
-/// A clap parser for a `usize` within `range`.
-fn ranged(range: std::ops::RangeInclusive<u64>) -> clap::builder::RangedU64ValueParser<usize> {
-    clap::builder::RangedU64ValueParser::<usize>::new().range(range)
-}
-
-fn threads_arg() -> clap::builder::RangedU64ValueParser<usize> {
-    ranged(memform::limits::THREADS)
 }
 
 fn main() -> ExitCode {
@@ -628,27 +259,6 @@ fn parse_cli() -> std::result::Result<Cli, ExitCode> {
     }
     eprint!("{}", one_line_clap_error(&err.render().to_string()));
     Err(ExitCode::from(exit_code::ERROR))
-}
-
-/// Clap's rendered error as one `error:` line followed by its `Usage:` and
-/// `For more information` lines.
-fn one_line_clap_error(rendered: &str) -> String {
-    let mut message = Vec::new();
-    let mut hints = Vec::new();
-    for line in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        if line.starts_with("Usage:") || line.starts_with("For more information") {
-            hints.push(line);
-        } else {
-            let line = line.strip_prefix("error:").map_or(line, str::trim);
-            message.push(if line.starts_with("tip:") { format!("({line})") } else { line.to_string() });
-        }
-    }
-    let mut out = format!("error: {}\n", message.join(" "));
-    for h in hints {
-        out.push_str(h);
-        out.push('\n');
-    }
-    out
 }
 
 fn chain(e: &anyhow::Error) -> String {
@@ -735,8 +345,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
     });
     let built = build_stages(modes, &args.stage, &mut cfg, &args.dataset, &dataset, Some(llm_hook))?;
     let pb = bar.clone();
-    let abort_after: Option<u64> = std::env::var(FAULT_ABORT_ENV).ok().and_then(|v| v.parse().ok());
-    let hold_until: Option<PathBuf> = std::env::var_os(FAULT_HOLD_ENV).map(PathBuf::from);
+    let (abort_after, hold_until) = faults();
     let opts = RunOptions {
         out_dir: out.clone(),
         threads: args.threads,
@@ -764,7 +373,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         dataset_path: Some(args.dataset.clone()),
         digests: built.digests.clone(),
         tags,
-        lock: Some(lock),
+        lock: Some(lock.clone()),
         qa: if args.no_qa {
             Some(false)
         } else if args.qa {
@@ -787,7 +396,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         );
     }
     if args.stage.llm == "record" || args.stage.embed == "record" {
-        finish_recording(&built, &output.out_dir)?;
+        finish_recording(&built, &output.out_dir, &lock)?;
     }
     if let Some(llm) = &built.llm {
         let t = llm.totals();
@@ -823,6 +432,15 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
 
 fn cmd_gate(args: GateArgs) -> Result<ExitCode> {
     use memform::gate::ci;
+    if let Some(path) = &args.junit {
+        // The verdict never overwrites what the gate reads.
+        let mut inputs = vec![("the baseline", args.baseline.as_path())];
+        if let Some(r) = &args.rules {
+            inputs.push(("the rules file", r.as_path()));
+        }
+        let dirs: Vec<&std::path::Path> = args.run.iter().map(PathBuf::as_path).collect();
+        memform::paths::check_not_input("--junit", path, &inputs, &dirs)?;
+    }
     if args.update_baseline {
         for dir in &args.run {
             let run = memform::gate::read_run(dir)?;
@@ -911,8 +529,11 @@ fn write_sweep(dir: &std::path::Path, rows: &[memform::sweep::Row], meta: &Sweep
         pareto_y: &meta.pareto_y,
         defaults: meta.defaults.clone(),
     };
-    memform::sweep::write_outputs(dir, rows, &report)?;
+    // sweep.json first: it makes the files memform's should the sweep die
+    // while writing them (a later sweep into the directory replaces them).
+    memform::sweep::check_out(dir)?;
     memform::rundir::write_json(&dir.join("sweep.json"), meta)?;
+    memform::sweep::write_outputs(dir, rows, &report)?;
     Ok(())
 }
 
@@ -935,6 +556,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
             bail!("merge: {} was swept over another grid, dataset, mode or profile than {}", d.display(), dirs[0].display());
         }
         memform::paths::check_out_dir("--out", &out, None)?;
+        memform::sweep::check_out(&out)?;
         let refs: Vec<&std::path::Path> = dirs.iter().map(PathBuf::as_path).collect();
         let rows = memform::sweep::read_rows(&refs)?;
         let _lock = memform::rundir::DirLock::acquire(&out)?;
@@ -967,6 +589,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-sweep", dataset.name)));
     memform::paths::check_out_dir("--out", &out, Some(&dataset_dir))?;
     let _lock = memform::rundir::DirLock::acquire(&out)?;
+    memform::sweep::check_out(&out)?;
     let mut cfg = cfg;
     let built = build_stages(modes, &args.stage, &mut cfg, &dataset_dir, &dataset, None)?;
     let cfg = cfg;
@@ -1389,6 +1012,7 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-compare", dataset.name)));
     memform::paths::check_out_dir("--out", &out, Some(&args.dataset))?;
     memform::paths::check_out_dir("--runs-dir", &runs_dir, Some(&args.dataset))?;
+    memform::compare::check_out(&out)?;
     let mut sides = Vec::new();
     let none: Vec<String> = Vec::new();
     for (i, variant) in variants.iter().enumerate() {
@@ -1435,14 +1059,14 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
                 dataset_path: Some(args.dataset.clone()),
                 digests: built.digests.clone(),
                 tags: tags.clone(),
-                lock: Some(lock),
+                lock: Some(lock.clone()),
                 ..RunOptions::default()
             };
             let result = run(&dataset, &cfg, stages, &opts);
             built.embedder.flush()?;
             result.with_context(|| format!("run {label}"))?;
             if args.stage.llm == "record" || args.stage.embed == "record" {
-                finish_recording(&built, &dir)?;
+                finish_recording(&built, &dir, &lock)?;
             }
         }
         compared.push(memform::compare::Side { label, dir });

@@ -47,3 +47,6 @@ pub const PLOT_VERDICTS: &str = "plot_verdicts.svg";
 pub const PLOT_WARNINGS: &str = "plot_warnings.svg";
 pub const PLOT_SCORES: &str = "plot_precision_recall.svg";
 pub const PLOT_QA: &str = "plot_qa_recall.svg";
+
+/// The plots `report.md` links and `memform report` redraws.
+pub const REPORT_PLOTS: &[&str] = &[PLOT_STORED, PLOT_OUTCOMES, PLOT_VERDICTS, PLOT_WARNINGS, PLOT_SCORES, PLOT_QA];

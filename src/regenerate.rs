@@ -7,9 +7,17 @@
 //! `episodes.parquet` (the frames), the per-conversation table aggregated
 //! from the episodes frame as a run aggregates it, and the verdicts and
 //! warnings from `episodes.jsonl` and `facts.jsonl`. `run.json` supplies
-//! what was run. Nothing else in the directory changes.
+//! what was run.
+//!
+//! The directory is read as `gate` reads it: only a complete run (its
+//! `run.json` says `"complete": true`, every file it lists is there and
+//! every metric of `summary.json` is a number). `report` holds the
+//! directory's lock (`.memform.lock`, as a run does) while it reads and
+//! writes, and writes each file by a temporary file and a rename. The
+//! files it draws go into `run.json`'s list (a plot it no longer draws is
+//! removed from both); nothing else in the directory changes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use polars::prelude::{IntoLazy, SortMultipleOptions};
@@ -18,7 +26,8 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::metrics::{Analysis, Labels, Summary, aggregate, record_frames};
 use crate::pipeline::{CandidateRecord, EpisodeRecord};
-use crate::report::{PLOT_OUTCOMES, PLOT_SCORES, PLOT_STORED, PLOT_VERDICTS, PLOT_WARNINGS, read_parquet, write_report_md};
+use crate::report::{read_parquet, report_md_files, write_text};
+use crate::rundir::{DirLock, RunDir, refuse_symlink, write_json};
 
 /// Files a run must hold for its report to be redrawn.
 pub const NEEDED: &[&str] = &["run.json", "summary.json", "facts.parquet", "episodes.parquet", "episodes.jsonl", "facts.jsonl"];
@@ -62,12 +71,20 @@ pub fn load_analysis(dir: &Path) -> Result<(Value, Analysis)> {
             return Err(Error::input(dir.join(f), "missing: not a finished run directory (a run writes it at the end)"));
         }
     }
-    let manifest = read_json(&dir.join("run.json"))?;
+    // Complete, as `gate` reads it, except for the files this redraws.
+    let mut redrawn = crate::rundir::REPORT_PLOTS.to_vec();
+    redrawn.push("report.md");
+    let manifest = RunDir::new(dir).read_complete_but(&redrawn, |m| Ok(m.clone()))?;
     if !manifest.is_object() {
         return Err(Error::input(dir.join("run.json"), "expected a JSON object"));
     }
     let summary_path = dir.join("summary.json");
     let summary: Summary = serde_json::from_value(read_json(&summary_path)?).map_err(|e| Error::input(&summary_path, e.to_string()))?;
+    for def in crate::metrics::METRICS {
+        if let Some(v) = summary.metrics.get(def.key).filter(|v| !(v.is_number() || v.is_null())) {
+            return Err(Error::input(&summary_path, format!("metrics.{}: {v} is not a number", def.key)));
+        }
+    }
     let facts = read_parquet(&dir.join("facts.parquet"))?;
     let episodes = read_parquet(&dir.join("episodes.parquet"))?;
     let labels = labels_of(&summary.metrics);
@@ -104,18 +121,65 @@ pub struct Regenerated {
     pub removed: Vec<PathBuf>,
 }
 
-/// Redraws `report.md` and its plots in the finished run `dir`.
+/// Redraws `report.md` and its plots in the finished run `dir`, holding
+/// its lock (an error naming the holder when another process has it).
 pub fn regenerate(dir: &Path) -> Result<Regenerated> {
-    let (manifest, analysis) = load_analysis(dir)?;
-    let plots = [PLOT_STORED, PLOT_OUTCOMES, PLOT_VERDICTS, PLOT_WARNINGS, PLOT_SCORES];
-    let before: Vec<&str> = plots.iter().copied().filter(|p| dir.join(p).is_file()).collect();
-    for p in &before {
-        let path = dir.join(p);
-        std::fs::remove_file(&path).map_err(|e| Error::write(&path, e))?;
+    if !dir.is_dir() {
+        return Err(Error::input(dir, "not a directory"));
     }
-    write_report_md(dir, &manifest, &analysis)?;
+    let lock = DirLock::acquire(dir)?;
+    regenerate_locked(dir, &lock)
+}
+
+/// [`regenerate`] under `lock`, the lock of `dir` the caller holds (a run
+/// that redraws its report after recording).
+pub fn regenerate_locked(dir: &Path, lock: &DirLock) -> Result<Regenerated> {
+    lock.check_holds(dir)?;
+    let (mut manifest, analysis) = load_analysis(dir)?;
+    let plots = crate::rundir::REPORT_PLOTS;
+    let listed: BTreeSet<String> = manifest
+        .get("files")
+        .and_then(|f| f.as_array())
+        .map(|f| f.iter().filter_map(|n| n.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    let drawn = report_md_files(&manifest, &analysis)?;
+    let names: BTreeSet<String> = drawn.iter().map(|(n, _)| n.to_string()).collect();
+    for name in names.iter().map(String::as_str).chain(plots.iter().copied()) {
+        let p = dir.join(name);
+        refuse_symlink(&p)?;
+        if p.symlink_metadata().is_ok() && !listed.contains(name) {
+            return Err(Error::input(&p, "not written by memform (the run.json here does not list it); move it away"));
+        }
+    }
+    let stale: Vec<&str> = plots.iter().copied().filter(|p| listed.contains(*p) && !names.contains(*p)).collect();
+    let manifest_path = dir.join("run.json");
+    let mut set_files = |files: &BTreeSet<String>| -> Result<()> {
+        manifest["files"] = files.iter().cloned().collect::<Vec<_>>().into();
+        write_json(&manifest_path, &manifest)
+    };
+    // run.json lists a new plot before it is written, so it is memform's
+    // even if this process dies meanwhile (the run then reads as
+    // incomplete until it is redrawn or run again).
+    let mut files: BTreeSet<String> = listed.union(&names).cloned().collect();
+    if files != listed {
+        set_files(&files)?;
+    }
+    for (name, text) in &drawn {
+        write_text(&dir.join(name), text)?;
+    }
+    let mut removed = Vec::new();
+    for p in stale {
+        let path = dir.join(p);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::write(&path, e)),
+            _ => removed.push(path),
+        }
+        files.remove(p);
+    }
+    if !removed.is_empty() {
+        set_files(&files)?;
+    }
     let mut written = vec![dir.join("report.md")];
-    written.extend(plots.iter().filter(|p| dir.join(p).is_file()).map(|p| dir.join(p)));
-    let removed = before.iter().filter(|p| !dir.join(p).is_file()).map(|p| dir.join(p)).collect();
+    written.extend(plots.iter().filter(|p| names.contains(**p)).map(|p| dir.join(p)));
     Ok(Regenerated { written, removed })
 }

@@ -41,16 +41,26 @@ pub fn write_run_reports(dir: &Path, manifest: &Value, analysis: &Analysis) -> R
 /// Writes `report.md` and its plots into `dir` (`memform report` redraws
 /// them alone).
 pub fn write_report_md(dir: &Path, manifest: &Value, analysis: &Analysis) -> Result<()> {
-    let plots = plots(analysis)?;
-    for (name, svg) in &plots {
-        write_text(&dir.join(name), svg)?;
+    for (name, text) in &report_md_files(manifest, analysis)? {
+        write_text(&dir.join(name), text)?;
     }
-    let names: Vec<&str> = plots.iter().map(|(n, _)| *n).collect();
-    write_text(&dir.join("report.md"), &render_report(manifest, analysis, &names)?)
+    Ok(())
 }
 
+/// `report.md` and its plots, drawn: each file's name and content, the
+/// plots first, `report.md` last.
+pub fn report_md_files(manifest: &Value, analysis: &Analysis) -> Result<Vec<(&'static str, String)>> {
+    let mut files = plots(analysis)?;
+    let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
+    let md = render_report(manifest, analysis, &names)?;
+    files.push(("report.md", md));
+    Ok(files)
+}
+
+/// Writes `text` as the file `path` by a temporary file and a rename
+/// (a symbolic link at `path` is refused: [`crate::rundir::write_with`]).
 pub fn write_text(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).map_err(|e| Error::write(path, e))
+    crate::rundir::write_bytes(path, text.as_bytes())
 }
 
 // ---------------------------------------------------------------------------

@@ -220,31 +220,36 @@ impl RunDir {
     /// creates this run's build directory.
     pub fn begin(&self, lock: Arc<DirLock>, stamp: &RunStamp) -> Result<Build> {
         lock.check_holds(&self.path)?;
+        check_kind(&self.path, Self::MANIFEST)?;
         let previous = self.previous_files()?;
-        for name in Self::artefact_names() {
+        for name in Self::artefact_names().chain(Self::STORE_COMPANIONS.iter().copied()) {
             let p = self.file(name);
-            if p.symlink_metadata().is_ok() && !previous.contains(name) {
+            refuse_symlink(&p)?;
+            if p.symlink_metadata().is_ok() && !previous.contains(name) && !Self::STORE_COMPANIONS.contains(&name) {
                 return Err(not_ours(&p));
             }
         }
         let entries = std::fs::read_dir(&self.path).map_err(|e| Error::io(&self.path, e))?;
         for entry in entries {
             let entry = entry.map_err(|e| Error::io(&self.path, e))?;
-            if entry.file_name().to_string_lossy().starts_with(BUILD_PREFIX) {
-                let p = entry.path();
+            let p = entry.path();
+            if is_our_build_dir(&p) {
                 std::fs::remove_dir_all(&p).map_err(|e| Error::write(&p, e))?;
             }
         }
         let dir = RunDir::new(self.file(&format!("{BUILD_PREFIX}{}", stamp.id)));
         std::fs::create_dir(dir.path()).map_err(|e| Error::write(dir.path(), e))?;
-        Ok(Build { out: self.clone(), dir, _lock: lock, committed: false })
+        let build = Build { out: self.clone(), dir, _lock: lock, committed: false };
+        write_bytes(&build.dir.file(BUILD_MARKER), stamp.id.as_bytes())?;
+        Ok(build)
     }
 
     /// The files the `run.json` here says memform wrote (with `run.json`
-    /// itself): the only ones a new run may replace or remove. A `run.json`
+    /// itself): the only ones a new run may replace or remove; a listed name
+    /// that is not one of memform's artefact names is ignored. A `run.json`
     /// without the list (an older memform's) owns every artefact name. None
     /// when there is no `run.json`; an error when it is not memform's.
-    fn previous_files(&self) -> Result<BTreeSet<String>> {
+    pub(crate) fn previous_files(&self) -> Result<BTreeSet<String>> {
         let path = self.file(Self::MANIFEST);
         if path.symlink_metadata().is_err() {
             return Ok(BTreeSet::new());
@@ -254,8 +259,14 @@ impl RunDir {
         if manifest.get("memform_version").is_none() {
             return Err(not_a_manifest());
         }
+        // Only memform's own artefact names, whatever the list says: a
+        // forged `run.json` cannot make a run delete a user's file.
         let mut files: BTreeSet<String> = match manifest.get("files") {
-            Some(list) => listed_files(&path, list)?.into_iter().map(str::to_string).collect(),
+            Some(list) => listed_files(&path, list)?
+                .into_iter()
+                .filter(|name| Self::artefact_names().any(|a| a == *name))
+                .map(str::to_string)
+                .collect(),
             None => Self::artefact_names().map(str::to_string).collect(),
         };
         files.insert(Self::MANIFEST.to_string());
@@ -281,6 +292,12 @@ impl RunDir {
     /// read again afterwards, and a change (a run moving its files in
     /// meanwhile) is an error, so `read` saw the files of one complete run.
     pub fn read_complete<T>(&self, read: impl FnOnce(&Value) -> Result<T>) -> Result<T> {
+        self.read_complete_but(&[], read)
+    }
+
+    /// [`RunDir::read_complete`], except that the files `redrawn` (what
+    /// `memform report` draws again) may be missing.
+    pub fn read_complete_but<T>(&self, redrawn: &[&str], read: impl FnOnce(&Value) -> Result<T>) -> Result<T> {
         let path = self.file(Self::MANIFEST);
         let before = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
         let manifest = parse_json(&path, &before)?;
@@ -293,7 +310,7 @@ impl RunDir {
         let files = manifest.get("files").ok_or_else(|| Error::input(&path, "files: missing field"))?;
         for name in listed_files(&path, files)? {
             let p = self.file(name);
-            if !p.is_file() {
+            if !p.is_file() && !redrawn.contains(&name) {
                 return Err(Error::input(&p, "listed in run.json but missing: incomplete run; run it again"));
             }
         }
@@ -312,10 +329,78 @@ impl RunDir {
     }
 }
 
-pub use crate::names::{PLOT_OUTCOMES, PLOT_QA, PLOT_SCORES, PLOT_STORED, PLOT_VERDICTS, PLOT_WARNINGS, QA_FILES, REPORT_FILES};
+pub use crate::names::{
+    PLOT_OUTCOMES, PLOT_QA, PLOT_SCORES, PLOT_STORED, PLOT_VERDICTS, PLOT_WARNINGS, QA_FILES, REPORT_FILES, REPORT_PLOTS,
+};
 
 /// Where a run is built, inside its out directory: `.memform-build-<run id>`.
 const BUILD_PREFIX: &str = ".memform-build-";
+/// The file in a build directory that says memform made it: it holds the
+/// run id the directory is named after. Only a directory carrying it is
+/// ever removed as a killed run's build.
+const BUILD_MARKER: &str = ".memform-build";
+
+/// Whether `path` is a build directory memform made (named
+/// `.memform-build-<id>`, a directory, not a symlink, holding
+/// [`BUILD_MARKER`] with that id): a user's directory of that name is kept.
+fn is_our_build_dir(path: &Path) -> bool {
+    let Some(id) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_prefix(BUILD_PREFIX)) else { return false };
+    let is_dir = path.symlink_metadata().is_ok_and(|m| m.is_dir());
+    let marker = path.join(BUILD_MARKER);
+    is_dir && marker.symlink_metadata().is_ok_and(|m| m.is_file()) && std::fs::read(&marker).is_ok_and(|b| b == id.as_bytes())
+}
+
+/// The file each kind of output directory is recognised by: a run's, a
+/// sweep's, a comparison's. One directory holds one kind.
+pub const KIND_FILES: &[(&str, &str)] = &[(RunDir::MANIFEST, "a run"), ("sweep.json", "a sweep"), ("compare.json", "a comparison")];
+
+/// An error when `dir` holds the output of another kind than the one
+/// recognised by `own` (one of [`KIND_FILES`]): a run, a sweep and a
+/// comparison each need their own directory.
+pub fn check_kind(dir: &Path, own: &str) -> Result<()> {
+    let mine = KIND_FILES.iter().find(|(f, _)| *f == own).map_or("this command's output", |(_, what)| *what);
+    for (file, what) in KIND_FILES {
+        let p = dir.join(file);
+        if *file != own && p.symlink_metadata().is_ok() {
+            return Err(Error::input(
+                &p,
+                format!("this directory holds {what}'s output; {mine} needs a directory of its own: choose another --out"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An error naming `path` when it is a symbolic link: memform never writes
+/// through one planted in a directory it writes.
+pub fn refuse_symlink(path: &Path) -> Result<()> {
+    match path.symlink_metadata() {
+        Ok(m) if m.file_type().is_symlink() => {
+            Err(Error::input(path, "is a symbolic link; memform does not write through one: remove it or choose another output directory"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// An error unless each of `names` in `dir` is absent or memform's: the
+/// directory's `manifest` (`sweep.json`, `compare.json`) exists and
+/// `ours` accepts its content. A symbolic link is refused by name.
+pub fn check_owned(dir: &Path, manifest: &str, ours: impl Fn(&Value) -> bool, names: &[&str]) -> Result<()> {
+    let manifest_path = dir.join(manifest);
+    refuse_symlink(&manifest_path)?;
+    let owned = || manifest_path.symlink_metadata().is_ok() && read_json(&manifest_path).is_ok_and(|v| ours(&v));
+    for name in names.iter().copied().chain(std::iter::once(manifest)) {
+        let p = dir.join(name);
+        refuse_symlink(&p)?;
+        if p.symlink_metadata().is_ok() && !owned() {
+            return Err(Error::input(
+                &p,
+                format!("not written by memform (no memform {manifest} here); move it away or choose another --out"),
+            ));
+        }
+    }
+    Ok(())
+}
 
 fn not_ours(path: &Path) -> Error {
     Error::input(path, "not written by memform (no run.json here lists it); move it away or choose another --out")
@@ -362,12 +447,16 @@ impl Build {
     /// build directory.
     pub fn commit(mut self, manifest: &mut Manifest) -> Result<()> {
         let mut files = plain_files(self.dir.path())?;
+        files.remove(BUILD_MARKER);
         files.insert(RunDir::MANIFEST.to_string());
         manifest.files = files.iter().cloned().collect();
         manifest.complete = true;
         self.dir.write_manifest(manifest)?;
 
         let previous = self.out.previous_files()?;
+        for name in previous.union(&files) {
+            refuse_symlink(&self.out.file(name))?;
+        }
         if let Some(name) = files.iter().find(|f| !previous.contains(*f) && self.out.file(f).symlink_metadata().is_ok()) {
             return Err(not_ours(&self.out.file(name)));
         }
@@ -416,7 +505,7 @@ impl Drop for Build {
     }
 }
 
-/// Names of the regular files in `dir`.
+/// Names of the regular files in `dir` (the build's marker among them).
 fn plain_files(dir: &Path) -> Result<BTreeSet<String>> {
     let mut names = BTreeSet::new();
     for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
@@ -433,13 +522,20 @@ fn move_file(from: &Path, to: &Path) -> Result<()> {
 }
 
 /// The exclusive lock of a directory memform writes (a run's, a sweep's, a
-/// comparison's): an advisory lock on `.memform.lock` in it, held while
-/// this value lives. The file records the holder (process id, start time,
-/// command line) for the error of the process that finds it taken.
+/// comparison's, a report's): an advisory lock on `.memform.lock` in it,
+/// held while this value lives. The file (owner-only, mode 0600) records
+/// the holder (process id, start time, command line) for the error of the
+/// process that finds it taken. A symbolic link (or anything but a regular
+/// file) of that name is refused, never followed. Directories the lock
+/// created are removed again when it is released and they hold nothing but
+/// the lock file (a run that failed before writing anything).
 #[derive(Debug)]
 pub struct DirLock {
     file: File,
     dir: PathBuf,
+    path: PathBuf,
+    /// The directories `acquire` created, outermost first.
+    created: Vec<PathBuf>,
 }
 
 /// Who holds a [`DirLock`]: the lock file's content.
@@ -456,26 +552,54 @@ impl DirLock {
     /// Creates `dir` if needed and takes its lock; fails at once with
     /// [`Error::Busy`] naming the holder when another process has it.
     pub fn acquire(dir: &Path) -> Result<DirLock> {
-        std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
+        let created = create_dirs(dir)?;
         let path = dir.join(Self::FILE);
-        let mut file =
-            OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(|e| Error::write(&path, e))?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(Error::Busy { path: dir.to_path_buf(), holder: holder_of(&mut file) });
+        match Self::take(dir, &path) {
+            Ok(file) => {
+                let dir = std::fs::canonicalize(dir).map_err(|e| Error::io(dir, e))?;
+                Ok(DirLock { file, dir, path, created })
             }
-            Err(std::fs::TryLockError::Error(e)) => return Err(Error::write(&path, e)),
+            Err(e) => {
+                remove_created(&created);
+                Err(e)
+            }
         }
-        let me = Holder { pid: std::process::id(), started: crate::llm::fixtures::utc_now(), command: crate::redact::command_line() };
-        let text = serde_json::to_string(&me).map_err(|e| Error::Other(format!("serialise {}: {e}", path.display())))?;
-        file.set_len(0).and_then(|()| file.write_all(text.as_bytes())).and_then(|()| file.flush()).map_err(|e| Error::write(&path, e))?;
-        let dir = std::fs::canonicalize(dir).map_err(|e| Error::io(dir, e))?;
-        Ok(DirLock { file, dir })
+    }
+
+    /// Opens, locks and fills the lock file. A file replaced or removed
+    /// between opening and locking (a holder that cleaned up its directory
+    /// on release) is opened again.
+    fn take(dir: &Path, path: &Path) -> Result<File> {
+        for _ in 0..50 {
+            let Some(mut file) = open_lock_file(path)? else { continue };
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(Error::Busy { path: dir.to_path_buf(), holder: holder_of(&mut file) });
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(Error::write(path, e)),
+            }
+            if !same_file(&file, path) {
+                continue;
+            }
+            set_owner_only(&file, path)?;
+            let me = Holder {
+                pid: std::process::id(),
+                started: crate::llm::fixtures::utc_now(),
+                command: crate::redact::urls_in(&command_line(std::env::args_os())),
+            };
+            let text = serde_json::to_string(&me).map_err(|e| Error::Other(format!("serialise {}: {e}", path.display())))?;
+            file.set_len(0)
+                .and_then(|()| file.write_all(text.as_bytes()))
+                .and_then(|()| file.flush())
+                .map_err(|e| Error::write(path, e))?;
+            return Ok(file);
+        }
+        Err(Error::Other(format!("{}: replaced again and again while it was locked; try again", path.display())))
     }
 
     /// An error unless this is the lock of `dir`.
-    fn check_holds(&self, dir: &Path) -> Result<()> {
+    pub fn check_holds(&self, dir: &Path) -> Result<()> {
         match std::fs::canonicalize(dir) {
             Ok(d) if d == self.dir => Ok(()),
             _ => Err(Error::Other(format!("{}: the run holds the lock of {} instead", dir.display(), self.dir.display()))),
@@ -486,9 +610,118 @@ impl DirLock {
 impl Drop for DirLock {
     fn drop(&mut self) {
         // The lock goes with the file; the file stays (removing it would let two
-        // processes lock two different files of the same name).
+        // processes lock two different files of the same name), unless the
+        // directory is one this lock created and holds nothing else.
         let _ = self.file.set_len(0);
+        if let Some(dir) = self.created.last()
+            && std::fs::read_dir(dir).is_ok_and(|entries| entries.flatten().all(|e| e.file_name() == std::ffi::OsStr::new(Self::FILE)))
+        {
+            let _ = std::fs::remove_file(&self.path);
+            remove_created(&self.created);
+        }
     }
+}
+
+/// Creates `dir` and its missing parents; the ones it created, outermost first.
+fn create_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut missing = Vec::new();
+    let mut cur = Some(dir);
+    while let Some(d) = cur.filter(|d| !d.as_os_str().is_empty() && d.symlink_metadata().is_err()) {
+        missing.push(d.to_path_buf());
+        cur = d.parent();
+    }
+    missing.reverse();
+    let mut created = Vec::new();
+    for d in missing {
+        match std::fs::create_dir(&d) {
+            Ok(()) => created.push(d),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir() => {}
+            Err(e) => {
+                remove_created(&created);
+                return Err(Error::write(&d, e));
+            }
+        }
+    }
+    Ok(created)
+}
+
+/// Removes the directories `created` (outermost first) that are empty.
+fn remove_created(created: &[PathBuf]) {
+    for d in created.iter().rev() {
+        let _ = std::fs::remove_dir(d);
+    }
+}
+
+/// Opens the lock file, creating it owner-only; never through a symbolic
+/// link or into a non-regular file. None when it changed under us (open again).
+fn open_lock_file(path: &Path) -> Result<Option<File>> {
+    let mut create = OpenOptions::new();
+    create.read(true).write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut create, 0o600);
+    match create.open(path) {
+        Ok(f) => return Ok(Some(f)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(Error::write(path, e)),
+    }
+    match path.symlink_metadata() {
+        Ok(m) if m.file_type().is_symlink() => return Err(refuse_symlink(path).err().unwrap_or_else(|| not_a_lock_file(path))),
+        Ok(m) if !m.is_file() => return Err(not_a_lock_file(path)),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(path, e)),
+    }
+    match OpenOptions::new().read(true).write(true).open(path) {
+        // Checked again once opened: the same file the path names, not a link swapped in.
+        Ok(f) if same_file(&f, path) => Ok(Some(f)),
+        Ok(_) => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::write(path, e)),
+    }
+}
+
+fn not_a_lock_file(path: &Path) -> Error {
+    Error::input(path, "not a regular file: memform's lock file has this name; remove it or choose another output directory")
+}
+
+/// Whether `file` is the regular file `path` names (not through a symlink).
+fn same_file(file: &File, path: &Path) -> bool {
+    let (Ok(a), Ok(b)) = (file.metadata(), path.symlink_metadata()) else { return false };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        b.file_type().is_file() && a.dev() == b.dev() && a.ino() == b.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        b.file_type().is_file() && a.len() == b.len()
+    }
+}
+
+/// Makes the lock file owner-only (one made by an older memform may not be).
+fn set_owner_only(file: &File, path: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(|e| Error::write(path, e))?;
+    }
+    #[cfg(not(unix))]
+    let _ = (file, path);
+    Ok(())
+}
+
+/// A command line as the lock file records it: each argument as given,
+/// quoted when it holds whitespace; an argument that is not UTF-8 (paths
+/// are bytes on Unix) is quoted with its bytes escaped (`"out/bad\xFFname"`).
+pub fn command_line(args: impl IntoIterator<Item = std::ffi::OsString>) -> String {
+    args.into_iter()
+        .map(|a| match a.to_str() {
+            Some(s) if s.contains(char::is_whitespace) || s.chars().any(char::is_control) => format!("{s:?}"),
+            Some(s) => s.to_string(),
+            None => format!("{a:?}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The holder recorded in a taken lock file. The holder writes it just
@@ -508,11 +741,37 @@ fn holder_of(file: &mut File) -> String {
     "its lock file does not say which".to_string()
 }
 
-/// Writes `value` as pretty JSON with a trailing newline.
+/// Writes `value` as pretty JSON with a trailing newline ([`write_with`]).
 pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
     let mut text = serde_json::to_string_pretty(value).map_err(|e| Error::Other(format!("serialise {}: {e}", path.display())))?;
     text.push('\n');
-    std::fs::write(path, text).map_err(|e| Error::write(path, e))
+    write_bytes(path, text.as_bytes())
+}
+
+/// Writes `bytes` as the file `path` ([`write_with`]).
+pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_with(path, |w| w.write_all(bytes).map_err(|e| Error::write(path, e)))
+}
+
+/// Writes the file `path` by a temporary file beside it (created new, so
+/// never through a link) that `fill` writes, then a rename over `path`:
+/// a reader sees the old file or the new one, never a part, and a
+/// symbolic link planted at `path` is refused by name, not written through.
+pub fn write_with(path: &Path, fill: impl FnOnce(&mut std::io::BufWriter<File>) -> Result<()>) -> Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    refuse_symlink(path)?;
+    let name = path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let tmp = path.with_file_name(format!(".{name}.{}-{n}.tmp", std::process::id()));
+    let file = OpenOptions::new().write(true).create_new(true).open(&tmp).map_err(|e| Error::write(&tmp, e))?;
+    let mut w = std::io::BufWriter::new(file);
+    let written = fill(&mut w).and_then(|()| w.flush().map_err(|e| Error::write(path, e)));
+    drop(w);
+    let moved = written.and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::write(path, e)));
+    if moved.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    moved
 }
 
 /// Reads a JSON file; a parse error names the file, line and column.
@@ -527,13 +786,13 @@ fn parse_json(path: &Path, text: &str) -> Result<Value> {
 }
 
 fn write_jsonl<'a, T: Serialize + 'a>(path: &Path, rows: impl Iterator<Item = &'a T>) -> Result<()> {
-    let file = std::fs::File::create(path).map_err(|e| Error::write(path, e))?;
-    let mut w = std::io::BufWriter::new(file);
-    for row in rows {
-        serde_json::to_writer(&mut w, row).map_err(|e| Error::Other(format!("serialise {}: {e}", path.display())))?;
-        w.write_all(b"\n").map_err(|e| Error::write(path, e))?;
-    }
-    w.flush().map_err(|e| Error::write(path, e))
+    write_with(path, |w| {
+        for row in rows {
+            serde_json::to_writer(&mut *w, row).map_err(|e| Error::Other(format!("serialise {}: {e}", path.display())))?;
+            w.write_all(b"\n").map_err(|e| Error::write(path, e))?;
+        }
+        Ok(())
+    })
 }
 
 /// Rewrites `recorded` in `dir/run.json` (a run that recorded answers or
@@ -614,6 +873,11 @@ mod tests {
         let lock = Arc::new(DirLock::acquire(dir.path()).expect("lock"));
         std::fs::write(dir.file("report.md"), "mine").expect("write");
         std::fs::create_dir_all(dir.file(".memform-build-9-dead")).expect("stale");
+        std::fs::write(dir.file(".memform-build-9-dead/.memform-build"), "9-dead").expect("marker");
+        // Named like a build directory, but without memform's marker (or with another run's id in it).
+        std::fs::create_dir_all(dir.file(".memform-build-mine")).expect("user's");
+        std::fs::create_dir_all(dir.file(".memform-build-7-x")).expect("user's");
+        std::fs::write(dir.file(".memform-build-7-x/.memform-build"), "8-y").expect("marker");
         let err = dir.begin(lock.clone(), &RunStamp::now()).err().expect("a user's report.md").to_string();
         assert!(err.contains("report.md: not written by memform"), "{err}");
         assert!(dir.file(".memform-build-9-dead").exists(), "nothing done before the check");
@@ -621,7 +885,9 @@ mod tests {
         let stamp = RunStamp::now();
         let build = dir.begin(lock, &stamp).expect("report.md is memform's now");
         assert!(!dir.file(".memform-build-9-dead").exists());
+        assert!(dir.file(".memform-build-mine").is_dir() && dir.file(".memform-build-7-x").is_dir(), "not memform's: kept");
         assert_eq!(build.dir().path(), dir.file(&format!(".memform-build-{}", stamp.id)));
+        assert!(is_our_build_dir(build.dir().path()));
         let path = build.dir().path().to_path_buf();
         drop(build);
         assert!(!path.exists(), "an uncommitted build is removed");
@@ -645,6 +911,84 @@ mod tests {
         let err =
             dir.read_complete(|_| write_json(&dir.file("run.json"), &manifest(&["run.json"], true))).expect_err("replaced").to_string();
         assert!(err.ends_with("run.json: replaced by another run while it was read; read it again"), "{err}");
+    }
+
+    #[test]
+    fn a_forged_list_owns_only_memforms_artefact_names() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = RunDir::new(tmp.path());
+        write_json(&dir.file("run.json"), &manifest(&["summary.json", "notes.md", "plot_old.svg"], true)).expect("write");
+        let owned: Vec<String> = dir.previous_files().expect("listed").into_iter().collect();
+        assert_eq!(owned, vec!["run.json", "summary.json"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn writes_replace_files_and_refuse_symlinks() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, "precious").expect("write");
+        let link = tmp.path().join("report.md");
+        std::os::unix::fs::symlink(&victim, &link).expect("symlink");
+        let err = write_bytes(&link, b"x").expect_err("a symlink").to_string();
+        assert!(
+            err.ends_with(
+                "report.md: is a symbolic link; memform does not write through one: remove it or choose another output directory"
+            ),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(&victim).expect("victim"), "precious");
+        let plain = tmp.path().join("a.json");
+        write_json(&plain, &json!({"a": 1})).expect("write");
+        write_json(&plain, &json!({"a": 2})).expect("rewrite");
+        assert_eq!(read_json(&plain).expect("read"), json!({"a": 2}));
+        let mut names: Vec<String> =
+            std::fs::read_dir(tmp.path()).expect("ls").map(|e| e.expect("e").file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        assert_eq!(names, ["a.json", "report.md", "victim"], "no temporary file left");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_lock_file_is_owner_only_and_never_a_symlink() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let lock = DirLock::acquire(&tmp.path().join("o")).expect("lock");
+        let mode = std::fs::metadata(tmp.path().join("o/.memform.lock")).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        drop(lock);
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, "precious").expect("write");
+        std::fs::create_dir_all(tmp.path().join("l")).expect("mkdir");
+        std::os::unix::fs::symlink(&victim, tmp.path().join("l/.memform.lock")).expect("symlink");
+        let err = DirLock::acquire(&tmp.path().join("l")).expect_err("a symlink").to_string();
+        assert!(err.contains("l/.memform.lock: is a symbolic link"), "{err}");
+        assert_eq!(std::fs::read_to_string(&victim).expect("victim"), "precious");
+    }
+
+    #[test]
+    fn a_lock_on_a_directory_it_created_removes_it_when_nothing_else_is_there() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("a/b");
+        drop(DirLock::acquire(&dir).expect("lock"));
+        assert!(!tmp.path().join("a").exists(), "created and left empty: removed");
+        let lock = DirLock::acquire(&dir).expect("lock");
+        std::fs::write(dir.join("x"), "").expect("write");
+        drop(lock);
+        assert!(dir.join("x").is_file() && dir.join(DirLock::FILE).is_file(), "something written: kept");
+        drop(DirLock::acquire(&dir).expect("lock"));
+        assert!(dir.join(DirLock::FILE).is_file(), "not created by this lock: kept");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn command_lines_escape_what_is_not_utf8() {
+        use std::os::unix::ffi::OsStringExt;
+        let args = ["memform", "run", "--out", "a b"]
+            .map(std::ffi::OsString::from)
+            .into_iter()
+            .chain([std::ffi::OsString::from_vec(b"o/bad\xffname".to_vec())]);
+        assert_eq!(command_line(args), r#"memform run --out "a b" "o/bad\xFFname""#);
     }
 
     #[test]

@@ -492,8 +492,7 @@ pub fn write_rows(dir: &Path, rows: &[Row]) -> Result<()> {
         text.push_str(&serde_json::to_string(r).map_err(|e| Error::Other(format!("serialise row: {e}")))?);
         text.push('\n');
     }
-    let p = dir.join("rows.jsonl");
-    std::fs::write(&p, text).map_err(|e| Error::write(&p, e))
+    crate::rundir::write_bytes(&dir.join("rows.jsonl"), text.as_bytes())
 }
 
 /// Reads and joins shards' `rows.jsonl`, sorted by point; a point present
@@ -683,22 +682,48 @@ pub struct SweepReport<'a> {
     pub defaults: Vec<(String, String)>,
 }
 
+/// The files a sweep writes into its `--out` (and its plots, `sweep-*.svg`).
+pub const SWEEP_FILES: &[&str] = &["sweep.json", "rows.jsonl", "sweep.csv", "sweep.parquet", "sweep.md"];
+
+/// An error when `dir` holds a run's or a comparison's output, or a file
+/// named like a sweep's (`sweep.md`, a `sweep-*.svg`, …) that is not
+/// memform's (no memform `sweep.json` beside it), or a symbolic link of
+/// such a name. A missing `dir` is fine.
+pub fn check_out(dir: &Path) -> Result<()> {
+    if !dir.is_dir() {
+        return Ok(());
+    }
+    crate::rundir::check_kind(dir, SWEEP_FILES[0])?;
+    let mut names: Vec<String> = SWEEP_FILES[1..].iter().map(|s| s.to_string()).collect();
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let name = entry.map_err(|e| Error::io(dir, e))?.file_name().to_string_lossy().into_owned();
+        if name.starts_with("sweep-") && name.ends_with(".svg") {
+            names.push(name);
+        }
+    }
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let ours = |v: &serde_json::Value| v.get("grid").is_some_and(serde_json::Value::is_array) && v.get("objective").is_some();
+    crate::rundir::check_owned(dir, SWEEP_FILES[0], ours, &names)
+}
+
 /// Writes `sweep.csv`, `sweep.parquet`, `rows.jsonl`, the plots and
 /// `sweep.md` into `dir`: the same bytes for the same rows, whether they
 /// come from one machine or merged shards.
 pub fn write_outputs(dir: &Path, rows: &[Row], report: &SweepReport<'_>) -> Result<()> {
+    let plots = plots(rows, report)?;
+    for (name, _) in &plots {
+        crate::rundir::refuse_symlink(&dir.join(name))?;
+    }
     write_rows(dir, rows)?;
     let csv = dir.join("sweep.csv");
-    std::fs::write(&csv, to_csv(rows)).map_err(|e| Error::write(&csv, e))?;
+    crate::rundir::write_bytes(&csv, to_csv(rows).as_bytes())?;
     let parquet = dir.join("sweep.parquet");
     crate::report::write_parquet(&parquet, &to_frame(rows).map_err(|e| Error::Other(format!("{}: {e}", parquet.display())))?)?;
-    let plots = plots(rows, report)?;
     for (name, svg) in &plots {
         crate::report::write_text(&dir.join(name), svg)?;
     }
     let names: Vec<&str> = plots.iter().map(|(n, _)| n.as_str()).collect();
-    let md = dir.join("sweep.md");
-    std::fs::write(&md, render_md(rows, report, &names)).map_err(|e| Error::write(&md, e))
+    crate::report::write_text(&dir.join("sweep.md"), &render_md(rows, report, &names))
 }
 
 /// The rows as a frame: `point`, each swept key (a number when every value

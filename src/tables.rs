@@ -15,19 +15,14 @@ fn frame_err(path: &Path, e: impl std::fmt::Display) -> Error {
 }
 
 pub fn write_parquet(path: &Path, df: &DataFrame) -> Result<()> {
-    let file = std::fs::File::create(path).map_err(|e| Error::write(path, e))?;
     let mut df = df.clone();
     // Buffered: the writer makes many small writes (thousands of syscalls unbuffered).
-    let mut w = std::io::BufWriter::new(file);
-    ParquetWriter::new(&mut w).finish(&mut df).map_err(|e| frame_err(path, e))?;
-    std::io::Write::flush(&mut w).map_err(|e| Error::write(path, e))?;
-    Ok(())
+    crate::rundir::write_with(path, |w| ParquetWriter::new(w).finish(&mut df).map(|_| ()).map_err(|e| frame_err(path, e)))
 }
 
 pub fn write_csv(path: &Path, df: &DataFrame) -> Result<()> {
-    let mut file = std::fs::File::create(path).map_err(|e| Error::write(path, e))?;
     let mut df = df.clone();
-    CsvWriter::new(&mut file).finish(&mut df).map_err(|e| frame_err(path, e))
+    crate::rundir::write_with(path, |w| CsvWriter::new(w).finish(&mut df).map_err(|e| frame_err(path, e)))
 }
 
 pub fn read_parquet(path: &Path) -> Result<DataFrame> {

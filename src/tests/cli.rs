@@ -453,3 +453,136 @@ fn update_baseline_keeps_the_dataset_and_the_other_modes_and_force_drops_them() 
     let line = refused(&["gate", "--force", "--baseline", "b.json", "--run", "x"], d);
     assert!(line.contains("--update-baseline"), "{line}");
 }
+
+/// `memform ARGS` with arguments as raw bytes (any, not only UTF-8), in `cwd`.
+#[cfg(unix)]
+fn memform_os(args: &[&[u8]], cwd: &Path) -> (Option<i32>, String, String) {
+    use std::os::unix::ffi::OsStrExt;
+    let out =
+        Command::new(bin()).args(args.iter().map(|a| std::ffi::OsStr::from_bytes(a))).current_dir(cwd).output().expect("spawn memform");
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Paths are bytes on Unix: `run`, `sweep`, `compare` and `report` work
+/// with directories whose names are not UTF-8 (the lock file records the
+/// command line with the bytes escaped); a flag whose value must be text
+/// refuses such bytes in one line, exit 2.
+#[cfg(unix)]
+#[test]
+fn non_utf8_arguments_work_where_paths_are_bytes_and_exit_2_where_text_is_needed() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let ds = scenarios_dir();
+    let ds = ds.as_os_str().as_bytes();
+    let (code, stdout, stderr) = memform_os(&[b"run", b"--dataset", ds, b"--out", b"o/bad\xffname"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("\"metrics\""), "{stdout}");
+    let out = tmp.path().join(std::ffi::OsStr::from_bytes(b"o/bad\xffname"));
+    assert!(out.join("run.json").is_file() && out.join("report.md").is_file());
+    let (code, _, stderr) = memform_os(&[b"report", b"o/bad\xffname"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+
+    // The dataset itself under a non-UTF-8 name.
+    let copy = tmp.path().join(std::ffi::OsStr::from_bytes(b"ds\xfe"));
+    std::fs::create_dir_all(copy.join("conversations")).expect("mkdir");
+    std::fs::write(copy.join("conversations/ok.json"), GOOD).expect("write");
+    let (code, _, stderr) = memform_os(&[b"run", b"--dataset", b"ds\xfe", b"--out", b"o2\xfe"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+
+    let (code, _, stderr) =
+        memform_os(&[b"sweep", b"--dataset", ds, b"--grid", b"near_dup_threshold=0.9,0.95", b"--out", b"s\xff"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(tmp.path().join(std::ffi::OsStr::from_bytes(b"s\xff/sweep.md")).is_file());
+    let (code, _, stderr) = memform_os(
+        &[
+            b"compare",
+            b"--dataset",
+            ds,
+            b"--modes",
+            b"rules,rules",
+            b"--set-b",
+            b"dedup_enabled=false",
+            b"--runs-dir",
+            b"r\xff",
+            b"--out",
+            b"c\xff",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(tmp.path().join(std::ffi::OsStr::from_bytes(b"c\xff/compare.md")).is_file());
+
+    // A value that must be text: one line, exit 2, no panic.
+    let (code, stdout, stderr) = memform_os(&[b"run", b"--dataset", ds, b"--set", b"near_dup_threshold=\xff", b"--out", b"o3"], tmp.path());
+    assert_eq!((code, stdout.as_str()), (Some(2), ""), "{stderr}");
+    assert!(stderr.starts_with("error: ") && stderr.contains("invalid UTF-8"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// The lock file records the command line; a non-UTF-8 argument is kept
+/// with its bytes escaped, so the holder is still named.
+#[cfg(unix)]
+#[test]
+fn the_lock_file_records_a_non_utf8_command_line_escaped() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let go = tmp.path().join("go");
+    let child = Command::new(bin())
+        .args(["run", "--dataset"])
+        .arg(scenarios_dir())
+        .arg("--out")
+        .arg(std::ffi::OsStr::from_bytes(b"o\xff"))
+        .env("MEMFORM_FAULT_HOLD_UNTIL", &go)
+        .current_dir(tmp.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let lock = tmp.path().join(std::ffi::OsStr::from_bytes(b"o\xff/.memform.lock"));
+    let since = std::time::Instant::now();
+    let text = loop {
+        let text = std::fs::read_to_string(&lock).unwrap_or_default();
+        if !text.is_empty() || since.elapsed().as_secs() > 60 {
+            break text;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    std::fs::write(&go, "").expect("go");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let holder: serde_json::Value = serde_json::from_str(&text).expect("the lock file is JSON");
+    let command = holder["command"].as_str().expect("command");
+    assert!(command.ends_with(r#"--out "o\xFF""#), "{command}");
+}
+
+/// `--out` may not be the directory holding a single-file dataset: that
+/// directory is a dataset too (each `*.json` in it a conversation), and a
+/// run's `run.json` there would break it.
+#[test]
+fn out_beside_a_single_file_dataset_is_refused_and_its_directory_stays_loadable() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = tmp.path().join("d");
+    std::fs::create_dir_all(&d).expect("mkdir");
+    let conversation = serde_json::json!({
+        "sample_id": "conv-1",
+        "conversation": {
+            "speaker_a": "Ann", "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "Hi Bo, I started working at Acme last week."},
+                {"speaker": "Bo", "dia_id": "D1:2", "text": "Congratulations! I adopted a cat named Pixel."}
+            ]
+        },
+        "qa": [{"question": "Where does Ann work?", "answer": "Acme", "evidence": ["D1:1"], "category": 1}]
+    });
+    std::fs::write(d.join("conv-1.json"), conversation.to_string()).expect("write");
+    memform::dataset::load(&d).expect("the directory loads as a dataset");
+    for out in ["d", "./d", "d/../d"] {
+        let line = refused(&["run", "--dataset", "d/conv-1.json", "--out", out], tmp.path());
+        assert!(line.starts_with(&format!("error: --out {out}: is the directory holding the dataset file d/conv-1.json")), "{line}");
+    }
+    assert_eq!(std::fs::read_dir(&d).expect("ls").count(), 1, "nothing written beside the dataset file");
+    memform::dataset::load(&d).expect("the directory still loads as a dataset");
+    let (code, _, stderr) = memform(&["run", "--dataset", "d/conv-1.json", "--out", "o"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+}

@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["names", "tables", "provenance", "rundir", "qa", "metrics"],
     &["report"],
     &["run", "compare", "sweep", "gate", "regenerate", "housekeeping"],
+    &["cli"],
 ];
 
 fn src() -> PathBuf {

@@ -185,16 +185,13 @@ fn a_rerun_replaces_only_what_the_previous_run_wrote() {
     let first = consistent_run(&out).1;
     assert!(!read_json(&out.join("run.json"))["files"].as_array().expect("files").contains(&"notes.md".into()));
 
-    // What a previous run wrote and this one does not (an artefact of an
-    // older memform, say) goes; so do the store's SQLite leftovers and a
-    // killed run's build directory. A plot this run does not draw goes too.
-    let mut manifest = read_json(&out.join("run.json"));
-    manifest["files"].as_array_mut().expect("files").push("plot_old.svg".into());
-    std::fs::write(out.join("run.json"), manifest.to_string()).expect("run.json");
-    std::fs::write(out.join("plot_old.svg"), "<svg/>").expect("plot_old.svg");
+    // What a previous run wrote and this one does not (a plot this run does
+    // not draw) goes; so do the store's SQLite leftovers and a killed run's
+    // build directory (memform's marker in it names its run).
     std::fs::write(out.join("store.sqlite-wal"), "stale").expect("wal");
     std::fs::write(out.join("store.sqlite-journal"), "stale").expect("journal");
     std::fs::create_dir_all(out.join(".memform-build-1-killed/x")).expect("stale build dir");
+    std::fs::write(out.join(".memform-build-1-killed/.memform-build"), "1-killed").expect("marker");
     std::fs::write(out.join(".memform-build-1-killed/store.sqlite"), "partial").expect("stale store");
     std::fs::write(out.join("report.md"), "edited by hand").expect("report.md");
     assert!(out.join("plot_verdicts.svg").is_file(), "the full run draws verdicts");
@@ -204,7 +201,7 @@ fn a_rerun_replaces_only_what_the_previous_run_wrote() {
     assert_eq!(mode, "shadow");
     assert_ne!(first, second);
     assert_eq!(std::fs::read_to_string(out.join("notes.md")).expect("notes.md"), "mine", "a user's file is kept");
-    for gone in ["plot_old.svg", "store.sqlite-wal", "store.sqlite-journal", ".memform-build-1-killed", "plot_verdicts.svg"] {
+    for gone in ["store.sqlite-wal", "store.sqlite-journal", ".memform-build-1-killed", "plot_verdicts.svg"] {
         assert!(!out.join(gone).exists(), "{gone} should be gone");
     }
     let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
@@ -351,4 +348,351 @@ fn a_sweep_into_a_locked_directory_exits_2() {
 
 fn build_dirs_or_none(out: &Path) -> Vec<PathBuf> {
     if out.is_dir() { build_dirs(out) } else { Vec::new() }
+}
+
+/// The memform-named files in `out` (artefacts, plots) that its `run.json` does not list.
+fn unlisted_artefacts(out: &Path) -> Vec<String> {
+    let listed: Vec<String> = read_json(&out.join("run.json"))["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| f.as_str().expect("name").to_string())
+        .collect();
+    let mut names: Vec<String> = std::fs::read_dir(out)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.') && n != "notes.md" && !listed.contains(n))
+        .collect();
+    names.sort();
+    names
+}
+
+/// `memform report` beside `memform run` into one directory, round after
+/// round with the report started at a different moment of the run each
+/// time: each either finishes or exits 2 naming the other as the holder,
+/// and the directory always holds one complete run whose files are all
+/// there and listed, whose report describes it, and that `gate` and a
+/// later run accept.
+#[test]
+fn report_beside_run_into_one_directory_never_breaks_it() {
+    const ROUNDS: u32 = 40;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let ds = scenarios_dir().display().to_string();
+    let baseline = root().join("reports/baseline.json").display().to_string();
+    let (code, _, stderr) = memform(&["run", "--dataset", &ds, "--out", "o"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    let out = tmp.path().join("o");
+    // How long a run takes here: the report starts at spread points of it.
+    let since = Instant::now();
+    let (code, _, stderr) = memform(&["run", "--dataset", &ds, "--out", "o", "--threads", "1", "--no-qa"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    let span = since.elapsed().as_millis() as u64;
+    let (mut runs_won, mut reports_won) = (0, 0);
+    for round in 0..ROUNDS {
+        let mode = if round % 2 == 0 { "shadow" } else { "full" };
+        let mut run = Running(Some(
+            Command::new(bin())
+                .args(["run", "--dataset", &ds, "--out", "o", "--threads", "1", "--no-qa", "--write-mode", mode])
+                .current_dir(tmp.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn run"),
+        ));
+        let pid = run.child().id();
+        std::thread::sleep(Duration::from_millis(span * u64::from(round) / u64::from(ROUNDS)));
+        let (report_code, _, report_err) = memform(&["report", "o"], tmp.path());
+        let run_out = run.finish();
+        let run_err = String::from_utf8_lossy(&run_out.stderr);
+        for (what, code, err) in [("run", run_out.status.code(), run_err.as_ref()), ("report", report_code, report_err.as_str())] {
+            match code {
+                Some(0) => {}
+                Some(2) => assert!(err.contains("is in use by another memform process"), "round {round}: {what}: {err}"),
+                other => panic!("round {round}: {what} exited {other:?}: {err}"),
+            }
+        }
+        runs_won += usize::from(run_out.status.code() == Some(0));
+        reports_won += usize::from(report_code == Some(0));
+        let (written_mode, id) = consistent_run(&out);
+        if run_out.status.code() == Some(0) {
+            assert_eq!(written_mode, mode, "round {round}: the directory holds the run that exited 0");
+            assert!(id.starts_with(&format!("{pid}-")), "round {round}: run id {id} is not the run's (pid {pid})");
+        }
+        assert!(unlisted_artefacts(&out).is_empty(), "round {round}: files no run.json lists: {:?}", unlisted_artefacts(&out));
+        let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+        assert!(md.contains(&format!("| write mode | {written_mode} |")), "round {round}: report.md describes another run");
+    }
+    eprintln!("{ROUNDS} rounds over {span} ms: the run finished in {runs_won}, the report in {reports_won}");
+    let (code, _, stderr) = memform(&["run", "--dataset", &ds, "--out", "o"], tmp.path());
+    assert_eq!(code, Some(0), "a later run into the directory: {stderr}");
+    let (code, _, stderr) = memform(&["gate", "--baseline", &baseline, "--run", "o", "--allow-dataset-change"], tmp.path());
+    assert!(code == Some(0) || code == Some(1), "gate refused the directory: {stderr}");
+}
+
+#[cfg(unix)]
+fn symlink(target: &Path, link: &Path) {
+    std::os::unix::fs::symlink(target, link).expect("symlink");
+}
+
+/// A symbolic link planted in an output directory is refused by name,
+/// never written through: `.memform.lock`, a run's `report.md`,
+/// `report`'s `report.md`, `sweep`'s `sweep.md`, `compare`'s `compare.md`.
+#[cfg(unix)]
+#[test]
+fn planted_symlinks_are_refused_by_name_and_never_written_through() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let ds = scenarios_dir().display().to_string();
+    let victim = tmp.path().join("victim.txt");
+    std::fs::write(&victim, "precious").expect("victim");
+    let intact = || assert_eq!(std::fs::read_to_string(&victim).expect("victim"), "precious", "written through a symlink");
+
+    std::fs::create_dir_all(tmp.path().join("l")).expect("mkdir");
+    symlink(&victim, &tmp.path().join("l/.memform.lock"));
+    let (code, _, stderr) = memform(&["run", "--dataset", &ds, "--out", "l"], tmp.path());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("error: l/.memform.lock: is a symbolic link"), "{stderr}");
+    intact();
+
+    let (code, _, stderr) = memform(&["run", "--dataset", &ds, "--out", "o"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    std::fs::remove_file(tmp.path().join("o/report.md")).expect("rm");
+    symlink(&victim, &tmp.path().join("o/report.md"));
+    let (code, _, stderr) = memform(&["report", "o"], tmp.path());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: o/report.md: is a symbolic link"), "{stderr}");
+    intact();
+    let (code, _, stderr) = memform(&["run", "--dataset", &ds, "--out", "o"], tmp.path());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: o/report.md: is a symbolic link"), "{stderr}");
+    intact();
+
+    std::fs::create_dir_all(tmp.path().join("s")).expect("mkdir");
+    symlink(&victim, &tmp.path().join("s/sweep.md"));
+    let (code, _, stderr) = memform(&["sweep", "--dataset", &ds, "--grid", "near_dup_threshold=0.9,0.95", "--out", "s"], tmp.path());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: s/sweep.md: is a symbolic link"), "{stderr}");
+    intact();
+
+    std::fs::create_dir_all(tmp.path().join("c")).expect("mkdir");
+    symlink(&victim, &tmp.path().join("c/compare.md"));
+    let args =
+        ["compare", "--dataset", &ds, "--modes", "rules,rules", "--set-b", "dedup_enabled=false", "--runs-dir", "runs", "--out", "c"];
+    let (code, _, stderr) = memform(&args, tmp.path());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: c/compare.md: is a symbolic link"), "{stderr}");
+    intact();
+}
+
+/// The lock file records the command line (which may carry a URL): it is
+/// the owner's alone, also when an older memform left it readable.
+#[cfg(unix)]
+#[test]
+fn the_lock_file_is_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let ds = scenarios_dir().display().to_string();
+    let mode = |p: &Path| std::fs::metadata(p).expect("lock file").permissions().mode() & 0o777;
+    let (code, _, stderr) = memform(&["run", "--dataset", &ds, "--out", "o"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    let lock = tmp.path().join("o/.memform.lock");
+    assert_eq!(mode(&lock), 0o600);
+    std::fs::set_permissions(&lock, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let (code, _, stderr) = memform(&["report", "o"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(mode(&lock), 0o600);
+}
+
+/// `report` refuses what `gate` refuses: an incomplete run, a `run.json`
+/// of `{}`, a `files` list that leads out of the directory, a metric that
+/// is not a number.
+#[test]
+fn report_refuses_what_gate_refuses() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let ds = scenarios_dir().display().to_string();
+    let (code, _, stderr) = memform(&["run", "--dataset", &ds, "--out", "o"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    let out = tmp.path().join("o");
+    let good_manifest = std::fs::read_to_string(out.join("run.json")).expect("run.json");
+    let good_summary = std::fs::read_to_string(out.join("summary.json")).expect("summary.json");
+    let mut incomplete = read_json(&out.join("run.json"));
+    incomplete["complete"] = false.into();
+    let mut escaping = read_json(&out.join("run.json"));
+    escaping["files"].as_array_mut().expect("files").push("../../../etc/passwd".into());
+    let mut summary = read_json(&out.join("summary.json"));
+    summary["metrics"]["turn_f1"] = "excellent".into();
+    let cases: [(&str, String, &str, &str); 4] = [
+        ("run.json", incomplete.to_string(), "o/run.json: incomplete run", "incomplete"),
+        ("run.json", "{}".into(), "o/run.json: incomplete run", "{}"),
+        ("run.json", escaping.to_string(), "o/run.json: files: \"../../../etc/passwd\" is not a file name", "escaping"),
+        ("summary.json", summary.to_string(), "o/summary.json: metrics.turn_f1: \"excellent\" is not a number", "non-numeric"),
+    ];
+    let baseline = root().join("reports/baseline.json").display().to_string();
+    for (file, text, expected, what) in cases {
+        std::fs::write(out.join(file), &text).expect("tamper");
+        let before_report = std::fs::read(out.join("report.md")).expect("report.md");
+        let (code, stdout, stderr) = memform(&["report", "o"], tmp.path());
+        assert_eq!((code, stdout.as_str()), (Some(2), ""), "{what}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{what}: {stderr}");
+        assert!(stderr.starts_with(&format!("error: {expected}")), "{what}: {stderr}");
+        assert_eq!(std::fs::read(out.join("report.md")).expect("report.md"), before_report, "{what}: report.md was rewritten");
+        let (code, _, stderr) = memform(&["gate", "--baseline", &baseline, "--run", "o", "--allow-dataset-change"], tmp.path());
+        assert_eq!(code, Some(2), "{what}: gate refuses it too: {stderr}");
+        std::fs::write(out.join("run.json"), &good_manifest).expect("restore");
+        std::fs::write(out.join("summary.json"), &good_summary).expect("restore");
+    }
+    let (code, _, stderr) = memform(&["report", "o"], tmp.path());
+    assert_eq!(code, Some(0), "restored: {stderr}");
+}
+
+/// Only memform's own artefact names are ever deleted: a forged `run.json`
+/// listing `notes.md` deletes nothing of the user's, and a user's
+/// directory named like a build directory (no marker of memform's in it)
+/// is kept, while a killed run's build directory goes.
+#[test]
+fn a_forged_file_list_or_a_users_build_named_directory_deletes_nothing() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let ds = scenarios_dir().display().to_string();
+    let out = tmp.path().join("o");
+    let (code, _, stderr) = memform(&["run", "--dataset", &ds, "--out", "o"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    std::fs::write(out.join("notes.md"), "mine").expect("notes.md");
+    let mut manifest = read_json(&out.join("run.json"));
+    manifest["files"].as_array_mut().expect("files").push("notes.md".into());
+    std::fs::write(out.join("run.json"), manifest.to_string()).expect("forge");
+    std::fs::create_dir_all(out.join(".memform-build-mine/data")).expect("user dir");
+    std::fs::write(out.join(".memform-build-mine/data/keep.txt"), "mine").expect("user file");
+    killed_run(tmp.path(), "o");
+    assert_eq!(build_dirs(&out).len(), 2, "the killed run's build directory and the user's");
+    let (code, _, stderr) = memform(&["run", "--dataset", &ds, "--out", "o"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    consistent_run_but(&out, &[".memform-build-mine"]);
+    assert_eq!(std::fs::read_to_string(out.join("notes.md")).expect("notes.md kept"), "mine");
+    assert_eq!(std::fs::read_to_string(out.join(".memform-build-mine/data/keep.txt")).expect("user dir kept"), "mine");
+    assert_eq!(build_dirs(&out), vec![out.join(".memform-build-mine")], "the killed run's build directory went");
+}
+
+/// [`consistent_run`], with directories `keep` (a user's) allowed beside the run.
+fn consistent_run_but(out: &Path, keep: &[&str]) {
+    let moved: Vec<PathBuf> = keep.iter().map(|k| out.parent().expect("parent").join(format!("kept-{k}"))).collect();
+    for (k, m) in keep.iter().zip(&moved) {
+        std::fs::rename(out.join(k), m).expect("move aside");
+    }
+    consistent_run(out);
+    for (k, m) in keep.iter().zip(&moved) {
+        std::fs::rename(m, out.join(k)).expect("move back");
+    }
+}
+
+/// `gate --junit` never overwrites the gate's own inputs.
+#[test]
+fn gate_junit_never_overwrites_the_gates_inputs() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let ds = scenarios_dir().display().to_string();
+    let (code, _, stderr) = memform(&["run", "--dataset", &ds, "--out", "o"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    std::fs::copy(root().join("reports/baseline.json"), tmp.path().join("baseline.json")).expect("copy baseline");
+    let baseline = std::fs::read(tmp.path().join("baseline.json")).expect("baseline");
+    let summary = std::fs::read(tmp.path().join("o/summary.json")).expect("summary");
+    for (junit, expected) in [
+        ("baseline.json", "error: --junit baseline.json: is the baseline baseline.json, an input of this command"),
+        ("./o/../baseline.json", "error: --junit ./o/../baseline.json: is the baseline baseline.json"),
+        ("o/summary.json", "error: --junit o/summary.json: is inside the run directory o, an input of this command"),
+    ] {
+        let (code, stdout, stderr) =
+            memform(&["gate", "--baseline", "baseline.json", "--run", "o", "--allow-dataset-change", "--junit", junit], tmp.path());
+        assert_eq!((code, stdout.as_str()), (Some(2), ""), "{junit}: {stderr}");
+        assert!(stderr.starts_with(expected), "{junit}: {stderr}");
+    }
+    assert_eq!(std::fs::read(tmp.path().join("baseline.json")).expect("baseline"), baseline);
+    assert_eq!(std::fs::read(tmp.path().join("o/summary.json")).expect("summary"), summary);
+    let (code, _, stderr) =
+        memform(&["gate", "--baseline", "baseline.json", "--run", "o", "--allow-dataset-change", "--junit", "gate.xml"], tmp.path());
+    assert!(code == Some(0) || code == Some(1), "{stderr}");
+    assert!(tmp.path().join("gate.xml").is_file());
+}
+
+/// `sweep` and `compare` keep a user's own `sweep.md`/`compare.md` (as
+/// `run` keeps a user's `report.md`), and a run, a sweep and a comparison
+/// each need a directory of their own.
+#[test]
+fn sweep_and_compare_keep_a_users_files_and_no_two_kinds_share_a_directory() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let ds = scenarios_dir().display().to_string();
+    let sweep = |out: &str| memform(&["sweep", "--dataset", &ds, "--grid", "near_dup_threshold=0.9,0.95", "--out", out], tmp.path());
+    let compare = |out: &str| {
+        memform(
+            &["compare", "--dataset", &ds, "--modes", "rules,rules", "--set-b", "dedup_enabled=false", "--runs-dir", "runs", "--out", out],
+            tmp.path(),
+        )
+    };
+    for (dir, file) in [("s", "sweep.md"), ("c", "compare.md")] {
+        std::fs::create_dir_all(tmp.path().join(dir)).expect("mkdir");
+        std::fs::write(tmp.path().join(dir).join(file), "my own notes").expect("user file");
+    }
+    let (code, _, stderr) = sweep("s");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: s/sweep.md: not written by memform"), "{stderr}");
+    let (code, _, stderr) = compare("c");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: c/compare.md: not written by memform"), "{stderr}");
+    assert!(!tmp.path().join("runs").exists(), "refused before running anything");
+    for (dir, file) in [("s", "sweep.md"), ("c", "compare.md")] {
+        assert_eq!(std::fs::read_to_string(tmp.path().join(dir).join(file)).expect("kept"), "my own notes");
+    }
+
+    // Memform's own sweep and comparison are replaced by the next.
+    for (code, _, stderr) in [sweep("s2"), sweep("s2"), compare("c2"), compare("c2")] {
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+    // One kind per directory.
+    let (code, _, stderr) = memform(&["run", "--dataset", &ds, "--out", "r"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, _, stderr) = sweep("r");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: r/run.json: this directory holds a run's output; a sweep needs a directory of its own"), "{stderr}");
+    let (code, _, stderr) = memform(&["run", "--dataset", &ds, "--out", "s2"], tmp.path());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("error: s2/sweep.json: this directory holds a sweep's output; a run needs a directory of its own"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = compare("r");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: r/run.json: this directory holds a run's output; a comparison needs"), "{stderr}");
+    assert!(!tmp.path().join("s2/run.json").exists() && !tmp.path().join("r/sweep.json").exists());
+}
+
+/// A failed run leaves no directory it created behind (not even one
+/// holding only `.memform.lock`); a directory that existed stays.
+#[test]
+fn a_failed_run_removes_the_directories_it_created() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let ds = scenarios_dir().display().to_string();
+    std::fs::create_dir_all(tmp.path().join("empty-fixtures")).expect("mkdir");
+    // LLM replay from an empty fixture directory: the run fails after taking the lock.
+    let failing =
+        |out: &str| memform(&["run", "--dataset", &ds, "--mode", "llm", "--fixtures", "empty-fixtures", "--out", out], tmp.path());
+    let (code, _, stderr) = failing("new/deeper");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("no fixture"), "{stderr}");
+    assert!(!tmp.path().join("new").exists(), "the run created new/deeper and removes both");
+    std::fs::create_dir_all(tmp.path().join("mine")).expect("mkdir");
+    let (code, _, stderr) = failing("mine");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(tmp.path().join("mine").is_dir(), "a directory the run did not create stays");
+}
+
+/// A dangling symbolic link as `--out` is named as one (not `File exists`).
+#[cfg(unix)]
+#[test]
+fn a_dangling_symlink_out_is_named() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let ds = scenarios_dir().display().to_string();
+    symlink(&tmp.path().join("missing"), &tmp.path().join("o"));
+    let (code, _, stderr) = memform(&["run", "--dataset", &ds, "--out", "o"], tmp.path());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("error: --out o: a symbolic link to ") && stderr.contains("which does not exist"), "{stderr}");
+    assert!(!stderr.contains("File exists"), "{stderr}");
 }

@@ -1,0 +1,417 @@
+//! The command line's grammar: every subcommand, flag and bound, parsed by
+//! clap. No I/O here: `main.rs` acts on what this parses, and the
+//! `cli_args` fuzz target (fuzz/) feeds arbitrary bytes to it.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use memform::config::WriteMode;
+
+#[derive(Parser)]
+#[command(name = "memform", version, about = "Offline evaluation harness for LLM-agent memory formation")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Replay a dataset through extract → resolve → dedupe → judge → write.
+    Run(RunArgs),
+    /// Print the default configuration as TOML: the shared keys and every
+    /// profile's section, or with --profile the shared keys and that profile's.
+    Config {
+        /// Only this profile's section beside the shared keys.
+        #[arg(long)]
+        profile: Option<String>,
+    },
+    /// Compare a run's metrics with a baseline: exit 0 pass, 1 regression, 2 error.
+    Gate(GateArgs),
+    /// Sweep config keys over a grid, sharing extraction and embeddings across points.
+    Sweep(SweepArgs),
+    /// Recorded LLM answers: list, check, prune, rehash.
+    Fixtures {
+        #[command(subcommand)]
+        command: FixturesCommand,
+    },
+    /// Recorded embedding vectors: list, prune, rehash.
+    Embeddings {
+        #[command(subcommand)]
+        command: EmbeddingsCommand,
+    },
+    /// Run (or reuse) two configurations on one dataset and compare them: compare.json, compare.md.
+    Compare(CompareArgs),
+    /// List the pipeline profiles (`--profile NAME`), one line each.
+    Profiles,
+    /// Redraw a finished run's report.md and plots from its files (no pipeline work).
+    Report {
+        /// The run directory (holds run.json, summary.json, the frames and records).
+        run_dir: PathBuf,
+    },
+}
+
+/// The configuration every command that runs the pipeline takes.
+#[derive(clap::Args, Clone)]
+pub struct ConfigArgs {
+    /// TOML file of config overrides.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Override one config key (repeatable): --set soda.near_dup_threshold=0.9
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// The pipeline profile (`memform profiles` lists them); overrides the config's `profile`.
+    #[arg(long)]
+    pub profile: Option<String>,
+}
+
+#[derive(Subcommand)]
+pub enum FixturesCommand {
+    /// Replay a dataset in LLM mode without failing on misses, then list the
+    /// fixtures it needed but lacks and those it did not need. Exit 1 when
+    /// anything is missing, unused or unreadable.
+    Check {
+        #[arg(long)]
+        dataset: PathBuf,
+        #[command(flatten)]
+        config: ConfigArgs,
+        #[command(flatten)]
+        stage: StageArgs,
+    },
+    /// Per fixture directory, model and stage: count, size on disk, oldest and
+    /// newest recording (every dataset under datasets/ and locomo-fixtures/ by default).
+    List {
+        #[arg(long)]
+        dataset: Option<PathBuf>,
+        /// One fixture directory instead.
+        #[arg(long)]
+        fixtures: Option<PathBuf>,
+    },
+    /// Remove the fixtures no request of a replay of the dataset needs (as
+    /// `check` finds them; pass the embedder and config the runs use).
+    Prune {
+        #[arg(long)]
+        dataset: PathBuf,
+        /// List what would be removed; remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        config: ConfigArgs,
+        #[command(flatten)]
+        stage: StageArgs,
+    },
+    /// Accept the recorded answers as they are now: write each fixture's
+    /// answer_sha256 (after a deliberate edit, or for format-1 files).
+    Rehash {
+        #[arg(long)]
+        dataset: Option<PathBuf>,
+        /// One fixture directory instead.
+        #[arg(long)]
+        fixtures: Option<PathBuf>,
+    },
+}
+
+// Parsed once per process: the size difference between variants costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Subcommand)]
+pub enum EmbeddingsCommand {
+    /// Per cache (dataset and embedder): dims, vectors, size on disk, when
+    /// written, integrity (every dataset under datasets/ and locomo-fixtures/ by default).
+    List {
+        #[arg(long)]
+        dataset: Option<PathBuf>,
+        /// One cache directory (DATASET/embeddings/<embedder>) instead.
+        #[arg(long)]
+        cache: Option<PathBuf>,
+    },
+    /// Remove the vectors no replay of the dataset in --modes needs (pass
+    /// --embedder and the config the runs use).
+    Prune {
+        #[arg(long)]
+        dataset: PathBuf,
+        /// The modes whose runs' vectors are kept.
+        #[arg(long, default_value = "rules,llm")]
+        modes: String,
+        /// List what would be removed; remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        config: ConfigArgs,
+        #[command(flatten)]
+        stage: StageArgs,
+    },
+    /// Accept a cache as it is now: write its integrity record (after a
+    /// deliberate edit, or for a format-1 cache).
+    Rehash {
+        #[arg(long)]
+        dataset: Option<PathBuf>,
+        /// One cache directory (DATASET/embeddings/<embedder>) instead.
+        #[arg(long)]
+        cache: Option<PathBuf>,
+    },
+}
+
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct SweepArgs {
+    #[command(subcommand)]
+    pub merge: Option<SweepCommand>,
+    /// Dataset directory.
+    #[arg(long)]
+    pub dataset: Option<PathBuf>,
+    /// KEY=START:STOP:STEP (inclusive) or KEY=v1,v2,… (repeatable; axes multiply).
+    #[arg(long = "grid", value_name = "SPEC")]
+    pub grid: Vec<String>,
+    #[command(flatten)]
+    pub modes: ModeArgs,
+    /// The metric the best point maximises.
+    #[arg(long, default_value = "turn_f1")]
+    pub objective: String,
+    /// The two metrics of the Pareto front (both higher-is-better).
+    #[arg(long, default_value = "content_precision,content_recall")]
+    pub pareto: String,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Output directory (default: reports/<dataset>-sweep).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Run only slice K of N (0-based), e.g. from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID.
+    #[arg(long)]
+    pub shard: Option<String>,
+    /// Worker threads (default: one per core; 1..=1024).
+    #[arg(long, value_parser = threads_arg())]
+    pub threads: Option<usize>,
+    /// Refuse a grid of more points than this (the product of the axes; 1..=1000000).
+    #[arg(long, default_value_t = memform::limits::DEFAULT_MAX_POINTS, value_parser = ranged(memform::limits::MAX_POINTS))]
+    pub max_points: usize,
+    /// A label recorded in sweep.json (repeatable): --tag experiment=thresholds
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tag: Vec<String>,
+    #[command(flatten)]
+    pub stage: StageArgs,
+}
+
+#[derive(Subcommand)]
+pub enum SweepCommand {
+    /// Join shard outputs into the files an unsharded sweep writes.
+    Merge {
+        /// Shard output directories.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+pub struct GateArgs {
+    /// Baseline file (memform-baseline/1 JSON).
+    #[arg(long)]
+    pub baseline: PathBuf,
+    /// Run directory (holds run.json and summary.json); repeat for several runs.
+    #[arg(long, required = true)]
+    pub run: Vec<PathBuf>,
+    /// TOML rules (`[metrics.NAME] direction = "higher"|"lower"|"both", abs_tol, rel_tol`); default rules otherwise.
+    #[arg(long)]
+    pub rules: Option<PathBuf>,
+    /// Compare even when the run's dataset digest differs from the baseline's.
+    #[arg(long)]
+    pub allow_dataset_change: bool,
+    /// Write the run's metrics into the baseline (under its mode) instead of checking.
+    #[arg(long)]
+    pub update_baseline: bool,
+    /// With --update-baseline: accept a run of another dataset than the baseline's.
+    #[arg(long, requires = "update_baseline")]
+    pub force: bool,
+    /// Also write the verdict as JUnit XML: a test suite per run, a test case per ruled metric.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// text: the table per run; github: workflow annotations (::error per regression), then the tables.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: GateFormat,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GateFormat {
+    Text,
+    Github,
+}
+
+#[derive(clap::Args)]
+pub struct CompareArgs {
+    /// Dataset directory (native format or LoCoMo JSON; detected).
+    #[arg(long)]
+    pub dataset: PathBuf,
+    /// The variants' per-stage modes, the first the baseline: MODE or EXTRACT/JUDGE, comma-separated
+    /// (`rules,gold/rules,rules/llm`; default `rules,llm`, or `rules` with several --profiles).
+    /// The uplift of each variant is against the first; `rules,rules` with --set-b compares two configs.
+    #[arg(long, conflicts_with = "variants")]
+    pub modes: Option<String>,
+    /// The profiles to compare, comma-separated (default: the config's); with --modes, every profile
+    /// runs every mode (profiles outer, modes inner).
+    #[arg(long, conflicts_with = "variants")]
+    pub profiles: Option<String>,
+    /// Explicit variants PROFILE:MODES, comma-separated (`soda:rules,signet:llm`), the first the baseline.
+    #[arg(long)]
+    pub variants: Option<String>,
+    /// The config for both runs.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Override one config key for the first variant (A) only (repeatable).
+    #[arg(long = "set-a", value_name = "KEY=VALUE")]
+    pub set_a: Vec<String>,
+    /// Override one config key for the second variant (B) only (repeatable).
+    #[arg(long = "set-b", value_name = "KEY=VALUE")]
+    pub set_b: Vec<String>,
+    /// The write mode of both runs.
+    #[arg(long, value_enum, default_value = "full")]
+    pub write_mode: WriteMode,
+    /// Where compare.json and compare.md go (default: reports/<dataset>-compare).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Where the two runs go (default: reports/); a run whose run.json matches is reused.
+    #[arg(long)]
+    pub runs_dir: Option<PathBuf>,
+    /// Run both even when a matching run exists.
+    #[arg(long)]
+    pub rerun: bool,
+    /// Bootstrap resamples (0..=100000; 0: no intervals).
+    #[arg(long, default_value_t = memform::limits::DEFAULT_RESAMPLES, value_parser = ranged(memform::limits::RESAMPLES))]
+    pub resamples: usize,
+    /// Bootstrap seed.
+    #[arg(long, default_value_t = memform::limits::DEFAULT_SEED)]
+    pub seed: u64,
+    /// Worker threads per run (default: one per core; 1..=1024).
+    #[arg(long, value_parser = threads_arg())]
+    pub threads: Option<usize>,
+    /// A label recorded in both runs' run.json (repeatable); a run is reused only with the same tags.
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tag: Vec<String>,
+    #[command(flatten)]
+    pub stage: StageArgs,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Mode {
+    Rules,
+    Llm,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ExtractMode {
+    Rules,
+    Llm,
+    /// The dataset's gold facts (the oracle).
+    Gold,
+}
+
+/// The per-stage modes of a run: `--mode` sets both model stages, `--extract`
+/// and `--judge` each one (and win over `--mode`).
+#[derive(clap::Args, Clone)]
+pub struct ModeArgs {
+    /// Both model stages: rules | llm (shorthand for --extract M --judge M; default rules).
+    #[arg(long, value_enum)]
+    pub mode: Option<Mode>,
+    /// How stage 1 extracts: rules | llm | gold (the dataset's gold facts: the extraction oracle).
+    #[arg(long, value_enum)]
+    pub extract: Option<ExtractMode>,
+    /// How stage 4 judges: rules | llm.
+    #[arg(long, value_enum)]
+    pub judge: Option<Mode>,
+}
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Dataset directory (native format or LoCoMo JSON; detected).
+    #[arg(long)]
+    pub dataset: PathBuf,
+    #[command(flatten)]
+    pub modes: ModeArgs,
+    #[arg(long, value_enum, default_value = "full")]
+    pub write_mode: WriteMode,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Output directory (default: reports/<dataset>-<mode>, e.g. scenarios-gold-rules). Its previous run files are replaced.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Skip a conversation that fails, count it, and exit 2 at the end.
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Worker threads (default: one per core; 1..=1024).
+    #[arg(long, value_parser = threads_arg())]
+    pub threads: Option<usize>,
+    /// A label recorded in run.json (repeatable): --tag experiment=baseline
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tag: Vec<String>,
+    /// Evaluate retrieval over the final store against the QA items, beside
+    /// the raw-turn and raw-session baselines (qa.parquet, qa.csv, qa_*
+    /// metrics). On by default when the dataset has QA items.
+    #[arg(long, overrides_with = "no_qa")]
+    pub qa: bool,
+    /// Skip the retrieval evaluation.
+    #[arg(long)]
+    pub no_qa: bool,
+    #[command(flatten)]
+    pub stage: StageArgs,
+}
+
+/// How stages are built: embedder and LLM boundary.
+#[derive(clap::Args, Clone)]
+pub struct StageArgs {
+    /// hashed | minilm | ollama | openai (default: the config's `embedder`, hashed).
+    #[arg(long)]
+    pub embedder: Option<String>,
+    /// replay | record | live: recorded embedding vectors (replay needs no model).
+    #[arg(long, default_value = "replay", value_parser = ["replay", "record", "live"])]
+    pub embed: String,
+    /// MiniLM model directory (`make models` fills models/all-MiniLM-L6-v2).
+    #[arg(long)]
+    pub model_dir: Option<PathBuf>,
+    /// Base URL of an HTTP embedder.
+    #[arg(long)]
+    pub embed_url: Option<String>,
+    /// Model name sent to an HTTP embedder.
+    #[arg(long)]
+    pub embed_model: Option<String>,
+    /// Dimensions of an HTTP embedder's vectors (1..=65536).
+    #[arg(long, value_parser = ranged(memform::limits::EMBED_DIMS))]
+    pub embed_dims: Option<usize>,
+    /// Embedding cache directory (default: DATASET/embeddings; for LoCoMo, locomo-fixtures/<name>/embeddings).
+    #[arg(long)]
+    pub embed_cache: Option<PathBuf>,
+    /// replay | record | live: recorded LLM answers (llm mode; checked in every mode).
+    #[arg(long, default_value = "replay", value_parser = ["replay", "record", "live"])]
+    pub llm: String,
+    /// Fixture directory (default: DATASET/fixtures/<model>; for LoCoMo, locomo-fixtures/<name>/fixtures/<model>).
+    #[arg(long)]
+    pub fixtures: Option<PathBuf>,
+}
+
+/// A clap parser for a `usize` within `range`.
+pub fn ranged(range: std::ops::RangeInclusive<u64>) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(range)
+}
+
+pub fn threads_arg() -> clap::builder::RangedU64ValueParser<usize> {
+    ranged(memform::limits::THREADS)
+}
+
+/// Clap's rendered error as one `error:` line followed by its `Usage:` and
+/// `For more information` lines.
+pub fn one_line_clap_error(rendered: &str) -> String {
+    let mut message = Vec::new();
+    let mut hints = Vec::new();
+    for line in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if line.starts_with("Usage:") || line.starts_with("For more information") {
+            hints.push(line);
+        } else {
+            let line = line.strip_prefix("error:").map_or(line, str::trim);
+            message.push(if line.starts_with("tip:") { format!("({line})") } else { line.to_string() });
+        }
+    }
+    let mut out = format!("error: {}\n", message.join(" "));
+    for h in hints {
+        out.push_str(h);
+        out.push('\n');
+    }
+    out
+}
