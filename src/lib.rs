@@ -20,7 +20,6 @@ pub mod llm;
 #[cfg(feature = "full")]
 pub mod metrics;
 pub mod model;
-#[cfg(feature = "full")]
 pub mod names;
 pub mod normalize;
 pub mod paths;
