@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::metrics::{Analysis, Labels, Summary, aggregate, record_frames};
 use crate::pipeline::{CandidateRecord, EpisodeRecord};
-use crate::report::{PLOT_OUTCOMES, PLOT_SCORES, PLOT_STORED, PLOT_VERDICTS, PLOT_WARNINGS, read_parquet, write_report_md};
+use crate::report::{PLOT_OUTCOMES, PLOT_SCORES, PLOT_STORED, PLOT_VERDICTS, PLOT_WARNINGS, read_parquet, write_report_md_with};
 
 /// Files a run must hold for its report to be redrawn.
 pub const NEEDED: &[&str] = &["run.json", "summary.json", "facts.parquet", "episodes.parquet", "episodes.jsonl", "facts.jsonl"];
@@ -106,6 +106,12 @@ pub struct Regenerated {
 
 /// Redraws `report.md` and its plots in the finished run `dir`.
 pub fn regenerate(dir: &Path) -> Result<Regenerated> {
+    regenerate_with(dir, &[])
+}
+
+/// [`regenerate`] with extra sections in `report.md` (a calibration's
+/// "Decision quality", `memform report --calibration DIR`).
+pub fn regenerate_with(dir: &Path, sections: &[String]) -> Result<Regenerated> {
     let (manifest, analysis) = load_analysis(dir)?;
     let plots = [PLOT_STORED, PLOT_OUTCOMES, PLOT_VERDICTS, PLOT_WARNINGS, PLOT_SCORES];
     let before: Vec<&str> = plots.iter().copied().filter(|p| dir.join(p).is_file()).collect();
@@ -113,7 +119,7 @@ pub fn regenerate(dir: &Path) -> Result<Regenerated> {
         let path = dir.join(p);
         std::fs::remove_file(&path).map_err(|e| Error::write(&path, e))?;
     }
-    write_report_md(dir, &manifest, &analysis)?;
+    write_report_md_with(dir, &manifest, &analysis, sections)?;
     let mut written = vec![dir.join("report.md")];
     written.extend(plots.iter().filter(|p| dir.join(p).is_file()).map(|p| dir.join(p)));
     let removed = before.iter().filter(|p| !dir.join(p).is_file()).map(|p| dir.join(p)).collect();
