@@ -26,7 +26,33 @@ LOCOMO_PREREQ = $(if $(LOCOMO),,locomo-data)
 # `memform run` on the LoCoMo data with the given arguments (echoed with the path it picked).
 LOCOMO_RUN = d=$(LOCOMO_DIR); echo "$(BIN) run --dataset $$d $(1)"; $(BIN) run --dataset "$$d" $(1)
 
-PHONY_EXTRA := locomo-embeddings longmemeval
+# ---- Public labelled pairs: `make pairs-data` (SICK, MSRP) into git-ignored data/pairs/ ----
+# Raw files of brmson/dataset-sts at a pinned commit, each SHA-256 checked.
+# The digests are those of the copies this was written against (the fallback's,
+# copied unchanged from that commit). NOT YET CONFIRMED by a download: the
+# machines this was written on cannot reach GitHub. Confirm them on the first
+# successful download; a mismatch stops `make pairs-data` and writes nothing.
+PAIRS_COMMIT ?= e1d3375f5b3bc24f21aa4e46f96eb379e9fc1081
+PAIRS_RAW = https://raw.githubusercontent.com/brmson/dataset-sts/$(PAIRS_COMMIT)
+SICK_URL ?= $(PAIRS_RAW)/data/sts/sick2014/SICK_train.txt
+SICK_SHA256 ?= 266cf8047149bd1d68138dd30439f3122bff30069740ac6705bb6197d9f1b48e
+SICK_README_URL ?= $(PAIRS_RAW)/data/sts/sick2014/readme.txt
+MSRP_URL ?= $(PAIRS_RAW)/data/para/msr/msr-para-train.tsv
+MSRP_SHA256 ?= 446b9a5fa4e8d526b99f1d635f036f89063749783f5d3464ee8c1879724d406d
+MSRP_README_URL ?= $(PAIRS_RAW)/data/para/msr/README.md
+PAIRS_DATA ?= data/pairs
+PAIRS_FALLBACK ?= ../shared/datasets/pairs
+
+# ---- LoCoMo ground-truth audit: `make locomo-audit-data` into git-ignored data/locomo-audit/ ----
+# errors.json at the repository's root at a pinned commit; the digest is, like
+# the two above, that of the fallback's copy, not yet confirmed by a download.
+LOCOMO_AUDIT_COMMIT ?= 9493fb4b4af4256ed17a18e8fd0b3cfdeec29539
+LOCOMO_AUDIT_URL ?= https://raw.githubusercontent.com/dial481/locomo-audit/$(LOCOMO_AUDIT_COMMIT)/errors.json
+LOCOMO_AUDIT_SHA256 ?= f298ef46263fada20688a1d672be37d4f488c6da3b19343eea55ae5c1b5fe55e
+LOCOMO_AUDIT_DATA ?= data/locomo-audit
+LOCOMO_AUDIT_FALLBACK ?= ../shared/datasets/locomo-audit
+
+PHONY_EXTRA := locomo-embeddings longmemeval pairs-data pairs-check locomo-audit-data
 .PHONY: all build run test lint fuzz fuzz-build bench locomo locomo-llm locomo-compare locomo-data $(PHONY_EXTRA) record record-embeddings record-locomo \
         models test-py-deps memorix llm-server-deps llm-server-start llm-server-stop gate update-baseline clean-reports
 
@@ -109,6 +135,29 @@ bench: models
 locomo-data:
 	@python3 scripts/locomo_data.py --url '$(LOCOMO_URL)' --sha256 '$(LOCOMO_SHA256)' \
 	  --raw $(dir $(LOCOMO_DATA))locomo10.json --out $(LOCOMO_DATA) --fallback '$(LOCOMO_FALLBACK)'
+
+## Download SICK (SICK_train.txt) and MSRP (msr-para-train.tsv) from
+## brmson/dataset-sts at $(PAIRS_COMMIT), check their SHA-256 and write them
+## (with their readmes) into git-ignored $(PAIRS_DATA)/ (idempotent). When the
+## download fails it says so in one line and copies them from
+## $(PAIRS_FALLBACK) instead, checked against the same digests.
+pairs-data:
+	@python3 scripts/fetch_pinned.py --tag pairs-data --out $(PAIRS_DATA) --fallback '$(PAIRS_FALLBACK)' \
+	  --file 'SICK_train.txt=$(SICK_URL)=$(SICK_SHA256)' \
+	  --file 'msr-para-train.tsv=$(MSRP_URL)=$(MSRP_SHA256)' \
+	  --extra 'SICK_readme.txt=$(SICK_README_URL)' --extra 'MSR_README.md=$(MSRP_README_URL)'
+
+## Download the LoCoMo ground-truth audit (errors.json of dial481/locomo-audit at
+## $(LOCOMO_AUDIT_COMMIT)), SHA-256 checked, into git-ignored $(LOCOMO_AUDIT_DATA)/;
+## falls back to $(LOCOMO_AUDIT_FALLBACK) the same way.
+locomo-audit-data:
+	@python3 scripts/fetch_pinned.py --tag locomo-audit-data --out $(LOCOMO_AUDIT_DATA) \
+	  --fallback '$(LOCOMO_AUDIT_FALLBACK)' --file 'errors.json=$(LOCOMO_AUDIT_URL)=$(LOCOMO_AUDIT_SHA256)'
+
+## Validate the labelled pair set datasets/pairs/ (schema, labels, kinds, dates,
+## ids, split) and print its counts.
+pairs-check:
+	@python3 scripts/check_pairs.py datasets/pairs
 
 ## The LoCoMo conversations (read from LOCOMO, $(LOCOMO_DATA) or $(LOCOMO_FALLBACK); never copied into the repository).
 locomo: build $(LOCOMO_PREREQ)
