@@ -228,7 +228,7 @@ pub struct Calibration {
     pub limits: Limits,
     pub pairs: Vec<PairRow>,
     /// label → outcome → pairs.
-    pub matrix: BTreeMap<Label, BTreeMap<Outcome, usize>>,
+    pub matrix: Matrix,
     pub rates: Rates,
     pub by_kind: Vec<KindRow>,
     pub curves: Vec<Curve>,
@@ -361,8 +361,11 @@ fn run_base(dataset: &Dataset, cfg: &Config, stages: Stages<'_>) -> Result<(Vec<
     Ok((observed, fronts))
 }
 
+/// Pairs per label and outcome.
+pub type Matrix = BTreeMap<Label, BTreeMap<Outcome, usize>>;
+
 /// The rows, matrix, rates and per-kind figures of the observed pairs.
-fn tabulate(pairs: &[Pair], observed: Vec<Observed>) -> (Vec<PairRow>, BTreeMap<Label, BTreeMap<Outcome, usize>>, Rates, Vec<KindRow>) {
+fn tabulate(pairs: &[Pair], observed: Vec<Observed>) -> (Vec<PairRow>, Matrix, Rates, Vec<KindRow>) {
     let rows: Vec<PairRow> = pairs
         .iter()
         .zip(observed)
@@ -377,7 +380,7 @@ fn tabulate(pairs: &[Pair], observed: Vec<Observed>) -> (Vec<PairRow>, BTreeMap<
             observed: o,
         })
         .collect();
-    let mut matrix: BTreeMap<Label, BTreeMap<Outcome, usize>> = BTreeMap::new();
+    let mut matrix = Matrix::new();
     for r in &rows {
         *matrix.entry(r.label).or_default().entry(r.outcome).or_default() += 1;
     }

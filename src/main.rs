@@ -1623,10 +1623,12 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
         bail!("--calibration: {} directories for {} variants (give one per variant, in order)", args.calibration.len(), sides.len());
     }
     let mut calibrations = Vec::new();
-    for (i, (modes, cfg, label, _, _)) in sides.iter().enumerate() {
+    for (i, (modes, cfg, label, dir, _)) in sides.iter().enumerate() {
         let cal = if args.calibrate {
             let input = read_pair_input(Some(&args.calibrate_pairs), args.calibrate_split, None, None)?;
-            let slug = label.replace(['/', ':', ' ', '='], "-");
+            // The variant's run directory is `<dataset>-<slug>`.
+            let run_name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let slug = run_name.strip_prefix(&format!("{}-", dataset.name)).unwrap_or(&run_name).to_string();
             let how = CalibrationRun {
                 stage: &args.stage,
                 out: runs_dir.join(format!("calibrate-{}-{slug}", input.name)),

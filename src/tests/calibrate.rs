@@ -286,3 +286,41 @@ fn a_gold_run_lists_every_ended_fact_with_both_texts_and_takes_a_calibration_sec
     assert_eq!(code, Some(0), "{stderr}");
     assert!(std::fs::read_to_string(tmp.path().join("run/report.md")).unwrap().contains("## Decision quality"));
 }
+
+#[test]
+fn compare_calibrates_each_variant_and_adds_decision_quality() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = crate::support::scenarios_dir();
+    let pairs = pairs_dir();
+    let (code, _, stderr) = memform(
+        &[
+            "compare",
+            "--dataset",
+            ds.to_str().unwrap(),
+            "--modes",
+            "rules,gold/rules",
+            "--calibrate",
+            "--calibrate-pairs",
+            pairs.to_str().unwrap(),
+            "--calibrate-split",
+            "all",
+            "--resamples",
+            "0",
+            "--runs-dir",
+            "runs",
+            "--out",
+            "cmp",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let md = std::fs::read_to_string(tmp.path().join("cmp/compare.md")).unwrap();
+    let section = md.split("## Decision quality").nth(1).expect("the section");
+    assert!(section.contains("`pairs_update_recall` (higher is better)") && section.contains("`pairs_false_merge_rate` (lower is better)"));
+    // One calibration per variant, each a complete run directory.
+    for label in ["rules", "gold-rules"] {
+        let cal = calibrate::read(&tmp.path().join(format!("runs/calibrate-pairs-all-{label}"))).unwrap();
+        assert_eq!(cal.pairs.len(), 7);
+        assert!(cal.curves.is_empty());
+    }
+}
