@@ -14,6 +14,7 @@ mod llm_replay;
 mod locomo_data;
 mod memorix;
 mod out_dir;
+mod pairs_data;
 mod profiles;
 mod provenance;
 mod qa;
