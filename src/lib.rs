@@ -7,6 +7,8 @@
 //! stages and the LLM boundary remain.
 
 #[cfg(feature = "full")]
+pub mod calibrate;
+#[cfg(feature = "full")]
 pub mod compare;
 pub mod config;
 pub mod dataset;
@@ -20,7 +22,6 @@ pub mod llm;
 #[cfg(feature = "full")]
 pub mod metrics;
 pub mod model;
-#[cfg(feature = "full")]
 pub mod names;
 pub mod normalize;
 pub mod paths;

@@ -67,3 +67,32 @@ fn killed_run_leaves_consistent_store_and_rerun_starts_clean() {
     let run = memform::gate::read_run(killed.path()).expect("the finished run is still complete");
     assert_eq!(run.mode, "rules");
 }
+
+/// The fault-injection variables reach only the binary the tests build: in
+/// the code they are named in `main.rs` alone, each under
+/// `#[cfg(feature = "fault-injection")]`, and the feature is no default,
+/// enabled only by the package's dev-dependency on itself (so `cargo build`,
+/// `cargo install` and `make run` leave it out; a stray variable in CI can
+/// neither hang nor abort a run).
+#[test]
+fn fault_injection_variables_are_compiled_only_into_the_test_build() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let main = std::fs::read_to_string(root.join("src/main.rs")).expect("main.rs");
+    let lines: Vec<&str> = main.lines().collect();
+    let mut named = 0;
+    for (i, l) in lines.iter().enumerate() {
+        let code = l.split("//").next().unwrap_or_default();
+        if code.contains("MEMFORM_FAULT_") {
+            named += 1;
+            assert_eq!(lines[i - 1].trim(), "#[cfg(feature = \"fault-injection\")]", "main.rs line {} is not gated", i + 1);
+        }
+    }
+    assert_eq!(named, 2, "both variables are named, once each");
+    let cargo: toml::Table = toml::from_str(&std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml")).expect("toml");
+    let default = cargo["features"]["default"].as_array().expect("default features");
+    assert!(!default.iter().any(|f| f.as_str() == Some("fault-injection")), "not a default feature");
+    let enabled_by_dev = cargo["dev-dependencies"]["memform"]["features"].as_array().expect("dev-dependency features");
+    assert!(enabled_by_dev.iter().any(|f| f.as_str() == Some("fault-injection")));
+    let normal = cargo["dependencies"].as_table().expect("dependencies");
+    assert!(!normal.contains_key("memform"), "no normal dependency turns it on");
+}

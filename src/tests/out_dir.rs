@@ -338,7 +338,7 @@ fn a_sweep_into_a_locked_directory_exits_2() {
         std::thread::sleep(Duration::from_millis(5));
     }
     let ds = scenarios_dir().display().to_string();
-    let (code, _, stderr) = memform(&["sweep", "--dataset", &ds, "--grid", "near_dup_threshold=0.9,0.95", "--out", "o"], tmp.path());
+    let (code, _, stderr) = memform(&["sweep", "--dataset", &ds, "--grid", "soda.near_dup_threshold=0.9,0.95", "--out", "o"], tmp.path());
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains(&format!("is in use by another memform process (pid {}", holder.child().id())), "{stderr}");
     std::fs::write(&go, "").expect("go");
@@ -469,7 +469,7 @@ fn planted_symlinks_are_refused_by_name_and_never_written_through() {
 
     std::fs::create_dir_all(tmp.path().join("s")).expect("mkdir");
     symlink(&victim, &tmp.path().join("s/sweep.md"));
-    let (code, _, stderr) = memform(&["sweep", "--dataset", &ds, "--grid", "near_dup_threshold=0.9,0.95", "--out", "s"], tmp.path());
+    let (code, _, stderr) = memform(&["sweep", "--dataset", &ds, "--grid", "soda.near_dup_threshold=0.9,0.95", "--out", "s"], tmp.path());
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.starts_with("error: s/sweep.md: is a symbolic link"), "{stderr}");
     intact();
@@ -619,7 +619,7 @@ fn gate_junit_never_overwrites_the_gates_inputs() {
 fn sweep_and_compare_keep_a_users_files_and_no_two_kinds_share_a_directory() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let ds = scenarios_dir().display().to_string();
-    let sweep = |out: &str| memform(&["sweep", "--dataset", &ds, "--grid", "near_dup_threshold=0.9,0.95", "--out", out], tmp.path());
+    let sweep = |out: &str| memform(&["sweep", "--dataset", &ds, "--grid", "soda.near_dup_threshold=0.9,0.95", "--out", out], tmp.path());
     let compare = |out: &str| {
         memform(
             &["compare", "--dataset", &ds, "--modes", "rules,rules", "--set-b", "dedup_enabled=false", "--runs-dir", "runs", "--out", out],
