@@ -47,7 +47,13 @@ pub enum Command {
     Report {
         /// The run directory (holds run.json, summary.json, the frames and records).
         run_dir: PathBuf,
+        /// A finished `memform calibrate` directory: report.md gets its "Decision quality" section.
+        #[arg(long, value_name = "DIR")]
+        calibration: Option<PathBuf>,
     },
+    /// Measure the pipeline's decisions on labelled pairs (--pairs DIR, --sick FILE or --msrp FILE):
+    /// outcomes, rates, per-threshold curves and recommended operating points.
+    Calibrate(CalibrateArgs),
 }
 
 /// The configuration every command that runs the pipeline takes.
@@ -286,8 +292,77 @@ pub struct CompareArgs {
     /// A label recorded in both runs' run.json (repeatable); a run is reused only with the same tags.
     #[arg(long = "tag", value_name = "KEY=VALUE")]
     pub tag: Vec<String>,
+    /// Also calibrate each variant on labelled pairs (--calibrate-pairs, --calibrate-split; no curves)
+    /// into --runs-dir, and add a "Decision quality" section to compare.md.
+    #[arg(long)]
+    pub calibrate: bool,
+    /// The pair set --calibrate reads.
+    #[arg(long, default_value = "datasets/pairs")]
+    pub calibrate_pairs: PathBuf,
+    /// Which halves of the pair set --calibrate reads.
+    #[arg(long, value_enum, default_value = "test")]
+    pub calibrate_split: SplitArg,
+    /// Finished `memform calibrate` directories, one per variant in order, for the "Decision quality" section.
+    #[arg(long = "calibration", value_name = "DIR", conflicts_with = "calibrate")]
+    pub calibration: Vec<PathBuf>,
     #[command(flatten)]
     pub stage: StageArgs,
+}
+
+#[derive(clap::Args)]
+pub struct CalibrateArgs {
+    /// The labelled pair set: a directory holding tune.jsonl and test.jsonl (datasets/pairs).
+    #[arg(long, conflicts_with_all = ["sick", "msrp"], required_unless_present_any = ["sick", "msrp"])]
+    pub pairs: Option<PathBuf>,
+    /// Which halves of --pairs to read.
+    #[arg(long, value_enum, default_value = "all", requires = "pairs")]
+    pub split: SplitArg,
+    /// A SICK file in its published tab-separated layout (any split).
+    #[arg(long, conflicts_with = "msrp")]
+    pub sick: Option<PathBuf>,
+    /// An MSRP file in its published tab-separated layout (any split).
+    #[arg(long)]
+    pub msrp: Option<PathBuf>,
+    #[command(flatten)]
+    pub modes: ModeArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Output directory (default: reports/calibrate-<pairs>-<profile>-<mode>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The recommendation's limit on the false merge rate (0..=1).
+    #[arg(long, default_value_t = 0.05, value_parser = fraction)]
+    pub max_false_merge: f64,
+    /// The recommendation's limit on the false invalidation rate (0..=1).
+    #[arg(long, default_value_t = 0.02, value_parser = fraction)]
+    pub max_false_invalidation: f64,
+    /// A curve's values: KEY=START:STOP:STEP or KEY=v1,v2,… (repeatable), instead of the key's default grid.
+    #[arg(long = "grid", value_name = "SPEC")]
+    pub grid: Vec<String>,
+    /// Run the pairs once with the config; no curves.
+    #[arg(long)]
+    pub no_curves: bool,
+    /// Worker threads (default: one per core; 1..=1024).
+    #[arg(long, value_parser = threads_arg())]
+    pub threads: Option<usize>,
+    /// A label recorded in run.json (repeatable).
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tag: Vec<String>,
+    #[command(flatten)]
+    pub stage: StageArgs,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum SplitArg {
+    Tune,
+    Test,
+    All,
+}
+
+/// A clap parser for a number within [0, 1].
+fn fraction(s: &str) -> std::result::Result<f64, String> {
+    let v: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number"))?;
+    if (0.0..=1.0).contains(&v) { Ok(v) } else { Err(format!("{v} is not within 0..=1")) }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -350,6 +425,9 @@ pub struct RunArgs {
     /// Skip the retrieval evaluation.
     #[arg(long)]
     pub no_qa: bool,
+    /// A finished `memform calibrate` directory: report.md gets its "Decision quality" section.
+    #[arg(long, value_name = "DIR")]
+    pub calibration: Option<PathBuf>,
     #[command(flatten)]
     pub stage: StageArgs,
 }

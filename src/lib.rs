@@ -7,6 +7,8 @@
 //! stages and the LLM boundary remain.
 
 #[cfg(feature = "full")]
+pub mod calibrate;
+#[cfg(feature = "full")]
 pub mod compare;
 pub mod config;
 pub mod dataset;

@@ -274,14 +274,16 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Fixtures { command } => housekeeping::fixtures(command),
         Command::Embeddings { command } => housekeeping::embeddings(command),
         Command::Compare(args) => cmd_compare(args),
+        Command::Calibrate(args) => cmd_calibrate(args),
         Command::Profiles => {
             for p in profiles::PROFILES {
                 println!("{:<8} {}", p.name(), p.summary());
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Report { run_dir } => {
-            let r = memform::regenerate::regenerate(&run_dir)?;
+        Command::Report { run_dir, calibration } => {
+            let sections = decision_quality_sections(calibration.as_deref(), &run_dir)?;
+            let r = memform::regenerate::regenerate_with(&run_dir, &sections)?;
             for p in &r.removed {
                 eprintln!("removed {} (no longer drawn)", p.display());
             }
@@ -381,6 +383,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         } else {
             None
         },
+        report_sections: decision_quality_sections(args.calibration.as_deref(), &out)?,
     };
     let output = run(&dataset, &cfg, built.stages(), &opts);
     bar.finish_and_clear();
@@ -427,6 +430,183 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::from(exit_code::ERROR));
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The "Decision quality" section of the calibration in `dir` (none
+/// without one), linking its report from `from` (the report's directory).
+fn decision_quality_sections(dir: Option<&std::path::Path>, from: &std::path::Path) -> Result<Vec<String>> {
+    let Some(dir) = dir else { return Ok(Vec::new()) };
+    let cal = memform::calibrate::read(dir).with_context(|| format!("--calibration {}", dir.display()))?;
+    Ok(vec![memform::calibrate::decision_quality_md(&cal, Some(&relative_link(from, &dir.join("report.md"))))])
+}
+
+/// `to` as a link from a file in directory `from`: relative when both are
+/// relative paths, else absolute.
+fn relative_link(from: &std::path::Path, to: &std::path::Path) -> String {
+    let abs = |p: &std::path::Path| std::env::current_dir().map(|c| c.join(p)).unwrap_or_else(|_| p.to_path_buf());
+    let (from, to) = (abs(from), abs(to));
+    let f: Vec<_> = from.components().collect();
+    let t: Vec<_> = to.components().collect();
+    let common = f.iter().zip(&t).take_while(|(a, b)| a == b).count();
+    let mut rel = PathBuf::new();
+    for _ in common..f.len() {
+        rel.push("..");
+    }
+    for c in &t[common..] {
+        rel.push(c.as_os_str());
+    }
+    rel.display().to_string()
+}
+
+/// The pairs `calibrate` reads, with what the manifest and the recorded boundary need.
+struct PairInput {
+    source: memform::calibrate::Source,
+    pairs: Vec<memform::calibrate::Pair>,
+    /// `pairs-test`, `sick-SICK_train`, …
+    name: String,
+    /// The files read (the digest's input).
+    files: Vec<PathBuf>,
+    /// Where recorded vectors live (the pair directory; `pairs-fixtures/<name>` for a corpus file).
+    root: PathBuf,
+    /// What was given on the command line.
+    path: PathBuf,
+}
+
+fn split_of(s: SplitArg) -> memform::calibrate::Split {
+    use memform::calibrate::Split;
+    match s {
+        SplitArg::Tune => Split::Tune,
+        SplitArg::Test => Split::Test,
+        SplitArg::All => Split::All,
+    }
+}
+
+fn read_pair_input(
+    pairs: Option<&std::path::Path>,
+    split: SplitArg,
+    sick: Option<&std::path::Path>,
+    msrp: Option<&std::path::Path>,
+) -> Result<PairInput> {
+    use memform::calibrate::{Source, Split, input};
+    if let Some(dir) = pairs {
+        let split = split_of(split);
+        let names: &[&str] = match split {
+            Split::Tune => &["tune"],
+            Split::Test => &["test"],
+            Split::All => &["tune", "test"],
+        };
+        return Ok(PairInput {
+            source: Source::Pairs,
+            pairs: input::read_pairs_dir(dir, split)?,
+            name: format!("pairs-{}", split.as_str()),
+            files: names.iter().map(|n| dir.join(format!("{n}.jsonl"))).collect(),
+            root: dir.to_path_buf(),
+            path: dir.to_path_buf(),
+        });
+    }
+    let (source, path) = match (sick, msrp) {
+        (Some(p), _) => (Source::Sick, p.to_path_buf()),
+        (None, Some(p)) => (Source::Msrp, p.to_path_buf()),
+        (None, None) => bail!("calibrate: one of --pairs, --sick or --msrp is required"),
+    };
+    let pairs = if source == Source::Sick { input::read_sick(&path)? } else { input::read_msrp(&path)? };
+    let stem = path.file_stem().map_or_else(|| source.as_str().to_string(), |s| s.to_string_lossy().into_owned());
+    let name = format!("{}-{stem}", source.as_str());
+    // The corpora are never written to: their recorded vectors live beside the clone.
+    let root = PathBuf::from("pairs-fixtures").join(&name);
+    Ok(PairInput { source, pairs, name, files: vec![path.clone()], root, path })
+}
+
+/// How one calibration runs (besides its pairs, config and modes).
+struct CalibrationRun<'a> {
+    stage: &'a StageArgs,
+    out: PathBuf,
+    limits: memform::calibrate::Limits,
+    grids: std::collections::BTreeMap<String, Vec<String>>,
+    no_curves: bool,
+    threads: Option<usize>,
+    tags: std::collections::BTreeMap<String, String>,
+}
+
+fn run_calibration(input: &PairInput, mut cfg: Config, modes: Modes, how: CalibrationRun<'_>) -> Result<memform::calibrate::Calibration> {
+    use memform::calibrate;
+    let digest = calibrate::digest_files(&input.files)?;
+    let observations_as_turns = modes.extract == StageMode::Gold && cfg.profile == "memorix";
+    let dataset = calibrate::dataset(&input.name, &digest, &input.pairs, observations_as_turns);
+    memform::paths::check_out_dir("--out", &how.out, Some(&input.path))?;
+    let lock = Arc::new(memform::rundir::DirLock::acquire(&how.out)?);
+    let built = build_stages(modes, how.stage, &mut cfg, &input.root, &dataset, None)?;
+    let opts = calibrate::Options {
+        source: input.source,
+        name: input.name.clone(),
+        out_dir: how.out.clone(),
+        limits: how.limits,
+        grids: how.grids,
+        no_curves: how.no_curves,
+        recorded: built.recorded.clone(),
+        digests: built.digests.clone(),
+        dataset_path: Some(input.path.clone()),
+        tags: how.tags,
+        lock: Some(lock),
+        threads: how.threads,
+    };
+    let result = calibrate::calibrate(&input.pairs, &dataset, &cfg, built.stages(), &opts);
+    built.embedder.flush()?;
+    Ok(result?)
+}
+
+/// Adds the variants' "Decision quality" section to `out/compare.md` (none without calibrations).
+fn append_decision_quality(out: &std::path::Path, calibrations: &[(String, memform::calibrate::Calibration)]) -> Result<()> {
+    if calibrations.is_empty() {
+        return Ok(());
+    }
+    let path = out.join("compare.md");
+    let mut md = std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
+    md.push('\n');
+    md.push_str(&memform::calibrate::compare_md(calibrations));
+    memform::report::write_text(&path, &md)?;
+    Ok(())
+}
+
+fn cmd_calibrate(args: CalibrateArgs) -> Result<ExitCode> {
+    let cfg = args.config.load()?;
+    cfg.validate()?;
+    let tags = memform::provenance::parse_tags(&args.tag)?;
+    let modes = args.modes.modes();
+    let input = read_pair_input(args.pairs.as_deref(), args.split, args.sick.as_deref(), args.msrp.as_deref())?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("reports").join(format!("calibrate-{}-{}-{}", input.name, cfg.profile, modes.slug())));
+    let mut grids = std::collections::BTreeMap::new();
+    for g in &args.grid {
+        let axis = memform::sweep::parse_axis(g)?;
+        if grids.insert(axis.key.clone(), axis.values).is_some() {
+            bail!("--grid {}: the key is given twice; put all its values on one --grid", axis.key);
+        }
+    }
+    let started = std::time::Instant::now();
+    let how = CalibrationRun {
+        stage: &args.stage,
+        out: out.clone(),
+        limits: memform::calibrate::Limits { max_false_merge: args.max_false_merge, max_false_invalidation: args.max_false_invalidation },
+        grids,
+        no_curves: args.no_curves,
+        threads: args.threads,
+        tags,
+    };
+    let cal = run_calibration(&input, cfg, modes, how)?;
+    let summary = serde_json::json!({"metrics": cal.metrics()});
+    println!("{}", serde_json::to_string_pretty(&summary).context("serialise summary")?);
+    eprintln!(
+        "calibrated {} pairs ({} formed) and {} curve points in {:.1} s into {}",
+        cal.pairs.len(),
+        cal.rates.formed,
+        cal.curves.iter().map(|c| c.points.len()).sum::<usize>(),
+        started.elapsed().as_secs_f64(),
+        out.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -1035,6 +1215,36 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
         let built = build_stages(variant.modes, &args.stage, &mut cfg, &args.dataset, &dataset, None)?;
         sides.push((variant.modes, cfg, label, runs_dir.join(format!("{}-{slug}", dataset.name)), built));
     }
+    if !args.calibration.is_empty() && args.calibration.len() != sides.len() {
+        bail!("--calibration: {} directories for {} variants (give one per variant, in order)", args.calibration.len(), sides.len());
+    }
+    let mut calibrations = Vec::new();
+    for (i, (modes, cfg, label, dir, _)) in sides.iter().enumerate() {
+        let cal = if args.calibrate {
+            let input = read_pair_input(Some(&args.calibrate_pairs), args.calibrate_split, None, None)?;
+            // The variant's run directory is `<dataset>-<slug>`.
+            let run_name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let slug = run_name.strip_prefix(&format!("{}-", dataset.name)).unwrap_or(&run_name).to_string();
+            let how = CalibrationRun {
+                stage: &args.stage,
+                out: runs_dir.join(format!("calibrate-{}-{slug}", input.name)),
+                limits: memform::calibrate::Limits::default(),
+                grids: Default::default(),
+                no_curves: true,
+                threads: args.threads,
+                tags: tags.clone(),
+            };
+            eprintln!("calibrating {label} on {} into {}", input.name, how.out.display());
+            Some(run_calibration(&input, cfg.clone(), *modes, how).with_context(|| format!("calibrate {label}"))?)
+        } else if let Some(dir) = args.calibration.get(i) {
+            Some(memform::calibrate::read(dir).with_context(|| format!("--calibration {}", dir.display()))?)
+        } else {
+            None
+        };
+        if let Some(c) = cal {
+            calibrations.push((label.clone(), c));
+        }
+    }
     let mut compared = Vec::new();
     // Both run directories stay locked until they are read.
     let mut locks = Vec::new();
@@ -1077,12 +1287,14 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
         drop(locks);
         let _lock = memform::rundir::DirLock::acquire(&out)?;
         memform::compare::write_comparison(&out, &comparison)?;
+        append_decision_quality(&out, &calibrations)?;
         serde_json::to_string_pretty(&comparison).context("serialise comparison")?
     } else {
         let comparison = memform::compare::compare_many(&compared, &out, opts)?;
         drop(locks);
         let _lock = memform::rundir::DirLock::acquire(&out)?;
         memform::compare::write_many(&out, &comparison)?;
+        append_decision_quality(&out, &calibrations)?;
         serde_json::to_string_pretty(&comparison).context("serialise comparison")?
     };
     println!("{json}");

@@ -124,16 +124,27 @@ pub struct Regenerated {
 /// Redraws `report.md` and its plots in the finished run `dir`, holding
 /// its lock (an error naming the holder when another process has it).
 pub fn regenerate(dir: &Path) -> Result<Regenerated> {
-    if !dir.is_dir() {
-        return Err(Error::input(dir, "not a directory"));
-    }
-    let lock = DirLock::acquire(dir)?;
-    regenerate_locked(dir, &lock)
+    regenerate_with(dir, &[])
 }
 
 /// [`regenerate`] under `lock`, the lock of `dir` the caller holds (a run
 /// that redraws its report after recording).
 pub fn regenerate_locked(dir: &Path, lock: &DirLock) -> Result<Regenerated> {
+    regenerate_locked_with(dir, lock, &[])
+}
+
+/// [`regenerate`] with extra sections in `report.md` (a calibration's
+/// "Decision quality", `memform report --calibration DIR`).
+pub fn regenerate_with(dir: &Path, sections: &[String]) -> Result<Regenerated> {
+    if !dir.is_dir() {
+        return Err(Error::input(dir, "not a directory"));
+    }
+    let lock = DirLock::acquire(dir)?;
+    regenerate_locked_with(dir, &lock, sections)
+}
+
+/// [`regenerate_locked`] with extra sections in `report.md`.
+pub fn regenerate_locked_with(dir: &Path, lock: &DirLock, sections: &[String]) -> Result<Regenerated> {
     lock.check_holds(dir)?;
     let (mut manifest, analysis) = load_analysis(dir)?;
     let plots = crate::rundir::REPORT_PLOTS;
@@ -142,7 +153,7 @@ pub fn regenerate_locked(dir: &Path, lock: &DirLock) -> Result<Regenerated> {
         .and_then(|f| f.as_array())
         .map(|f| f.iter().filter_map(|n| n.as_str().map(str::to_string)).collect())
         .unwrap_or_default();
-    let drawn = report_md_files(&manifest, &analysis)?;
+    let drawn = report_md_files(&manifest, &analysis, sections)?;
     let names: BTreeSet<String> = drawn.iter().map(|(n, _)| n.to_string()).collect();
     for name in names.iter().map(String::as_str).chain(plots.iter().copied()) {
         let p = dir.join(name);

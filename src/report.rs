@@ -30,18 +30,29 @@ const EXAMPLES: usize = 24;
 /// Writes every report file of a run into `dir`. `manifest` is the run's
 /// `run.json`.
 pub fn write_run_reports(dir: &Path, manifest: &Value, analysis: &Analysis) -> Result<()> {
+    write_run_reports_with(dir, manifest, analysis, &[])
+}
+
+/// [`write_run_reports`] with extra sections (Markdown, each starting with
+/// its `## ` heading) put into `report.md` before its files and timings.
+pub fn write_run_reports_with(dir: &Path, manifest: &Value, analysis: &Analysis, sections: &[String]) -> Result<()> {
     write_parquet(&dir.join("facts.parquet"), &analysis.facts)?;
     write_csv(&dir.join("facts.csv"), &analysis.facts)?;
     write_parquet(&dir.join("episodes.parquet"), &analysis.episodes)?;
     write_csv(&dir.join("episodes.csv"), &analysis.episodes)?;
     write_csv(&dir.join("per_conversation.csv"), &analysis.per_conversation)?;
-    write_report_md(dir, manifest, analysis)
+    write_report_md_with(dir, manifest, analysis, sections)
 }
 
 /// Writes `report.md` and its plots into `dir` (`memform report` redraws
 /// them alone).
 pub fn write_report_md(dir: &Path, manifest: &Value, analysis: &Analysis) -> Result<()> {
-    for (name, text) in &report_md_files(manifest, analysis)? {
+    write_report_md_with(dir, manifest, analysis, &[])
+}
+
+/// [`write_report_md`] with extra sections (see [`write_run_reports_with`]).
+pub fn write_report_md_with(dir: &Path, manifest: &Value, analysis: &Analysis, sections: &[String]) -> Result<()> {
+    for (name, text) in &report_md_files(manifest, analysis, sections)? {
         write_text(&dir.join(name), text)?;
     }
     Ok(())
@@ -49,10 +60,10 @@ pub fn write_report_md(dir: &Path, manifest: &Value, analysis: &Analysis) -> Res
 
 /// `report.md` and its plots, drawn: each file's name and content, the
 /// plots first, `report.md` last.
-pub fn report_md_files(manifest: &Value, analysis: &Analysis) -> Result<Vec<(&'static str, String)>> {
+pub fn report_md_files(manifest: &Value, analysis: &Analysis, sections: &[String]) -> Result<Vec<(&'static str, String)>> {
     let mut files = plots(analysis)?;
     let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
-    let md = render_report(manifest, analysis, &names)?;
+    let md = render_report_with(manifest, analysis, &names, sections)?;
     files.push(("report.md", md));
     Ok(files)
 }
@@ -264,6 +275,11 @@ fn retrieval(o: &mut String, a: &Analysis, plots: &[&str]) {
 
 /// Renders `report.md`. `plots` names the SVG files written beside it.
 pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<String> {
+    render_report_with(manifest, a, plots, &[])
+}
+
+/// [`render_report`] with extra sections before the files and timings.
+pub fn render_report_with(manifest: &Value, a: &Analysis, plots: &[&str], sections: &[String]) -> Result<String> {
     let mut o = String::new();
     let dataset = s(manifest, &["dataset", "name"]);
     let mode = manifest["mode"].as_str().unwrap_or("?");
@@ -287,6 +303,9 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
     table(&mut o, &["", ""], &run_rows(manifest, a, dataset, mode));
     headline(&mut o, a, plots);
     formation(&mut o, a, plots)?;
+    if manifest["extract_mode"].as_str() == Some("gold") {
+        ended_list(&mut o, a);
+    }
     let m = &a.summary.metrics;
     let get = |k: &str| m.get(k);
     let l = &a.labels;
@@ -315,6 +334,11 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
 
     let _ = writeln!(o, "## Example stored facts\n");
     stored_examples(&mut o, a)?;
+
+    for section in sections {
+        o.push_str(section.trim_end());
+        o.push_str("\n\n");
+    }
 
     let _ = writeln!(o, "## Files\n");
     let _ = writeln!(
@@ -721,6 +745,36 @@ fn verdict_examples(o: &mut String, a: &Analysis) -> Result<()> {
         .collect();
     table(o, &["verdict", "paired because", "pairs", "example"], &rows);
     Ok(())
+}
+
+/// Every fact a candidate ended (invalidated, closed, superseded, UPDATEd
+/// or DELETEd), with the ended fact's content as it was written and the
+/// candidate's: on a gold-oracle run each should be a real change, and a
+/// reader can check each.
+fn ended_list(o: &mut String, a: &Analysis) {
+    let f = &a.facts;
+    let content: std::collections::HashMap<String, String> = (0..f.height()).map(|i| (cell(f, "id", i), cell(f, "content", i))).collect();
+    let mut rows = Vec::new();
+    for i in 0..f.height() {
+        let ended = cell(f, "ended", i);
+        for id in ended.split_whitespace().filter(|_| ended != "–") {
+            rows.push(vec![
+                cell(f, "conversation", i),
+                format!("`{}`", cell(f, "outcome", i)),
+                format!("{id}: «{}»", content.get(id).map_or("–", String::as_str)),
+                format!("{}: «{}»", cell(f, "id", i), cell(f, "content", i)),
+            ]);
+        }
+    }
+    let _ = writeln!(
+        o,
+        "### Every fact ended, with both texts\n\nWith the gold facts as candidates, each of these {} should be a real change \
+         (an invalidation, a closure, an UPDATE or a DELETE of the fact on the left by the candidate on the right); check each.\n",
+        rows.len()
+    );
+    if !rows.is_empty() {
+        table(o, &["conversation", "how (the candidate's outcome)", "ended fact, as written", "by candidate"], &rows);
+    }
 }
 
 fn warning_table(o: &mut String, a: &Analysis) -> Result<()> {

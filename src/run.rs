@@ -59,6 +59,8 @@ pub struct RunOptions {
     /// Evaluate retrieval over the final store against the QA items
     /// (`None`: on when the dataset has QA items; docs/metrics.md, "Retrieval (QA)").
     pub qa: Option<bool>,
+    /// Extra sections for `report.md` (a calibration's "Decision quality").
+    pub report_sections: Vec<String>,
 }
 
 /// A conversation the run skipped, and why.
@@ -270,7 +272,7 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     }
     let manifest_value = manifest.to_value()?;
     dir.write_records(&analysis.summary, &episodes)?;
-    crate::report::write_run_reports(dir.path(), &manifest_value, &analysis)?;
+    crate::report::write_run_reports_with(dir.path(), &manifest_value, &analysis, &opts.report_sections)?;
     let qa_warnings = qa_rows.map(|qa| qa.warnings.into_iter().chain(qa.empty_questions).collect()).unwrap_or_default();
     // Closed, so SQLite's -wal and -shm files are gone before the store moves.
     drop(store);

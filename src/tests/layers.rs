@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["pipeline"],
     &["names", "tables", "provenance", "rundir", "qa", "metrics"],
     &["report"],
-    &["run", "compare", "sweep", "gate", "regenerate", "housekeeping"],
+    &["run", "compare", "sweep", "gate", "regenerate", "housekeeping", "calibrate"],
     &["cli"],
 ];
 
