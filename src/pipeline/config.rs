@@ -68,6 +68,16 @@ fn flat_aliases(section: &str) -> &'static [(&'static str, &'static str)] {
     }
 }
 
+/// A section's numeric keys' ranges, by section name.
+fn bounds_of(section: &str) -> &'static [crate::config::Bound] {
+    match section {
+        "soda" => SodaConfig::BOUNDS,
+        "signet" => SignetConfig::BOUNDS,
+        "memorix" => MemorixConfig::BOUNDS,
+        _ => &[],
+    }
+}
+
 /// Where a key a user spelled lands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Spelling {
@@ -320,13 +330,7 @@ impl Config {
         };
         let table = self.to_table()?;
         for (s, k) in targets {
-            let bounds = match s {
-                "soda" => SodaConfig::BOUNDS,
-                "signet" => SignetConfig::BOUNDS,
-                "memorix" => MemorixConfig::BOUNDS,
-                _ => &[],
-            };
-            if let Some(b) = bounds.iter().find(|b| b.key == k) {
+            if let Some(b) = bounds_of(s).iter().find(|b| b.key == k) {
                 b.check(table.get(s).and_then(|t| t.get(&k))).map_err(|m| Error::Config(format!("{s}.{m}")))?;
             }
         }
@@ -394,17 +398,14 @@ impl Config {
         let mut out =
             String::from("# memform config: the shared keys, then each profile's section; numeric keys with their allowed range.\n");
         annotate(&mut out, &pretty(&d.shared)?, BOUNDS);
-        let sections: [(&str, String, &[crate::config::Bound]); 3] = [
-            (SodaConfig::NAME, pretty(&d.soda)?, SodaConfig::BOUNDS),
-            (SignetConfig::NAME, pretty(&d.signet)?, SignetConfig::BOUNDS),
-            (MemorixConfig::NAME, pretty(&d.memorix)?, MemorixConfig::BOUNDS),
-        ];
-        for (name, text, bounds) in sections {
+        let sections =
+            [(SodaConfig::NAME, pretty(&d.soda)?), (SignetConfig::NAME, pretty(&d.signet)?), (MemorixConfig::NAME, pretty(&d.memorix)?)];
+        for (name, text) in sections {
             if profile.is_some_and(|p| p != name) {
                 continue;
             }
             out.push_str(&format!("\n# read by profile {name} only\n[{name}]\n"));
-            annotate(&mut out, &text, bounds);
+            annotate(&mut out, &text, bounds_of(name));
         }
         Ok(out)
     }
