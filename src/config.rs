@@ -73,6 +73,14 @@ pub struct Config {
     /// own, opt-in; the default `false` counts every word, as Signet's
     /// detector does).
     pub polarity_content_words_only: bool,
+    /// The rules stand-ins decide on evidence of change (memform's own,
+    /// docs/pipeline.md "Evidence of change"): a fact is replaced only by
+    /// the same slot with another value, an explicit ending or a polarity
+    /// flip of the same proposition, and restatements merge (stage 3, the
+    /// signet NONE, the memorix contradiction). `false` restores the seeds'
+    /// rules as written: any negation or antonym with enough shared words
+    /// replaces, and only exact content, s|p|o or the cosine merge.
+    pub evidence_of_change: bool,
     /// Most live facts a candidate is paired with (the nearest by cosine,
     /// ties to the earlier fact); the rest are not judged.
     pub max_pairs_per_candidate: usize,
@@ -206,6 +214,14 @@ pub struct Config {
     pub llm_retry_backoff_ms: u64,
 }
 
+impl Config {
+    /// Whether `predicate` (trimmed, case-insensitive) is in `single_valued_predicates`.
+    pub fn is_single_valued(&self, predicate: &str) -> bool {
+        let p = predicate.trim();
+        self.single_valued_predicates.iter().any(|s| s.trim().eq_ignore_ascii_case(p))
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
@@ -236,6 +252,7 @@ impl Default for Config {
             contradiction_band_min: 0.80,
             antonym_min_shared_tokens: 2,
             polarity_content_words_only: false,
+            evidence_of_change: true,
             max_pairs_per_candidate: 16,
             min_trusted_confidence: 0.8,
             single_valued_predicates: s(&[

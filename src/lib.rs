@@ -20,6 +20,7 @@ pub mod llm;
 #[cfg(feature = "full")]
 pub mod metrics;
 pub mod normalize;
+pub mod proposition;
 pub mod paths;
 pub mod pipeline;
 pub mod provenance;

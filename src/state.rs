@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::embed::cosine;
 use crate::pipeline::judge::{Antonyms, PolarityKeys};
+use crate::proposition::Reading;
 use crate::types::{CandidateFact, EntityType};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,12 +72,15 @@ impl std::ops::DerefMut for FactRec {
 pub struct KeyCache {
     keys: OnceLock<FactKeys>,
     polarity: OnceLock<PolarityKeys>,
+    /// The [`Reading`] of the content, with the id of the antonym list it
+    /// was read against and whether its predicate was single-valued.
+    reading: OnceLock<(usize, bool, Reading)>,
 }
 
 impl KeyCache {
     /// A cache that already holds `keys` (computed by whoever built the fact).
     pub fn with(keys: FactKeys) -> KeyCache {
-        KeyCache { keys: OnceLock::from(keys), polarity: OnceLock::new() }
+        KeyCache { keys: OnceLock::from(keys), polarity: OnceLock::new(), reading: OnceLock::new() }
     }
 }
 
@@ -211,6 +215,20 @@ impl FactRec {
     pub fn polarity(&self, antonyms: &Antonyms) -> Cow<'_, PolarityKeys> {
         let cached = self.keys.polarity.get_or_init(|| PolarityKeys::of(&self.content, antonyms));
         if cached.is_for(antonyms) { Cow::Borrowed(cached) } else { Cow::Owned(PolarityKeys::of(&self.content, antonyms)) }
+    }
+
+    /// The content read as propositions about the subject, against
+    /// `antonyms` (the evidence-of-change rules): computed once and kept
+    /// with the fact, like [`FactRec::polarity`].
+    /// `single_valued`: whether the fact's predicate is single-valued (its
+    /// object is then a slot's value, [`Reading::of_fact`]).
+    pub fn reading(&self, antonyms: &Antonyms, single_valued: bool) -> Cow<'_, Reading> {
+        let read = || {
+            let object = single_valued.then_some(self.object.as_str());
+            Reading::of_fact(&self.subject, &self.predicate, object, &self.content, antonyms.pairs())
+        };
+        let cached = self.keys.reading.get_or_init(|| (antonyms.id(), single_valued, read()));
+        if (cached.0, cached.1) == (antonyms.id(), single_valued) { Cow::Borrowed(&cached.2) } else { Cow::Owned(read()) }
     }
 
     /// Not invalidated: the row the partial unique index covers.

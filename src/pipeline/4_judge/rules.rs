@@ -6,6 +6,7 @@ use super::{Judge, JudgeContext, JudgeOutput, JudgePair, PairFact};
 use crate::config::Config;
 use crate::error::Result;
 use crate::normalize::normalize_content;
+use crate::proposition::{Change, Reading, change};
 use crate::types::Verdict;
 
 /// The rules judge: single-valued predicates replace, multi-valued coexist,
@@ -18,6 +19,7 @@ pub struct RulesJudge {
     min_shared_tokens: usize,
     content_words_only: bool,
     preference_pairing: bool,
+    evidence: bool,
 }
 
 impl RulesJudge {
@@ -30,6 +32,7 @@ impl RulesJudge {
             min_shared_tokens: cfg.antonym_min_shared_tokens,
             content_words_only: cfg.polarity_content_words_only,
             preference_pairing: cfg.preference_polarity_pairing,
+            evidence: cfg.evidence_of_change,
         }
     }
 
@@ -41,6 +44,22 @@ impl RulesJudge {
         let same_predicate = live.predicate.eq_ignore_ascii_case(&cand.predicate);
         if same_subject && same_object && cand.valid_until.is_some() {
             return (Verdict::Old, false);
+        }
+        if self.evidence {
+            // Only evidence of change replaces (docs/pipeline.md, "Evidence of change");
+            // a single-valued predicate is a slot and a preference flip a flip there.
+            if !same_subject {
+                return (Verdict::Neither, false);
+            }
+            let read = |f: &PairFact| {
+                let object = self.single_valued.contains(&f.predicate.trim().to_lowercase()).then_some(f.object.as_str());
+                Reading::of_fact(&f.subject, &f.predicate, object, &f.content, self.antonyms.pairs())
+            };
+            return match change(&read(live), &read(cand)) {
+                Some(Change::Flip) => (Verdict::Old, true),
+                Some(_) => (Verdict::Old, false),
+                None => (Verdict::Neither, false),
+            };
         }
         if same_subject && same_predicate && !same_object && {
             let p = cand.predicate.to_lowercase();
@@ -319,6 +338,16 @@ pub struct Antonyms {
 }
 
 impl Antonyms {
+    /// The list's id for the life of the process.
+    pub fn id(&self) -> usize {
+        self.id
+    }
+
+    /// The pairs, lower-cased.
+    pub fn pairs(&self) -> &[[String; 2]] {
+        &self.pairs
+    }
+
     /// The interned list equal to `pairs` (lower-cased).
     pub fn interned(pairs: &[[String; 2]]) -> Arc<Antonyms> {
         static LISTS: Mutex<Vec<Arc<Antonyms>>> = Mutex::new(Vec::new());

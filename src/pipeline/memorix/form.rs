@@ -25,7 +25,12 @@ pub struct Figures {
 impl Figures {
     pub fn of(cfg: &Config) -> Figures {
         Figures {
-            thresholds: Thresholds { duplicate: cfg.memorix_duplicate_min, high: cfg.memorix_high_min, medium: cfg.memorix_medium_min },
+            thresholds: Thresholds {
+                duplicate: cfg.memorix_duplicate_min,
+                high: cfg.memorix_high_min,
+                medium: cfg.memorix_medium_min,
+                evidence: cfg.evidence_of_change,
+            },
             cuts: (cfg.memorix_core_min, cfg.memorix_contextual_min),
         }
     }

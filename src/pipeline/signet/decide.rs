@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::normalize::normalize_content;
+use crate::proposition::{Change, Reading, change};
 use crate::pipeline::StageMode;
 use crate::pipeline::judge::{Antonyms, Judge, JudgeContext, JudgeOutput, JudgePair, PolarityKeys, SharedWords, polarity_conflict};
 use crate::types::{CandidateFact, FactType, LlmUsage, Warning, string_enum};
@@ -90,7 +91,7 @@ impl RulesDecider {
     pub const ID: &'static str = "signet-rules:v1";
 
     /// The policy's decision for one fact (candidates in retrieval order).
-    pub fn policy(input: &DecisionInput<'_>, cfg: &Config) -> Decision {
+    pub fn policy<'a>(input: &DecisionInput<'a>, cfg: &Config) -> Decision {
         let fact = input.fact;
         let decision = |action, c: Option<&MemoryCandidate>, reason: String| Decision {
             action,
@@ -99,16 +100,30 @@ impl RulesDecider {
             reason,
         };
         let norm = normalize_content(&fact.content);
+        let antonyms = Antonyms::interned(&cfg.antonyms);
+        // With `evidence_of_change`: the fact's reading, and each candidate's.
+        let object = |predicate: &str, object: &'a str| cfg.is_single_valued(predicate).then_some(object);
+        let reading = cfg
+            .evidence_of_change
+            .then(|| Reading::of_fact(&fact.subject, &fact.predicate, object(&fact.predicate, &fact.object), &fact.content, antonyms.pairs()));
+        let read = |c: &'a MemoryCandidate| Reading::of_fact(&c.subject, &c.predicate, object(&c.predicate, &c.object), &c.content, antonyms.pairs());
+        let same_subject = |c: &&MemoryCandidate| c.subject.trim().eq_ignore_ascii_case(fact.subject.trim());
         for c in input.candidates {
             if normalize_content(&c.content) == norm {
                 return decision(DecisionAction::None, Some(c), format!("same normalised content as {}", c.id));
             }
-            if c.cosine >= cfg.near_dup_threshold {
+            if let Some(r) = &reading
+                && same_subject(&c)
+                && r.restates(&read(c))
+            {
+                return decision(DecisionAction::None, Some(c), format!("restates {}", c.id));
+            }
+            // Evidence of change is no duplicate, however near.
+            if c.cosine >= cfg.near_dup_threshold && !reading.as_ref().is_some_and(|r| same_subject(&c) && change(&read(c), r).is_some()) {
                 let reason = format!("near duplicate of {}: cosine {:.3} >= {:.3}", c.id, c.cosine, cfg.near_dup_threshold);
                 return decision(DecisionAction::None, Some(c), reason);
             }
         }
-        let same_subject = |c: &&MemoryCandidate| c.subject.trim().eq_ignore_ascii_case(fact.subject.trim());
         if let Some(until) = &fact.valid_until
             && let Some(c) =
                 input.candidates.iter().filter(same_subject).find(|c| normalize_content(&c.object) == normalize_content(&fact.object))
@@ -117,14 +132,26 @@ impl RulesDecider {
         }
         let predicate = fact.predicate.trim().to_lowercase();
         let single = cfg.single_valued_predicates.iter().any(|p| p.trim().to_lowercase() == predicate);
-        let antonyms = Antonyms::interned(&cfg.antonyms);
         let keys = PolarityKeys::of(&fact.content, &antonyms);
         for c in input.candidates.iter().filter(same_subject) {
             if single
+                && reading.is_none()
                 && c.predicate.trim().eq_ignore_ascii_case(&predicate)
                 && normalize_content(&c.object) != normalize_content(&fact.object)
             {
                 return decision(DecisionAction::Update, Some(c), format!("replaces {}: single-valued predicate {predicate:?}", c.id));
+            }
+            if let Some(r) = &reading {
+                // Only evidence of change replaces (docs/pipeline.md, "Evidence of change").
+                if let Some(kind) = change(&read(c), r) {
+                    let why = match kind {
+                        Change::Slot(slot) => format!("the same {slot} with another value"),
+                        Change::Ending => "an explicit ending".to_string(),
+                        Change::Flip => "a polarity flip of the same proposition".to_string(),
+                    };
+                    return decision(DecisionAction::Update, Some(c), format!("replaces {}: {why}", c.id));
+                }
+                continue;
             }
             if polarity_conflict(
                 &keys,
@@ -257,9 +284,36 @@ mod tests {
     }
 
     #[test]
-    fn a_negation_updates_when_enough_words_are_shared() {
+    fn on_evidence_of_change_only_an_update_replaces_and_a_restatement_is_none() {
         let cfg = Config::default();
-        let strict = Config { polarity_content_words_only: true, ..Config::default() };
+        assert!(cfg.evidence_of_change, "the default");
+        let seed = Config { evidence_of_change: false, ..Config::default() };
+        let d = |old: &str, new: &str, cfg: &Config| {
+            let (o, n) = (fact("Ravi", "states", old, old), fact("Ravi", "states", new, new));
+            decide(&n, &[memory("m1", &o, 0.5)], cfg).action
+        };
+        // Updates: a slot, an ending, "no longer", a polarity flip.
+        assert_eq!(d("Ravi's favourite cuisine is Thai", "Ravi's favourite cuisine is now Ethiopian", &cfg), DecisionAction::Update);
+        assert_eq!(d("Ravi sings in a choir", "Ravi quit the choir", &cfg), DecisionAction::Update);
+        assert_eq!(d("Ravi drinks black coffee", "Ravi no longer drinks black coffee", &cfg), DecisionAction::Update);
+        assert_eq!(d("Ravi enjoys opera", "Honestly, Ravi hates opera these days", &cfg), DecisionAction::Update);
+        // A negation about something else, or antonyms about different objects: both stand.
+        assert_eq!(d("Ravi went to a pottery class", "Ravi says to keep going no matter what", &cfg), DecisionAction::Add);
+        assert_eq!(d("Ravi loves his cat", "Ravi hates the rain", &cfg), DecisionAction::Add);
+        assert_eq!(d("Ravi works as a nurse", "Ravi's brother works as a pilot", &cfg), DecisionAction::Add);
+        // The seed's rule as written replaces on a shared name and a negation.
+        assert_eq!(d("Ravi went to a pottery class", "Ravi says to keep going no matter what", &seed), DecisionAction::Update);
+        // Restatements: NONE with the rules, ADD as written.
+        assert_eq!(d("Ravi works as a nurse", "Ravi is a nurse", &cfg), DecisionAction::None);
+        assert_eq!(d("Ravi has three bikes", "Ravi has 3 bikes", &cfg), DecisionAction::None);
+        assert_eq!(d("Ravi has three bikes", "Ravi has 3 bikes", &seed), DecisionAction::Add);
+        assert_eq!(d("Ravi has three bikes", "Ravi has 4 bikes", &cfg), DecisionAction::Add);
+    }
+
+    #[test]
+    fn a_negation_updates_when_enough_words_are_shared() {
+        let cfg = Config { evidence_of_change: false, ..Config::default() };
+        let strict = Config { polarity_content_words_only: true, ..cfg.clone() };
         // Shares two content words ("black", "coffee") and negation differs: UPDATE either way.
         let old = fact("Alice", "drinks", "black coffee", "Alice drinks black coffee");
         let new = fact("Alice", "drinks", "black coffee", "Alice does not drink black coffee anymore");
