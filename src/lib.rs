@@ -20,9 +20,9 @@ pub mod llm;
 #[cfg(feature = "full")]
 pub mod metrics;
 pub mod normalize;
-pub mod proposition;
 pub mod paths;
 pub mod pipeline;
+pub mod proposition;
 pub mod provenance;
 #[cfg(feature = "full")]
 pub mod qa;

@@ -89,6 +89,15 @@ impl Reading {
         bag.sort();
         let restatement = format!("{subject}|{}", bag.join(" "));
         let mut props = propositions(&subject, &predicate.trim().to_lowercase(), &words, antonyms);
+        // "dark mode: enabled", said by the subject: the subject's setting.
+        if props.is_empty()
+            && let Some((key, value)) = content.split_once(": ")
+            && (1..=4).contains(&key.split_whitespace().count())
+            && key.chars().all(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        {
+            let setting = tokens(&format!("{subject}'s {key} is {value}"));
+            props = propositions(&subject, &key.trim().to_lowercase(), &setting, antonyms);
+        }
         if let Some(object) = single_valued_object
             && let Some(p) = props.iter_mut().find(|p| p.holder == subject && p.slot.is_none())
         {
@@ -260,8 +269,28 @@ fn tokens(text: &str) -> Vec<String> {
     numbers(out)
 }
 
-const UNITS: &[&str] =
-    &["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"];
+const UNITS: &[&str] = &[
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+];
 const TENS: &[&str] = &["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"];
 
 /// Number words as digits: "twenty five" → "25", "three" → "3".
@@ -335,8 +364,30 @@ const STANCE_PHRASES: &[&[&str]] = &[
 /// out of the restatement key, so word order does not count ("Shopify is
 /// where Omar works").
 const RESTATED: &[&str] = &[
-    "at", "in", "on", "with", "to", "of", "for", "by", "from", "during", "where", "is", "are", "was", "were", "be", "and", "always",
-    "usually", "often", "regularly", "normally", "typically", "generally",
+    "at",
+    "in",
+    "on",
+    "with",
+    "to",
+    "of",
+    "for",
+    "by",
+    "from",
+    "during",
+    "where",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "and",
+    "always",
+    "usually",
+    "often",
+    "regularly",
+    "normally",
+    "typically",
+    "generally",
 ];
 
 /// Determiners that do not change what is said ("a", "the", "her").
@@ -407,10 +458,53 @@ fn manner_adverb(w: &str) -> bool {
         && w.ends_with("ly")
         && !matches!(
             w,
-            "only" | "rarely" | "hardly" | "barely" | "scarcely" | "seldom" | "family" | "early" | "daily" | "weekly" | "monthly" | "yearly"
-                | "nightly" | "hourly" | "friendly" | "lovely" | "silly" | "ugly" | "holy" | "jolly" | "july" | "italy" | "sally" | "emily"
-                | "lily" | "kelly" | "molly" | "billy" | "supply" | "apply" | "reply" | "rely" | "ally" | "belly" | "bully" | "jelly"
-                | "rally" | "tally" | "likely" | "unlikely" | "lonely" | "elderly" | "costly" | "curly" | "anomaly" | "assembly" | "butterfly"
+            "only"
+                | "rarely"
+                | "hardly"
+                | "barely"
+                | "scarcely"
+                | "seldom"
+                | "family"
+                | "early"
+                | "daily"
+                | "weekly"
+                | "monthly"
+                | "yearly"
+                | "nightly"
+                | "hourly"
+                | "friendly"
+                | "lovely"
+                | "silly"
+                | "ugly"
+                | "holy"
+                | "jolly"
+                | "july"
+                | "italy"
+                | "sally"
+                | "emily"
+                | "lily"
+                | "kelly"
+                | "molly"
+                | "billy"
+                | "supply"
+                | "apply"
+                | "reply"
+                | "rely"
+                | "ally"
+                | "belly"
+                | "bully"
+                | "jelly"
+                | "rally"
+                | "tally"
+                | "likely"
+                | "unlikely"
+                | "lonely"
+                | "elderly"
+                | "costly"
+                | "curly"
+                | "anomaly"
+                | "assembly"
+                | "butterfly"
         )
 }
 
@@ -485,8 +579,21 @@ const ENDINGS: &[&str] =
     &["quit", "leav", "sell", "stop", "cancel", "cancell", "resign", "retir", "divorc", "abandon", "skipp", "skip", "withdrew", "withdraw"];
 /// Endings of a verb and its particles ("moved out of", "broke up with"),
 /// as predicates.
-const ENDING_PHRASES: &[&str] =
-    &["mov out of", "mov out", "break up with", "split up with", "giv up", "call off", "drop out of", "drop out", "get rid of", "giv away", "decid against", "pull out of", "back out of"];
+const ENDING_PHRASES: &[&str] = &[
+    "mov out of",
+    "mov out",
+    "break up with",
+    "split up with",
+    "giv up",
+    "call off",
+    "drop out of",
+    "drop out",
+    "get rid of",
+    "giv away",
+    "decid against",
+    "pull out of",
+    "back out of",
+];
 
 /// Words that close the thing an ending names: a reason, a purpose, a
 /// further clause ("left his job *to* pursue dancing", "*because* …").
@@ -534,17 +641,87 @@ const HAVE: &[&str] = &["has", "have", "had"];
 /// Nouns whose possessive names another person or animal, not an attribute:
 /// "Ann's sister works as …" is about the sister.
 const HOLDERS: &[&str] = &[
-    "sister", "brother", "mother", "father", "mom", "mum", "dad", "son", "daughter", "kid", "kids", "child", "children", "friend",
-    "friends", "cousin", "aunt", "uncle", "grandma", "grandpa", "grandmother", "grandfather", "niece", "nephew", "neighbour", "neighbor",
-    "colleague", "coworker", "roommate", "parents", "family", "dog", "cat", "pet", "puppy", "kitten", "team", "band", "sibling",
-    "siblings", "baby", "grandson", "granddaughter",
+    "sister",
+    "brother",
+    "mother",
+    "father",
+    "mom",
+    "mum",
+    "dad",
+    "son",
+    "daughter",
+    "kid",
+    "kids",
+    "child",
+    "children",
+    "friend",
+    "friends",
+    "cousin",
+    "aunt",
+    "uncle",
+    "grandma",
+    "grandpa",
+    "grandmother",
+    "grandfather",
+    "niece",
+    "nephew",
+    "neighbour",
+    "neighbor",
+    "colleague",
+    "coworker",
+    "roommate",
+    "parents",
+    "family",
+    "dog",
+    "cat",
+    "pet",
+    "puppy",
+    "kitten",
+    "team",
+    "band",
+    "sibling",
+    "siblings",
+    "baby",
+    "grandson",
+    "granddaughter",
 ];
 
 /// Single-valued attributes of a person ("Ann's manager is …").
 const SLOT_NOUNS: &[&str] = &[
-    "age", "job", "occupation", "profession", "manager", "boss", "partner", "boyfriend", "girlfriend", "husband", "wife", "fiance",
-    "fiancee", "spouse", "school", "university", "college", "major", "hometown", "address", "employer", "role", "position", "title",
-    "salary", "budget", "level", "mode", "status", "coach", "teacher", "mentor", "birthday", "name",
+    "age",
+    "job",
+    "occupation",
+    "profession",
+    "manager",
+    "boss",
+    "partner",
+    "boyfriend",
+    "girlfriend",
+    "husband",
+    "wife",
+    "fiance",
+    "fiancee",
+    "spouse",
+    "school",
+    "university",
+    "college",
+    "major",
+    "hometown",
+    "address",
+    "employer",
+    "role",
+    "position",
+    "title",
+    "salary",
+    "budget",
+    "level",
+    "mode",
+    "status",
+    "coach",
+    "teacher",
+    "mentor",
+    "birthday",
+    "name",
 ];
 
 /// What a person "finds" a thing when they dislike it, as stems.
@@ -558,8 +735,21 @@ const PARTNERS: &[&str] = &["partner", "boyfriend", "girlfriend", "husband", "wi
 
 /// Possessed attributes that are people: "Sam's girlfriend is Mia" is the
 /// slot's value, "Sam's girlfriend is vegan" says something of her.
-const PERSON_SLOTS: &[&str] =
-    &["partner", "boyfriend", "girlfriend", "husband", "wife", "fiance", "fiancee", "spouse", "manager", "boss", "coach", "teacher", "mentor"];
+const PERSON_SLOTS: &[&str] = &[
+    "partner",
+    "boyfriend",
+    "girlfriend",
+    "husband",
+    "wife",
+    "fiance",
+    "fiancee",
+    "spouse",
+    "manager",
+    "boss",
+    "coach",
+    "teacher",
+    "mentor",
+];
 
 /// Nouns of a place of study ("attends Oakfield School").
 const SCHOOLS: &[&str] = &["school", "academy", "college", "university", "uni", "institute"];
@@ -571,7 +761,8 @@ const FILLER: &[&str] = &[
     "she", "he", "they", "there", "up", "out", "off", "into",
 ];
 
-const PARTICLES: &[&str] = &["at", "as", "for", "in", "to", "with", "out", "of", "up", "off", "from", "on", "into", "rid", "away", "against"];
+const PARTICLES: &[&str] =
+    &["at", "as", "for", "in", "to", "with", "out", "of", "up", "off", "from", "on", "into", "rid", "away", "against"];
 
 /// Verbs of intention whose "to" names a planned action ("plans to move").
 const PLAN_VERBS: &[&str] = &["plan", "want", "hop", "intend", "aim", "expect", "decid"];
@@ -660,8 +851,26 @@ const TIME_LEAD_MAX: usize = 4;
 
 /// Time words that do not say what an ending ends ("sold the car last week").
 const TIME_WORDS: &[&str] = &[
-    "last", "week", "month", "year", "day", "today", "yesterday", "ago", "early", "late", "recently", "weekend", "morning", "night",
-    "evening", "afternoon", "soon", "next", "first", "time",
+    "last",
+    "week",
+    "month",
+    "year",
+    "day",
+    "today",
+    "yesterday",
+    "ago",
+    "early",
+    "late",
+    "recently",
+    "weekend",
+    "morning",
+    "night",
+    "evening",
+    "afternoon",
+    "soon",
+    "next",
+    "first",
+    "time",
 ];
 
 /// Whether the subject's words start at `i` (the last may be possessive).
@@ -820,15 +1029,11 @@ fn clause_prop(holder: &str, clause: &[String], slot_noun: Option<&str>, antonym
     };
     let positive = (negations % 2 == 0) != (DISLIKE.contains(&verb_stem.as_str()) || dull);
     // Slots, their values without the times they hold at.
-    let slot = if let Some(noun) = slot_noun {
-        Some((noun.to_string(), object.clone()))
-    } else {
-        verb_slot(&pred, &ws, rest, &object)
-    }
-    .map(|(name, value)| {
-        let timeless = if name == "age" { value } else { value.into_iter().filter(|w| !is_time(w)).collect() };
-        (name, timeless)
-    });
+    let slot = if let Some(noun) = slot_noun { Some((noun.to_string(), object.clone())) } else { verb_slot(&pred, &ws, rest, &object) }
+        .map(|(name, value)| {
+            let timeless = if name == "age" { value } else { value.into_iter().filter(|w| !is_time(w)).collect() };
+            (name, timeless)
+        });
     // Endings: what they end.
     // Giving a thing to someone ends having it ("gave his bike to his cousin").
     let given = verb_stem == "giv"
@@ -839,10 +1044,7 @@ fn clause_prop(holder: &str, clause: &[String], slot_noun: Option<&str>, antonym
         None
     };
     let habit = matches!(verb_stem.as_str(), "quit" | "stop") || pred == "giv up";
-    let state = pred == "be"
-        || present_or_plan(&verb_word)
-        || INCHOATIVE.contains(&verb_stem.as_str())
-        || plan;
+    let state = pred == "be" || present_or_plan(&verb_word) || INCHOATIVE.contains(&verb_stem.as_str()) || plan;
     Some(Prop {
         holder: holder.to_string(),
         pred,
@@ -863,8 +1065,29 @@ fn is_time(w: &str) -> bool {
     TIME_WORDS.contains(&w)
         || matches!(
             w,
-            "januari" | "january" | "february" | "februari" | "march" | "april" | "may" | "june" | "july" | "juli" | "august" | "september"
-                | "october" | "november" | "december" | "spring" | "summer" | "autumn" | "fall" | "winter" | "ago" | "sinc" | "since"
+            "januari"
+                | "january"
+                | "february"
+                | "februari"
+                | "march"
+                | "april"
+                | "may"
+                | "june"
+                | "july"
+                | "juli"
+                | "august"
+                | "september"
+                | "october"
+                | "november"
+                | "december"
+                | "spring"
+                | "summer"
+                | "autumn"
+                | "fall"
+                | "winter"
+                | "ago"
+                | "sinc"
+                | "since"
         )
         || (w.len() == 4 && w.chars().all(|c| c.is_ascii_digit()))
 }
@@ -874,16 +1097,55 @@ fn is_past_form(w: &str) -> bool {
     (w.ends_with("ed") && w.len() > 3)
         || matches!(
             w,
-            "went" | "left" | "sold" | "quit" | "broke" | "got" | "bought" | "won" | "lost" | "gave" | "made" | "took" | "met" | "ran" | "began"
-                | "wrote" | "taught" | "came" | "saw" | "told" | "said" | "found" | "felt" | "kept" | "held" | "brought" | "thought" | "spent"
-                | "sent" | "built" | "ate" | "drank" | "flew" | "drove" | "rode" | "swam" | "sang" | "won't"
+            "went"
+                | "left"
+                | "sold"
+                | "quit"
+                | "broke"
+                | "got"
+                | "bought"
+                | "won"
+                | "lost"
+                | "gave"
+                | "made"
+                | "took"
+                | "met"
+                | "ran"
+                | "began"
+                | "wrote"
+                | "taught"
+                | "came"
+                | "saw"
+                | "told"
+                | "said"
+                | "found"
+                | "felt"
+                | "kept"
+                | "held"
+                | "brought"
+                | "thought"
+                | "spent"
+                | "sent"
+                | "built"
+                | "ate"
+                | "drank"
+                | "flew"
+                | "drove"
+                | "rode"
+                | "swam"
+                | "sang"
+                | "won't"
         )
 }
 
 /// A word that can be a main verb after a copula ("is working", "is
 /// married" is a status, not a verb).
 fn is_verbish(w: &str) -> bool {
-    (w.ends_with("ing") && w.len() > 4 && !matches!(w, "dating" | "seeing")) || (w.ends_with("ed") && !STATUSES.contains(&w) && w.len() > 4 && !matches!(w, "interested" | "excited" | "tired" | "retired" | "employed"))
+    (w.ends_with("ing") && w.len() > 4 && !matches!(w, "dating" | "seeing"))
+        || (w.ends_with("ed")
+            && !STATUSES.contains(&w)
+            && w.len() > 4
+            && !matches!(w, "interested" | "excited" | "tired" | "retired" | "employed"))
 }
 
 /// The slot a verb clause names: relationship status, age, job, employer,
@@ -899,7 +1161,9 @@ fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> O
     if pred == "be" {
         let mut after = ws.iter().skip_while(|w| BE.contains(&w.as_str()) || matches!(w.as_str(), "not" | "never")).map(String::as_str);
         let (first, second) = (after.next()?, after.next().unwrap_or(""));
-        if STATUSES.contains(&first) || (first == "back" && STATUSES.contains(&second)) || (first == "in" && object.iter().any(|w| w == "relationship"))
+        if STATUSES.contains(&first)
+            || (first == "back" && STATUSES.contains(&second))
+            || (first == "in" && object.iter().any(|w| w == "relationship"))
         {
             return slot("relationship");
         }
@@ -1067,6 +1331,7 @@ mod tests {
         update("Maya loves knitting scarves", "Maya finds knitting scarves boring", Change::Flip);
         update("Maya has a car", "Maya doesn't have a car", Change::Flip);
         update("Maya's dark mode is enabled", "Maya's dark mode is disabled", Change::Flip);
+        update("dark mode: enabled", "dark mode: disabled", Change::Flip);
         // Antonyms about different objects, or a negation elsewhere.
         coexist("Maya loves cats", "Maya hates spiders");
         coexist("Maya loves her new job", "Maya hates the commute to her new job");

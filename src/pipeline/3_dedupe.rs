@@ -178,7 +178,10 @@ pub fn dedupe(
             let o = &items[j];
             if o.hash == item.hash {
                 Some((j, MatchBy::Hash))
-            } else if o.spo == key && !item.reading.as_ref().zip(o.reading.as_ref()).is_some_and(|(r, o)| change(o, r).is_some()) {
+            } else if o.spo == key
+                && (item.valid_until.is_some()
+                    || !item.reading.as_ref().zip(o.reading.as_ref()).is_some_and(|(r, o)| change(o, r).is_some()))
+            {
                 Some((j, MatchBy::Spo))
             } else if let (Some(a), Some(b)) = (&item.reading, &o.reading)
                 && item.subject.trim().eq_ignore_ascii_case(o.subject.trim())
@@ -222,7 +225,9 @@ pub fn dedupe(
             {
                 DedupeOutcome::Survivor
             }
-            Some((_, Near::Batch(j))) if item.reading.as_ref().zip(items[j].reading.as_ref()).is_some_and(|(r, o)| change(o, r).is_some()) => {
+            Some((_, Near::Batch(j)))
+                if item.reading.as_ref().zip(items[j].reading.as_ref()).is_some_and(|(r, o)| change(o, r).is_some()) =>
+            {
                 DedupeOutcome::Survivor
             }
             Some((c, Near::Live(k))) => DedupeOutcome::NearDuplicate { of: Target::Live(current[k].id.clone()), cosine: c },
@@ -267,9 +272,11 @@ fn against_live(
                 exact[i] = Some((k, MatchBy::Hash));
             } else if row.spo == keys[i].1
                 && f.spo_key() == item.spo
-                && !evidence.zip(item.reading.as_ref()).is_some_and(|(e, r)| change(&e.read(f), r).is_some())
+                && (item.valid_until.is_some()
+                    || !evidence.zip(item.reading.as_ref()).is_some_and(|(e, r)| change(&e.read(f), r).is_some()))
             {
-                // The same s|p|o, unless the contents show a change ("… is 7" / "… is 8").
+                // The same s|p|o, unless the contents show a change ("… is 7" /
+                // "… is 8"); with a validUntil it is a closure, the extractor's own ending.
                 exact[i] = Some((k, MatchBy::Spo));
             } else if let (Some(e), Some(r)) = (evidence, &item.reading)
                 && f.subject.trim().eq_ignore_ascii_case(item.subject.trim())
@@ -372,8 +379,11 @@ mod tests {
             reading: Some(Reading::of(subject, "states", content, antonyms.pairs())),
             ..item(hash, subject, "states", content, None, &e)
         };
-        let items =
-            [restated("h2", "Maya has 2 dogs", "Maya"), restated("h3", "Maya has 3 dogs", "Maya"), restated("h4", "Maya has three dogs", "Maya")];
+        let items = [
+            restated("h2", "Maya has 2 dogs", "Maya"),
+            restated("h3", "Maya has 3 dogs", "Maya"),
+            restated("h4", "Maya has three dogs", "Maya"),
+        ];
         let cfg = Config::default();
         let evidence = Some(Evidence { antonyms: &antonyms, cfg: &cfg });
         let out = dedupe(&items, &st, None, 0.95, evidence);

@@ -35,7 +35,8 @@ fn dataset_path() -> (std::path::PathBuf, bool) {
 /// `search` (`memorix_search`).
 fn traces(search: &str) -> Vec<Traced> {
     let dataset = memform::dataset::load(&dataset_path().0).unwrap();
-    let cfg = Config { profile: "memorix".into(), memorix_search: search.into(), ..Config::default() };
+    // Memorix's own contradiction patterns, as the real Memorix judges (`evidence_of_change` off).
+    let cfg = Config { profile: "memorix".into(), memorix_search: search.into(), evidence_of_change: false, ..Config::default() };
     let embedder = HashedEmbedder::new(cfg.hashed_dims);
     let mut out = Vec::new();
     for conv in &dataset.conversations {

@@ -184,6 +184,11 @@ mod tests {
         PairInput { fact, embedding, keys }
     }
 
+    /// The seeds' rules as written (`evidence_of_change` off).
+    fn seed() -> Config {
+        Config { evidence_of_change: false, ..Config::default() }
+    }
+
     fn pf(s: &str, p: &str, o: &str, content: &str, until: Option<&str>) -> PairFact {
         PairFact {
             subject: s.into(),
@@ -206,7 +211,9 @@ mod tests {
     fn on_evidence_of_change_only_a_change_is_old() {
         let j = RulesJudge::new(&Config::default());
         let seed = RulesJudge::new(&Config { evidence_of_change: false, ..Config::default() });
-        let v = |j: &RulesJudge, old: &str, new: &str| j.verdict(&pair(pf("Lena", "states", old, old, None), pf("Lena", "states", new, new, None)));
+        let v = |j: &RulesJudge, old: &str, new: &str| {
+            j.verdict(&pair(pf("Lena", "states", old, old, None), pf("Lena", "states", new, new, None)))
+        };
         // Each kind of evidence replaces; a flip is flagged for review as the seed flags polarity conflicts.
         assert_eq!(v(&j, "Lena's manager is Omar", "Lena's new manager is Priya"), (Verdict::Old, false));
         assert_eq!(v(&j, "Lena is engaged to Felix", "Lena broke up with Felix"), (Verdict::Old, false));
@@ -220,7 +227,10 @@ mod tests {
         assert_eq!(v(&j, "Lena loves the beach", "Lena hates crowded trains"), (Verdict::Neither, false));
         assert_eq!(v(&j, "Lena is single", "Lena's brother is married"), (Verdict::Neither, false));
         // Another subject is never evidence.
-        let other = pair(pf("Lena", "states", "Lena plays the cello", "Lena plays the cello", None), pf("Omar", "states", "Omar quit the cello", "Omar quit the cello", None));
+        let other = pair(
+            pf("Lena", "states", "Lena plays the cello", "Lena plays the cello", None),
+            pf("Omar", "states", "Omar quit the cello", "Omar quit the cello", None),
+        );
         assert_eq!(j.verdict(&other), (Verdict::Neither, false));
     }
 
@@ -302,15 +312,14 @@ mod tests {
     fn counting_content_words_only_the_same_subject_and_object_need_no_shared_word() {
         // The preference rule answers first for opposite preferences; without it
         // the polarity rule decides.
-        let strict =
-            RulesJudge::new(&Config { polarity_content_words_only: true, preference_polarity_pairing: false, ..Config::default() });
+        let strict = RulesJudge::new(&Config { polarity_content_words_only: true, preference_polarity_pairing: false, ..seed() });
         let loves = pf("Alice", "loves", "sushi", "Alice loves sushi", None);
         // One content word shared ("sushi"), the same subject and object: a conflict, flagged.
         assert_eq!(strict.verdict(&pair(loves.clone(), pf("alice", "hates", "Sushi", "Alice hates sushi", None))), (Verdict::Old, true));
         // Another object: one content word is too few.
         let bars = pf("Alice", "hates", "sushi bars", "Alice hates sushi bars", None);
         assert_eq!(strict.verdict(&pair(loves.clone(), bars.clone())), (Verdict::Neither, false));
-        let loose = RulesJudge::new(&Config { preference_polarity_pairing: false, ..Config::default() });
+        let loose = RulesJudge::new(&Config { preference_polarity_pairing: false, ..seed() });
         assert_eq!(loose.verdict(&pair(loves.clone(), bars)), (Verdict::Old, true), "counting every word: alice, sushi");
         // Another subject is no conflict at all.
         assert_eq!(strict.verdict(&pair(loves, pf("Bob", "hates", "sushi", "Bob hates sushi", None))), (Verdict::Neither, false));
@@ -396,7 +405,7 @@ mod tests {
             // An antonym split with the tea fact: likes / dislikes, 2 shared words.
             pin(pf("Alice", "hates", "tea bags", "Alice dislikes tea bags", None), v(&band)),
         ];
-        let cfg = Config::default();
+        let cfg = seed();
         let found = find_pairs(&cands, &st, None, &PairRules::new(&cfg));
         assert_eq!(
             pairs_of(&found),
@@ -609,10 +618,10 @@ mod tests {
         st.facts.push(live_content("f1", "Mia", "loves", "Chinese food", "Mia loves Chinese food", vec![1.0, 0.0]));
         let e = [0.0f32, 1.0];
         let cand = [pin(pf("Mia", "hates", "Chinese food", "Mia hates Chinese food", None), Vector { slot: None, values: &e })];
-        let found = find_pairs(&cand, &st, None, &PairRules::new(&Config::default()));
+        let found = find_pairs(&cand, &st, None, &PairRules::new(&seed()));
         assert_eq!(pairs_of(&found), vec![(0, "f1", PairReason::OppositePreference)]);
-        assert_eq!(RulesJudge::new(&Config::default()).verdict(&found[0].pair), (Verdict::Old, false));
-        let off = Config { preference_polarity_pairing: false, ..Config::default() };
+        assert_eq!(RulesJudge::new(&seed()).verdict(&found[0].pair), (Verdict::Old, false));
+        let off = Config { preference_polarity_pairing: false, ..seed() };
         assert!(find_pairs(&cand, &st, None, &PairRules::new(&off)).is_empty(), "switched off: not paired");
     }
 }

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use super::rules::{Antonyms, PolarityKeys, SharedWords, opposite_preferences, polarity_conflict};
-use crate::proposition::{Reading, change};
 use super::{JudgePair, PairFact};
 use crate::config::Config;
+use crate::proposition::{Reading, change};
 use crate::state::{ConvState, FactKeys, FactRec, Norms, Vector};
 use crate::types::string_enum;
 
@@ -140,12 +140,10 @@ pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&
             }
             // Evidence of change: the same slot with another value, an
             // explicit ending or a polarity flip of the same proposition.
-            let evidence = readings[ci]
-                .as_ref()
-                .is_some_and(|r| {
-                    let read = || live.reading(&rules.antonyms, rules.is_single_valued(&live.keys().predicate));
-                    change(live_reading.get_or_insert_with(read), r).is_some()
-                });
+            let evidence = readings[ci].as_ref().is_some_and(|r| {
+                let read = || live.reading(&rules.antonyms, rules.is_single_valued(&live.keys().predicate));
+                change(live_reading.get_or_insert_with(read), r).is_some()
+            });
             let reason = if rules.evidence {
                 if object == Some(row.object) && c.fact.valid_until.is_some() {
                     PairReason::EndsRelationship

@@ -178,10 +178,8 @@ pub fn rules(x: &Extracted, hits: &[Hit], t: Thresholds) -> Resolution {
     // What depends on the observation alone is computed once, not per hit.
     let contradiction = !hits.is_empty() && !t.evidence && has_contradiction(&x.narrative);
     let reading = (t.evidence && !hits.is_empty()).then(|| Reading::of_speaker(&x.entity.name, &x.narrative, &[]));
-    let mut scored: Vec<Scored<'_>> = hits
-        .iter()
-        .map(|h| score(x, &own, contradiction || reading.as_ref().is_some_and(|r| evidence_against(r, h)), h))
-        .collect();
+    let mut scored: Vec<Scored<'_>> =
+        hits.iter().map(|h| score(x, &own, contradiction || reading.as_ref().is_some_and(|r| evidence_against(r, h)), h)).collect();
     // Stable, as JavaScript's sort: ties keep the search's order.
     scored.sort_by(|a, b| b.score.partial_cmp(&a.score).unwrap_or(std::cmp::Ordering::Equal));
     let Some(best) = scored.first() else { return Resolution::new("No similar existing memories found".into()) };

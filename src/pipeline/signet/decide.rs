@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::normalize::normalize_content;
-use crate::proposition::{Change, Reading, change};
 use crate::pipeline::StageMode;
 use crate::pipeline::judge::{Antonyms, Judge, JudgeContext, JudgeOutput, JudgePair, PolarityKeys, SharedWords, polarity_conflict};
+use crate::proposition::{Change, Reading, change};
 use crate::types::{CandidateFact, FactType, LlmUsage, Warning, string_enum};
 
 string_enum! {
@@ -103,10 +103,12 @@ impl RulesDecider {
         let antonyms = Antonyms::interned(&cfg.antonyms);
         // With `evidence_of_change`: the fact's reading, and each candidate's.
         let object = |predicate: &str, object: &'a str| cfg.is_single_valued(predicate).then_some(object);
-        let reading = cfg
-            .evidence_of_change
-            .then(|| Reading::of_fact(&fact.subject, &fact.predicate, object(&fact.predicate, &fact.object), &fact.content, antonyms.pairs()));
-        let read = |c: &'a MemoryCandidate| Reading::of_fact(&c.subject, &c.predicate, object(&c.predicate, &c.object), &c.content, antonyms.pairs());
+        let reading = cfg.evidence_of_change.then(|| {
+            Reading::of_fact(&fact.subject, &fact.predicate, object(&fact.predicate, &fact.object), &fact.content, antonyms.pairs())
+        });
+        let read = |c: &'a MemoryCandidate| {
+            Reading::of_fact(&c.subject, &c.predicate, object(&c.predicate, &c.object), &c.content, antonyms.pairs())
+        };
         let same_subject = |c: &&MemoryCandidate| c.subject.trim().eq_ignore_ascii_case(fact.subject.trim());
         for c in input.candidates {
             if normalize_content(&c.content) == norm {
@@ -382,13 +384,13 @@ mod tests {
 
     #[test]
     fn counting_content_words_only_a_split_about_the_same_subject_and_object_still_conflicts() {
-        let strict = Config { polarity_content_words_only: true, ..Config::default() };
+        let strict = Config { polarity_content_words_only: true, ..Config { evidence_of_change: false, ..Config::default() } };
         let u = DecisionAction::Update;
         // One content word shared ("sushi"), but the same subject and object:
         // an UPDATE, flagged by the detector, as it is counting every word.
         let old = fact("Alice", "loves", "sushi", "Alice loves sushi");
         let new = fact("Alice", "hates", "sushi", "Alice hates sushi");
-        for cfg in [&Config::default(), &strict] {
+        for cfg in [&Config { evidence_of_change: false, ..Config::default() }, &strict] {
             let d = decide(&new, &[memory("m1", &old, 0.7)], cfg);
             assert_eq!((d.action, d.target.as_deref()), (u, Some("m1")));
             assert!(review_needed(&d, &new, Some(&memory("m1", &old, 0.7)), cfg));
@@ -402,7 +404,11 @@ mod tests {
         // Another object: no exception, and one content word is too few.
         let bars = fact("Alice", "hates", "sushi bars", "Alice hates sushi bars");
         assert_eq!(decide(&bars, &[memory("m1", &old, 0.7)], &strict).action, DecisionAction::Add);
-        assert_eq!(decide(&bars, &[memory("m1", &old, 0.7)], &Config::default()).action, u, "counting every word: alice, sushi");
+        assert_eq!(
+            decide(&bars, &[memory("m1", &old, 0.7)], &Config { evidence_of_change: false, ..Config::default() }).action,
+            u,
+            "counting every word: alice, sushi"
+        );
         let d = Decision { action: u, target: Some("m1".into()), confidence: 0.9, reason: "r".into() };
         assert!(!review_needed(&d, &bars, Some(&memory("m1", &old, 0.7)), &strict));
         // Another subject (the detector does not check it): no exception either.
@@ -421,10 +427,13 @@ mod tests {
         // Two facts about one speaker with no object in common, which by
         // default share enough words ("tom", "has") for the negation in one
         // to make a conflict; their content words share none.
-        let strict = Config { polarity_content_words_only: true, ..Config::default() };
+        let strict = Config { polarity_content_words_only: true, ..Config { evidence_of_change: false, ..Config::default() } };
         let old = fact("Tom", "has", "no trips planned", "Tom has no trips planned");
         let new = fact("Tom", "has started", "learning to play the violin", "Tom has started learning to play the violin");
-        assert_eq!(decide(&new, &[memory("m1", &old, 0.6)], &Config::default()).action, DecisionAction::Update);
+        assert_eq!(
+            decide(&new, &[memory("m1", &old, 0.6)], &Config { evidence_of_change: false, ..Config::default() }).action,
+            DecisionAction::Update
+        );
         let d = decide(&new, &[memory("m1", &old, 0.6)], &strict);
         assert_eq!((d.action, d.target), (DecisionAction::Add, None));
     }
