@@ -1027,7 +1027,7 @@ fn clause_prop(holder: &str, clause: &[String], slot_noun: Option<&str>, antonym
     } else {
         pred.clone()
     };
-    let positive = (negations % 2 == 0) != (DISLIKE.contains(&verb_stem.as_str()) || dull);
+    let positive = negations.is_multiple_of(2) != (DISLIKE.contains(&verb_stem.as_str()) || dull);
     // Slots, their values without the times they hold at.
     let slot = if let Some(noun) = slot_noun { Some((noun.to_string(), object.clone())) } else { verb_slot(&pred, &ws, rest, &object) }
         .map(|(name, value)| {

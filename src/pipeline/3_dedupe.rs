@@ -179,8 +179,7 @@ pub fn dedupe(
             if o.hash == item.hash {
                 Some((j, MatchBy::Hash))
             } else if o.spo == key
-                && (item.valid_until.is_some()
-                    || !item.reading.as_ref().zip(o.reading.as_ref()).is_some_and(|(r, o)| change(o, r).is_some()))
+                && (item.valid_until.is_some() || item.reading.as_ref().zip(o.reading.as_ref()).is_none_or(|(r, o)| change(o, r).is_none()))
             {
                 Some((j, MatchBy::Spo))
             } else if let (Some(a), Some(b)) = (&item.reading, &o.reading)
@@ -272,8 +271,7 @@ fn against_live(
                 exact[i] = Some((k, MatchBy::Hash));
             } else if row.spo == keys[i].1
                 && f.spo_key() == item.spo
-                && (item.valid_until.is_some()
-                    || !evidence.zip(item.reading.as_ref()).is_some_and(|(e, r)| change(&e.read(f), r).is_some()))
+                && (item.valid_until.is_some() || evidence.zip(item.reading.as_ref()).is_none_or(|(e, r)| change(&e.read(f), r).is_none()))
             {
                 // The same s|p|o, unless the contents show a change ("… is 7" /
                 // "… is 8"); with a validUntil it is a closure, the extractor's own ending.
