@@ -9,5 +9,6 @@
 pub mod fact;
 pub mod outcome;
 pub mod polarity;
+pub mod proposition;
 pub mod raw;
 pub mod write;

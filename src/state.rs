@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::embed::cosine;
 pub use crate::model::fact::{EntityRec, FactKeys, FactRec, KeyCache};
 use crate::model::polarity::{Antonyms, PolarityKeys};
+use crate::model::proposition::Reading;
 
 /// A fact's keys are computed with the content normaliser (a layer above
 /// the model types).
@@ -124,6 +125,20 @@ impl FactRec {
     pub fn polarity(&self, antonyms: &Antonyms) -> Cow<'_, PolarityKeys> {
         let cached = self.keys.polarity.get_or_init(|| PolarityKeys::of(&self.content, antonyms));
         if cached.is_for(antonyms) { Cow::Borrowed(cached) } else { Cow::Owned(PolarityKeys::of(&self.content, antonyms)) }
+    }
+
+    /// The content read as propositions about the subject, against
+    /// `antonyms` (the evidence-of-change rules): computed once and kept
+    /// with the fact, like [`FactRec::polarity`].
+    /// `single_valued`: whether the fact's predicate is single-valued (its
+    /// object is then a slot's value, [`Reading::of_fact`]).
+    pub fn reading(&self, antonyms: &Antonyms, single_valued: bool) -> Cow<'_, Reading> {
+        let read = || {
+            let object = single_valued.then_some(self.object.as_str());
+            Reading::of_fact(&self.subject, &self.predicate, object, &self.content, antonyms.pairs())
+        };
+        let cached = self.keys.reading.get_or_init(|| (antonyms.id(), single_valued, read()));
+        if (cached.0, cached.1) == (antonyms.id(), single_valued) { Cow::Borrowed(&cached.2) } else { Cow::Owned(read()) }
     }
 
     /// Not invalidated: the row the partial unique index covers.

@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 
 use super::polarity::PolarityKeys;
+use super::proposition::Reading;
 use crate::types::{CandidateFact, EntityType};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -67,12 +68,15 @@ impl std::ops::DerefMut for FactRec {
 pub struct KeyCache {
     pub(crate) keys: OnceLock<FactKeys>,
     pub(crate) polarity: OnceLock<PolarityKeys>,
+    /// The [`Reading`] of the content, with the id of the antonym list it
+    /// was read against and whether its predicate was single-valued.
+    pub(crate) reading: OnceLock<(usize, bool, Reading)>,
 }
 
 impl KeyCache {
     /// A cache that already holds `keys` (computed by whoever built the fact).
     pub fn with(keys: FactKeys) -> KeyCache {
-        KeyCache { keys: OnceLock::from(keys), polarity: OnceLock::new() }
+        KeyCache { keys: OnceLock::from(keys), polarity: OnceLock::new(), reading: OnceLock::new() }
     }
 }
 

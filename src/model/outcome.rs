@@ -18,6 +18,10 @@ string_enum! {
         /// Same subject and object, predicates of opposite preference
         /// polarity (`preference_polarity_pairing`, memform's addition).
         OppositePreference => "opposite_preference",
+        /// Same subject, and the candidate shows evidence that the live
+        /// fact changed (`evidence_of_change`: the same slot with another
+        /// value, an explicit ending, a polarity flip).
+        EvidenceOfChange => "evidence_of_change",
     }
 }
 

@@ -16,6 +16,16 @@ pub struct Antonyms {
 }
 
 impl Antonyms {
+    /// The list's id for the life of the process.
+    pub fn id(&self) -> usize {
+        self.id
+    }
+
+    /// The pairs, lower-cased.
+    pub fn pairs(&self) -> &[[String; 2]] {
+        &self.pairs
+    }
+
     /// The interned list equal to `pairs` (lower-cased).
     pub fn interned(pairs: &[[String; 2]]) -> Arc<Antonyms> {
         static LISTS: Mutex<Vec<Arc<Antonyms>>> = Mutex::new(Vec::new());

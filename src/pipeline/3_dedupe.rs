@@ -8,7 +8,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::Batch;
+use crate::model::proposition::{Reading, change};
 use crate::pipeline::Config;
+use crate::pipeline::judge::Antonyms;
+use crate::pipeline::soda::SodaConfig;
 use crate::state::{ConvState, Norms, Vector, hash64};
 
 /// What a candidate is compared with.
@@ -26,6 +29,9 @@ pub enum Target {
 pub enum MatchBy {
     Hash,
     Spo,
+    /// The same subject and a restatement of the content
+    /// (`evidence_of_change`, [`Reading::restates`]).
+    Restatement,
 }
 
 /// Stage 3's decision for one candidate.
@@ -70,6 +76,7 @@ impl Deduped {
 /// the live facts and the batch (all survive when dedupe is disabled).
 pub fn stage(batch: &Batch<'_>, state: &ConvState, now: Option<&str>, cfg: &Config) -> Deduped {
     let kept: Vec<usize> = (0..batch.len()).filter(|i| !batch.is_noise(*i)).collect();
+    let antonyms = Antonyms::interned(&cfg.soda.antonyms);
     let items: Vec<DedupeItem<'_>> = kept
         .iter()
         .map(|&i| {
@@ -83,11 +90,16 @@ pub fn stage(batch: &Batch<'_>, state: &ConvState, now: Option<&str>, cfg: &Conf
                 object_entity: f.object_entity.as_deref(),
                 embedding: batch.vector(i),
                 spo: &batch.keys[i].spo,
+                reading: cfg.soda.evidence_of_change.then(|| {
+                    let object = cfg.soda.is_single_valued(&f.fact.predicate).then_some(f.fact.object.as_str());
+                    Reading::of_fact(&f.fact.subject, &f.fact.predicate, object, &f.fact.content, antonyms.pairs())
+                }),
             }
         })
         .collect();
+    let evidence = cfg.soda.evidence_of_change.then_some(Evidence { antonyms: &antonyms, cfg: &cfg.soda });
     let decided = if cfg.soda.dedup_enabled {
-        dedupe(&items, state, now, cfg.soda.near_dup_threshold)
+        dedupe(&items, state, now, cfg.soda.near_dup_threshold, evidence)
     } else {
         vec![DedupeOutcome::Survivor; items.len()]
     };
@@ -110,16 +122,44 @@ pub struct DedupeItem<'a> {
     pub embedding: Vector<'a>,
     /// [`FactKeys::spo`](crate::state::FactKeys::spo) of subject, predicate and object.
     pub spo: &'a str,
+    /// The content's reading, when restatements merge (`evidence_of_change`).
+    pub reading: Option<Reading>,
 }
 
 /// Decides every candidate of a batch, in order. `now` is the episode date.
-pub fn dedupe(items: &[DedupeItem<'_>], state: &ConvState, now: Option<&str>, near_dup_threshold: f64) -> Vec<DedupeOutcome> {
+/// What the evidence-of-change rules need in stage 3: the antonym list the
+/// readings were made against and the single-valued predicates.
+#[derive(Clone, Copy)]
+pub struct Evidence<'a> {
+    pub antonyms: &'a Antonyms,
+    pub cfg: &'a SodaConfig,
+}
+
+impl Evidence<'_> {
+    /// A current fact's reading.
+    fn read<'f>(&self, f: &'f crate::state::FactRec) -> std::borrow::Cow<'f, Reading> {
+        f.reading(self.antonyms, self.cfg.is_single_valued(&f.predicate))
+    }
+}
+
+/// With `evidence` (`evidence_of_change`), a restatement of a current fact
+/// or an earlier survivor with the same subject is an exact duplicate too
+/// ([`MatchBy::Restatement`]), and a near duplicate by cosine that shows
+/// evidence of change against its match is not one (it survives, for the
+/// judge).
+pub fn dedupe(
+    items: &[DedupeItem<'_>],
+    state: &ConvState,
+    now: Option<&str>,
+    near_dup_threshold: f64,
+    evidence: Option<Evidence<'_>>,
+) -> Vec<DedupeOutcome> {
     let current: Vec<_> = state.facts.iter().filter(|f| f.is_current(now)).collect();
     let mut out: Vec<DedupeOutcome> = Vec::with_capacity(items.len());
     // Batch survivors' validUntil as closures of this batch set it.
     let mut batch_until: Vec<Option<String>> = items.iter().map(|i| i.valid_until.map(str::to_string)).collect();
     let norms: Vec<Norms> = items.iter().map(|i| Norms::of(i.embedding.values)).collect();
-    let (live_exact, live_near) = against_live(items, &norms, now, state, near_dup_threshold);
+    let (live_exact, live_near) = against_live(items, &norms, now, state, near_dup_threshold, evidence);
     for (i, item) in items.iter().enumerate() {
         let key = item.spo;
         if let Some((k, by)) = live_exact[i] {
@@ -139,8 +179,15 @@ pub fn dedupe(items: &[DedupeItem<'_>], state: &ConvState, now: Option<&str>, ne
             let o = &items[j];
             if o.hash == item.hash {
                 Some((j, MatchBy::Hash))
-            } else if o.spo == key {
+            } else if o.spo == key
+                && (item.valid_until.is_some() || item.reading.as_ref().zip(o.reading.as_ref()).is_none_or(|(r, o)| change(o, r).is_none()))
+            {
                 Some((j, MatchBy::Spo))
+            } else if let (Some(a), Some(b)) = (&item.reading, &o.reading)
+                && item.subject.trim().eq_ignore_ascii_case(o.subject.trim())
+                && a.restates(b)
+            {
+                Some((j, MatchBy::Restatement))
             } else {
                 None
             }
@@ -172,6 +219,17 @@ pub fn dedupe(items: &[DedupeItem<'_>], state: &ConvState, now: Option<&str>, ne
                 _ => Some((c, t)),
             });
         out.push(match near {
+            // Evidence of change is no duplicate, however near.
+            Some((_, Near::Live(k)))
+                if evidence.zip(item.reading.as_ref()).is_some_and(|(e, r)| change(&e.read(current[k]), r).is_some()) =>
+            {
+                DedupeOutcome::Survivor
+            }
+            Some((_, Near::Batch(j)))
+                if item.reading.as_ref().zip(items[j].reading.as_ref()).is_some_and(|(r, o)| change(o, r).is_some()) =>
+            {
+                DedupeOutcome::Survivor
+            }
             Some((c, Near::Live(k))) => DedupeOutcome::NearDuplicate { of: Target::Live(current[k].id.clone()), cosine: c },
             Some((c, Near::Batch(j))) => DedupeOutcome::NearDuplicate { of: Target::Batch(j), cosine: c },
             None => DedupeOutcome::Survivor,
@@ -198,6 +256,7 @@ fn against_live(
     now: Option<&str>,
     state: &ConvState,
     threshold: f64,
+    evidence: Option<Evidence<'_>>,
 ) -> (Vec<Option<ExactLive>>, Vec<Option<NearLive>>) {
     let keys: Vec<(u64, u64)> = items.iter().map(|i| (hash64(i.hash), hash64(i.spo))).collect();
     let mut exact: Vec<Option<ExactLive>> = vec![None; items.len()];
@@ -211,8 +270,18 @@ fn against_live(
             }
             if row.hash == keys[i].0 && f.hash == item.hash {
                 exact[i] = Some((k, MatchBy::Hash));
-            } else if row.spo == keys[i].1 && f.spo_key() == item.spo {
+            } else if row.spo == keys[i].1
+                && f.spo_key() == item.spo
+                && (item.valid_until.is_some() || evidence.zip(item.reading.as_ref()).is_none_or(|(e, r)| change(&e.read(f), r).is_none()))
+            {
+                // The same s|p|o, unless the contents show a change ("… is 7" /
+                // "… is 8"); with a validUntil it is a closure, the extractor's own ending.
                 exact[i] = Some((k, MatchBy::Spo));
+            } else if let (Some(e), Some(r)) = (evidence, &item.reading)
+                && f.subject.trim().eq_ignore_ascii_case(item.subject.trim())
+                && e.read(f).restates(r)
+            {
+                exact[i] = Some((k, MatchBy::Restatement));
             } else if let Some(c) = scan.cosine_at_least(state, item.embedding, &norms[i], pos, f.vector(), threshold)
                 && near[i].is_none_or(|(best, _)| c > best)
             {
@@ -277,6 +346,7 @@ mod tests {
             object_entity: None,
             embedding: Vector { slot: None, values: emb },
             spo,
+            reading: None,
         }
     }
 
@@ -290,9 +360,38 @@ mod tests {
             &st,
             Some("2024-01-01"),
             0.95,
+            None,
         );
         assert_eq!(out[0], DedupeOutcome::ExactDuplicate { of: Target::Live("f1".into()), by: MatchBy::Hash });
         assert_eq!(out[1], DedupeOutcome::ExactDuplicate { of: Target::Live("f1".into()), by: MatchBy::Spo });
+    }
+
+    #[test]
+    fn restatements_are_exact_duplicates_on_evidence_of_change() {
+        let antonyms = Antonyms::interned(&[]);
+        let mut st = ConvState::default();
+        let mut dogs = live("f1", "Maya", "states", "Maya has two dogs", "h1", vec![1.0, 0.0]);
+        dogs.content = "Maya has two dogs".into();
+        st.facts.push(dogs);
+        let e = [0.0f32, 1.0];
+        let restated = |hash: &'static str, content: &'static str, subject: &'static str| DedupeItem {
+            reading: Some(Reading::of(subject, "states", content, antonyms.pairs())),
+            ..item(hash, subject, "states", content, None, &e)
+        };
+        let items = [
+            restated("h2", "Maya has 2 dogs", "Maya"),
+            restated("h3", "Maya has 3 dogs", "Maya"),
+            restated("h4", "Maya has three dogs", "Maya"),
+        ];
+        let cfg = SodaConfig::default();
+        let evidence = Some(Evidence { antonyms: &antonyms, cfg: &cfg });
+        let out = dedupe(&items, &st, None, 0.95, evidence);
+        assert_eq!(out[0], DedupeOutcome::ExactDuplicate { of: Target::Live("f1".into()), by: MatchBy::Restatement });
+        assert_eq!(out[1], DedupeOutcome::Survivor, "another number is another fact");
+        assert_eq!(out[2], DedupeOutcome::ExactDuplicate { of: Target::Batch(1), by: MatchBy::Restatement });
+        // Another subject never restates; without the rules only hash, s|p|o and cosine merge.
+        assert_eq!(dedupe(&[restated("h5", "Maya has 2 dogs", "Omar")], &st, None, 0.95, evidence)[0], DedupeOutcome::Survivor);
+        assert_eq!(dedupe(&items[..1], &st, None, 0.95, None)[0], DedupeOutcome::Survivor);
     }
 
     #[test]
@@ -311,6 +410,7 @@ mod tests {
             &st,
             None,
             0.95,
+            None,
         );
         assert_eq!(out[0], DedupeOutcome::Survivor);
         assert_eq!(out[1], DedupeOutcome::ExactDuplicate { of: Target::Batch(0), by: MatchBy::Hash });
@@ -325,7 +425,7 @@ mod tests {
         let at = [0.95f32, (1.0f32 - 0.95 * 0.95).sqrt()];
         let below = [0.94f32, (1.0f32 - 0.94 * 0.94).sqrt()];
         let threshold = cosine(&at, &[1.0, 0.0]);
-        let out = dedupe(&[item("h2", "A", "q", "x", None, &at), item("h3", "A", "r", "y", None, &below)], &st, None, threshold);
+        let out = dedupe(&[item("h2", "A", "q", "x", None, &at), item("h3", "A", "r", "y", None, &below)], &st, None, threshold, None);
         assert!(matches!(out[0], DedupeOutcome::NearDuplicate { .. }));
         assert_eq!(out[1], DedupeOutcome::Survivor);
     }
@@ -341,7 +441,7 @@ mod tests {
         st.facts.push(drives);
         st.facts.push(color);
         let e = [0.6f32, 0.8];
-        let out = dedupe(&[item("h9", "Alice", "drives", "Honda Civic", Some("2024-03-01"), &e)], &st, Some("2024-03-01"), 0.95);
+        let out = dedupe(&[item("h9", "Alice", "drives", "Honda Civic", Some("2024-03-01"), &e)], &st, Some("2024-03-01"), 0.95, None);
         assert_eq!(
             out[0],
             DedupeOutcome::Closure { of: Target::Live("f1".into()), valid_until: "2024-03-01".into(), cascade: vec!["f2".into()] }
@@ -370,7 +470,7 @@ mod tests {
         f.valid_until = Some("2024-01-01".into());
         st.facts.push(f);
         let e = [1.0f32, 0.0];
-        let out = dedupe(&[item("h1", "Alice", "drives", "Honda Civic", None, &e)], &st, Some("2024-05-01"), 0.95);
+        let out = dedupe(&[item("h1", "Alice", "drives", "Honda Civic", None, &e)], &st, Some("2024-05-01"), 0.95, None);
         assert_eq!(out[0], DedupeOutcome::Survivor);
     }
 }

@@ -404,7 +404,8 @@ mod tests {
         let row = |v: Verdict, guard: Option<&str>| VerdictRow {
             candidate_id: "c/e2/c0".into(),
             target_fact_id: "c/e1/c0".into(),
-            pair_reason: PairReason::SamePredicate,
+            // A single-valued predicate with another object is evidence of change.
+            pair_reason: PairReason::EvidenceOfChange,
             judged: v,
             guard: guard.map(str::to_string),
             verdict: v,

@@ -52,6 +52,14 @@ pub struct SodaConfig {
     /// own, opt-in; the default `false` counts every word, as Signet's
     /// detector does).
     pub polarity_content_words_only: bool,
+    /// The rules stand-ins decide on evidence of change (memform's own,
+    /// docs/pipeline.md "Evidence of change"): a fact is replaced only by
+    /// the same slot with another value, an explicit ending or a polarity
+    /// flip of the same proposition, and restatements merge. `false`
+    /// restores the seeds' rules as written: any negation or antonym with
+    /// enough shared words replaces, and only exact content, s|p|o or the
+    /// cosine merge.
+    pub evidence_of_change: bool,
     /// Most live facts a candidate is paired with (the nearest by cosine,
     /// ties to the earlier fact); the rest are not judged.
     pub max_pairs_per_candidate: usize,
@@ -88,6 +96,7 @@ impl Default for SodaConfig {
             contradiction_band_min: 0.80,
             antonym_min_shared_tokens: 2,
             polarity_content_words_only: false,
+            evidence_of_change: true,
             max_pairs_per_candidate: 16,
             min_trusted_confidence: 0.8,
             single_valued_predicates: default_single_valued_predicates(),
@@ -113,6 +122,19 @@ impl Default for SodaConfig {
             preference_polarity_pairing: true,
         }
     }
+}
+
+impl SodaConfig {
+    /// Whether `predicate` (trimmed, case-insensitive) is in `single_valued_predicates`.
+    pub fn is_single_valued(&self, predicate: &str) -> bool {
+        is_in(&self.single_valued_predicates, predicate)
+    }
+}
+
+/// Whether `predicate` (trimmed, case-insensitive) is in `list`.
+pub(crate) fn is_in(list: &[String], predicate: &str) -> bool {
+    let p = predicate.trim();
+    list.iter().any(|s| s.trim().eq_ignore_ascii_case(p))
 }
 
 fn strings(v: &[&str]) -> Vec<String> {
@@ -193,6 +215,7 @@ impl Section for SodaConfig {
         ("contradiction_band_min", "contradiction_band_min"),
         ("antonym_min_shared_tokens", "antonym_min_shared_tokens"),
         ("polarity_content_words_only", "polarity_content_words_only"),
+        ("evidence_of_change", "evidence_of_change"),
         ("max_pairs_per_candidate", "max_pairs_per_candidate"),
         ("min_trusted_confidence", "min_trusted_confidence"),
         ("single_valued_predicates", "single_valued_predicates"),

@@ -35,10 +35,12 @@ fn dataset_path() -> (std::path::PathBuf, bool) {
 /// `search` (`memorix_search`).
 fn traces(search: &str) -> Vec<Traced> {
     let dataset = memform::dataset::load(&dataset_path().0).unwrap();
+    // Memorix's own contradiction patterns, as the real Memorix judges (`evidence_of_change` off).
     let cfg = {
         let mut c = Config::default();
         c.profile = "memorix".into();
         c.memorix.search = search.into();
+        c.memorix.evidence_of_change = false;
         c
     };
     let embedder = HashedEmbedder::new(cfg.hashed_dims);

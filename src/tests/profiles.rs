@@ -252,8 +252,10 @@ fn live_contents(profile: &str, extra: &[&str]) -> (Vec<String>, String) {
 #[test]
 fn love_then_hate_chinese_food_ends_with_one_live_preference() {
     assert_eq!(live_contents("soda", &[]).0, ["Mia hates Chinese food"], "soda: the later statement wins");
-    let (live, _) = live_contents("soda", &["--set", "soda.preference_polarity_pairing=false"]);
+    // The seed's rules: without the pairing both stand (the probe's failure); on evidence of change a flip replaces whatever the pairing.
+    let (live, _) = live_contents("soda", &["--set", "soda.preference_polarity_pairing=false", "--set", "soda.evidence_of_change=false"]);
     assert_eq!(live, ["Mia loves Chinese food", "Mia hates Chinese food"], "without the pairing both stand (the probe's failure)");
+    assert_eq!(live_contents("soda", &["--set", "preference_polarity_pairing=false"]).0, ["Mia hates Chinese food"]);
     assert_eq!(live_contents("signet", &[]).0, ["Mia hates Chinese food"], "signet: an UPDATE in place");
 }
 

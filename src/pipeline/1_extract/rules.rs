@@ -582,6 +582,25 @@ const UNITS: &[&str] = &[
     "months", "percent", "points", "pounds", "stars", "weeks", "years",
 ];
 
+/// The first-person clause after a short label and a colon ("Quick
+/// update: I quit the band", "Big news: my sister got married"): the label
+/// (one to four words, no first-person word) only announces the clause,
+/// which is what the speaker states.
+fn labelled_clause(s: &str) -> Option<&str> {
+    let (label, rest) = s.split_once(": ")?;
+    let words: Vec<&str> = label.split_whitespace().collect();
+    let first_person = |w: &str| {
+        let w = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '\u{2019}').to_lowercase().replace('\u{2019}', "'");
+        matches!(w.as_str(), "i" | "i'm" | "i've" | "i'll" | "i'd" | "my" | "we" | "we're" | "we've" | "our" | "me")
+    };
+    let label_ok = (1..=4).contains(&words.len())
+        && label.chars().next().is_some_and(char::is_alphabetic)
+        && label.chars().all(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '\'' | '\u{2019}'))
+        && !words.iter().any(|w| first_person(w));
+    let rest = rest.trim_start();
+    (label_ok && rest.split_whitespace().next().is_some_and(first_person)).then_some(rest)
+}
+
 fn is_in(list: &[&str], w: &str) -> bool {
     list.contains(&w)
 }
@@ -1148,7 +1167,9 @@ impl<'a> Builder<'a> {
             if is_question(s) {
                 continue;
             }
-            let say = Say { speaker, other, quote: s.as_str(), hedged: is_hedged(s) };
+            // "Quick update: I quit the band" is the clause, not a setting.
+            let s = labelled_clause(s).unwrap_or(s);
+            let say = Say { speaker, other, quote: s, hedged: is_hedged(s) };
             let ts = toks(s);
             if let Some(f) = self.technical(&ts, &say) {
                 self.push(f, &say, &turn.id);
@@ -2243,6 +2264,17 @@ mod tests {
         assert_eq!(out.facts.len(), 2, "{:?}", out.warnings);
         let f = one(&["My bike is blue."]);
         assert_eq!(triple(&f), ("Alice", "bike color", "blue"));
+    }
+
+    #[test]
+    fn a_labelled_first_person_clause_is_the_clause() {
+        // The ending after a label reaches the judge as the clause itself.
+        let r = Fx::alice(&["Quick update: I quit the band."]).run();
+        assert_eq!(contents(&r), ["Alice quit the band"], "{r:?}");
+        let r = Fx::alice(&["Big news: I left my job at the bakery."]).run();
+        assert_eq!(contents(&r), ["Alice left their job at the bakery"], "{r:?}");
+        // A label before something other than a first-person clause stays a setting.
+        assert_eq!(contents(&Fx::alice(&["Log level: debug"]).run()), ["Alice's log level is debug"]);
     }
 
     #[test]

@@ -185,6 +185,15 @@ mod tests {
         PairInput { fact, embedding, keys }
     }
 
+    /// The seeds' rules as written (`evidence_of_change` off).
+    fn seed() -> Config {
+        let mut c = Config::default();
+        c.soda.evidence_of_change = false;
+        c.signet.evidence_of_change = false;
+        c.memorix.evidence_of_change = false;
+        c
+    }
+
     fn pf(s: &str, p: &str, o: &str, content: &str, until: Option<&str>) -> PairFact {
         PairFact {
             subject: s.into(),
@@ -201,6 +210,51 @@ mod tests {
 
     fn live_rec(id: &str, s: &str, p: &str, o: &str, emb: Vec<f32>) -> FactRec {
         FactRec { embedding: emb, ..FactRec::for_test(id, s, p, o) }
+    }
+
+    #[test]
+    fn on_evidence_of_change_only_a_change_is_old() {
+        let j = RulesJudge::new(&Config::default());
+        let seed = RulesJudge::new(&seed());
+        let v = |j: &RulesJudge, old: &str, new: &str| {
+            j.verdict(&pair(pf("Lena", "states", old, old, None), pf("Lena", "states", new, new, None)))
+        };
+        // Each kind of evidence replaces; a flip is flagged for review as the seed flags polarity conflicts.
+        assert_eq!(v(&j, "Lena's manager is Omar", "Lena's new manager is Priya"), (Verdict::Old, false));
+        assert_eq!(v(&j, "Lena is engaged to Felix", "Lena broke up with Felix"), (Verdict::Old, false));
+        assert_eq!(v(&j, "Lena plays the cello", "Lena doesn't play the cello anymore"), (Verdict::Old, false));
+        assert_eq!(v(&j, "Lena loves camping", "Lena really hates camping now"), (Verdict::Old, true));
+        // A negation elsewhere with a shared name and function words: the seed replaced, the rules do not.
+        let (old, new) = ("Lena thinks Felix has talent", "Lena tells Felix not to let anything stop him");
+        assert_eq!(v(&j, old, new), (Verdict::Neither, false));
+        assert_eq!(v(&seed, old, new), (Verdict::Old, true));
+        // Antonyms about different objects; another holder.
+        assert_eq!(v(&j, "Lena loves the beach", "Lena hates crowded trains"), (Verdict::Neither, false));
+        assert_eq!(v(&j, "Lena is single", "Lena's brother is married"), (Verdict::Neither, false));
+        // Another subject is never evidence.
+        let other = pair(
+            pf("Lena", "states", "Lena plays the cello", "Lena plays the cello", None),
+            pf("Omar", "states", "Omar quit the cello", "Omar quit the cello", None),
+        );
+        assert_eq!(j.verdict(&other), (Verdict::Neither, false));
+    }
+
+    #[test]
+    fn on_evidence_of_change_an_ending_is_paired_whatever_the_predicates() {
+        let mut st = ConvState::default();
+        let e = vec![1.0f32, 0.0];
+        let mut choir = live_rec("f1", "Lena", "states", "Lena sings in a choir", e.clone());
+        choir.content = "Lena sings in a choir".into();
+        let mut jazz = live_rec("f2", "Lena", "likes", "jazz", e);
+        jazz.content = "Lena likes jazz".into();
+        st.facts.extend([choir, jazz]);
+        let c = [0.0f32, 1.0];
+        let cand = pin(pf("Lena", "states", "Lena quit the choir", "Lena quit the choir", None), Vector { slot: None, values: &c });
+        let found = find_pairs(std::slice::from_ref(&cand), &st, None, &PairRules::new(&Config::default()));
+        assert_eq!(pairs_of(&found), vec![(0, "f1", PairReason::EvidenceOfChange)]);
+        // The seed's pairing finds nothing: multi-valued, no shared polarity words.
+        let seed = find_pairs(&[cand], &st, None, &PairRules::new(&seed()));
+        assert!(seed.is_empty(), "{seed:?}");
     }
 
     #[test]
@@ -272,7 +326,7 @@ mod tests {
         // The preference rule answers first for opposite preferences; without it
         // the polarity rule decides.
         let strict = RulesJudge::new(&{
-            let mut c = Config::default();
+            let mut c = seed();
             c.soda.polarity_content_words_only = true;
             c.soda.preference_polarity_pairing = false;
             c
@@ -284,7 +338,7 @@ mod tests {
         let bars = pf("Alice", "hates", "sushi bars", "Alice hates sushi bars", None);
         assert_eq!(strict.verdict(&pair(loves.clone(), bars.clone())), (Verdict::Neither, false));
         let loose = RulesJudge::new(&{
-            let mut c = Config::default();
+            let mut c = seed();
             c.soda.preference_polarity_pairing = false;
             c
         });
@@ -377,7 +431,7 @@ mod tests {
             // An antonym split with the tea fact: likes / dislikes, 2 shared words.
             pin(pf("Alice", "hates", "tea bags", "Alice dislikes tea bags", None), v(&band)),
         ];
-        let cfg = Config::default();
+        let cfg = seed();
         let found = find_pairs(&cands, &st, None, &PairRules::new(&cfg));
         assert_eq!(
             pairs_of(&found),
@@ -594,11 +648,11 @@ mod tests {
         st.facts.push(live_content("f1", "Mia", "loves", "Chinese food", "Mia loves Chinese food", vec![1.0, 0.0]));
         let e = [0.0f32, 1.0];
         let cand = [pin(pf("Mia", "hates", "Chinese food", "Mia hates Chinese food", None), Vector { slot: None, values: &e })];
-        let found = find_pairs(&cand, &st, None, &PairRules::new(&Config::default()));
+        let found = find_pairs(&cand, &st, None, &PairRules::new(&seed()));
         assert_eq!(pairs_of(&found), vec![(0, "f1", PairReason::OppositePreference)]);
-        assert_eq!(RulesJudge::new(&Config::default()).verdict(&found[0].pair), (Verdict::Old, false));
+        assert_eq!(RulesJudge::new(&seed()).verdict(&found[0].pair), (Verdict::Old, false));
         let off = {
-            let mut c = Config::default();
+            let mut c = seed();
             c.soda.preference_polarity_pairing = false;
             c
         };

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::rules::{Antonyms, PolarityKeys, SharedWords, opposite_preferences, polarity_conflict};
 use super::{JudgePair, PairFact};
 pub use crate::model::outcome::PairReason;
+use crate::model::proposition::{Reading, change};
 use crate::pipeline::Config;
 use crate::state::{ConvState, FactKeys, FactRec, Norms, Vector};
 
@@ -43,6 +44,10 @@ pub struct PairRules {
     pub max_per_candidate: usize,
     /// `preference_polarity_pairing`.
     pub preference_pairing: bool,
+    /// `evidence_of_change`.
+    pub evidence: bool,
+    /// `single_valued_predicates`, lower-cased (the evidence rules' slots).
+    single_valued: Vec<String>,
 }
 
 impl PairRules {
@@ -56,7 +61,14 @@ impl PairRules {
             content_words_only: cfg.soda.polarity_content_words_only,
             max_per_candidate: cfg.soda.max_pairs_per_candidate,
             preference_pairing: cfg.soda.preference_polarity_pairing,
+            evidence: cfg.soda.evidence_of_change,
+            single_valued: cfg.soda.single_valued_predicates.iter().map(|p| p.trim().to_lowercase()).collect(),
         }
+    }
+
+    /// Whether a (lower-cased) predicate holds one object at a time.
+    pub fn is_single_valued(&self, predicate: &str) -> bool {
+        self.single_valued.iter().any(|p| p == predicate.trim())
     }
 
     /// Whether a (lower-cased) predicate holds many objects at once.
@@ -78,9 +90,19 @@ pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&
     // A multi-valued candidate's polarity keys, and every candidate's norms, computed once.
     let polarity: Vec<Option<PolarityKeys>> = candidates
         .iter()
-        .map(|c| rules.is_multi_valued(&c.keys.predicate).then(|| PolarityKeys::of(&c.fact.content, &rules.antonyms)))
+        .map(|c| (!rules.evidence && rules.is_multi_valued(&c.keys.predicate)).then(|| PolarityKeys::of(&c.fact.content, &rules.antonyms)))
         .collect();
     let norms: Vec<Norms> = candidates.iter().map(|c| Norms::of(c.embedding.values)).collect();
+    // With `evidence_of_change`, every candidate's reading, once.
+    let readings: Vec<Option<Reading>> = candidates
+        .iter()
+        .map(|c| {
+            rules.evidence.then(|| {
+                let object = rules.is_single_valued(&c.keys.predicate).then_some(c.fact.object.as_str());
+                Reading::of_fact(&c.fact.subject, &c.fact.predicate, object, &c.fact.content, rules.antonyms.pairs())
+            })
+        })
+        .collect();
     // Per candidate: (cosine, position in `current`, reason). One pass over
     // the facts with the candidates inside, so each fact is read once.
     let mut found: Vec<Vec<(f64, usize, PairReason)>> = vec![Vec::new(); candidates.len()];
@@ -90,12 +112,32 @@ pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&
     for (li, &(pos, live)) in current.iter().enumerate() {
         let row = scan.row(pos);
         let mut live_polarity = None;
+        let mut live_reading = None;
         for (ci, c) in candidates.iter().enumerate() {
             let [subject, predicate, object] = ids[ci];
             if subject != Some(row.subject) {
                 continue;
             }
-            let reason = if object == Some(row.object) {
+            // Evidence of change: the same slot with another value, an
+            // explicit ending or a polarity flip of the same proposition.
+            let evidence = readings[ci].as_ref().is_some_and(|r| {
+                let read = || live.reading(&rules.antonyms, rules.is_single_valued(&live.keys().predicate));
+                change(live_reading.get_or_insert_with(read), r).is_some()
+            });
+            let reason = if rules.evidence {
+                if object == Some(row.object) && c.fact.valid_until.is_some() {
+                    PairReason::EndsRelationship
+                } else if evidence {
+                    PairReason::EvidenceOfChange
+                } else if object == Some(row.object) || rules.is_multi_valued(&c.keys.predicate) {
+                    // Multi-valued, or the same object without an ending: both stand.
+                    continue;
+                } else if predicate == Some(row.predicate) {
+                    PairReason::SamePredicate
+                } else {
+                    PairReason::SimilarContent
+                }
+            } else if object == Some(row.object) {
                 if c.fact.valid_until.is_some() {
                     PairReason::EndsRelationship
                 } else if rules.preference_pairing && opposite_preferences(&c.keys.predicate, &live.keys().predicate) {
@@ -159,7 +201,14 @@ fn keep_nearest(pairs: &mut Vec<(f64, usize, PairReason)>, cap: usize) {
         return;
     }
     let key = |c: f64| if c.is_nan() { f64::NEG_INFINITY } else { c };
-    pairs.sort_by(|a, b| key(b.0).total_cmp(&key(a.0)).then(a.1.cmp(&b.1)));
+    // Pairs with evidence of change first: the cap never drops them for
+    // nearer pairs the rules judge would let stand.
+    pairs.sort_by(|a, b| {
+        (b.2 == PairReason::EvidenceOfChange)
+            .cmp(&(a.2 == PairReason::EvidenceOfChange))
+            .then(key(b.0).total_cmp(&key(a.0)))
+            .then(a.1.cmp(&b.1))
+    });
     pairs.truncate(cap);
     pairs.sort_by_key(|p| p.1);
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use super::{Judge, JudgeContext, JudgeOutput, JudgePair, PairFact};
 use crate::error::Result;
 pub use crate::model::polarity::{Antonyms, NEGATIONS, PolarityKeys, words};
+use crate::model::proposition::{Change, Reading, change};
 use crate::normalize::normalize_content;
 use crate::pipeline::Config;
 use crate::types::Verdict;
@@ -19,6 +20,7 @@ pub struct RulesJudge {
     min_shared_tokens: usize,
     content_words_only: bool,
     preference_pairing: bool,
+    evidence: bool,
 }
 
 impl RulesJudge {
@@ -31,6 +33,7 @@ impl RulesJudge {
             min_shared_tokens: cfg.soda.antonym_min_shared_tokens,
             content_words_only: cfg.soda.polarity_content_words_only,
             preference_pairing: cfg.soda.preference_polarity_pairing,
+            evidence: cfg.soda.evidence_of_change,
         }
     }
 
@@ -42,6 +45,22 @@ impl RulesJudge {
         let same_predicate = live.predicate.eq_ignore_ascii_case(&cand.predicate);
         if same_subject && same_object && cand.valid_until.is_some() {
             return (Verdict::Old, false);
+        }
+        if self.evidence {
+            // Only evidence of change replaces (docs/pipeline.md, "Evidence of change");
+            // a single-valued predicate is a slot and a preference flip a flip there.
+            if !same_subject {
+                return (Verdict::Neither, false);
+            }
+            let read = |f: &PairFact| {
+                let object = self.single_valued.contains(&f.predicate.trim().to_lowercase()).then_some(f.object.as_str());
+                Reading::of_fact(&f.subject, &f.predicate, object, &f.content, self.antonyms.pairs())
+            };
+            return match change(&read(live), &read(cand)) {
+                Some(Change::Flip) => (Verdict::Old, true),
+                Some(_) => (Verdict::Old, false),
+                None => (Verdict::Neither, false),
+            };
         }
         if same_subject && same_predicate && !same_object && {
             let p = cand.predicate.to_lowercase();

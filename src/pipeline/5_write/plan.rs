@@ -52,7 +52,11 @@ pub fn build(
                 (CandidateOutcome::NoiseRejected, reason, None)
             }
             Some(DedupeOutcome::ExactDuplicate { of, by }) => {
-                let by = if *by == MatchBy::Hash { "content hash" } else { "subject|predicate|object" };
+                let by = match by {
+                    MatchBy::Hash => "content hash",
+                    MatchBy::Spo => "subject|predicate|object",
+                    MatchBy::Restatement => "subject and a restatement of the content",
+                };
                 (CandidateOutcome::ExactDuplicate, format!("same {by}"), Some(target_id(of)))
             }
             Some(DedupeOutcome::NearDuplicate { of, cosine }) => {

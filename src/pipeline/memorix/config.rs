@@ -33,6 +33,11 @@ pub struct MemorixConfig {
     /// `decay` (stored with the decay flag, as Memorix's own store keeps it
     /// with a halved retention).
     pub ephemeral_policy: String,
+    /// Resolve judges a contradiction on evidence of change (see `[soda]`'s
+    /// key of the same name): a hit is superseded only on the same slot
+    /// with another value, an explicit ending or a polarity flip of the same
+    /// proposition. `false` keeps Memorix's contradiction rule as written.
+    pub evidence_of_change: bool,
 }
 
 impl Default for MemorixConfig {
@@ -46,6 +51,7 @@ impl Default for MemorixConfig {
             search_min: 0.1,
             search: "lexical".into(),
             ephemeral_policy: "discard".into(),
+            evidence_of_change: true,
         }
     }
 }
@@ -69,6 +75,7 @@ impl Section for MemorixConfig {
         ("memorix_search_min", "search_min"),
         ("memorix_search", "search"),
         ("ephemeral_policy", "ephemeral_policy"),
+        ("evidence_of_change", "evidence_of_change"),
     ];
     fn check_relations(&self) -> std::result::Result<(), String> {
         if self.contextual_min > self.core_min {

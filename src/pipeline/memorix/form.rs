@@ -25,7 +25,12 @@ pub struct Figures {
 impl Figures {
     pub fn of(cfg: &Config) -> Figures {
         Figures {
-            thresholds: Thresholds { duplicate: cfg.memorix.duplicate_min, high: cfg.memorix.high_min, medium: cfg.memorix.medium_min },
+            thresholds: Thresholds {
+                duplicate: cfg.memorix.duplicate_min,
+                high: cfg.memorix.high_min,
+                medium: cfg.memorix.medium_min,
+                evidence: cfg.memorix.evidence_of_change,
+            },
             cuts: (cfg.memorix.core_min, cfg.memorix.contextual_min),
         }
     }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::extract::{Extracted, entities_match};
 use super::js;
+use crate::model::proposition::{Reading, change};
 use crate::types::string_enum;
 
 string_enum! {
@@ -48,6 +49,9 @@ pub struct Thresholds {
     pub high: f64,
     /// The combined score at or above which (with an entity match) more facts merge.
     pub medium: f64,
+    /// `evidence_of_change`: a contradiction is evidence that the hit
+    /// changed ([`evidence_against`]), not any negation in the new narrative.
+    pub evidence: bool,
 }
 
 /// An existing memory a search returned.
@@ -158,12 +162,24 @@ fn score<'h>(x: &Extracted, own_words: &std::collections::HashSet<String>, contr
     Scored { hit, score, entity_match, richer, contradiction }
 }
 
+/// Whether the new observation shows evidence that `hit` changed
+/// (`evidence_of_change`, docs/pipeline.md "Evidence of change"): both
+/// narratives read as statements about their entities (first-person words
+/// as the entity), the same slot with another value, an explicit ending or
+/// a polarity flip of the same proposition.
+pub fn evidence_against(new: &Reading, hit: &Hit) -> bool {
+    let old = Reading::of_speaker(&hit.entity_name, &hit.narrative, &[]);
+    change(&old, new).is_some()
+}
+
 /// Decides an observation's fate from the search's hits (best first or not).
 pub fn rules(x: &Extracted, hits: &[Hit], t: Thresholds) -> Resolution {
     let own = if hits.is_empty() { Default::default() } else { words(&format!("{} {}", x.title, x.narrative)) };
     // What depends on the observation alone is computed once, not per hit.
-    let contradiction = !hits.is_empty() && has_contradiction(&x.narrative);
-    let mut scored: Vec<Scored<'_>> = hits.iter().map(|h| score(x, &own, contradiction, h)).collect();
+    let contradiction = !hits.is_empty() && !t.evidence && has_contradiction(&x.narrative);
+    let reading = (t.evidence && !hits.is_empty()).then(|| Reading::of_speaker(&x.entity.name, &x.narrative, &[]));
+    let mut scored: Vec<Scored<'_>> =
+        hits.iter().map(|h| score(x, &own, contradiction || reading.as_ref().is_some_and(|r| evidence_against(r, h)), h)).collect();
     // Stable, as JavaScript's sort: ties keep the search's order.
     scored.sort_by(|a, b| b.score.partial_cmp(&a.score).unwrap_or(std::cmp::Ordering::Equal));
     let Some(best) = scored.first() else { return Resolution::new("No similar existing memories found".into()) };

@@ -4,7 +4,7 @@
 use super::*;
 use crate::pipeline::memorix::extract::{EntityMatch, ResolvedEntity};
 
-const T: Thresholds = Thresholds { duplicate: 0.9, high: 0.75, medium: 0.5 };
+const T: Thresholds = Thresholds { duplicate: 0.9, high: 0.75, medium: 0.5, evidence: false };
 
 fn x(entity: &str, narrative: &str, facts: &[&str]) -> Extracted {
     Extracted {
@@ -104,4 +104,22 @@ fn merged_facts_have_no_repeats() {
     assert_eq!(facts.iter().filter(|f| f.to_lowercase().contains("uses jwt")).count(), 1);
     assert_eq!(merge_facts(&["a fact".into(), "B".into()], &["A FACT".into(), " ".into()]), vec!["A FACT".to_string(), "B".into()]);
     assert_eq!(merge_narratives("old one", "new one"), "new one\n\n[Previous context]: old one");
+}
+
+/// memform's evidence-of-change contradiction (`evidence_of_change`): a
+/// high-scoring hit evolves only when the new narrative shows that it
+/// changed; a negation about something else is covered, not a supersession.
+#[test]
+fn with_evidence_of_change_only_a_change_supersedes() {
+    let t = Thresholds { evidence: true, ..T };
+    let ended = x("Nadia", "I quit the book club.", &[]);
+    let club = hit(0.88, "I go to a book club every month.", "Nadia", &[]);
+    let r = rules(&ended, std::slice::from_ref(&club), t);
+    assert_eq!(r.action, ResolveAction::Evolve, "{r:?}");
+    // Memorix's patterns see no contradiction in "quit".
+    assert_ne!(rules(&ended, std::slice::from_ref(&club), T).action, ResolveAction::Evolve);
+    // A negation of something else: not a contradiction with the rules, one with the patterns.
+    let other = x("Nadia", "I go to a book club and do not like crime novels.", &[]);
+    assert_ne!(rules(&other, std::slice::from_ref(&club), t).action, ResolveAction::Evolve);
+    assert_eq!(rules(&other, std::slice::from_ref(&club), T).action, ResolveAction::Evolve);
 }

@@ -27,6 +27,11 @@ pub struct SignetConfig {
     /// `[soda]`'s key of the same name; the default `false` counts every
     /// word, as Signet's detector does).
     pub polarity_content_words_only: bool,
+    /// Decide on evidence of change (see `[soda]`'s key of the same name):
+    /// UPDATE only on the same slot with another value, an explicit ending
+    /// or a polarity flip of the same proposition, and NONE for a
+    /// restatement. `false` keeps Signet's rules as written.
+    pub evidence_of_change: bool,
     /// Predicates that hold one object at a time: a candidate with another
     /// object UPDATEs the retrieved memory.
     pub single_valued_predicates: Vec<String>,
@@ -42,9 +47,17 @@ impl Default for SignetConfig {
             near_dup_threshold: 0.95,
             antonym_min_shared_tokens: 2,
             polarity_content_words_only: false,
+            evidence_of_change: true,
             single_valued_predicates: default_single_valued_predicates(),
             antonyms: default_antonyms(),
         }
+    }
+}
+
+impl SignetConfig {
+    /// Whether `predicate` (trimmed, case-insensitive) is in `single_valued_predicates`.
+    pub fn is_single_valued(&self, predicate: &str) -> bool {
+        crate::pipeline::soda::is_in(&self.single_valued_predicates, predicate)
     }
 }
 
@@ -62,6 +75,7 @@ impl Section for SignetConfig {
         ("near_dup_threshold", "near_dup_threshold"),
         ("antonym_min_shared_tokens", "antonym_min_shared_tokens"),
         ("polarity_content_words_only", "polarity_content_words_only"),
+        ("evidence_of_change", "evidence_of_change"),
         ("single_valued_predicates", "single_valued_predicates"),
         ("antonyms", "antonyms"),
     ];

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::model::proposition::{Change, Reading, change};
 use crate::normalize::normalize_content;
 use crate::pipeline::Config;
 use crate::pipeline::StageMode;
@@ -90,7 +91,7 @@ impl RulesDecider {
     pub const ID: &'static str = "signet-rules:v1";
 
     /// The policy's decision for one fact (candidates in retrieval order).
-    pub fn policy(input: &DecisionInput<'_>, cfg: &Config) -> Decision {
+    pub fn policy<'a>(input: &DecisionInput<'a>, cfg: &Config) -> Decision {
         let fact = input.fact;
         let decision = |action, c: Option<&MemoryCandidate>, reason: String| Decision {
             action,
@@ -99,16 +100,34 @@ impl RulesDecider {
             reason,
         };
         let norm = normalize_content(&fact.content);
+        let antonyms = Antonyms::interned(&cfg.signet.antonyms);
+        // With `evidence_of_change`: the fact's reading, and each candidate's.
+        let object = |predicate: &str, object: &'a str| cfg.signet.is_single_valued(predicate).then_some(object);
+        let reading = cfg.signet.evidence_of_change.then(|| {
+            Reading::of_fact(&fact.subject, &fact.predicate, object(&fact.predicate, &fact.object), &fact.content, antonyms.pairs())
+        });
+        let read = |c: &'a MemoryCandidate| {
+            Reading::of_fact(&c.subject, &c.predicate, object(&c.predicate, &c.object), &c.content, antonyms.pairs())
+        };
+        let same_subject = |c: &&MemoryCandidate| c.subject.trim().eq_ignore_ascii_case(fact.subject.trim());
         for c in input.candidates {
             if normalize_content(&c.content) == norm {
                 return decision(DecisionAction::None, Some(c), format!("same normalised content as {}", c.id));
             }
-            if c.cosine >= cfg.signet.near_dup_threshold {
+            if let Some(r) = &reading
+                && same_subject(&c)
+                && r.restates(&read(c))
+            {
+                return decision(DecisionAction::None, Some(c), format!("restates {}", c.id));
+            }
+            // Evidence of change is no duplicate, however near.
+            if c.cosine >= cfg.signet.near_dup_threshold
+                && !reading.as_ref().is_some_and(|r| same_subject(&c) && change(&read(c), r).is_some())
+            {
                 let reason = format!("near duplicate of {}: cosine {:.3} >= {:.3}", c.id, c.cosine, cfg.signet.near_dup_threshold);
                 return decision(DecisionAction::None, Some(c), reason);
             }
         }
-        let same_subject = |c: &&MemoryCandidate| c.subject.trim().eq_ignore_ascii_case(fact.subject.trim());
         if let Some(until) = &fact.valid_until
             && let Some(c) =
                 input.candidates.iter().filter(same_subject).find(|c| normalize_content(&c.object) == normalize_content(&fact.object))
@@ -117,14 +136,26 @@ impl RulesDecider {
         }
         let predicate = fact.predicate.trim().to_lowercase();
         let single = cfg.signet.single_valued_predicates.iter().any(|p| p.trim().to_lowercase() == predicate);
-        let antonyms = Antonyms::interned(&cfg.signet.antonyms);
         let keys = PolarityKeys::of(&fact.content, &antonyms);
         for c in input.candidates.iter().filter(same_subject) {
             if single
+                && reading.is_none()
                 && c.predicate.trim().eq_ignore_ascii_case(&predicate)
                 && normalize_content(&c.object) != normalize_content(&fact.object)
             {
                 return decision(DecisionAction::Update, Some(c), format!("replaces {}: single-valued predicate {predicate:?}", c.id));
+            }
+            if let Some(r) = &reading {
+                // Only evidence of change replaces (docs/pipeline.md, "Evidence of change").
+                if let Some(kind) = change(&read(c), r) {
+                    let why = match kind {
+                        Change::Slot(slot) => format!("the same {slot} with another value"),
+                        Change::Ending => "an explicit ending".to_string(),
+                        Change::Flip => "a polarity flip of the same proposition".to_string(),
+                    };
+                    return decision(DecisionAction::Update, Some(c), format!("replaces {}: {why}", c.id));
+                }
+                continue;
             }
             if polarity_conflict(
                 &keys,
@@ -271,13 +302,50 @@ mod tests {
     }
 
     #[test]
-    fn a_negation_updates_when_enough_words_are_shared() {
+    fn on_evidence_of_change_only_an_update_replaces_and_a_restatement_is_none() {
         let cfg = Config::default();
-        let strict = {
-            let mut c = Config::default();
-            c.signet.polarity_content_words_only = true;
-            c
+        assert!(cfg.signet.evidence_of_change, "the default");
+        let seed = seed();
+        let d = |old: &str, new: &str, cfg: &Config| {
+            let (o, n) = (fact("Ravi", "states", old, old), fact("Ravi", "states", new, new));
+            decide(&n, &[memory("m1", &o, 0.5)], cfg).action
         };
+        // Updates: a slot, an ending, "no longer", a polarity flip.
+        assert_eq!(d("Ravi's favourite cuisine is Thai", "Ravi's favourite cuisine is now Ethiopian", &cfg), DecisionAction::Update);
+        assert_eq!(d("Ravi sings in a choir", "Ravi quit the choir", &cfg), DecisionAction::Update);
+        assert_eq!(d("Ravi drinks black coffee", "Ravi no longer drinks black coffee", &cfg), DecisionAction::Update);
+        assert_eq!(d("Ravi enjoys opera", "Honestly, Ravi hates opera these days", &cfg), DecisionAction::Update);
+        // A negation about something else, or antonyms about different objects: both stand.
+        assert_eq!(d("Ravi went to a pottery class", "Ravi says to keep going no matter what", &cfg), DecisionAction::Add);
+        assert_eq!(d("Ravi loves his cat", "Ravi hates the rain", &cfg), DecisionAction::Add);
+        assert_eq!(d("Ravi works as a nurse", "Ravi's brother works as a pilot", &cfg), DecisionAction::Add);
+        // The seed's rule as written replaces on a shared name and a negation.
+        assert_eq!(d("Ravi went to a pottery class", "Ravi says to keep going no matter what", &seed), DecisionAction::Update);
+        // Restatements: NONE with the rules, ADD as written.
+        assert_eq!(d("Ravi works as a nurse", "Ravi is a nurse", &cfg), DecisionAction::None);
+        assert_eq!(d("Ravi has three bikes", "Ravi has 3 bikes", &cfg), DecisionAction::None);
+        assert_eq!(d("Ravi has three bikes", "Ravi has 3 bikes", &seed), DecisionAction::Add);
+        assert_eq!(d("Ravi has three bikes", "Ravi has 4 bikes", &cfg), DecisionAction::Add);
+    }
+
+    /// The seed's rules as written (`evidence_of_change` off).
+    fn seed() -> Config {
+        let mut c = Config::default();
+        c.signet.evidence_of_change = false;
+        c
+    }
+
+    /// The seed's rules, counting content words only.
+    fn strict_seed() -> Config {
+        let mut c = seed();
+        c.signet.polarity_content_words_only = true;
+        c
+    }
+
+    #[test]
+    fn a_negation_updates_when_enough_words_are_shared() {
+        let cfg = seed();
+        let strict = strict_seed();
         // Shares two content words ("black", "coffee") and negation differs: UPDATE either way.
         let old = fact("Alice", "drinks", "black coffee", "Alice drinks black coffee");
         let new = fact("Alice", "drinks", "black coffee", "Alice does not drink black coffee anymore");
@@ -350,17 +418,13 @@ mod tests {
 
     #[test]
     fn counting_content_words_only_a_split_about_the_same_subject_and_object_still_conflicts() {
-        let strict = {
-            let mut c = Config::default();
-            c.signet.polarity_content_words_only = true;
-            c
-        };
+        let strict = strict_seed();
         let u = DecisionAction::Update;
         // One content word shared ("sushi"), but the same subject and object:
         // an UPDATE, flagged by the detector, as it is counting every word.
         let old = fact("Alice", "loves", "sushi", "Alice loves sushi");
         let new = fact("Alice", "hates", "sushi", "Alice hates sushi");
-        for cfg in [&Config::default(), &strict] {
+        for cfg in [&seed(), &strict] {
             let d = decide(&new, &[memory("m1", &old, 0.7)], cfg);
             assert_eq!((d.action, d.target.as_deref()), (u, Some("m1")));
             assert!(review_needed(&d, &new, Some(&memory("m1", &old, 0.7)), cfg));
@@ -374,7 +438,7 @@ mod tests {
         // Another object: no exception, and one content word is too few.
         let bars = fact("Alice", "hates", "sushi bars", "Alice hates sushi bars");
         assert_eq!(decide(&bars, &[memory("m1", &old, 0.7)], &strict).action, DecisionAction::Add);
-        assert_eq!(decide(&bars, &[memory("m1", &old, 0.7)], &Config::default()).action, u, "counting every word: alice, sushi");
+        assert_eq!(decide(&bars, &[memory("m1", &old, 0.7)], &seed()).action, u, "counting every word: alice, sushi");
         let d = Decision { action: u, target: Some("m1".into()), confidence: 0.9, reason: "r".into() };
         assert!(!review_needed(&d, &bars, Some(&memory("m1", &old, 0.7)), &strict));
         // Another subject (the detector does not check it): no exception either.
@@ -393,14 +457,10 @@ mod tests {
         // Two facts about one speaker with no object in common, which by
         // default share enough words ("tom", "has") for the negation in one
         // to make a conflict; their content words share none.
-        let strict = {
-            let mut c = Config::default();
-            c.signet.polarity_content_words_only = true;
-            c
-        };
+        let strict = strict_seed();
         let old = fact("Tom", "has", "no trips planned", "Tom has no trips planned");
         let new = fact("Tom", "has started", "learning to play the violin", "Tom has started learning to play the violin");
-        assert_eq!(decide(&new, &[memory("m1", &old, 0.6)], &Config::default()).action, DecisionAction::Update);
+        assert_eq!(decide(&new, &[memory("m1", &old, 0.6)], &seed()).action, DecisionAction::Update);
         let d = decide(&new, &[memory("m1", &old, 0.6)], &strict);
         assert_eq!((d.action, d.target), (DecisionAction::Add, None));
     }

@@ -1,0 +1,1587 @@
+//! A fact's content read as propositions about its subject, for the rules
+//! stand-ins' decisions: whether a later fact restates an earlier one, and
+//! whether it shows evidence that the earlier one changed (docs/pipeline.md,
+//! "Evidence of change"). memform's own; no model, no config beyond the
+//! antonym list.
+//!
+//! A [`Reading`] is computed once per fact (a few microseconds) and compared
+//! many times:
+//!
+//! - [`Reading::restatement`] is a key: two facts about the same subject
+//!   whose keys are equal say the same thing (articles, number words,
+//!   "works as X" / "is an X", word order and stance adverbs aside).
+//! - [`change`] is the evidence of change between an earlier and a later
+//!   fact: the same holder and slot with another value, an explicit ending
+//!   of a state, or a polarity flip of the same proposition.
+
+/// The kind of evidence that a later fact replaces an earlier one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// The same holder and the same single-valued slot, another value.
+    Slot(String),
+    /// An explicit ending ("quit", "left", "sold", "no longer", …) of the
+    /// state the earlier fact states.
+    Ending,
+    /// The same holder, predicate family and object, opposite polarity.
+    Flip,
+}
+
+/// One proposition of a fact: who it is about, what is said, of what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Prop {
+    /// Lower-cased: the fact's subject, or a possessive phrase ("ann's sister").
+    holder: String,
+    /// The verb's stem with its particle ("work at", "lov", "be").
+    pred: String,
+    /// The predicate family: "pref" for the preference verbs, else `pred`.
+    family: String,
+    /// Polarity: false when negated (an odd number of negations) or a
+    /// negative preference ("hates").
+    positive: bool,
+    /// The object's content words, stemmed, sorted and distinct.
+    object: Vec<String>,
+    /// A single-valued slot and its value's words, when the clause names one.
+    slot: Option<(String, Vec<String>)>,
+    /// An explicit ending verb ("quit", "left", "sold", …): its object words.
+    ends: Option<Vec<String>>,
+    /// "no longer" / "not … anymore": a negated state that used to hold.
+    no_longer: bool,
+    /// A plan ("plans to move to Oslo", "is going to …"): its predicate and
+    /// object are the planned action's; a negation of that action ends it.
+    plan: bool,
+    /// The ending stops an activity ("quit smoking", "stopped running",
+    /// "gave up painting"): it ends the habit of that verb too.
+    habit: bool,
+    /// The clause states something that holds over time (present tense, a
+    /// plan, a perfect, or the start of a state), which an ending can end;
+    /// a past event cannot be ended.
+    state: bool,
+}
+
+/// What the rules read in one fact's content.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Reading {
+    props: Vec<Prop>,
+    /// The restatement key: subject, then the normalised words sorted.
+    restatement: String,
+    /// A fact of one proposition with an object: its holder, family,
+    /// polarity, object, slot and ending, as a key.
+    proposition: Option<String>,
+}
+
+impl Reading {
+    /// Reads `content`, a third-person sentence about `subject` (the fact's
+    /// subject) with the fact's `predicate` (a key-value fact's key is a
+    /// slot). `antonyms` are the config's pairs: the second word of a pair
+    /// reads as the negation of the first.
+    pub fn of(subject: &str, predicate: &str, content: &str, antonyms: &[[String; 2]]) -> Reading {
+        Reading::of_fact(subject, predicate, None, content, antonyms)
+    }
+
+    /// [`Reading::of`] for a fact whose predicate is single-valued
+    /// (`single_valued_object` = its object, `single_valued_predicates`):
+    /// the predicate is a slot of the subject whose value is the object, as
+    /// long as the content states it as holding (not a past event).
+    pub fn of_fact(subject: &str, predicate: &str, single_valued_object: Option<&str>, content: &str, antonyms: &[[String; 2]]) -> Reading {
+        let words = tokens(content);
+        let subject = subject.trim().to_lowercase();
+        let mut bag: Vec<String> = normal_words(&words);
+        bag.sort();
+        let restatement = format!("{subject}|{}", bag.join(" "));
+        let mut props = propositions(&subject, &predicate.trim().to_lowercase(), &words, antonyms);
+        // "dark mode: enabled", said by the subject: the subject's setting.
+        if props.is_empty()
+            && let Some((key, value)) = content.split_once(": ")
+            && (1..=4).contains(&key.split_whitespace().count())
+            && key.chars().all(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        {
+            let setting = tokens(&format!("{subject}'s {key} is {value}"));
+            props = propositions(&subject, &key.trim().to_lowercase(), &setting, antonyms);
+        }
+        if let Some(object) = single_valued_object
+            && let Some(p) = props.iter_mut().find(|p| p.holder == subject && p.slot.is_none())
+        {
+            let mut value: Vec<String> =
+                tokens(object).iter().filter(|w| !FILLER.contains(&w.as_str()) && !is_time(w)).map(|w| stem(w)).collect();
+            value.sort();
+            value.dedup();
+            p.slot = Some((predicate.trim().to_lowercase(), value));
+        }
+        let proposition = match props.as_slice() {
+            [p] if !p.object.is_empty() => Some(format!(
+                "{}|{}|{}|{}|{}|{:?}|{:?}|{}",
+                p.holder,
+                p.plan,
+                p.family,
+                p.positive,
+                p.object.join(" "),
+                p.slot,
+                p.ends,
+                p.no_longer
+            )),
+            _ => None,
+        };
+        Reading { props, restatement, proposition }
+    }
+
+    /// Reads a text that `speaker` may have said in the first person ("I
+    /// quit the band", "my manager is Bruno"): its first-person words stand
+    /// for the speaker, then it is read as [`Reading::of`] reads a fact
+    /// (predicate unknown).
+    pub fn of_speaker(speaker: &str, text: &str, antonyms: &[[String; 2]]) -> Reading {
+        let name = speaker.trim();
+        let mut out = Vec::new();
+        for raw in text.split_whitespace() {
+            let core = raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '\u{2019}');
+            let lower = core.to_lowercase().replace('\u{2019}', "'");
+            let with = |w: &str| raw.replacen(core, w, 1);
+            out.push(match lower.as_str() {
+                "i" | "me" => with(name),
+                "my" | "mine" => with(&format!("{name}'s")),
+                "i'm" => with(&format!("{name} is")),
+                "i've" => with(&format!("{name} has")),
+                "i'll" => with(&format!("{name} will")),
+                "i'd" => with(&format!("{name} would")),
+                "am" => with("is"),
+                _ => raw.to_string(),
+            });
+        }
+        Reading::of(speaker, "", &out.join(" "), antonyms)
+    }
+
+    /// The restatement key (equal keys: the same thing said again).
+    pub fn restatement(&self) -> &str {
+        &self.restatement
+    }
+
+    /// Whether this fact restates `other`: equal restatement keys, or one
+    /// proposition each with the same holder, predicate family, polarity,
+    /// non-empty object and slot value.
+    pub fn restates(&self, other: &Reading) -> bool {
+        self.restatement == other.restatement || (self.proposition.is_some() && self.proposition == other.proposition)
+    }
+}
+
+/// The evidence that `later` replaces `earlier` (both facts' readings), if
+/// any; `None` means both can stand.
+pub fn change(earlier: &Reading, later: &Reading) -> Option<Change> {
+    for b in &later.props {
+        for a in &earlier.props {
+            if a.holder != b.holder {
+                continue;
+            }
+            // The same slot with another value.
+            if let (Some((sa, va)), Some((sb, vb))) = (&a.slot, &b.slot)
+                && sa == sb
+                && a.state
+                && b.state
+                && (a.positive || b.positive)
+                && !va.is_empty()
+                && !vb.is_empty()
+                && !subset(va, vb)
+                && !subset(vb, va)
+            {
+                return Some(Change::Slot(sa.clone()));
+            }
+            // An explicit ending of a state the earlier fact states.
+            if let Some(ended) = &b.ends
+                && a.state
+                && a.positive
+                && a.ends.is_none()
+                && !ended.is_empty()
+                && (ended.iter().any(|w| a.object.binary_search(w).is_ok())
+                    || (b.habit && matches!(ended.as_slice(), [w] if a.pred.split(' ').next() == Some(w.as_str()))))
+            {
+                return Some(Change::Ending);
+            }
+            // "no longer" / "not … anymore": the same predicate, one object
+            // within the other.
+            if (b.no_longer || a.plan)
+                && !b.positive
+                && a.positive
+                && a.ends.is_none()
+                && a.family == b.family
+                && (subset(&b.object, &a.object) || subset(&a.object, &b.object))
+                && (!b.object.is_empty() || a.object.is_empty())
+            {
+                return Some(Change::Ending);
+            }
+            // A polarity flip of the same proposition.
+            if a.family == b.family
+                && a.positive != b.positive
+                && a.object == b.object
+                && a.ends.is_none()
+                && b.ends.is_none()
+                && (a.slot.is_none() || a.slot == b.slot || b.slot.is_none())
+            {
+                return Some(Change::Flip);
+            }
+        }
+    }
+    None
+}
+
+/// Whether every word of `a` is in `b` (both sorted).
+fn subset(a: &[String], b: &[String]) -> bool {
+    a.iter().all(|w| b.binary_search(w).is_ok())
+}
+
+// ---------------------------------------------------------------------------
+// Words
+
+/// Lower-cased words (letters, digits, `'`), contractions expanded ("doesn't"
+/// → "does not"), hyphens and other punctuation as separators.
+fn tokens(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase().replace(['\u{2019}', '\u{2018}'], "'");
+    let mut out = Vec::new();
+    for raw in lower.split(|c: char| !(c.is_alphanumeric() || c == '\'')) {
+        let w = raw.trim_matches('\'');
+        if w.is_empty() {
+            continue;
+        }
+        if let Some(stem) = w.strip_suffix("n't") {
+            let verb = match stem {
+                "ca" => "can",
+                "wo" => "will",
+                "sha" => "shall",
+                s => s,
+            };
+            out.push(verb.to_string());
+            out.push("not".to_string());
+            continue;
+        }
+        match w {
+            "cannot" => {
+                out.push("can".into());
+                out.push("not".into());
+            }
+            "it's" | "she's" | "he's" | "that's" => {
+                out.push(w.trim_end_matches("'s").to_string());
+                out.push("is".into());
+            }
+            "favorite" => out.push("favourite".into()),
+            "favorites" => out.push("favourites".into()),
+            "color" => out.push("colour".into()),
+            "colors" => out.push("colours".into()),
+            _ => out.push(w.to_string()),
+        }
+    }
+    numbers(out)
+}
+
+const UNITS: &[&str] = &[
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+];
+const TENS: &[&str] = &["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"];
+
+/// Number words as digits: "twenty five" → "25", "three" → "3".
+fn numbers(words: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(words.len());
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i].as_str();
+        if let Some(t) = TENS.iter().position(|x| *x == w) {
+            let mut n = 20 + 10 * t;
+            if let Some(u) = words.get(i + 1).and_then(|n| UNITS.iter().position(|x| x == n)).filter(|u| (1..10).contains(u)) {
+                n += u;
+                i += 1;
+            }
+            out.push(n.to_string());
+        } else if let Some(u) = UNITS.iter().position(|x| *x == w) {
+            // "one" is also a pronoun ("a new one"): a digit only before a noun-like word is not checked; kept as a number.
+            out.push(u.to_string());
+        } else {
+            out.push(w.to_string());
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Words that say how the speaker holds a statement or that it holds now,
+/// not what it says: dropped before anything is compared.
+const STANCE: &[&str] = &[
+    "now",
+    "currently",
+    "nowadays",
+    "still",
+    "honestly",
+    "really",
+    "actually",
+    "truly",
+    "definitely",
+    "absolutely",
+    "totally",
+    "genuinely",
+    "seriously",
+    "certainly",
+    "personally",
+    "basically",
+    "just",
+    "also",
+    "very",
+    "quite",
+    "lately",
+    "anymore",
+    "presently",
+];
+
+/// Stance phrases of several words, dropped like [`STANCE`].
+const STANCE_PHRASES: &[&[&str]] = &[
+    &["these", "days"],
+    &["at", "the", "moment"],
+    &["right", "now"],
+    &["at", "present"],
+    &["any", "more"],
+    &["to", "be", "honest"],
+    &["so", "much"],
+    &["very", "much"],
+    &["a", "lot"],
+    &["for", "now"],
+];
+
+/// Function words whose place, not presence, carries what they say, and
+/// adverbs of habit that restate a habit ("always cycles to work"): left
+/// out of the restatement key, so word order does not count ("Shopify is
+/// where Omar works").
+const RESTATED: &[&str] = &[
+    "at",
+    "in",
+    "on",
+    "with",
+    "to",
+    "of",
+    "for",
+    "by",
+    "from",
+    "during",
+    "where",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "and",
+    "always",
+    "usually",
+    "often",
+    "regularly",
+    "normally",
+    "typically",
+    "generally",
+];
+
+/// Determiners that do not change what is said ("a", "the", "her").
+const DETERMINERS: &[&str] = &["a", "an", "the", "her", "his", "their", "its", "some"];
+
+/// The words without stance words and phrases; "anymore" / "any more"
+/// reported separately.
+fn without_stance(words: &[String]) -> (Vec<String>, bool) {
+    let mut out = Vec::with_capacity(words.len());
+    let mut anymore = false;
+    let mut i = 0;
+    'next: while i < words.len() {
+        for p in STANCE_PHRASES {
+            if words.len() - i >= p.len() && words[i..i + p.len()].iter().zip(p.iter()).all(|(a, b)| a == b) {
+                anymore |= *p == ["any", "more"];
+                i += p.len();
+                continue 'next;
+            }
+        }
+        let w = words[i].as_str();
+        if STANCE.contains(&w) {
+            anymore |= w == "anymore";
+        } else {
+            out.push(words[i].clone());
+        }
+        i += 1;
+    }
+    (out, anymore)
+}
+
+/// The restatement words: no stance words, no determiners, "no longer" as
+/// "not", "works as" / "is employed as" as "is".
+fn normal_words(words: &[String]) -> Vec<String> {
+    let (ws, _) = without_stance(words);
+    let mut out: Vec<String> = Vec::with_capacity(ws.len());
+    let mut i = 0;
+    while i < ws.len() {
+        let w = ws[i].as_str();
+        let next = ws.get(i + 1).map(String::as_str);
+        if w == "no" && next == Some("longer") {
+            out.push("not".into());
+            i += 2;
+            continue;
+        }
+        if matches!(w, "works" | "work" | "worked") && next == Some("as") {
+            // "works as X" says "is an X".
+            i += 2;
+            continue;
+        }
+        if w == "employed" && next == Some("as") {
+            // "is employed as" → "is".
+            i += 2;
+            continue;
+        }
+        if !DETERMINERS.contains(&w) && !manner_adverb(w) && !RESTATED.contains(&w) {
+            out.push(stem(w));
+        }
+        i += 1;
+    }
+    out
+}
+
+/// An "-ly" adverb of manner or time that adds nothing to what a fact
+/// says ("happily", "recently"); not one that bounds it ("rarely", "only")
+/// nor an adjective or noun that ends in "ly".
+fn manner_adverb(w: &str) -> bool {
+    w.len() > 4
+        && w.ends_with("ly")
+        && !matches!(
+            w,
+            "only"
+                | "rarely"
+                | "hardly"
+                | "barely"
+                | "scarcely"
+                | "seldom"
+                | "family"
+                | "early"
+                | "daily"
+                | "weekly"
+                | "monthly"
+                | "yearly"
+                | "nightly"
+                | "hourly"
+                | "friendly"
+                | "lovely"
+                | "silly"
+                | "ugly"
+                | "holy"
+                | "jolly"
+                | "july"
+                | "italy"
+                | "sally"
+                | "emily"
+                | "lily"
+                | "kelly"
+                | "molly"
+                | "billy"
+                | "supply"
+                | "apply"
+                | "reply"
+                | "rely"
+                | "ally"
+                | "belly"
+                | "bully"
+                | "jelly"
+                | "rally"
+                | "tally"
+                | "likely"
+                | "unlikely"
+                | "lonely"
+                | "elderly"
+                | "costly"
+                | "curly"
+                | "anomaly"
+                | "assembly"
+                | "butterfly"
+        )
+}
+
+/// A crude, consistent stem: irregular forms first, then -ies/-ied → y,
+/// -ing, -ed, -es, -s, -e stripped (leaving at least three letters).
+fn stem(w: &str) -> String {
+    let irregular = match w {
+        "went" | "gone" | "goes" | "going" => "go",
+        "has" | "had" | "have" | "having" => "hav",
+        "is" | "was" | "are" | "were" | "am" | "be" | "been" | "being" => "be",
+        "left" | "leaves" | "leaving" | "leave" => "leav",
+        "sold" | "sells" | "selling" | "sell" => "sell",
+        "bought" | "buys" | "buy" | "buying" => "buy",
+        "got" | "gets" | "getting" | "gotten" => "get",
+        "broke" | "breaks" | "broken" | "break" => "break",
+        "gave" | "gives" | "given" | "give" => "giv",
+        "won" | "wins" | "win" | "winning" => "win",
+        "lost" | "loses" | "lose" | "losing" => "los",
+        "quit" | "quits" | "quitting" => "quit",
+        "ran" | "runs" | "run" | "running" => "run",
+        "met" | "meets" | "meet" => "meet",
+        "took" | "takes" | "taken" | "take" => "tak",
+        "made" | "makes" | "make" => "mak",
+        "does" | "did" | "do" | "done" => "do",
+        "began" | "begun" | "begins" | "begin" => "begin",
+        "wrote" | "writes" | "written" | "write" => "writ",
+        "taught" | "teaches" | "teach" => "teach",
+        "studies" | "studied" | "study" | "studying" => "study",
+        _ => "",
+    };
+    if !irregular.is_empty() {
+        return irregular.to_string();
+    }
+    if w.chars().any(|c| c.is_ascii_digit()) || w.len() <= 3 {
+        return w.to_string();
+    }
+    let mut s = w;
+    for (suffix, min) in [("ies", 3), ("ied", 3)] {
+        if let Some(r) = s.strip_suffix(suffix)
+            && r.len() >= min
+        {
+            return format!("{r}y");
+        }
+    }
+    for suffix in ["ing", "ed", "es", "s"] {
+        if let Some(r) = s.strip_suffix(suffix)
+            && r.len() >= 3
+            && !(suffix == "s" && r.ends_with('s'))
+        {
+            s = r;
+            break;
+        }
+    }
+    // A doubled final consonant of a stripped form ("stopped" → "stop").
+    let b = s.as_bytes();
+    if s.len() != w.len() && b.len() >= 4 && b[b.len() - 1] == b[b.len() - 2] && !b"aeiouls".contains(&b[b.len() - 1]) {
+        s = &s[..s.len() - 1];
+    }
+    s.strip_suffix('e').filter(|r| r.len() >= 3).unwrap_or(s).to_string()
+}
+
+// ---------------------------------------------------------------------------
+// Propositions
+
+/// Preference verbs by polarity (stems).
+const LIKE: &[&str] = &["lov", "lik", "enjoy", "ador", "prefer"];
+const DISLIKE: &[&str] = &["hat", "dislik", "detest", "loath", "avoid"];
+
+/// Verbs that end a state ("quit the band", "sold the car"), as stems; a
+/// particle may follow.
+const ENDINGS: &[&str] = &[
+    "quit", "leav", "sell", "stop", "cancel", "cancell", "resign", "retir", "divorc", "abandon", "skipp", "skip", "withdrew", "withdraw",
+    "scrap", "scrapp", "ditch", "shelv", "postpon",
+];
+/// Endings of a verb and its particles ("moved out of", "broke up with"),
+/// as predicates.
+const ENDING_PHRASES: &[&str] = &[
+    "mov out of",
+    "mov out",
+    "break up with",
+    "split up with",
+    "giv up",
+    "call off",
+    "drop out of",
+    "drop out",
+    "get rid of",
+    "giv away",
+    "decid against",
+    "pull out of",
+    "back out of",
+    "split from",
+    "separat from",
+];
+
+/// Words that close the thing an ending names: a reason, a purpose, a
+/// further clause ("left his job *to* pursue dancing", "*because* …").
+const ENDED_STOP: &[&str] = &[
+    "and", "but", "because", "so", "since", "due", "after", "before", "when", "while", "for", "which", "that", "who", "where", "although",
+    "though", "if", "to", "into",
+];
+/// Nouns whose "to" phrase names where they go ("trip to Japan").
+const TO_NOUNS: &[&str] = &["trip", "visit", "move", "vacation", "holiday", "flight", "journey", "tour", "plan", "plans", "wedding"];
+
+/// What an ending ends: the words of the noun phrase after it, with the
+/// places attached to it ("job at the bakery", "trip to Japan"), up to a
+/// reason, a purpose or another clause; no filler, time words or numbers;
+/// stemmed, sorted, distinct.
+fn ended(rest: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut heads: Vec<&str> = Vec::new();
+    for w in rest {
+        let w = w.as_str();
+        if ENDED_STOP.contains(&w) && !(w == "to" && heads.iter().any(|h| TO_NOUNS.contains(h))) {
+            break;
+        }
+        heads.push(w);
+        if FILLER.contains(&w) || TIME_WORDS.contains(&w) || w.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        out.push(stem(w));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Verbs that begin a state (a past form of one still holds: "joined a
+/// band", "bought a car"), as stems.
+const INCHOATIVE: &[&str] = &[
+    "join", "start", "buy", "adopt", "get", "mov", "becam", "becom", "sign", "enrol", "enroll", "found", "open", "begin", "book", "turn",
+    "relocat", "settl",
+];
+
+/// Modal and auxiliary words before a main verb.
+const AUX: &[&str] =
+    &["do", "does", "did", "will", "would", "can", "could", "should", "may", "might", "must", "shall", "to", "going", "used"];
+const BE: &[&str] = &["is", "are", "was", "were", "am", "be", "been", "being"];
+const HAVE: &[&str] = &["has", "have", "had"];
+
+/// Nouns whose possessive names another person or animal, not an attribute:
+/// "Ann's sister works as …" is about the sister.
+const HOLDERS: &[&str] = &[
+    "sister",
+    "brother",
+    "mother",
+    "father",
+    "mom",
+    "mum",
+    "dad",
+    "son",
+    "daughter",
+    "kid",
+    "kids",
+    "child",
+    "children",
+    "friend",
+    "friends",
+    "cousin",
+    "aunt",
+    "uncle",
+    "grandma",
+    "grandpa",
+    "grandmother",
+    "grandfather",
+    "niece",
+    "nephew",
+    "neighbour",
+    "neighbor",
+    "colleague",
+    "coworker",
+    "roommate",
+    "parents",
+    "family",
+    "dog",
+    "cat",
+    "pet",
+    "puppy",
+    "kitten",
+    "team",
+    "band",
+    "sibling",
+    "siblings",
+    "baby",
+    "grandson",
+    "granddaughter",
+];
+
+/// Single-valued attributes of a person ("Ann's manager is …").
+const SLOT_NOUNS: &[&str] = &[
+    "age",
+    "job",
+    "occupation",
+    "profession",
+    "manager",
+    "boss",
+    "partner",
+    "boyfriend",
+    "girlfriend",
+    "husband",
+    "wife",
+    "fiance",
+    "fiancee",
+    "spouse",
+    "school",
+    "university",
+    "college",
+    "major",
+    "hometown",
+    "address",
+    "employer",
+    "role",
+    "position",
+    "title",
+    "salary",
+    "budget",
+    "level",
+    "mode",
+    "status",
+    "coach",
+    "teacher",
+    "mentor",
+    "birthday",
+    "name",
+];
+
+/// Occupations, the head nouns of a job ("is a nurse", "is a stay-at-home
+/// dad"): one at a time, like "works as" (compared by [`stem`]).
+const OCCUPATIONS: &[&str] = &[
+    "nurse",
+    "teacher",
+    "engineer",
+    "postman",
+    "postwoman",
+    "paramedic",
+    "mechanic",
+    "driver",
+    "chef",
+    "cook",
+    "waiter",
+    "waitress",
+    "barista",
+    "bartender",
+    "accountant",
+    "lawyer",
+    "attorney",
+    "doctor",
+    "dentist",
+    "surgeon",
+    "pilot",
+    "plumber",
+    "electrician",
+    "carpenter",
+    "programmer",
+    "developer",
+    "designer",
+    "technician",
+    "librarian",
+    "cashier",
+    "clerk",
+    "baker",
+    "butcher",
+    "farmer",
+    "firefighter",
+    "officer",
+    "soldier",
+    "consultant",
+    "analyst",
+    "architect",
+    "journalist",
+    "reporter",
+    "photographer",
+    "tutor",
+    "professor",
+    "lecturer",
+    "researcher",
+    "scientist",
+    "vet",
+    "veterinarian",
+    "pharmacist",
+    "therapist",
+    "counselor",
+    "counsellor",
+    "receptionist",
+    "secretary",
+    "courier",
+    "trucker",
+    "translator",
+    "realtor",
+    "salesperson",
+    "homemaker",
+    "freelancer",
+    "hairdresser",
+    "barber",
+    "gardener",
+    "cleaner",
+    "janitor",
+    "nanny",
+    "caregiver",
+    "carer",
+    "instructor",
+    "paralegal",
+    "midwife",
+    "optician",
+    "banker",
+    "cashier",
+    "dispatcher",
+    "welder",
+    "machinist",
+    "bricklayer",
+    "roofer",
+    "painter",
+    "tailor",
+    "florist",
+    "chemist",
+    "biologist",
+    "economist",
+    "auditor",
+    "broker",
+    "underwriter",
+    "administrator",
+    "coordinator",
+    "supervisor",
+    "foreman",
+    "intern",
+    "apprentice",
+];
+
+/// Things one person usually has one of at a time ("has an iPhone 8",
+/// "has a Pixel phone"): a word ending in one names the thing.
+const SINGLE_THINGS: &[&str] = &["phone", "car", "laptop", "truck", "van", "motorbike", "motorcycle", "scooter", "apartment", "flat"];
+
+/// Verbs of holding a position in a group ("chairs the association").
+const ROLE_VERBS: &[&str] = &["chair", "captain", "coach", "head", "lead"];
+
+/// What a person "finds" a thing when they dislike it, as stems.
+const DULL: &[&str] = &["boring", "dull", "tedious", "tiresom", "annoying", "unbearabl"];
+
+/// Relationship statuses ("is single", "is married to …"): one at a time.
+const STATUSES: &[&str] = &["single", "married", "engaged", "dating", "divorced", "separated", "widowed", "seeing", "together"];
+
+/// A partner one has ("has a girlfriend named …"): a relationship status.
+const PARTNERS: &[&str] = &["partner", "boyfriend", "girlfriend", "husband", "wife", "fiance", "fiancee", "spouse"];
+
+/// Possessed attributes that are people: "Sam's girlfriend is Mia" is the
+/// slot's value, "Sam's girlfriend is vegan" says something of her.
+const PERSON_SLOTS: &[&str] = &[
+    "partner",
+    "boyfriend",
+    "girlfriend",
+    "husband",
+    "wife",
+    "fiance",
+    "fiancee",
+    "spouse",
+    "manager",
+    "boss",
+    "coach",
+    "teacher",
+    "mentor",
+];
+
+/// Nouns of a place of study ("attends Oakfield School").
+const SCHOOLS: &[&str] = &["school", "academy", "college", "university", "uni", "institute"];
+
+/// Words of an object that say nothing of what it is.
+const FILLER: &[&str] = &[
+    "a", "an", "the", "her", "his", "their", "its", "my", "our", "your", "some", "and", "or", "of", "in", "on", "at", "for", "with", "by",
+    "from", "to", "as", "about", "this", "that", "these", "those", "not", "no", "longer", "never", "which", "who", "it", "them", "him",
+    "she", "he", "they", "there", "up", "out", "off", "into",
+];
+
+const PARTICLES: &[&str] =
+    &["at", "as", "for", "in", "to", "with", "out", "of", "up", "off", "from", "on", "into", "rid", "away", "against"];
+
+/// Verbs of intention whose "to" names a planned action ("plans to move").
+const PLAN_VERBS: &[&str] = &["plan", "want", "hop", "intend", "aim", "expect", "decid"];
+
+/// The fact's propositions: its clauses (split at "and" or "but" before a
+/// finite verb, at ";"), each about the subject (or a possessed holder).
+fn propositions(subject: &str, predicate: &str, words: &[String], antonyms: &[[String; 2]]) -> Vec<Prop> {
+    let subject_words: Vec<String> = tokens(subject);
+    if subject_words.is_empty() {
+        return Vec::new();
+    }
+    // Where the subject is first named (after a time lead such as "In May,").
+    let Some(at) = (0..words.len().min(TIME_LEAD_MAX + 1)).find(|&i| named_at(words, i, &subject_words)) else {
+        return Vec::new();
+    };
+    if at > 0 && !TIME_LEAD.contains(&words[0].as_str()) && !words[..at].iter().all(|w| STANCE.contains(&w.as_str())) {
+        // Named after something that is not a time lead: the sentence is
+        // about something else ("Tom told Ann …").
+        return Vec::new();
+    }
+    let after = at + subject_words.len();
+    let mut holder = subject.to_string();
+    let mut rest: &[String] = &words[after - 1..];
+    let mut slot_noun: Option<String> = None;
+    // The words of a possessed thing ("Amara's charity quiz night").
+    let mut possessed: Option<Vec<String>> = None;
+    let last = &words[after - 1];
+    if last.ends_with("'s") || last.ends_with('\'') {
+        // "Ann's <noun phrase> is/verb …".
+        let tail = &words[after..];
+        let verb = tail.iter().position(|w| BE.contains(&w.as_str()) || is_finite(w)).unwrap_or(tail.len());
+        let head: Vec<&str> = tail[..verb].iter().map(String::as_str).filter(|w| !matches!(*w, "new" | "current" | "old")).collect();
+        if head.is_empty() || verb == tail.len() {
+            return Vec::new();
+        }
+        let head_text = head.join(" ");
+        // "… was called off": a passive ending, not an attribute's value.
+        let passive_ending = tail.get(verb + 1).is_some_and(|w| {
+            let v = stem(w);
+            ENDINGS.contains(&v.as_str()) || (v == "call" && tail.get(verb + 2).is_some_and(|p| p == "off"))
+        });
+        let is_copula = BE.contains(&tail[verb].as_str()) && !passive_ending;
+        let person = head.iter().any(|w| HOLDERS.contains(w));
+        let attribute = head.first() == Some(&"favourite")
+            || (!person && (head.iter().any(|w| SLOT_NOUNS.contains(w)) || head_text == predicate || head == ["relationship"]));
+        if is_copula && attribute {
+            if head.iter().any(|w| PERSON_SLOTS.contains(w)) {
+                // "Sam's girlfriend is Mia": the slot's value; "… is vegan": a fact of hers.
+                holder = format!("{subject}'s {head_text}");
+            }
+            slot_noun = Some(head_text);
+        } else {
+            holder = format!("{subject}'s {head_text}");
+            possessed = Some(head.iter().map(|w| stem(w)).collect());
+        }
+        rest = &tail[verb..];
+    } else {
+        rest = &rest[1..];
+    }
+    let mut out = Vec::new();
+    for clause in split_clauses(rest) {
+        if let Some(mut p) = clause_prop(&holder, &clause, slot_noun.as_deref(), antonyms) {
+            // A passive ending of a possessed thing ends it for the subject:
+            // "Amara's quiz night was called off".
+            if let (Some(words), Some(ended)) = (&possessed, &p.ends)
+                && ended.is_empty()
+            {
+                let mut words: Vec<String> = words.iter().filter(|w| !FILLER.contains(&w.as_str())).cloned().collect();
+                words.sort();
+                words.dedup();
+                p.holder = subject.to_string();
+                p.ends = Some(words);
+            }
+            out.push(p);
+        }
+        // Later clauses are about the subject itself.
+        slot_noun = None;
+    }
+    out
+}
+
+/// Words that open a time lead before the subject ("In May, Ann …").
+const TIME_LEAD: &[&str] = &["in", "on", "during", "last", "this", "after", "before", "yesterday", "today", "recently", "since", "at"];
+/// The longest time lead before the subject, in words.
+const TIME_LEAD_MAX: usize = 4;
+
+/// Time words that do not say what an ending ends ("sold the car last week").
+const TIME_WORDS: &[&str] = &[
+    "last",
+    "week",
+    "month",
+    "year",
+    "day",
+    "today",
+    "yesterday",
+    "ago",
+    "early",
+    "late",
+    "recently",
+    "weekend",
+    "morning",
+    "night",
+    "evening",
+    "afternoon",
+    "soon",
+    "next",
+    "first",
+    "time",
+];
+
+/// Whether the subject's words start at `i` (the last may be possessive).
+fn named_at(words: &[String], i: usize, subject: &[String]) -> bool {
+    if i + subject.len() > words.len() {
+        return false;
+    }
+    subject.iter().enumerate().all(|(k, s)| {
+        let w = &words[i + k];
+        w == s || (k + 1 == subject.len() && (*w == format!("{s}'s") || *w == format!("{s}'")))
+    })
+}
+
+/// A third-person present or a past form: "works", "worked", "quit".
+fn is_finite(w: &str) -> bool {
+    (w.len() > 3 && (w.ends_with('s') && !w.ends_with("ss") || w.ends_with("ed")))
+        || matches!(w, "went" | "left" | "sold" | "quit" | "broke" | "got" | "bought" | "won" | "lost" | "gave" | "made" | "took" | "met")
+        || HAVE.contains(&w)
+        || AUX.contains(&w) && !matches!(w, "to" | "going" | "used")
+}
+
+/// Splits at ";" (already gone: punctuation separates words) and at "and"
+/// / "but" followed by a finite verb, a negation or "no longer".
+fn split_clauses(words: &[String]) -> Vec<Vec<String>> {
+    let mut out = vec![Vec::new()];
+    for (i, w) in words.iter().enumerate() {
+        let next = words.get(i + 1).map(String::as_str).unwrap_or("");
+        if matches!(w.as_str(), "and" | "but") && !out.last().is_some_and(Vec::is_empty) && (is_finite(next) && !HOLDERS.contains(&next)) {
+            out.push(Vec::new());
+            continue;
+        }
+        if let Some(last) = out.last_mut() {
+            last.push(w.clone());
+        }
+    }
+    out.retain(|c| !c.is_empty());
+    out
+}
+
+/// One clause after its holder: "is single", "no longer plays tennis",
+/// "works as a nurse", "quit the band".
+fn clause_prop(holder: &str, clause: &[String], slot_noun: Option<&str>, antonyms: &[[String; 2]]) -> Option<Prop> {
+    let (ws, anymore) = without_stance(clause);
+    let mut negations = 0usize;
+    let mut no_longer = anymore;
+    let mut i = 0;
+    let mut saw_be = false;
+    let mut saw_have = false;
+    let mut aux = false;
+    let mut plan = false;
+    // Skip auxiliaries and negations before the main verb.
+    while i < ws.len() {
+        let w = ws[i].as_str();
+        let next = ws.get(i + 1).map(String::as_str);
+        if w == "no" && next == Some("longer") {
+            negations += 1;
+            no_longer = true;
+            i += 2;
+            continue;
+        }
+        if matches!(w, "not" | "never") {
+            negations += 1;
+            i += 1;
+            continue;
+        }
+        if BE.contains(&w) {
+            saw_be = true;
+            i += 1;
+            continue;
+        }
+        if HAVE.contains(&w) && next.is_some_and(|n| n.ends_with("ed") || n == "been" || matches!(n, "not" | "never" | "no")) {
+            saw_have = true;
+            aux = true;
+            i += 1;
+            continue;
+        }
+        if AUX.contains(&w) {
+            aux = true;
+            plan |= w == "going" && next == Some("to");
+            i += 1;
+            continue;
+        }
+        break;
+    }
+    let present_or_plan = |w: &str| saw_have || aux || (saw_be && w.ends_with("ing")) || BE.contains(&w) || !is_past_form(w);
+    // The copula: "is single", "is a nurse", "is 30 years old".
+    let (pred, particle_end, verb_word) = if i >= ws.len() || (saw_be && (slot_noun.is_some() || !is_verbish(&ws[i]))) {
+        ("be".to_string(), i, "is".to_string())
+    } else {
+        let mut i = i;
+        // A plan: the planned action is the predicate ("plans to move to Oslo").
+        if PLAN_VERBS.contains(&stem(&ws[i]).as_str()) && ws.get(i + 1).is_some_and(|w| w == "to") && i + 2 < ws.len() {
+            plan = true;
+            i += 2;
+        }
+        let v = stem(&ws[i]);
+        let mut end = i + 1;
+        let mut pred = v.clone();
+        // Antonyms: the second word of a pair reads as a negated first.
+        if let Some([a, _]) = antonyms.iter().find(|[_, b]| *b == ws[i]) {
+            pred = stem(a);
+            negations += 1;
+        }
+        if let Some(p) = ws.get(end).filter(|p| PARTICLES.contains(&p.as_str())) {
+            pred = format!("{pred} {p}");
+            end += 1;
+            let second = |q: &&String| match q.as_str() {
+                "of" => pred.ends_with(" out") || pred.ends_with(" rid"),
+                "with" => pred.ends_with(" out") || pred.ends_with(" up"),
+                "from" => pred.ends_with(" out"),
+                _ => false,
+            };
+            if let Some(q) = ws.get(end).filter(second) {
+                pred = format!("{pred} {q}");
+                end += 1;
+            }
+        }
+        (pred, end, ws[i].clone())
+    };
+    let rest = &ws[particle_end.min(ws.len())..];
+    // Objects: antonym second words flip the polarity ("is disabled").
+    let mut object: Vec<String> = Vec::new();
+    for w in rest {
+        if FILLER.contains(&w.as_str()) {
+            if matches!(w.as_str(), "not" | "never") {
+                negations += 1;
+            }
+            continue;
+        }
+        if let Some([a, _]) = antonyms.iter().find(|[_, b]| b == w) {
+            negations += 1;
+            object.push(stem(a));
+        } else {
+            object.push(stem(w));
+        }
+    }
+    // "no X" as the object's determiner: "has no car".
+    if rest.first().is_some_and(|w| w == "no") && !no_longer {
+        negations += 1;
+    }
+    object.sort();
+    object.dedup();
+    let verb_stem = pred.split(' ').next().unwrap_or("").to_string();
+    // "can't stand X" dislikes X; "is into X" likes it; "finds X boring" dislikes it.
+    let cannot_stand = verb_stem == "stand" && negations % 2 == 1;
+    let into = pred == "be" && rest.first().is_some_and(|w| w == "into");
+    let is_dull = |w: &String| DULL.iter().any(|d| stem(d) == *w);
+    let dull = verb_stem == "find" && object.iter().any(is_dull);
+    if dull {
+        object.retain(|w| !is_dull(w));
+    }
+    let family = if LIKE.contains(&verb_stem.as_str()) || DISLIKE.contains(&verb_stem.as_str()) || cannot_stand || into || dull {
+        "pref".to_string()
+    } else {
+        pred.clone()
+    };
+    let positive = negations.is_multiple_of(2) != (DISLIKE.contains(&verb_stem.as_str()) || dull);
+    // Slots, their values without the times they hold at.
+    let slot = if let Some(noun) = slot_noun { Some((noun.to_string(), object.clone())) } else { verb_slot(&pred, &ws, rest, &object) }
+        .map(|(name, value)| {
+            let timeless = if name == "age" || name == "shift" { value } else { value.into_iter().filter(|w| !is_time(w)).collect() };
+            (name, timeless)
+        });
+    // Endings: what they end.
+    // Giving a thing to someone ends having it ("gave his bike to his cousin").
+    let given = verb_stem == "giv"
+        && rest.windows(2).any(|w| w[0] == "to" && matches!(w[1].as_str(), "his" | "her" | "their" | "a" | "an" | "the" | "my" | "our"));
+    let ends = if (ENDINGS.contains(&verb_stem.as_str()) && !saw_be) || ENDING_PHRASES.contains(&pred.as_str()) || given {
+        (negations == 0).then(|| ended(rest))
+    } else {
+        None
+    };
+    let habit = matches!(verb_stem.as_str(), "quit" | "stop") || pred == "giv up";
+    let state = pred == "be" || present_or_plan(&verb_word) || INCHOATIVE.contains(&verb_stem.as_str()) || plan;
+    Some(Prop {
+        holder: holder.to_string(),
+        pred,
+        family,
+        positive,
+        object,
+        slot,
+        ends,
+        no_longer: no_longer && negations > 0,
+        plan,
+        habit,
+        state,
+    })
+}
+
+/// A time word, a month or a year: when a value holds, not what it is.
+fn is_time(w: &str) -> bool {
+    TIME_WORDS.contains(&w)
+        || matches!(
+            w,
+            "januari"
+                | "january"
+                | "february"
+                | "februari"
+                | "march"
+                | "april"
+                | "may"
+                | "june"
+                | "july"
+                | "juli"
+                | "august"
+                | "september"
+                | "october"
+                | "november"
+                | "december"
+                | "spring"
+                | "summer"
+                | "autumn"
+                | "fall"
+                | "winter"
+                | "ago"
+                | "sinc"
+                | "since"
+        )
+        || (w.len() == 4 && w.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// A simple past form ("worked", "went"): an event, not a state.
+fn is_past_form(w: &str) -> bool {
+    (w.ends_with("ed") && w.len() > 3)
+        || matches!(
+            w,
+            "went"
+                | "left"
+                | "sold"
+                | "quit"
+                | "broke"
+                | "got"
+                | "bought"
+                | "won"
+                | "lost"
+                | "gave"
+                | "made"
+                | "took"
+                | "met"
+                | "ran"
+                | "began"
+                | "wrote"
+                | "taught"
+                | "came"
+                | "saw"
+                | "told"
+                | "said"
+                | "found"
+                | "felt"
+                | "kept"
+                | "held"
+                | "brought"
+                | "thought"
+                | "spent"
+                | "sent"
+                | "built"
+                | "ate"
+                | "drank"
+                | "flew"
+                | "drove"
+                | "rode"
+                | "swam"
+                | "sang"
+                | "won't"
+        )
+}
+
+/// A word that can be a main verb after a copula ("is working", "is
+/// married" is a status, not a verb).
+fn is_verbish(w: &str) -> bool {
+    (w.ends_with("ing") && w.len() > 4 && !matches!(w, "dating" | "seeing"))
+        || (w.ends_with("ed")
+            && !STATUSES.contains(&w)
+            && w.len() > 4
+            && !matches!(w, "interested" | "excited" | "tired" | "retired" | "employed"))
+}
+
+/// The slot a verb clause names: relationship status, age, job, employer,
+/// home, school, team, car.
+fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> Option<(String, Vec<String>)> {
+    let slot = |name: &str| Some((name.to_string(), object.to_vec()));
+    let stems = |ws: &[String]| {
+        let mut v: Vec<String> = ws.iter().filter(|w| !FILLER.contains(&w.as_str())).map(|w| stem(w)).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let has_seq = |seq: &[&str]| ws.windows(seq.len()).any(|w| w.iter().zip(seq).all(|(a, b)| a == b));
+    let verb = pred.split(' ').next().unwrap_or("");
+    let with = |extra: &str, drop: &[&str]| {
+        let mut v: Vec<String> = object.iter().filter(|w| !drop.contains(&w.as_str())).cloned().collect();
+        if !extra.is_empty() {
+            v.push(extra.to_string());
+        }
+        v.sort();
+        v.dedup();
+        v
+    };
+    // How one earns a living ("drives a bus for a living", "sells earrings
+    // full time"): the occupation, whatever the verb.
+    if pred != "be" && (has_seq(&["for", "a", "living"]) || has_seq(&["full", "time"]) || has_seq(&["part", "time"])) {
+        return Some(("job".into(), with(verb, &["liv", "full", "part", "time"])));
+    }
+    // Teaching at a school, waiting tables: occupations told by their verb.
+    if (verb == "teach" && rest.iter().any(|w| SCHOOLS.contains(&w.as_str()))) || (verb == "wait" && object.iter().any(|w| w == "tabl")) {
+        return Some(("job".into(), with(verb, &[])));
+    }
+    // A thing one has one of ("has a Pixel phone"): its kind is the slot,
+    // the words that tell which one are the value.
+    if matches!(verb, "hav" | "own" | "buy" | "get" | "driv")
+        && let Some(thing) = SINGLE_THINGS.iter().find(|t| object.iter().any(|w| w.ends_with(stem(t).as_str())))
+    {
+        return Some((format!("own {thing}"), with("", &[stem(thing).as_str(), "new", "old", "current", "second", "hand"])));
+    }
+    // A shift or a schedule: one at a time ("works the night shift").
+    if pred != "be" && object.iter().any(|w| w == "shift") {
+        return Some(("shift".into(), with("", &["shift"])));
+    }
+    // Holding a position in a group ("chairs the association"), the same
+    // slot as "is the chair of the association".
+    if ROLE_VERBS.contains(&verb) && pred == verb && !object.is_empty() && !object.iter().any(|w| is_time(w)) {
+        return Some((format!("role in {}", object.join(" ")), vec![verb.to_string()]));
+    }
+    if pred == "be" {
+        let mut after = ws.iter().skip_while(|w| BE.contains(&w.as_str()) || matches!(w.as_str(), "not" | "never")).map(String::as_str);
+        let (first, second) = (after.next()?, after.next().unwrap_or(""));
+        if STATUSES.contains(&first)
+            || (first == "back" && STATUSES.contains(&second))
+            || (first == "in" && object.iter().any(|w| w == "relationship"))
+        {
+            return slot("relationship");
+        }
+        // "is 30", "is 30 years old".
+        if object.first().is_some_and(|w| w.chars().all(|c| c.is_ascii_digit()))
+            && (object.len() == 1 || object.iter().any(|w| w == "year") && object.iter().any(|w| w == "old"))
+        {
+            return Some(("age".into(), object[..1].to_vec()));
+        }
+        // An occupation: "is a nurse", "is a stay-at-home dad".
+        if matches!(first, "a" | "an") {
+            let np: Vec<&String> =
+                rest.iter().skip(1).take_while(|w| !matches!(w.as_str(), "at" | "for" | "in" | "on" | "of" | "with")).collect();
+            let home = has_seq(&["stay", "at", "home"]);
+            if home || np.iter().any(|w| OCCUPATIONS.iter().any(|o| stem(o) == stem(w))) {
+                return Some(("job".into(), if home { vec!["homemak".into()] } else { object.to_vec() }));
+            }
+        }
+        // A role in something: "is the captain of her netball team" (one role per group).
+        if matches!(first, "a" | "an" | "the")
+            && let Some(k) = rest.iter().position(|w| matches!(w.as_str(), "of" | "on" | "at" | "for" | "in"))
+        {
+            let role = stems(&rest[..k]);
+            let group = stems(&rest[k + 1..]);
+            if (1..=3).contains(&role.len()) && !group.is_empty() && !group.iter().any(|w| is_time(w)) {
+                return Some((format!("role in {}", group.join(" ")), role));
+            }
+        }
+        return None;
+    }
+    match pred {
+        "work as" => slot("job"),
+        "work at" | "work for" => slot("employer"),
+        "work on" if object.iter().any(|w| w == "team") => slot("team"),
+        "mov" if rest.first().is_some_and(|w| w == "back") && rest.get(1).is_some_and(|w| w == "to") => {
+            Some(("home".into(), object.iter().filter(|w| *w != "back").cloned().collect()))
+        }
+        "liv in" | "mov to" | "mov into" | "reloc to" | "relocat to" | "settl in" | "resid in" => slot("home"),
+        "propos to" => Some(("relationship".into(), vec!["engag".into()])),
+        "study at" => slot("school"),
+        "play for" => slot("team"),
+        "driv" => slot("car"),
+        "turn" if object.first().is_some_and(|w| w.chars().all(|c| c.is_ascii_digit())) => Some(("age".into(), object[..1].to_vec())),
+        "dat" | "marry" => slot("relationship"),
+        "get" if object.first().is_some_and(|w| matches!(w.as_str(), "marry" | "engag" | "divorc")) => slot("relationship"),
+        "hav" if rest.iter().any(|w| PARTNERS.contains(&w.as_str())) => slot("relationship"),
+        "attend" if rest.iter().any(|w| SCHOOLS.contains(&w.as_str())) => slot("school"),
+        _ if verb == "study" => {
+            let k = rest.iter().position(|w| w == "at")?;
+            Some(("school".into(), stems(&rest[k + 1..])))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Each decision rule pinned with the kinds of pair it is for, and the
+    //! kinds it must leave alone (memform's own sentences).
+    use super::*;
+
+    fn antonyms() -> Vec<[String; 2]> {
+        [("enabled", "disabled"), ("love", "hate"), ("likes", "dislikes")].iter().map(|(a, b)| [a.to_string(), b.to_string()]).collect()
+    }
+
+    fn read(subject: &str, content: &str) -> Reading {
+        Reading::of(subject, "states", content, &antonyms())
+    }
+
+    /// The evidence that the second sentence replaces the first (subject Maya).
+    fn evidence(first: &str, second: &str) -> Option<Change> {
+        change(&read("Maya", first), &read("Maya", second))
+    }
+
+    fn restated(first: &str, second: &str) -> bool {
+        read("Maya", second).restates(&read("Maya", first))
+    }
+
+    #[track_caller]
+    fn update(first: &str, second: &str, want: Change) {
+        assert_eq!(evidence(first, second), Some(want), "{first:?} → {second:?}: {:#?} / {:#?}", read("Maya", first), read("Maya", second));
+        assert!(!restated(first, second), "{first:?} / {second:?} read as a restatement");
+    }
+
+    #[track_caller]
+    fn coexist(first: &str, second: &str) {
+        assert_eq!(evidence(first, second), None, "{first:?} → {second:?}: {:#?} / {:#?}", read("Maya", first), read("Maya", second));
+        assert!(!restated(first, second), "{first:?} / {second:?} read as a restatement");
+    }
+
+    #[track_caller]
+    fn duplicate(first: &str, second: &str) {
+        assert!(restated(first, second), "{first:?} / {second:?}: {:#?} / {:#?}", read("Maya", first), read("Maya", second));
+        assert_eq!(evidence(first, second), None, "{first:?} → {second:?}");
+    }
+
+    #[test]
+    fn the_same_slot_with_another_value_replaces() {
+        let slot = |s: &str| Change::Slot(s.to_string());
+        update("Maya works as a pharmacist", "Maya works as a carpenter", slot("job"));
+        update("Maya works at a law firm downtown", "Maya works at the city museum", slot("employer"));
+        update("Maya lives in Lisbon", "Maya moved to Porto", slot("home"));
+        update("Maya lives in Lisbon", "Maya now lives in Porto", slot("home"));
+        update("Maya is single", "Maya is dating Theo", slot("relationship"));
+        update("Maya is dating Theo", "Maya is married to Theo", slot("relationship"));
+        update("Maya is engaged to Theo", "Maya got married", slot("relationship"));
+        update("Maya is 27 years old", "Maya is twenty-eight years old", slot("age"));
+        update("Maya is 27", "Maya turned 28", slot("age"));
+        update("Maya's favourite band is The Owls", "Maya's favorite band is now Low Tide", slot("favourite band"));
+        update("Maya's manager is Ingrid", "Maya's new manager is Bruno", slot("manager"));
+        update("Maya studies at Ridgeway College", "Maya studies at the Northfield Institute", slot("school"));
+        update("Maya plays for the Harbour Hawks", "Maya plays for the Valley Foxes", slot("team"));
+        update("Maya has a boyfriend named Theo", "Maya is single", slot("relationship"));
+        update("Maya is not seeing anyone", "Maya is dating Theo", slot("relationship"));
+        update("Maya is separated from her husband", "Maya is back together with her husband", slot("relationship"));
+        update("Maya is the secretary of the rowing club", "Maya is a coach at the rowing club", slot("role in club row"));
+        update("Maya works on the billing team", "Maya works on the mobile team", slot("team"));
+        update("Maya attends Hillcrest School", "Maya attends Larkfield Academy", slot("school"));
+        update("Maya is studying for a diploma at Brookvale", "Maya is studying for a diploma at Westmere", slot("school"));
+        update("Maya's girlfriend is Ines", "Maya's girlfriend is Clara", slot("girlfriend"));
+        // A value's time is not its value; a past state is no current value.
+        coexist("Maya moved to Porto in 2020", "Maya moved to a bigger flat in Porto in March");
+        coexist("Maya worked at a law firm from 2012 to 2016", "Maya works at the city museum");
+        coexist("Maya lived in Lisbon as a student", "Maya lives in Porto");
+        // A person in a slot: what is said of her is not the slot's value.
+        coexist("Maya's girlfriend is vegetarian", "Maya is not vegetarian");
+        // The same value, or one within the other, is no change.
+        coexist("Maya lives in Lisbon", "Maya lives in Lisbon with two flatmates");
+        assert_eq!(evidence("Maya works as a pharmacist", "Maya works as a pharmacist"), None);
+    }
+
+    #[test]
+    fn the_common_shapes_of_a_slot_are_one_slot() {
+        let slot = |s: &str| Change::Slot(s.to_string());
+        // An occupation, whatever its shape: "is a X", "works as X", a verb
+        // "for a living" or "full time", teaching at a school, waiting tables.
+        update("Maya is a librarian", "Maya works as a welder", slot("job"));
+        update("Maya is a stay-at-home mum", "Maya works as a florist", slot("job"));
+        update("Maya repairs bikes for a living", "Maya is a dentist", slot("job"));
+        update("Maya teaches maths at a primary school", "Maya works as a translator", slot("job"));
+        update("Maya waits tables at a diner", "Maya paints houses full time", slot("job"));
+        // Home: moving back, relocating, settling.
+        update("Maya lives in Galway", "Maya relocated to Cork", slot("home"));
+        update("Maya lives in Galway", "Maya moved back to Sligo", slot("home"));
+        // A thing one has one of, told apart by its make or model.
+        update("Maya has a Nokia phone", "Maya has an iPhone 12", slot("own phone"));
+        update("Maya drives a red Fiat car", "Maya bought a Volvo car", slot("own car"));
+        // A position in a group, by verb or by noun.
+        update("Maya is the secretary of the chess club", "Maya chairs the chess club", slot("role in chess club"));
+        // A shift.
+        update("Maya works the early shift at the depot", "Maya works the late shift at the depot", slot("shift"));
+        // Negatives: another holder, a hobby beside a job, the same job told
+        // twice, a new phone of the same model, another group.
+        coexist("Maya is a librarian", "Maya's brother works as a welder");
+        coexist("Maya is a librarian", "Maya plays the cello in an orchestra");
+        coexist("Maya is a librarian", "Maya works as a librarian at the city library");
+        coexist("Maya has a phone", "Maya has a new phone");
+        coexist("Maya chairs the chess club", "Maya is the secretary of the hiking club");
+        coexist("Maya is a librarian", "Maya is a fan of jazz");
+        coexist("Maya lives in Galway", "Maya's sister relocated to Cork");
+    }
+
+    #[test]
+    fn an_explicit_ending_ends_the_state_it_names() {
+        update("Maya plays bass in a band", "Maya quit the band", Change::Ending);
+        update("Maya works at the bakery on Elm Street", "Maya left her job at the bakery", Change::Ending);
+        update("Maya owns a blue scooter", "Maya sold her scooter last week", Change::Ending);
+        update("Maya lives in a flat in Lisbon", "Maya moved out of her flat in Lisbon", Change::Ending);
+        update("Maya is dating Theo", "Maya broke up with Theo", Change::Ending);
+        update("Maya plans to visit Japan in April", "Maya cancelled her trip to Japan", Change::Ending);
+        update("Maya smokes", "Maya quit smoking", Change::Ending);
+        update("Maya joined a climbing club", "Maya quit the climbing club", Change::Ending);
+        update("Maya has three goldfish", "Maya gave her goldfish to a neighbour", Change::Ending);
+        update("Maya booked a sailing course for June", "Maya cancelled her sailing course", Change::Ending);
+        update("Maya is organising a street party", "Maya's street party was called off", Change::Ending);
+        update("Maya plans to learn Korean next year", "Maya has decided against learning Korean", Change::Ending);
+        update("Maya plans to enter the city marathon", "Maya withdrew from the city marathon", Change::Ending);
+        update("Maya plans to move to Oslo in May", "Maya is not moving to Oslo", Change::Ending);
+        update("Maya plans to visit Rome in May", "Maya scrapped her Rome trip", Change::Ending);
+        update("Maya is hosting a book swap in June", "Maya postponed the book swap", Change::Ending);
+        update("Maya is married to Theo", "Maya split from Theo", Change::Ending);
+        // Giving someone advice to do something is no giving away.
+        coexist("Maya supports Theo with his shop", "Maya gives Theo tips to grow his shop");
+        // An event in the past is not a state an ending can end.
+        coexist("Maya went to a party at Theo's flat", "Maya left the party early");
+        // An ending of something else ends nothing here.
+        coexist("Maya plays bass in a band", "Maya quit her job at the bakery");
+        // Time words are not what an ending ends.
+        coexist("Maya volunteers every week", "Maya sold her bike last week");
+        coexist("Maya works at the bakery", "Maya left work early today");
+    }
+
+    #[test]
+    fn no_longer_and_not_anymore_end_the_same_predicate() {
+        update("Maya plays tennis every Sunday", "Maya no longer plays tennis", Change::Ending);
+        update("Maya eats meat", "Maya doesn't eat meat anymore", Change::Ending);
+        update("Maya loves horror films", "Maya doesn't like horror films any more", Change::Ending);
+        update("Maya is vegetarian", "Maya is not vegetarian anymore", Change::Ending);
+        // A negation of a different proposition.
+        coexist("Maya plays tennis", "Maya doesn't watch tennis anymore");
+        coexist("Maya eats fish", "Maya no longer eats meat");
+        coexist("Maya likes dogs", "Maya does not like cats");
+    }
+
+    #[test]
+    fn a_polarity_flip_of_the_same_proposition_replaces() {
+        update("Maya loves sushi", "Maya hates sushi", Change::Flip);
+        update("Maya really loves jazz these days", "Honestly, Maya can't stand jazz now", Change::Flip);
+        update("Maya dislikes running", "Maya enjoys running now", Change::Flip);
+        update("Maya is really into board games", "Maya avoids board games", Change::Flip);
+        update("Maya loves knitting scarves", "Maya finds knitting scarves boring", Change::Flip);
+        update("Maya has a car", "Maya doesn't have a car", Change::Flip);
+        update("Maya's dark mode is enabled", "Maya's dark mode is disabled", Change::Flip);
+        update("dark mode: enabled", "dark mode: disabled", Change::Flip);
+        // Antonyms about different objects, or a negation elsewhere.
+        coexist("Maya loves cats", "Maya hates spiders");
+        coexist("Maya loves her new job", "Maya hates the commute to her new job");
+        coexist("Maya thinks the plan is good", "Maya encourages Theo not to give up on the plan");
+    }
+
+    #[test]
+    fn another_holder_or_another_time_is_no_change() {
+        // Family members: a possessive that names a person.
+        coexist("Maya works as a nurse", "Maya's brother works as a chef");
+        coexist("Maya is single", "Maya's sister is married");
+        coexist("Maya's sister lives in Oslo", "Maya lives in Bergen");
+        // Events at different times; wins and losses of different games.
+        coexist("Maya went hiking on Saturday", "Maya went hiking last weekend");
+        coexist("Maya's team won the semi-final", "Maya's team lost the final");
+        coexist("Maya won a chess tournament in March", "Maya lost a chess match yesterday");
+        // Multi-valued preferences.
+        coexist("Maya loves jazz", "Maya loves hiking");
+        coexist("Maya has a cat", "Maya has a dog");
+        // A negation and shared words alone are no evidence.
+        coexist("Maya believes Theo has potential", "Maya tells Theo not to let anything stop him");
+    }
+
+    #[test]
+    fn first_person_words_stand_for_the_speaker() {
+        let old = Reading::of_speaker("Maya", "I go to a book club every month.", &[]);
+        assert_eq!(change(&old, &Reading::of_speaker("Maya", "Quick note: I quit the book club", &[])), None, "a label is not the subject");
+        assert_eq!(change(&old, &Reading::of_speaker("Maya", "I quit the book club.", &[])), Some(Change::Ending));
+        let mine = Reading::of_speaker("Maya", "My manager is Ingrid.", &[]);
+        assert_eq!(change(&mine, &Reading::of_speaker("Maya", "My manager is Bruno now.", &[])), Some(Change::Slot("manager".into())));
+        assert!(Reading::of_speaker("Maya", "I'm a nurse", &[]).restates(&read("Maya", "Maya works as a nurse")));
+    }
+
+    #[test]
+    fn restatements_merge() {
+        duplicate("Maya adopted a cat", "Maya adopted the cat");
+        duplicate("Maya has two dogs", "Maya has 2 dogs");
+        duplicate("Maya is twenty-five", "Maya is 25");
+        duplicate("Maya works as a nurse", "Maya is a nurse");
+        duplicate("In May, Maya adopted a cat", "Maya adopted a cat in May");
+        duplicate("Blue is Maya's favourite colour", "Maya's favorite color is blue");
+        duplicate("Maya loves hiking", "Maya really loves hiking");
+        duplicate("Maya recently adopted a kitten", "Maya adopted a kitten");
+        duplicate("Maya loves hiking", "Maya enjoys hiking");
+        duplicate("Maya works at Lumen Labs", "Lumen Labs is where Maya works");
+        duplicate("Maya walks to work", "Maya always walks to work");
+        duplicate("After dinner, Maya reads poetry", "Maya reads poetry after dinner");
+        // Not restatements: another value, another time, a negation.
+        assert!(!restated("Maya has two dogs", "Maya has three dogs"));
+        assert!(!restated("Maya went to Paris in 2019", "Maya went to Paris in 2022"));
+        assert!(!restated("Maya likes tea", "Maya does not like tea"));
+        assert!(!restated("Maya works as a nurse", "Maya's mother works as a nurse"));
+        assert!(!restated("Maya rarely drinks coffee", "Maya drinks coffee"));
+        assert!(!restated("Maya plans to visit Rome", "Maya visited Rome"));
+    }
+}
