@@ -323,3 +323,35 @@ fn a_runs_qa_rows_do_not_depend_on_its_threads_and_equal_an_evaluation_after() {
     }
     assert_eq!(csvs[0], csvs[1]);
 }
+
+#[test]
+fn a_restatement_dropped_by_dedupe_joins_the_survivors_source_turns() {
+    // t2 restates t1 in the same episode (a batch duplicate), t3 in a later
+    // one (a duplicate of a live fact): the one stored fact lists all three.
+    let dir = tempfile::tempdir().unwrap();
+    let conv = dir.path().join("ds/conversations");
+    std::fs::create_dir_all(&conv).unwrap();
+    let body = r#"{"format": "memform-conversation/1", "id": "d", "speakers": ["Ana"],
+ "episodes": [
+  {"id": "e1", "timestamp": "2025-01-01T10:00:00", "turns": [
+   {"id": "t1", "speaker": "Ana", "text": "I work at Acme."},
+   {"id": "t2", "speaker": "Ana", "text": "I work at Acme."}]},
+  {"id": "e2", "timestamp": "2025-02-01T10:00:00", "turns": [
+   {"id": "t3", "speaker": "Ana", "text": "I work at Acme."}]}]}"#;
+    std::fs::write(conv.join("d.json"), body).unwrap();
+    for (write_mode, want) in [("full", vec!["t1", "t2", "t3"]), ("shadow", vec![])] {
+        let mut cfg = Config::default();
+        cfg.set_write_mode(memform::config::WriteMode::parse(write_mode).unwrap());
+        let out = tempfile::tempdir().unwrap();
+        run_rules(&dir.path().join("ds"), out.path(), &cfg, None);
+        let facts = Store::open(&out.path().join("store.sqlite")).unwrap().facts().unwrap();
+        let acme: Vec<&StoredFact> = facts.iter().filter(|f| f.content.contains("Acme")).collect();
+        if want.is_empty() {
+            assert!(acme.is_empty(), "shadow mode writes nothing: {acme:?}");
+            continue;
+        }
+        assert_eq!(acme.len(), 1, "{facts:?}");
+        let turns: Vec<String> = serde_json::from_str(&acme[0].source_turns).unwrap();
+        assert_eq!(turns, want);
+    }
+}
