@@ -44,6 +44,19 @@ pub const INTERVAL_KEYS: [(&str, fn(&QaRow) -> Option<f64>); 10] = [
     ("hit_holds_answer", |r| r.budgeted.hit_holds_answer),
 ];
 
+/// A session's date as every source's text carries it, `[8 May 2023]`
+/// (day, English month, year: as LoCoMo's answers write dates); `None`
+/// without a timestamp or when it does not start `YYYY-MM-DD`.
+pub fn date_label(timestamp: Option<&str>) -> Option<String> {
+    const MONTHS: [&str; 12] =
+        ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+    let t = timestamp?;
+    let (y, m, d) = (t.get(0..4)?, t.get(5..7)?, t.get(8..10)?);
+    let (m, d): (usize, u32) = (m.parse().ok()?, d.parse().ok()?);
+    let month = MONTHS.get(m.checked_sub(1)?)?;
+    (y.chars().all(|c| c.is_ascii_digit()) && (1..=31).contains(&d)).then(|| format!("[{d} {month} {y}]"))
+}
+
 /// Whether a row counts in the headline figures: neither an abstention
 /// item nor an adversarial one (each reported apart).
 pub fn in_headline(r: &QaRow) -> bool {
@@ -339,6 +352,8 @@ fn evaluate_conversation(
     let known: BTreeSet<&str> = conv.episodes.iter().flat_map(|e| e.turns.iter().map(|t| t.id.as_str())).collect();
     let session_of: HashMap<&str, &str> =
         conv.episodes.iter().flat_map(|e| e.turns.iter().map(move |t| (t.id.as_str(), e.id.as_str()))).collect();
+    let date_of: HashMap<&str, String> =
+        conv.episodes.iter().filter_map(|e| Some((e.id.as_str(), date_label(e.timestamp.as_deref())?))).collect();
     let sessions = |turns: &[String]| -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for s in turns.iter().filter_map(|t| session_of.get(t.as_str())) {
@@ -353,8 +368,14 @@ fn evaluate_conversation(
         mine.iter()
             .map(|f| {
                 let turns = serde_json::from_str::<Vec<String>>(&f.source_turns).unwrap_or_default();
+                let sessions = sessions(&turns);
+                // The date of the session of its first source turn, as the baselines' texts carry theirs.
+                let text = match sessions.first().and_then(|s| date_of.get(s.as_str())) {
+                    Some(date) => format!("{date} {}", f.content),
+                    None => f.content.clone(),
+                };
                 let doc = Doc {
-                    text: budget::Text::whole(&f.content, turns.clone(), sessions(&turns)),
+                    text: budget::Text::whole(&text, turns.clone(), sessions),
                     turns,
                     created_at: f.created_at.clone(),
                     // Superseded without a clock: ended (as the search's live-at rule).
@@ -497,7 +518,11 @@ fn baselines(conv: &Conversation, embedder: &dyn Embedder) -> Result<((DocumentI
         .flat_map(|e| {
             e.turns.iter().map(move |t| {
                 let text = format!("{}: {}", t.speaker, t.text);
-                let read = budget::Text::of_parts(&[(Some(t.id.as_str()), text.as_str())], vec![e.id.clone()]);
+                // Read with its session's date in front; searched without (as the store's facts are).
+                let date = date_label(e.timestamp.as_deref());
+                let mut parts: Vec<(Option<&str>, &str)> = date.iter().map(|d| (None, d.as_str())).collect();
+                parts.push((Some(t.id.as_str()), text.as_str()));
+                let read = budget::Text::of_parts(&parts, vec![e.id.clone()]);
                 (t.id.clone(), e.id.clone(), text, vec![t.id.clone()], e.timestamp.clone(), read)
             })
         })
@@ -507,7 +532,9 @@ fn baselines(conv: &Conversation, embedder: &dyn Embedder) -> Result<((DocumentI
         .iter()
         .map(|e| {
             let lines: Vec<String> = e.turns.iter().map(|t| format!("{}: {}", t.speaker, t.text)).collect();
-            let parts: Vec<(Option<&str>, &str)> = e.turns.iter().zip(&lines).map(|(t, l)| (Some(t.id.as_str()), l.as_str())).collect();
+            let date = date_label(e.timestamp.as_deref());
+            let mut parts: Vec<(Option<&str>, &str)> = date.iter().map(|d| (None, d.as_str())).collect();
+            parts.extend(e.turns.iter().zip(&lines).map(|(t, l)| (Some(t.id.as_str()), l.as_str())));
             let read = budget::Text::of_parts(&parts, vec![e.id.clone()]);
             (e.id.clone(), e.id.clone(), lines.join("\n"), e.turns.iter().map(|t| t.id.clone()).collect(), e.timestamp.clone(), read)
         })
@@ -598,6 +625,12 @@ pub fn summary_metrics(r: &QaResult) -> BTreeMap<String, Value> {
                 intervals.insert(format!("{prefix}{key}"), json!([round6(lo), round6(hi)]));
             }
         }
+        let (misses, without, median) =
+            budget::attribution(&rows.iter().map(|row| (&row.budgeted, row.scored.recall_any[1])).collect::<Vec<_>>());
+        m.insert(
+            format!("{prefix}attribution"),
+            json!({"misses_at_5": misses, "share_without_evidence_document": without, "median_rank_of_evidence_document": median}),
+        );
         let adversarial: Vec<&QaRow> = r.rows.iter().filter(|row| row.source == source && !row.abstention && !in_headline(row)).collect();
         if !adversarial.is_empty() {
             let mut am = BTreeMap::new();
@@ -783,6 +816,15 @@ mod tests {
 
     fn ev(v: &[&str]) -> BTreeSet<String> {
         v.iter().map(|t| t.to_string()).collect()
+    }
+
+    #[test]
+    fn session_dates_are_written_as_locomos_answers_write_them() {
+        assert_eq!(date_label(Some("2023-05-08T13:56:00")).as_deref(), Some("[8 May 2023]"));
+        assert_eq!(date_label(Some("2022-12-31")).as_deref(), Some("[31 December 2022]"));
+        assert_eq!(date_label(Some("2023-13-08")), None);
+        assert_eq!(date_label(Some("soon")), None);
+        assert_eq!(date_label(None), None);
     }
 
     #[test]

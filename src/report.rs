@@ -371,6 +371,19 @@ fn retrieval(o: &mut String, a: &Analysis, plots: &[&str]) {
             &rows,
         );
     }
+    if let Some(at) = get("qa_attribution").filter(|a| a.get("misses_at_5").and_then(Value::as_u64).unwrap_or(0) > 0) {
+        let ranked = match at.get("median_rank_of_evidence_document") {
+            Some(Value::Number(n)) => format!("where one exists, the first ranks at median {n} (a ranking loss)"),
+            _ => "no evidence fact was retrieved for any of them".to_string(),
+        };
+        let _ = writeln!(
+            o,
+            "Attribution: of the {} items formed memory misses at k = 5, {} have no live fact from any evidence turn (an \
+             extraction or write loss); {ranked}.\n",
+            num(at.get("misses_at_5")),
+            pct(at.get("share_without_evidence_document")),
+        );
+    }
     if let Some(adv) = get("qa_adversarial") {
         let _ = writeln!(
             o,

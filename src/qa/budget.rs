@@ -31,12 +31,17 @@ pub struct Text {
     pub turns: Vec<String>,
     /// The sessions of its turns, in order of first appearance.
     pub sessions: Vec<String>,
+    /// Each word's normalised [`tokens`] (computed once: answer
+    /// containment looks in them for every item).
+    pub norm: Vec<Vec<String>>,
 }
 
 impl Text {
     /// A document whose text does not follow its turns (a formed fact).
     pub fn whole(text: &str, turns: Vec<String>, sessions: Vec<String>) -> Text {
-        Text { words: split(text), spans: Vec::new(), turns, sessions }
+        let words = split(text);
+        let norm = words.iter().map(|w| tokens(w)).collect();
+        Text { words, spans: Vec::new(), turns, sessions, norm }
     }
 
     /// A document made of `parts` in order, each a turn's text (`Some`) or
@@ -51,6 +56,7 @@ impl Text {
                 t.turns.push(id.to_string());
             }
         }
+        t.norm = t.words.iter().map(|w| tokens(w)).collect();
         t
     }
 }
@@ -66,22 +72,45 @@ pub fn split(text: &str) -> Vec<String> {
 /// are inside the words read; a document without spans when all of it
 /// is) and the words read.
 pub fn read<'a>(ranked: &[&'a Text], budget: usize) -> (BTreeSet<&'a str>, Vec<&'a str>) {
-    let mut turns = BTreeSet::new();
-    let mut words = Vec::new();
+    let taken = taken(ranked, budget);
+    let words = taken.iter().flat_map(|(d, n)| d.words[..*n].iter().map(String::as_str)).collect();
+    (turns_read(&taken), words)
+}
+
+/// The documents a reader of `budget` words takes, in rank order, each
+/// with how many of its words (all but maybe the last's).
+pub fn taken<'a>(ranked: &[&'a Text], budget: usize) -> Vec<(&'a Text, usize)> {
+    let mut out = Vec::new();
+    let mut used = 0;
     for doc in ranked {
-        let left = budget - words.len();
+        let left = budget - used;
         if left == 0 {
             break;
         }
         let n = doc.words.len().min(left);
-        words.extend(doc.words[..n].iter().map(String::as_str));
-        if n == doc.words.len() {
+        used += n;
+        out.push((*doc, n));
+    }
+    out
+}
+
+/// The turns [`taken`] documents hold: all of a whole document's, the
+/// turns a cut one holds whole.
+fn turns_read<'a>(taken: &[(&'a Text, usize)]) -> BTreeSet<&'a str> {
+    let mut turns = BTreeSet::new();
+    for (doc, n) in taken {
+        if *n == doc.words.len() {
             turns.extend(doc.turns.iter().map(String::as_str));
         } else {
-            turns.extend(doc.spans.iter().filter(|(_, _, end)| *end <= n).map(|(t, _, _)| t.as_str()));
+            turns.extend(doc.spans.iter().filter(|(_, _, end)| end <= n).map(|(t, _, _)| t.as_str()));
         }
     }
-    (turns, words)
+    turns
+}
+
+/// [`holds`] over the words [`taken`], with their precomputed tokens.
+fn holds_taken(answer: &[String], taken: &[(&Text, usize)]) -> bool {
+    answer.iter().all(|a| taken.iter().any(|(d, n)| d.norm[..*n].iter().any(|ts| ts.iter().any(|t| t == a))))
 }
 
 /// The normalised tokens of an answer or a text: lower-cased, every
@@ -143,6 +172,11 @@ pub struct Budgeted {
     pub chance_recall_any: [f64; 3],
     /// Per [`READ_KS`]: the words of the first k documents retrieved.
     pub words_read: [f64; 2],
+    /// Documents searchable for the item that hold an evidence turn.
+    pub relevant: usize,
+    /// The rank (from 1) of the first document holding an evidence turn
+    /// in the whole ranking retrieved; `None` when it holds none.
+    pub deep_hit_rank: Option<usize>,
 }
 
 /// What [`score_budgeted`] needs of an item.
@@ -162,19 +196,15 @@ pub struct Item<'a> {
 pub fn score_budgeted(ranked: &[&Text], item: &Item<'_>) -> Budgeted {
     let mut out = Budgeted::default();
     for (j, &b) in BUDGETS.iter().enumerate() {
-        let (turns, _) = read(ranked, b);
+        let turns = turns_read(&taken(ranked, b));
         out.recall_any_w[j] = f64::from(u8::from(turns.iter().any(|t| item.evidence.contains(*t))));
     }
     if !item.answer.is_empty() {
         for (j, &b) in ANSWER_BUDGETS.iter().enumerate() {
-            let (_, words) = read(ranked, b);
-            out.answer_in_w[j] = Some(f64::from(u8::from(holds(item.answer, &words))));
+            out.answer_in_w[j] = Some(f64::from(u8::from(holds_taken(item.answer, &taken(ranked, b)))));
         }
         let first_hit = ranked.iter().take(super::MAX_K).find(|d| d.turns.iter().any(|t| item.evidence.contains(t)));
-        out.hit_holds_answer = first_hit.map(|d| {
-            let words: Vec<&str> = d.words.iter().map(String::as_str).collect();
-            f64::from(u8::from(holds(item.answer, &words)))
-        });
+        out.hit_holds_answer = first_hit.map(|d| f64::from(u8::from(holds_taken(item.answer, &[(*d, d.words.len())]))));
     }
     let sessions = sessions_of(ranked);
     for (j, &k) in SESSION_KS.iter().enumerate() {
@@ -186,7 +216,29 @@ pub fn score_budgeted(ranked: &[&Text], item: &Item<'_>) -> Budgeted {
     for (j, &k) in READ_KS.iter().enumerate() {
         out.words_read[j] = ranked.iter().take(k).map(|d| d.words.len()).sum::<usize>() as f64;
     }
+    out.relevant = item.relevant;
+    out.deep_hit_rank = ranked.iter().position(|d| d.turns.iter().any(|t| item.evidence.contains(t))).map(|i| i + 1);
     out
+}
+
+/// Why a source misses at k = 5: over its items with no hit in the first
+/// five, `(misses, share with no searchable document from any evidence
+/// turn, median rank of the first evidence document where one was
+/// retrieved)`.
+pub fn attribution(rows: &[(&Budgeted, f64)]) -> (usize, Option<f64>, Option<f64>) {
+    let misses: Vec<&Budgeted> = rows.iter().filter(|(_, r5)| *r5 == 0.0).map(|(b, _)| *b).collect();
+    if misses.is_empty() {
+        return (0, None, None);
+    }
+    let none = misses.iter().filter(|b| b.relevant == 0).count() as f64 / misses.len() as f64;
+    let mut ranks: Vec<usize> = misses.iter().filter_map(|b| b.deep_hit_rank).collect();
+    ranks.sort_unstable();
+    let median = match ranks.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(ranks[n / 2] as f64),
+        n => Some((ranks[n / 2 - 1] + ranks[n / 2]) as f64 / 2.0),
+    };
+    (misses.len(), Some(none), median)
 }
 
 #[cfg(test)]
@@ -256,10 +308,21 @@ mod tests {
         assert!((b.chance_recall_any[0] - 0.1).abs() < 1e-12);
         assert!((b.chance_recall_any[1] - (1.0 - (15.0 * 14.0) / (20.0 * 19.0))).abs() < 1e-12, "{:?}", b.chance_recall_any);
         assert_eq!(b.words_read, [138.0, 138.0]);
+        assert_eq!((b.relevant, b.deep_hit_rank), (2, Some(3)));
         // No answer: no answer credit.
         let none = Item { answer: &[], ..item };
         let b = score_budgeted(&ranked, &none);
         assert_eq!((b.answer_in_w, b.hit_holds_answer), ([None; 3], None));
+    }
+
+    #[test]
+    fn attribution_splits_the_misses_at_five() {
+        let b = |relevant: usize, rank: Option<usize>| Budgeted { relevant, deep_hit_rank: rank, ..Budgeted::default() };
+        let (hit, none1, none2, r8, r40, r12) = (b(1, Some(1)), b(0, None), b(0, None), b(2, Some(8)), b(1, Some(40)), b(1, Some(12)));
+        let rows = [(&hit, 1.0), (&none1, 0.0), (&none2, 0.0), (&r8, 0.0), (&r40, 0.0), (&r12, 0.0)];
+        // Five misses, two with no evidence document; ranks 8, 12, 40.
+        assert_eq!(attribution(&rows), (5, Some(0.4), Some(12.0)));
+        assert_eq!(attribution(&rows[..1]), (0, None, None));
     }
 
     #[test]

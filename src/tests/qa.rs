@@ -355,3 +355,32 @@ fn a_restatement_dropped_by_dedupe_joins_the_survivors_source_turns() {
         assert_eq!(turns, want);
     }
 }
+
+#[test]
+fn a_temporal_question_is_answerable_from_the_retrieved_text() {
+    // The answer is the session's date, which no turn says: it is in the
+    // read text of every source because each document carries its date.
+    let dir = tempfile::tempdir().unwrap();
+    let conv = dir.path().join("ds/conversations");
+    std::fs::create_dir_all(&conv).unwrap();
+    let body = r#"{"format": "memform-conversation/1", "id": "when", "speakers": ["Ana", "Bo"],
+ "episodes": [
+  {"id": "e1", "timestamp": "2023-05-08T13:56:00", "turns": [
+   {"id": "t1", "speaker": "Ana", "text": "I moved to Porto today!"},
+   {"id": "t2", "speaker": "Bo", "text": "Congratulations on the move."}]},
+  {"id": "e2", "timestamp": "2023-06-01T10:00:00", "turns": [
+   {"id": "t3", "speaker": "Bo", "text": "I bought a red bicycle."}]}],
+ "gold": {"qa": [{"question": "When did Ana move to Porto?", "answer": "8 May 2023", "evidence": ["t1"], "category": 2}]}}"#;
+    std::fs::write(conv.join("when.json"), body).unwrap();
+    let cfg = Config::default();
+    let out = tempfile::tempdir().unwrap();
+    run_rules(&dir.path().join("ds"), out.path(), &cfg, None);
+    let store = Store::open(&out.path().join("store.sqlite")).unwrap();
+    let dataset = memform::dataset::load(&dir.path().join("ds")).unwrap();
+    let qa = evaluate(&dataset, &store, &HashedEmbedder::new(cfg.hashed_dims), &cfg).unwrap();
+    for source in ["formed", "raw_turns", "raw_sessions"] {
+        let row = qa.rows.iter().find(|r| r.source == source).unwrap();
+        assert_eq!(row.budgeted.recall_any_w[0], 1.0, "{source}: the evidence is read within 100 words");
+        assert_eq!(row.budgeted.answer_in_w[0], Some(1.0), "{source}: \"8 May 2023\" is in the words read");
+    }
+}
