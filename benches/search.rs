@@ -169,6 +169,7 @@ fn build(path: &std::path::Path, embedder: &HashedEmbedder) -> Store {
             new_aliases: vec![],
             proposals,
             verdicts: vec![],
+            attributions: vec![],
         };
         store.write_episode(&plan, WriteMode::Full, |tx| policy::apply(tx, &plan, WriteMode::Full, 0.7)).unwrap();
     }
@@ -213,6 +214,7 @@ fn bench_search(c: &mut Criterion) {
         new_aliases: vec![],
         proposals: vec![],
         verdicts: vec![],
+        attributions: vec![],
     };
     group.bench_function("hybrid_10k_facts_after_write", |b| {
         b.iter_batched(

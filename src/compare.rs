@@ -5,7 +5,9 @@
 //! `summary.json`, `episodes.parquet` and `facts.parquet`), so finished runs
 //! are reused rather than re-run.
 //!
-//! The bootstrap draws episodes with replacement (the same draws for both
+//! The bootstrap draws conversations with replacement, each with all its
+//! paired episodes (clustered: memory carries across a conversation's
+//! episodes, so they are not independent draws; the same draws for both
 //! runs: the pairing), recomputes every metric from the summed per-episode
 //! components of each run (the definitions of [`crate::metrics::METRICS`]),
 //! and takes the 2.5th and 97.5th percentiles of B − A. Its random numbers
@@ -64,27 +66,7 @@ const HEADLINE: &[&str] = &[
 const PER_CONVERSATION: &[&str] = &["fact_density", "dedup_rate", "noise_rejection_rate", "turn_f1", "content_f1", "qa_evidence_coverage"];
 
 /// A small, fast, seedable PRNG (Steele, Lea & Flood's SplitMix64).
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n` (Lemire's multiply-shift; `n` > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
-}
+pub use crate::qa::interval::SplitMix64;
 
 /// One side of a comparison: a finished run directory and its label.
 #[derive(Debug, Clone)]
@@ -320,12 +302,15 @@ pub fn compare_runs(a: &Side, b: &Side, out: &Path, opts: CompareOptions) -> Res
             undefined,
         });
     }
-    // Retrieval (QA): the formed memory's figures compared (no interval: the
-    // bootstrap resamples episodes, and these are per QA item); the
+    // Retrieval (QA): the formed memory's figures compared, the headline
+    // ones with a paired interval over items resampling conversations
+    // (from both runs' qa.parquet); the
     // baselines' depend on the dataset, embedder and search keys alone:
     // context when equal (compared when the runs searched differently).
+    let qa_ci = qa_intervals(&a.dir, &b.dir, opts)?;
     for key in crate::qa::metric_names() {
         let (Some(va), Some(vb)) = (la.summary["metrics"][&key].as_f64(), lb.summary["metrics"][&key].as_f64()) else { continue };
+        let (ci_low, ci_high) = qa_ci.get(&key).map_or((None, None), |(lo, hi)| (Some(*lo), Some(*hi)));
         let fixed = key.starts_with("qa_raw_")
             || key == "qa_evidence_unknown_turns"
             || key == "qa_items_excluded"
@@ -340,10 +325,15 @@ pub fn compare_runs(a: &Side, b: &Side, out: &Path, opts: CompareOptions) -> Res
             a: va,
             b: vb,
             uplift: round6(vb - va),
-            ci_low: None,
-            ci_high: None,
-            // Fewer facts indexed for the same recall is the better memory.
-            higher_is_better: Some(key != "qa_items_indexed"),
+            ci_low,
+            ci_high,
+            // Fewer facts (words) indexed or read for the same recall is the
+            // better memory; a random ranking's recall is no quality.
+            higher_is_better: if key.contains("chance_recall") {
+                None
+            } else {
+                Some(!(key.ends_with("items_indexed") || key.ends_with("words_indexed") || key.contains("words_read")))
+            },
             undefined: None,
         });
     }
@@ -433,6 +423,56 @@ fn pair_episodes(a: &DataFrame, b: &DataFrame) -> Result<(DataFrame, DataFrame, 
     Ok((pa, pb, unpaired))
 }
 
+/// The formed memory's QA figures per item of one run (`qa.parquet`):
+/// `(conversation, item)` → the value of each of [`crate::qa::INTERVAL_KEYS`]
+/// (headline items only); empty when the run has no `qa.parquet`.
+type QaValues = std::collections::HashMap<(String, i64), Vec<Option<f64>>>;
+
+fn qa_values(dir: &Path) -> Result<QaValues> {
+    let path = dir.join("qa.parquet");
+    let mut out = QaValues::new();
+    if !path.is_file() {
+        return Ok(out);
+    }
+    let df = read_parquet(&path)?;
+    let err = perr("qa.parquet");
+    let strs = |name: &str| df.column(name).and_then(|c| c.str().cloned()).map_err(perr("qa.parquet"));
+    let (conv, source, category) = (strs("conversation")?, strs("source")?, strs("category")?);
+    let item = df.column("item").and_then(|c| c.i64().cloned()).map_err(&err)?;
+    let abstention = df.column("abstention").and_then(|c| c.bool().cloned()).map_err(&err)?;
+    let mut values = Vec::new();
+    for (key, _) in crate::qa::INTERVAL_KEYS {
+        // A run written before a figure existed has no column for it.
+        values.push(df.column(key).ok().and_then(|c| c.cast(&DataType::Float64).ok()).and_then(|c| c.f64().ok().cloned()));
+    }
+    for i in 0..df.height() {
+        let headline =
+            source.get(i) == Some("formed") && abstention.get(i) != Some(true) && category.get(i) != Some(crate::qa::ADVERSARIAL);
+        if let (true, Some(c), Some(it)) = (headline, conv.get(i), item.get(i)) {
+            out.insert((c.to_string(), it), values.iter().map(|v| v.as_ref().and_then(|v| v.get(i))).collect());
+        }
+    }
+    Ok(out)
+}
+
+/// The paired bootstrap intervals of the formed memory's QA figures,
+/// B − A per item, resampling conversations: `qa_<key>` → (lo, hi). None
+/// when a run has no `qa.parquet` or there are fewer than two conversations.
+fn qa_intervals(a: &Path, b: &Path, opts: CompareOptions) -> Result<std::collections::HashMap<String, (f64, f64)>> {
+    let (va, vb) = (qa_values(a)?, qa_values(b)?);
+    let mut keys: Vec<&(String, i64)> = va.keys().filter(|k| vb.contains_key(*k)).collect();
+    keys.sort_unstable();
+    let mut out = std::collections::HashMap::new();
+    for (j, (key, _)) in crate::qa::INTERVAL_KEYS.iter().enumerate() {
+        let diffs: Vec<(&str, f64)> = keys.iter().filter_map(|k| Some((k.0.as_str(), vb[*k][j]? - va[*k][j]?))).collect();
+        let clusters = crate::qa::interval::clusters(diffs);
+        if let Some((lo, hi)) = crate::qa::interval::interval(&clusters, opts.resamples, opts.seed) {
+            out.insert(format!("qa_{key}"), (round6(lo), round6(hi)));
+        }
+    }
+    Ok(out)
+}
+
 /// Refuses a bootstrap of `resamples` over `episodes` paired episodes that
 /// is out of range or would make more than
 /// [`crate::limits::MAX_BOOTSTRAP_DRAWS`] draws (each a row of every
@@ -457,16 +497,37 @@ fn bootstrap(a: &DataFrame, b: &DataFrame, labels: &Labels, opts: CompareOptions
         return Ok(Vec::new());
     }
     check_bootstrap(n, opts.resamples)?;
-    let total = n * opts.resamples;
-    let mut rng = SplitMix64::new(opts.seed);
-    let mut replicate = Vec::with_capacity(total);
-    let mut row = Vec::with_capacity(total);
-    for r in 0..opts.resamples {
-        for _ in 0..n {
-            replicate.push(r as i64);
-            row.push(rng.below(n as u64) as i64);
+    // The paired rows of each conversation (rows are sorted by conversation).
+    let convs = a.column("conversation").and_then(|c| c.str().cloned()).map_err(perr("bootstrap clusters"))?;
+    let mut clusters: Vec<(Option<&str>, Vec<i64>)> = Vec::new();
+    for (i, c) in convs.iter().enumerate() {
+        match clusters.last_mut() {
+            Some((last, rows)) if *last == c => rows.push(i as i64),
+            _ => clusters.push((c, vec![i as i64])),
         }
     }
+    // One conversation: nothing to resample (an interval of width 0 would mislead).
+    if clusters.len() < 2 {
+        return Ok(Vec::new());
+    }
+    let mut rng = SplitMix64::new(opts.seed);
+    let mut replicate = Vec::with_capacity(n * opts.resamples);
+    let mut row = Vec::with_capacity(n * opts.resamples);
+    for r in 0..opts.resamples {
+        for _ in 0..clusters.len() {
+            let drawn = &clusters[rng.below(clusters.len() as u64) as usize].1;
+            replicate.extend(std::iter::repeat_n(r as i64, drawn.len()));
+            row.extend_from_slice(drawn);
+        }
+        if row.len() > crate::limits::MAX_BOOTSTRAP_DRAWS {
+            return Err(Error::Config(format!(
+                "--resamples {}: more than {} bootstrap draws; use fewer",
+                opts.resamples,
+                crate::limits::MAX_BOOTSTRAP_DRAWS
+            )));
+        }
+    }
+    let total = row.len();
     let draws = DataFrame::new(total, vec![Column::new("replicate".into(), replicate), Column::new("row".into(), row)])
         .map_err(perr("bootstrap draws"))?
         .lazy();
@@ -713,8 +774,9 @@ pub fn render_markdown(c: &Comparison) -> String {
     let _ = writeln!(
         o,
         "Dataset `{}` (digest `{digest}`). Uplift is **B − A**. The 95% interval is a paired bootstrap over {} episodes \
-         ({} resamples, seed {}): episodes are drawn with replacement, the same draws for both runs, and each metric is \
-         recomputed from the drawn episodes' summed components.{}\n",
+         ({} resamples, seed {}) clustered by conversation: conversations are drawn with replacement, each with all its \
+         episodes, the same draws for both runs, and each metric is recomputed from the drawn episodes' summed components \
+         (no interval with fewer than two conversations).{}\n",
         c.dataset.name,
         c.bootstrap.paired_episodes,
         c.bootstrap.resamples,
@@ -963,7 +1025,7 @@ pub fn render_many(c: &ManyComparison) -> String {
     let _ = writeln!(
         o,
         "Dataset `{}` (digest `{digest}`). Every uplift is against **A**, with a paired bootstrap 95% interval over the episodes \
-         both runs ran ({} resamples, seed {}), as in a two-run comparison.\n",
+         both runs ran, clustered by conversation ({} resamples, seed {}), as in a two-run comparison.\n",
         c.dataset.name, pb.resamples, pb.seed
     );
     if !c.context.is_empty() {

@@ -15,8 +15,22 @@ pub fn qa_metric_names() -> Vec<String> {
         for k in ["recall_any_at_1", "recall_any_at_5", "recall_any_at_10", "recall_all_at_5", "recall_all_at_10", "ndcg_any_at_5"] {
             names.push(format!("{prefix}{k}"));
         }
-        for k in ["ndcg_any_at_10", "mrr", "items_scored", "items_indexed"] {
+        for k in ["ndcg_any_at_10", "mrr", "items_scored", "items_indexed", "words_indexed"] {
             names.push(format!("{prefix}{k}"));
+        }
+        for w in [100, 200, 500, 1000] {
+            names.push(format!("{prefix}recall_any_at_{w}w"));
+        }
+        for w in [100, 200, 500] {
+            names.push(format!("{prefix}answer_in_{w}w"));
+        }
+        names.push(format!("{prefix}hit_holds_answer"));
+        for k in [5, 10] {
+            names.push(format!("{prefix}session_recall_any_at_{k}"));
+            names.push(format!("{prefix}words_read_at_{k}"));
+        }
+        for k in [1, 5, 10] {
+            names.push(format!("{prefix}chance_recall_any_at_{k}"));
         }
     }
     names

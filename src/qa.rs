@@ -18,7 +18,53 @@ use crate::pipeline::Config;
 use crate::store::{Document, DocumentIndex, SearchHit, SearchParams, Searcher, Store};
 use crate::types::{Conversation, Dataset};
 
-/// The largest k reported; every search asks for this many.
+pub mod budget;
+pub mod interval;
+pub use budget::{ANSWER_BUDGETS, BUDGETS, Budgeted, READ_KS, SESSION_KS};
+
+/// LoCoMo's adversarial category (questions about something the
+/// conversation never says, their evidence a near miss): reported apart
+/// and out of the headline figures.
+pub const ADVERSARIAL: &str = "5";
+
+/// The figures the QA section gives with a clustered interval, and (but
+/// `hit_holds_answer`, defined on different items per source) as a paired
+/// difference formed memory − raw turns: (key, value of a row).
+#[allow(clippy::type_complexity)]
+pub const INTERVAL_KEYS: [(&str, fn(&QaRow) -> Option<f64>); 10] = [
+    ("recall_any_at_100w", |r| Some(r.budgeted.recall_any_w[0])),
+    ("recall_any_at_200w", |r| Some(r.budgeted.recall_any_w[1])),
+    ("recall_any_at_500w", |r| Some(r.budgeted.recall_any_w[2])),
+    ("recall_any_at_1000w", |r| Some(r.budgeted.recall_any_w[3])),
+    ("recall_any_at_5", |r| Some(r.scored.recall_any[1])),
+    ("session_recall_any_at_5", |r| Some(r.budgeted.session_recall_any[0])),
+    ("answer_in_100w", |r| r.budgeted.answer_in_w[0]),
+    ("answer_in_200w", |r| r.budgeted.answer_in_w[1]),
+    ("answer_in_500w", |r| r.budgeted.answer_in_w[2]),
+    ("hit_holds_answer", |r| r.budgeted.hit_holds_answer),
+];
+
+/// A session's date as every source's text carries it, `[8 May 2023]`
+/// (day, English month, year: as LoCoMo's answers write dates); `None`
+/// without a timestamp or when it does not start `YYYY-MM-DD`.
+pub fn date_label(timestamp: Option<&str>) -> Option<String> {
+    const MONTHS: [&str; 12] =
+        ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+    let t = timestamp?;
+    let (y, m, d) = (t.get(0..4)?, t.get(5..7)?, t.get(8..10)?);
+    let (m, d): (usize, u32) = (m.parse().ok()?, d.parse().ok()?);
+    let month = MONTHS.get(m.checked_sub(1)?)?;
+    (y.chars().all(|c| c.is_ascii_digit()) && (1..=31).contains(&d)).then(|| format!("[{d} {month} {y}]"))
+}
+
+/// Whether a row counts in the headline figures: neither an abstention
+/// item nor an adversarial one (each reported apart).
+pub fn in_headline(r: &QaRow) -> bool {
+    !r.abstention && r.category != ADVERSARIAL
+}
+
+/// The largest k reported (the rows keep this many retrieved ids); every
+/// search goes as deep as the corpus, for the budgeted figures.
 pub const MAX_K: usize = 10;
 pub use crate::names::{SOURCES, qa_metric_names as metric_names};
 
@@ -89,6 +135,8 @@ pub struct QaRow {
     pub retrieved: Vec<String>,
     pub scores: Vec<f64>,
     pub scored: Scored,
+    /// The figures at equal reading cost and with answer-bearing credit.
+    pub budgeted: Budgeted,
 }
 
 /// What the evaluation produced.
@@ -97,6 +145,8 @@ pub struct QaResult {
     pub rows: Vec<QaRow>,
     /// Documents each source indexes, summed over conversations.
     pub indexed: BTreeMap<&'static str, usize>,
+    /// Words of the documents each source indexes, summed over conversations.
+    pub words_indexed: BTreeMap<&'static str, usize>,
     /// Evidence turn ids that name no turn of their conversation (one warning each).
     pub warnings: Vec<String>,
     /// Items with no known evidence turn, or an empty question: excluded
@@ -112,12 +162,18 @@ impl QaResult {
     /// the same items: the summary's means do not depend on row order); the
     /// warnings and exclusions stay `self`'s (the items are the same).
     pub fn with_sources_of(self, other: &QaResult) -> QaResult {
-        self.taking_sources_of(QaResult { rows: other.rows.clone(), indexed: other.indexed.clone(), ..QaResult::default() })
+        self.taking_sources_of(QaResult {
+            rows: other.rows.clone(),
+            indexed: other.indexed.clone(),
+            words_indexed: other.words_indexed.clone(),
+            ..QaResult::default()
+        })
     }
 
     fn taking_sources_of(mut self, other: QaResult) -> QaResult {
         self.rows.extend(other.rows);
         self.indexed.extend(other.indexed);
+        self.words_indexed.extend(other.words_indexed);
         self
     }
 
@@ -127,6 +183,9 @@ impl QaResult {
         self.rows.extend(part.rows);
         for (k, v) in part.indexed {
             *self.indexed.entry(k).or_default() += v;
+        }
+        for (k, v) in part.words_indexed {
+            *self.words_indexed.entry(k).or_default() += v;
         }
         self.warnings.extend(part.warnings);
         self.excluded += part.excluded;
@@ -154,10 +213,14 @@ struct Corpus {
     docs: Vec<Doc>,
     /// Turn id → the documents holding it.
     holding: HashMap<String, Vec<usize>>,
+    /// The median words of a document (0 when there is none).
+    median_words: usize,
 }
 
 struct Doc {
     turns: Vec<String>,
+    /// What a reader of the document reads (its indexed text).
+    text: budget::Text,
     created_at: Option<String>,
     ended_at: Option<String>,
     live_now: bool,
@@ -165,7 +228,7 @@ struct Doc {
 
 impl Corpus {
     fn new(docs: Vec<(String, Doc)>) -> Corpus {
-        let mut c = Corpus { slot_of: HashMap::new(), docs: Vec::with_capacity(docs.len()), holding: HashMap::new() };
+        let mut c = Corpus { slot_of: HashMap::new(), docs: Vec::with_capacity(docs.len()), holding: HashMap::new(), median_words: 0 };
         for (id, d) in docs {
             let slot = c.docs.len();
             for t in &d.turns {
@@ -177,6 +240,9 @@ impl Corpus {
             c.slot_of.insert(id, slot);
             c.docs.push(d);
         }
+        let mut lens: Vec<usize> = c.docs.iter().map(|d| d.text.words.len()).collect();
+        lens.sort_unstable();
+        c.median_words = lens.get(lens.len() / 2).copied().unwrap_or(0);
         c
     }
 
@@ -185,20 +251,31 @@ impl Corpus {
         self.slot_of.get(id).map_or(&[], |&s| self.docs[s].turns.as_slice())
     }
 
+    /// The text of document `id`, if the corpus holds it.
+    fn text_of(&self, id: &str) -> Option<&budget::Text> {
+        self.slot_of.get(id).map(|&s| &self.docs[s].text)
+    }
+
     /// Documents holding an evidence turn that a search (now, or at `as_of`)
     /// can return: the ideal ranking's length.
     fn relevant(&self, evidence: &BTreeSet<String>, as_of: Option<&str>) -> usize {
         let mut slots: Vec<usize> = evidence.iter().filter_map(|t| self.holding.get(t)).flatten().copied().collect();
         slots.sort_unstable();
         slots.dedup();
-        slots
-            .into_iter()
-            .map(|s| &self.docs[s])
-            .filter(|d| match as_of {
-                None => d.live_now,
-                Some(t) => d.created_at.as_deref().is_some_and(|c| c <= t) && d.ended_at.as_deref().is_none_or(|e| !e.is_empty() && e > t),
-            })
-            .count()
+        slots.into_iter().filter(|&s| searchable(&self.docs[s], as_of)).count()
+    }
+
+    /// Documents a search (now, or at `as_of`) can return.
+    fn searchable(&self, as_of: Option<&str>) -> usize {
+        self.docs.iter().filter(|d| searchable(d, as_of)).count()
+    }
+}
+
+/// Whether a search now (`None`) or at `as_of` can return `d`.
+fn searchable(d: &Doc, as_of: Option<&str>) -> bool {
+    match as_of {
+        None => d.live_now,
+        Some(t) => d.created_at.as_deref().is_some_and(|c| c <= t) && d.ended_at.as_deref().is_none_or(|e| !e.is_empty() && e > t),
     }
 }
 
@@ -273,12 +350,33 @@ fn evaluate_conversation(
 ) -> Result<QaResult> {
     let mut out = QaResult::default();
     let known: BTreeSet<&str> = conv.episodes.iter().flat_map(|e| e.turns.iter().map(|t| t.id.as_str())).collect();
+    let session_of: HashMap<&str, &str> =
+        conv.episodes.iter().flat_map(|e| e.turns.iter().map(move |t| (t.id.as_str(), e.id.as_str()))).collect();
+    let date_of: HashMap<&str, String> =
+        conv.episodes.iter().filter_map(|e| Some((e.id.as_str(), date_label(e.timestamp.as_deref())?))).collect();
+    let sessions = |turns: &[String]| -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for s in turns.iter().filter_map(|t| session_of.get(t.as_str())) {
+            if !out.iter().any(|x| x == s) {
+                out.push(s.to_string());
+            }
+        }
+        out
+    };
     let mine: Vec<&crate::store::StoredFact> = facts.iter().filter(|f| f.conversation_id == conv.id).collect();
     let formed = Corpus::new(
         mine.iter()
             .map(|f| {
+                let turns = serde_json::from_str::<Vec<String>>(&f.source_turns).unwrap_or_default();
+                let sessions = sessions(&turns);
+                // The date of the session of its first source turn, as the baselines' texts carry theirs.
+                let text = match sessions.first().and_then(|s| date_of.get(s.as_str())) {
+                    Some(date) => format!("{date} {}", f.content),
+                    None => f.content.clone(),
+                };
                 let doc = Doc {
-                    turns: serde_json::from_str::<Vec<String>>(&f.source_turns).unwrap_or_default(),
+                    text: budget::Text::whole(&text, turns.clone(), sessions),
+                    turns,
                     created_at: f.created_at.clone(),
                     // Superseded without a clock: ended (as the search's live-at rule).
                     ended_at: f.invalid_at.clone().or_else(|| f.superseded_by.as_ref().map(|_| String::new())),
@@ -296,11 +394,15 @@ fn evaluate_conversation(
     let mut sources: Vec<(&'static str, Searched<'_>, &Corpus)> = Vec::new();
     if let Some(searcher) = &searcher {
         out.indexed.insert("formed", formed.docs.iter().filter(|d| d.live_now).count());
+        out.words_indexed.insert("formed", formed.docs.iter().filter(|d| d.live_now).map(|d| d.text.words.len()).sum());
         sources.push(("formed", Searched::Store(searcher), &formed));
     }
     if let Some((turns, sessions)) = &raw {
         out.indexed.insert("raw_turns", turns.1.docs.len());
         out.indexed.insert("raw_sessions", sessions.1.docs.len());
+        for (name, c) in [("raw_turns", &turns.1), ("raw_sessions", &sessions.1)] {
+            out.words_indexed.insert(name, c.docs.iter().map(|d| d.text.words.len()).sum());
+        }
         sources.push(("raw_turns", Searched::Documents(&turns.0), &turns.1));
         sources.push(("raw_sessions", Searched::Documents(&sessions.0), &sessions.1));
     }
@@ -326,21 +428,43 @@ fn evaluate_conversation(
             out.excluded += 1;
             continue;
         }
-        scored_items.push((i, item, evidence));
+        let evidence_sessions: BTreeSet<String> = sessions(&evidence.iter().cloned().collect::<Vec<_>>()).into_iter().collect();
+        let answer = item.answer.as_deref().map(budget::tokens).unwrap_or_default();
+        scored_items.push((i, item, evidence, evidence_sessions, answer));
     }
     // The items in parallel (the searches only read), their rows kept in item order.
     let rows: Vec<Result<Vec<QaRow>>> = scored_items
         .par_iter()
-        .map(|(i, item, evidence)| {
+        .map(|(i, item, evidence, evidence_sessions, answer)| {
             let q = vectors.get(*i).map_or(&[][..], Vec::as_slice);
             let category = item.category_name();
             let as_of = if at_question { item.asked_at.clone() } else { None };
             let params = SearchParams { as_of: as_of.clone(), ..params.clone() };
             let mut rows = Vec::with_capacity(sources.len());
             for &(source, st, corpus) in &sources {
-                let hits = st.search(&item.question, q, &params)?;
-                let retrieved: Vec<&[String]> = hits.iter().map(|h| corpus.turns_of(&h.fact_id)).collect();
+                // As deep as the largest budget needs: first twice the documents
+                // of median length it holds, then four times deeper while the
+                // words returned fall short and the corpus holds more.
+                let n = corpus.docs.len().max(MAX_K);
+                let need = BUDGETS[BUDGETS.len() - 1];
+                let mut deep = (2 * need).div_ceil(corpus.median_words.max(1)).clamp(MAX_K, n);
+                let mut hits = loop {
+                    let leg_k = deep.saturating_mul(params.leg_k / MAX_K.max(1));
+                    let hits = st.search(&item.question, q, &SearchParams { top_k: deep, leg_k, ..params.clone() })?;
+                    let words: usize = hits.iter().filter_map(|h| corpus.text_of(&h.fact_id)).map(|t| t.words.len()).sum();
+                    if words >= need || hits.len() < deep || deep >= n {
+                        break hits;
+                    }
+                    deep = deep.saturating_mul(4).min(n);
+                };
+                let ranked: Vec<&budget::Text> = hits.iter().filter_map(|h| corpus.text_of(&h.fact_id)).collect();
                 let relevant = corpus.relevant(evidence, as_of.as_deref());
+                let budgeted = budget::score_budgeted(
+                    &ranked,
+                    &budget::Item { evidence, evidence_sessions, answer, searchable: corpus.searchable(as_of.as_deref()), relevant },
+                );
+                hits.truncate(MAX_K);
+                let retrieved: Vec<&[String]> = hits.iter().map(|h| corpus.turns_of(&h.fact_id)).collect();
                 rows.push(QaRow {
                     conversation: conv.id.clone(),
                     item: *i,
@@ -353,6 +477,7 @@ fn evaluate_conversation(
                     retrieved: hits.iter().map(|h| h.fact_id.clone()).collect(),
                     scores: hits.iter().map(|h| h.score).collect(),
                     scored: score(&retrieved, evidence, relevant),
+                    budgeted,
                 });
             }
             Ok(rows)
@@ -382,8 +507,8 @@ impl Searched<'_> {
     }
 }
 
-/// A baseline document: id, episode, text, turns, written at.
-type RawDoc = (String, String, String, Vec<String>, Option<String>);
+/// A baseline document: id, episode, text, turns, written at, and its text as read.
+type RawDoc = (String, String, String, Vec<String>, Option<String>, budget::Text);
 
 /// The two baselines' in-memory indexes: every turn a document, every session a document.
 fn baselines(conv: &Conversation, embedder: &dyn Embedder) -> Result<((DocumentIndex, Corpus), (DocumentIndex, Corpus))> {
@@ -391,17 +516,27 @@ fn baselines(conv: &Conversation, embedder: &dyn Embedder) -> Result<((DocumentI
         .episodes
         .iter()
         .flat_map(|e| {
-            e.turns
-                .iter()
-                .map(move |t| (t.id.clone(), e.id.clone(), format!("{}: {}", t.speaker, t.text), vec![t.id.clone()], e.timestamp.clone()))
+            e.turns.iter().map(move |t| {
+                let text = format!("{}: {}", t.speaker, t.text);
+                // Read with its session's date in front; searched without (as the store's facts are).
+                let date = date_label(e.timestamp.as_deref());
+                let mut parts: Vec<(Option<&str>, &str)> = date.iter().map(|d| (None, d.as_str())).collect();
+                parts.push((Some(t.id.as_str()), text.as_str()));
+                let read = budget::Text::of_parts(&parts, vec![e.id.clone()]);
+                (t.id.clone(), e.id.clone(), text, vec![t.id.clone()], e.timestamp.clone(), read)
+            })
         })
         .collect();
     let session_docs: Vec<RawDoc> = conv
         .episodes
         .iter()
         .map(|e| {
-            let text = e.turns.iter().map(|t| format!("{}: {}", t.speaker, t.text)).collect::<Vec<_>>().join("\n");
-            (e.id.clone(), e.id.clone(), text, e.turns.iter().map(|t| t.id.clone()).collect(), e.timestamp.clone())
+            let lines: Vec<String> = e.turns.iter().map(|t| format!("{}: {}", t.speaker, t.text)).collect();
+            let date = date_label(e.timestamp.as_deref());
+            let mut parts: Vec<(Option<&str>, &str)> = date.iter().map(|d| (None, d.as_str())).collect();
+            parts.extend(e.turns.iter().zip(&lines).map(|(t, l)| (Some(t.id.as_str()), l.as_str())));
+            let read = budget::Text::of_parts(&parts, vec![e.id.clone()]);
+            (e.id.clone(), e.id.clone(), lines.join("\n"), e.turns.iter().map(|t| t.id.clone()).collect(), e.timestamp.clone(), read)
         })
         .collect();
     let (turns, sessions) =
@@ -426,7 +561,9 @@ fn index(conv: &Conversation, embedder: &dyn Embedder, docs: &[RawDoc], what: &s
         .collect();
     let index = DocumentIndex::build(&documents)?;
     let corpus = Corpus::new(
-        docs.iter().map(|d| (d.0.clone(), Doc { turns: d.3.clone(), created_at: d.4.clone(), ended_at: None, live_now: true })).collect(),
+        docs.iter()
+            .map(|d| (d.0.clone(), Doc { turns: d.3.clone(), text: d.5.clone(), created_at: d.4.clone(), ended_at: None, live_now: true }))
+            .collect(),
     );
     Ok((index, corpus))
 }
@@ -434,6 +571,12 @@ fn index(conv: &Conversation, embedder: &dyn Embedder, docs: &[RawDoc], what: &s
 /// The mean of `f` over `rows`, or `None` when there are none.
 fn mean(rows: &[&QaRow], f: impl Fn(&Scored) -> f64) -> Option<f64> {
     (!rows.is_empty()).then(|| rows.iter().map(|r| f(&r.scored)).sum::<f64>() / rows.len() as f64)
+}
+
+/// The mean of `f` over the rows where it is defined, or `None` when it is nowhere.
+fn mean_of(rows: &[&QaRow], f: impl Fn(&Budgeted) -> Option<f64>) -> Option<f64> {
+    let v: Vec<f64> = rows.iter().filter_map(|r| f(&r.budgeted)).collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
 /// The figures of one group of rows, keys prefixed with `pre`.
@@ -447,6 +590,22 @@ fn figures(m: &mut BTreeMap<String, Value>, rows: &[&QaRow], pre: &str) {
     }
     m.insert(format!("{pre}mrr"), json!(mean(rows, |s| s.mrr)));
     m.insert(format!("{pre}items_scored"), json!(rows.len()));
+    for (j, b) in BUDGETS.iter().enumerate() {
+        m.insert(format!("{pre}recall_any_at_{b}w"), json!(mean_of(rows, |x| Some(x.recall_any_w[j]))));
+    }
+    for (j, b) in ANSWER_BUDGETS.iter().enumerate() {
+        m.insert(format!("{pre}answer_in_{b}w"), json!(mean_of(rows, |x| x.answer_in_w[j])));
+    }
+    m.insert(format!("{pre}hit_holds_answer"), json!(mean_of(rows, |x| x.hit_holds_answer)));
+    for (j, k) in SESSION_KS.iter().enumerate() {
+        m.insert(format!("{pre}session_recall_any_at_{k}"), json!(mean_of(rows, |x| Some(x.session_recall_any[j]))));
+    }
+    for (j, k) in KS.iter().enumerate() {
+        m.insert(format!("{pre}chance_recall_any_at_{k}"), json!(mean_of(rows, |x| Some(x.chance_recall_any[j]))));
+    }
+    for (j, k) in READ_KS.iter().enumerate() {
+        m.insert(format!("{pre}words_read_at_{k}"), json!(mean_of(rows, |x| Some(x.words_read[j]))));
+    }
 }
 
 /// The summary metrics: per source (prefix `qa_` for the formed memory,
@@ -455,10 +614,29 @@ fn figures(m: &mut BTreeMap<String, Value>, rows: &[&QaRow], pre: &str) {
 /// category the same; plus the evaluation's warnings and exclusions.
 pub fn summary_metrics(r: &QaResult) -> BTreeMap<String, Value> {
     let mut m = BTreeMap::new();
+    let mut intervals = serde_json::Map::new();
     for source in SOURCES {
         let prefix = if source == "formed" { "qa_".to_string() } else { format!("qa_{source}_") };
-        let rows: Vec<&QaRow> = r.rows.iter().filter(|row| row.source == source && !row.abstention).collect();
+        let rows: Vec<&QaRow> = r.rows.iter().filter(|row| row.source == source && in_headline(row)).collect();
         figures(&mut m, &rows, &prefix);
+        for (key, get) in INTERVAL_KEYS {
+            let c = interval::clusters(rows.iter().filter_map(|row| get(row).map(|v| (row.conversation.as_str(), v))));
+            if let Some((lo, hi)) = interval::interval(&c, interval::RESAMPLES, interval::SEED) {
+                intervals.insert(format!("{prefix}{key}"), json!([round6(lo), round6(hi)]));
+            }
+        }
+        let (misses, without, median) =
+            budget::attribution(&rows.iter().map(|row| (&row.budgeted, row.scored.recall_any[1])).collect::<Vec<_>>());
+        m.insert(
+            format!("{prefix}attribution"),
+            json!({"misses_at_5": misses, "share_without_evidence_document": without, "median_rank_of_evidence_document": median}),
+        );
+        let adversarial: Vec<&QaRow> = r.rows.iter().filter(|row| row.source == source && !row.abstention && !in_headline(row)).collect();
+        if !adversarial.is_empty() {
+            let mut am = BTreeMap::new();
+            figures(&mut am, &adversarial, "");
+            m.insert(format!("{prefix}adversarial"), json!(am));
+        }
         let abstention: Vec<&QaRow> = r.rows.iter().filter(|row| row.source == source && row.abstention).collect();
         if !abstention.is_empty() {
             let mut am = BTreeMap::new();
@@ -466,11 +644,14 @@ pub fn summary_metrics(r: &QaResult) -> BTreeMap<String, Value> {
             m.insert(format!("{prefix}abstention"), json!(am));
         }
         m.insert(format!("{prefix}items_indexed"), json!(r.indexed.get(source).copied().unwrap_or(0)));
-        let categories: BTreeSet<&str> = rows.iter().map(|row| row.category.as_str()).collect();
+        m.insert(format!("{prefix}words_indexed"), json!(r.words_indexed.get(source).copied().unwrap_or(0)));
+        // Per category, the adversarial one among them.
+        let answerable: Vec<&QaRow> = r.rows.iter().filter(|row| row.source == source && !row.abstention).collect();
+        let categories: BTreeSet<&str> = answerable.iter().map(|row| row.category.as_str()).collect();
         let mut by_cat = serde_json::Map::new();
         for c in categories {
             let mut cm = BTreeMap::new();
-            let in_c: Vec<&QaRow> = rows.iter().copied().filter(|row| row.category == c).collect();
+            let in_c: Vec<&QaRow> = answerable.iter().copied().filter(|row| row.category == c).collect();
             figures(&mut cm, &in_c, "");
             by_cat.insert(c.to_string(), json!(cm));
         }
@@ -479,7 +660,51 @@ pub fn summary_metrics(r: &QaResult) -> BTreeMap<String, Value> {
     m.insert("qa_evidence_unknown_turns".into(), json!(r.warnings.len()));
     m.insert("qa_items_excluded".into(), json!(r.excluded));
     m.insert("qa_questions_empty".into(), json!(r.empty_questions.len()));
+    let conversations: BTreeSet<&str> = r.rows.iter().map(|row| row.conversation.as_str()).collect();
+    m.insert("qa_interval_clusters".into(), json!(conversations.len()));
+    m.insert("qa_intervals".into(), Value::Object(intervals));
+    m.insert("qa_formed_minus_raw_turns".into(), paired_differences(r, "raw_turns"));
     m
+}
+
+/// Per [`INTERVAL_KEYS`] key (but `hit_holds_answer`): the mean over the
+/// headline items both sources scored of formed − `baseline`, with its
+/// interval resampling conversations (`{diff, lo, hi}`; no `lo`/`hi` with
+/// fewer than two conversations). An empty object without formed rows.
+pub fn paired_differences(r: &QaResult, baseline: &str) -> Value {
+    let mut out = serde_json::Map::new();
+    let of = |source: &str| -> HashMap<(&str, usize), &QaRow> {
+        r.rows
+            .iter()
+            .filter(|row| row.source == source && in_headline(row))
+            .map(|row| ((row.conversation.as_str(), row.item), row))
+            .collect()
+    };
+    let (formed, base) = (of("formed"), of(baseline));
+    if formed.is_empty() || base.is_empty() {
+        return Value::Object(out);
+    }
+    let mut keys: Vec<&(&str, usize)> = formed.keys().collect();
+    keys.sort_unstable();
+    for (key, get) in INTERVAL_KEYS.iter().filter(|(k, _)| *k != "hit_holds_answer") {
+        let diffs: Vec<(&str, f64)> = keys.iter().filter_map(|k| Some((k.0, get(formed[*k])? - get(base.get(*k)?)?))).collect();
+        if diffs.is_empty() {
+            continue;
+        }
+        let diff = diffs.iter().map(|d| d.1).sum::<f64>() / diffs.len() as f64;
+        let mut v = serde_json::Map::new();
+        v.insert("diff".into(), json!(round6(diff)));
+        if let Some((lo, hi)) = interval::interval(&interval::clusters(diffs), interval::RESAMPLES, interval::SEED) {
+            v.insert("lo".into(), json!(round6(lo)));
+            v.insert("hi".into(), json!(round6(hi)));
+        }
+        out.insert(key.to_string(), Value::Object(v));
+    }
+    Value::Object(out)
+}
+
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
 }
 
 /// The columns `qa.csv` and `qa.parquet` share: one row per item and
@@ -488,7 +713,7 @@ pub fn summary_metrics(r: &QaResult) -> BTreeMap<String, Value> {
 fn scalar_columns(r: &QaResult) -> Vec<Column> {
     let rows = &r.rows;
     let f = |name: &str, get: &dyn Fn(&Scored) -> f64| Column::new(name.into(), rows.iter().map(|x| get(&x.scored)).collect::<Vec<f64>>());
-    vec![
+    let mut cols = vec![
         Column::new("conversation".into(), rows.iter().map(|x| x.conversation.as_str()).collect::<Vec<_>>()),
         Column::new("item".into(), rows.iter().map(|x| x.item as i64).collect::<Vec<_>>()),
         Column::new("category".into(), rows.iter().map(|x| x.category.as_str()).collect::<Vec<_>>()),
@@ -505,7 +730,25 @@ fn scalar_columns(r: &QaResult) -> Vec<Column> {
         f("ndcg_any_at_5", &|s| s.ndcg_any[1]),
         f("ndcg_any_at_10", &|s| s.ndcg_any[2]),
         f("mrr", &|s| s.mrr),
-    ]
+    ];
+    let b = |name: String, get: &dyn Fn(&Budgeted) -> Option<f64>| {
+        Column::new(name.into(), rows.iter().map(|x| get(&x.budgeted)).collect::<Vec<Option<f64>>>())
+    };
+    for (j, w) in BUDGETS.iter().enumerate() {
+        cols.push(b(format!("recall_any_at_{w}w"), &|x| Some(x.recall_any_w[j])));
+    }
+    for (j, w) in ANSWER_BUDGETS.iter().enumerate() {
+        cols.push(b(format!("answer_in_{w}w"), &|x| x.answer_in_w[j]));
+    }
+    cols.push(b("hit_holds_answer".into(), &|x| x.hit_holds_answer));
+    for (j, k) in SESSION_KS.iter().enumerate() {
+        cols.push(b(format!("session_recall_any_at_{k}"), &|x| Some(x.session_recall_any[j])));
+    }
+    cols.push(b("chance_recall_any_at_5".into(), &|x| Some(x.chance_recall_any[1])));
+    for (j, k) in READ_KS.iter().enumerate() {
+        cols.push(b(format!("words_read_at_{k}"), &|x| Some(x.words_read[j])));
+    }
+    cols
 }
 
 /// The rank (from 1) of the first hit, from the MRR.
@@ -576,6 +819,15 @@ mod tests {
     }
 
     #[test]
+    fn session_dates_are_written_as_locomos_answers_write_them() {
+        assert_eq!(date_label(Some("2023-05-08T13:56:00")).as_deref(), Some("[8 May 2023]"));
+        assert_eq!(date_label(Some("2022-12-31")).as_deref(), Some("[31 December 2022]"));
+        assert_eq!(date_label(Some("2023-13-08")), None);
+        assert_eq!(date_label(Some("soon")), None);
+        assert_eq!(date_label(None), None);
+    }
+
+    #[test]
     fn dcg_is_longmemevals() {
         // rel_1 + rel_2/log2(2) + rel_3/log2(3): ranks 1 and 2 weigh 1.
         assert_eq!(dcg(&[true, true, false], 10), 2.0);
@@ -635,6 +887,7 @@ mod tests {
             retrieved: vec![],
             scores: vec![],
             scored: score(&turns(&[if hit { &["t1"] } else { &["x"] }]), &ev(&["t1"]), 1),
+            budgeted: Budgeted::default(),
         };
         let r = QaResult { rows: vec![row(false, true), row(true, false), row(true, false)], ..QaResult::default() };
         let m = summary_metrics(&r);
@@ -658,10 +911,12 @@ mod tests {
             retrieved: vec![],
             scores: vec![],
             scored: score(&turns(&[if hit { &["t1"] } else { &["x"] }]), &ev(&["t1"]), 1),
+            budgeted: Budgeted::default(),
         };
         let r = QaResult {
             rows: vec![row("formed", "1", true), row("formed", "2", false), row("raw_turns", "1", false), row("raw_turns", "2", false)],
             indexed: [("formed", 7), ("raw_turns", 40)].into(),
+            words_indexed: [("formed", 70), ("raw_turns", 400)].into(),
             warnings: vec!["w".into()],
             excluded: 3,
             empty_questions: vec!["e".into()],

@@ -193,8 +193,34 @@ pub fn meaning(key: &str) -> &'static str {
 const QA_SOURCES: [(&str, &str, &str); 3] =
     [("formed memory", "qa_", "live facts"), ("raw turns", "qa_raw_turns_", "turns"), ("raw sessions", "qa_raw_sessions_", "sessions")];
 
-/// The "Retrieval (QA)" section: the headline, the three sources side by
-/// side, per category, and the plot (when the run evaluated retrieval).
+/// A QA figure with its clustered interval when the summary has one
+/// (`0.447 [0.401, 0.493]`).
+fn with_interval(m: &std::collections::BTreeMap<String, Value>, key: &str) -> String {
+    let v = match m.get(key) {
+        None | Some(Value::Null) => return "–".to_string(),
+        v => num(v),
+    };
+    match m.get("qa_intervals").and_then(|i| i.get(key)).and_then(Value::as_array).map(|a| (a[0].as_f64(), a[1].as_f64())) {
+        Some((Some(lo), Some(hi))) => format!("{v} [{lo:.3}, {hi:.3}]"),
+        _ => v,
+    }
+}
+
+/// A paired difference formed − raw turns, `+0.077 [+0.037, +0.108]`.
+fn paired(m: &std::collections::BTreeMap<String, Value>, key: &str) -> String {
+    let Some(d) = m.get("qa_formed_minus_raw_turns").and_then(|p| p.get(key)) else { return "–".to_string() };
+    let f = |k: &str| d.get(k).and_then(Value::as_f64);
+    match (f("diff"), f("lo"), f("hi")) {
+        (Some(x), Some(lo), Some(hi)) => format!("{x:+.3} [{lo:+.3}, {hi:+.3}]"),
+        (Some(x), _, _) => format!("{x:+.3}"),
+        _ => "–".to_string(),
+    }
+}
+
+/// The "Retrieval (QA)" section: the budgeted figures first (equal reading
+/// cost, answer containment), with clustered intervals and the paired
+/// difference formed − raw turns; then the k-based figures beside their
+/// chance level, per category, the adversarial items apart, and the plot.
 fn retrieval(o: &mut String, a: &Analysis, plots: &[&str]) {
     let m = &a.summary.metrics;
     if !m.contains_key("qa_recall_any_at_5") {
@@ -202,21 +228,75 @@ fn retrieval(o: &mut String, a: &Analysis, plots: &[&str]) {
     }
     let get = |k: &str| m.get(k);
     let _ = writeln!(o, "## Retrieval (QA)\n");
+    let clusters = get("qa_interval_clusters").and_then(Value::as_u64).unwrap_or(0);
     let _ = writeln!(
         o,
-        "Each QA question through the store's hybrid search (top 10), against the final store and against two baselines searched \
-         the same way with the same embedder (docs/metrics.md, \"Retrieval (QA)\").\n"
+        "Each QA question through the same hybrid search, as deep as the budget needs, against the final store and against two \
+         baselines searched the same way with the same embedder (docs/metrics.md, \"Retrieval (QA)\"). A reader is given a budget \
+         of words (whitespace-separated) and reads the ranking in order, the last document cut at the budget. Figures leave out \
+         the adversarial items (LoCoMo category 5) and abstention items, reported apart; intervals are 95% bootstrap intervals \
+         resampling the {clusters} conversations (none with fewer than two).\n"
     );
     let _ = writeln!(
         o,
-        "**formed memory: recall_any@5 {} with {} items; raw turns: recall_any@5 {} with {} items; raw sessions: recall_any@5 {} with {} items.**\n",
-        num(get("qa_recall_any_at_5")),
-        num(get("qa_items_indexed")),
-        num(get("qa_raw_turns_recall_any_at_5")),
-        num(get("qa_raw_turns_items_indexed")),
-        num(get("qa_raw_sessions_recall_any_at_5")),
-        num(get("qa_raw_sessions_items_indexed")),
+        "**At 200 words read: formed memory recall_any {}, raw turns {}, raw sessions {}; formed − raw turns {}. Answer in 200 words: \
+         formed {}, raw turns {}.**\n",
+        with_interval(m, "qa_recall_any_at_200w"),
+        with_interval(m, "qa_raw_turns_recall_any_at_200w"),
+        with_interval(m, "qa_raw_sessions_recall_any_at_200w"),
+        paired(m, "recall_any_at_200w"),
+        with_interval(m, "qa_answer_in_200w"),
+        with_interval(m, "qa_raw_turns_answer_in_200w"),
     );
+    let budgeted: Vec<Vec<String>> = QA_SOURCES
+        .iter()
+        .map(|(label, pre, _)| {
+            let mut row = vec![label.to_string(), num(get(&format!("{pre}words_indexed")))];
+            for k in [
+                "recall_any_at_100w",
+                "recall_any_at_200w",
+                "recall_any_at_500w",
+                "recall_any_at_1000w",
+                "answer_in_100w",
+                "answer_in_200w",
+                "answer_in_500w",
+            ] {
+                row.push(with_interval(m, &format!("{pre}{k}")));
+            }
+            row
+        })
+        .collect();
+    table(
+        o,
+        &[
+            "source",
+            "words indexed",
+            "recall_any@100w",
+            "recall_any@200w",
+            "recall_any@500w",
+            "recall_any@1000w",
+            "answer in 100w",
+            "answer in 200w",
+            "answer in 500w",
+        ],
+        &budgeted,
+    );
+    let diffs: Vec<Vec<String>> = [
+        "recall_any_at_100w",
+        "recall_any_at_200w",
+        "recall_any_at_500w",
+        "recall_any_at_1000w",
+        "recall_any_at_5",
+        "session_recall_any_at_5",
+        "answer_in_100w",
+        "answer_in_200w",
+        "answer_in_500w",
+    ]
+    .iter()
+    .map(|k| vec![k.to_string(), paired(m, k)])
+    .collect();
+    let _ = writeln!(o, "Paired difference, formed memory − raw turns, over the same items:\n");
+    table(o, &["figure", "formed − raw turns"], &diffs);
     let rows: Vec<Vec<String>> = QA_SOURCES
         .iter()
         .map(|(label, pre, unit)| {
@@ -226,15 +306,39 @@ fn retrieval(o: &mut String, a: &Analysis, plots: &[&str]) {
                 format!("{} {unit}", f("items_indexed")),
                 f("items_scored"),
                 f("recall_any_at_1"),
-                f("recall_any_at_5"),
+                format!("{} (chance {})", with_interval(m, &format!("{pre}recall_any_at_5")), f("chance_recall_any_at_5")),
                 f("recall_any_at_10"),
+                with_interval(m, &format!("{pre}session_recall_any_at_5")),
                 f("recall_all_at_5"),
                 f("ndcg_any_at_5"),
                 f("mrr"),
+                f("words_read_at_5"),
+                with_interval(m, &format!("{pre}hit_holds_answer")),
             ]
         })
         .collect();
-    table(o, &["source", "indexed", "items", "recall_any@1", "recall_any@5", "recall_any@10", "recall_all@5", "ndcg_any@5", "MRR"], &rows);
+    let _ = writeln!(
+        o,
+        "At k documents, whatever their length (sessions are long: compare the words read), beside a random ranking's recall:\n"
+    );
+    table(
+        o,
+        &[
+            "source",
+            "indexed",
+            "items",
+            "recall_any@1",
+            "recall_any@5",
+            "recall_any@10",
+            "session recall_any@5",
+            "recall_all@5",
+            "ndcg_any@5",
+            "MRR",
+            "words read @5",
+            "hit holds answer",
+        ],
+        &rows,
+    );
     let by = |pre: &str| match get(&format!("{pre}by_category")) {
         Some(Value::Object(map)) => map.clone(),
         _ => serde_json::Map::new(),
@@ -245,12 +349,50 @@ fn retrieval(o: &mut String, a: &Analysis, plots: &[&str]) {
         let rows: Vec<Vec<String>> = cats
             .iter()
             .map(|(c, v)| {
-                let mut row = vec![c.clone(), num(v.get("items_scored"))];
+                let name = if c == crate::qa::ADVERSARIAL { format!("{c} (adversarial, apart)") } else { c.clone() };
+                let mut row = vec![name, num(v.get("items_scored"))];
+                row.extend(others.iter().map(|src| num(src.get(c).and_then(|x| x.get("recall_any_at_200w")))));
                 row.extend(others.iter().map(|src| num(src.get(c).and_then(|x| x.get("recall_any_at_5")))));
                 row
             })
             .collect();
-        table(o, &["QA category", "items", "formed recall_any@5", "raw turns recall_any@5", "raw sessions recall_any@5"], &rows);
+        table(
+            o,
+            &[
+                "QA category",
+                "items",
+                "formed recall_any@200w",
+                "raw turns recall_any@200w",
+                "raw sessions recall_any@200w",
+                "formed recall_any@5",
+                "raw turns recall_any@5",
+                "raw sessions recall_any@5",
+            ],
+            &rows,
+        );
+    }
+    if let Some(at) = get("qa_attribution").filter(|a| a.get("misses_at_5").and_then(Value::as_u64).unwrap_or(0) > 0) {
+        let ranked = match at.get("median_rank_of_evidence_document") {
+            Some(Value::Number(n)) => format!("where one exists, the first ranks at median {n} (a ranking loss)"),
+            _ => "no evidence fact was retrieved for any of them".to_string(),
+        };
+        let _ = writeln!(
+            o,
+            "Attribution: of the {} items formed memory misses at k = 5, {} have no live fact from any evidence turn (an \
+             extraction or write loss); {ranked}.\n",
+            num(at.get("misses_at_5")),
+            pct(at.get("share_without_evidence_document")),
+        );
+    }
+    if let Some(adv) = get("qa_adversarial") {
+        let _ = writeln!(
+            o,
+            "Adversarial items (category {}, apart from every figure above): {} items; formed recall_any@200w {}, raw turns {}.\n",
+            crate::qa::ADVERSARIAL,
+            num(adv.get("items_scored")),
+            num(adv.get("recall_any_at_200w")),
+            num(get("qa_raw_turns_adversarial").and_then(|x| x.get("recall_any_at_200w"))),
+        );
     }
     let excluded = get("qa_items_excluded").and_then(Value::as_f64).unwrap_or(0.0);
     let unknown = get("qa_evidence_unknown_turns").and_then(Value::as_f64).unwrap_or(0.0);
@@ -269,7 +411,7 @@ fn retrieval(o: &mut String, a: &Analysis, plots: &[&str]) {
     }
     let _ = writeln!(
         o,
-        "One row per item and source in `qa.parquet`/`qa.csv`: the retrieved ids and scores in rank order, the first hit's rank, the item's figures.\n"
+        "One row per item and source in `qa.parquet`/`qa.csv`: the first 10 retrieved ids and scores in rank order, the first hit's rank, the item's figures.\n"
     );
 }
 
@@ -1260,6 +1402,10 @@ mod tests {
             retrieved: vec!["x".into()],
             scores: vec![0.5],
             scored: score(&[vec![if hit { "t1" } else { "t9" }.to_string()]], &ev, 1),
+            budgeted: {
+                let h = f64::from(u8::from(hit));
+                crate::qa::Budgeted { recall_any_w: [0.0, h, h, h], answer_in_w: [Some(0.0), Some(h), Some(h)], ..Default::default() }
+            },
         };
         let mut rows = Vec::new();
         for (item, category, formed_hit) in [(0, "1", true), (1, "2", false)] {
@@ -1270,6 +1416,7 @@ mod tests {
         let r = QaResult {
             rows,
             indexed: [("formed", 4), ("raw_turns", 12), ("raw_sessions", 2)].into(),
+            words_indexed: [("formed", 40), ("raw_turns", 120), ("raw_sessions", 124)].into(),
             warnings: vec![],
             excluded: 1,
             empty_questions: vec![],
@@ -1285,10 +1432,16 @@ mod tests {
         write_run_reports(dir.path(), &manifest(), &a).expect("write reports");
         let md = std::fs::read_to_string(dir.path().join("report.md")).expect("report.md");
         assert!(
-            md.contains("**formed memory: recall_any@5 0.500 with 4 items; raw turns: recall_any@5 0.000 with 12 items; raw sessions: recall_any@5 1.000 with 2 items.**"),
+            md.contains(
+                "**At 200 words read: formed memory recall_any 0.500, raw turns 0.000, raw sessions 1.000; formed − raw turns +0.500. \
+                 Answer in 200 words: formed 0.500, raw turns 0.000.**"
+            ),
             "{md}"
         );
-        assert!(md.contains("| 1 | 1 | 1.000 | 0.000 | 1.000 |"), "{md}");
+        // The budgeted table leads: recall at 100, 200, 500, 1000 words, answer in 100, 200, 500 (one conversation: no interval).
+        assert!(md.contains("| formed memory | 40 | 0.000 | 0.500 | 0.500 | 0.500 | 0.000 | 0.500 | 0.500 |"), "{md}");
+        assert!(md.find("recall_any@200w") < md.find("recall_any@1 "), "budgeted first: {md}");
+        assert!(md.contains("| 1 | 1 | 1.000 | 0.000 | 1.000 | 1.000 | 0.000 | 1.000 |"), "{md}");
         assert!(md.contains("0 evidence turn ids named no turn") && md.contains("1 items had no known evidence turn"), "{md}");
         assert!(md.contains(&format!("![recall_any@5 by category]({})", super::PLOT_QA)), "{md}");
         let svg = std::fs::read_to_string(dir.path().join(super::PLOT_QA)).expect("plot");

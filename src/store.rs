@@ -747,6 +747,42 @@ impl WriteTx for SqlTx<'_> {
                 Ok(n == 1)
             })
             .map_err(|e| self.err(e))
+            .and_then(|changed| {
+                if changed && !u.turns.is_empty() {
+                    self.add_source_turns(id, &u.turns, None)?;
+                }
+                Ok(changed)
+            })
+    }
+
+    fn add_source_turns(&mut self, id: &str, turns: &[String], from: Option<&str>) -> Result<()> {
+        let read = |tx: &rusqlite::Transaction<'_>, id: &str| -> rusqlite::Result<Option<String>> {
+            tx.prepare_cached("SELECT source_turns FROM facts WHERE id = ?1 AND conversation_id = ?2")?
+                .query_row(params![id, self.conversation_id], |r| r.get(0))
+                .optional()
+        };
+        let Some(current) = read(self.tx, id).map_err(|e| self.err(e))? else { return Ok(()) };
+        let parse = |s: &str| serde_json::from_str::<Vec<String>>(s).unwrap_or_default();
+        let mut all = parse(&current);
+        let inherited = match from {
+            Some(f) => read(self.tx, f).map_err(|e| self.err(e))?.map(|s| parse(&s)).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let before = all.len();
+        for t in turns.iter().chain(&inherited) {
+            if !t.is_empty() && !all.contains(t) {
+                all.push(t.clone());
+            }
+        }
+        if all.len() == before {
+            return Ok(());
+        }
+        let json = serde_json::to_string(&all).map_err(|e| Error::Other(format!("serialise source turns: {e}")))?;
+        self.tx
+            .prepare_cached("UPDATE facts SET source_turns = ?2 WHERE id = ?1")
+            .and_then(|mut st| st.execute(params![id, json]))
+            .map(drop)
+            .map_err(|e| self.err(e))
     }
 
     fn set_importance(&mut self, id: &str, importance: &str, decay: bool) -> Result<()> {
@@ -963,6 +999,7 @@ pub(crate) mod tests {
             new_aliases: vec![],
             proposals,
             verdicts: vec![],
+            attributions: vec![],
         }
     }
 

@@ -139,9 +139,9 @@ fn compares_two_runs_metric_by_metric() {
     assert_eq!((cands.a, cands.b, cands.uplift), (9.0, 10.0, 1.0));
     let density = row("fact_density");
     assert_eq!(density.uplift, 0.0);
-    // Only c2 changed, so resampling episodes can move candidates by 0, 1 (c2 drawn once) … up to 3 (drawn thrice).
+    // Only c2 changed, so resampling the two conversations moves candidates by 0, 1 (c2 drawn once) or 2 (twice).
     let (lo, hi) = (cands.ci_low.expect("ci"), cands.ci_high.expect("ci"));
-    assert!(lo >= 0.0 && hi <= 3.0 && lo <= hi, "[{lo}, {hi}]");
+    assert!(lo >= 0.0 && hi <= 2.0 && lo <= hi, "[{lo}, {hi}]");
     // A metric equal on every episode has a zero-width interval.
     let t = row("turn_recall");
     assert_eq!((t.uplift, t.ci_low, t.ci_high), (0.0, Some(0.0), Some(0.0)));
@@ -161,10 +161,11 @@ fn compares_two_runs_metric_by_metric() {
 }
 
 #[test]
-fn the_interval_of_one_paired_episode_is_its_uplift() {
+fn one_paired_conversation_has_no_interval() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (a, b) = two_runs(dir.path());
-    // Keep only c2 in both runs' episode tables: every resample is that episode.
+    // Keep only c2 in both runs' episode tables: every resample would be that
+    // conversation, an interval of width 0 that says nothing.
     for side in [&a, &b] {
         let path = side.dir.join("episodes.parquet");
         let df = crate::report::read_parquet(&path).expect("read");
@@ -176,7 +177,7 @@ fn the_interval_of_one_paired_episode_is_its_uplift() {
     }
     let c = compare_runs(&a, &b, &dir.path().join("out"), CompareOptions { resamples: 50, seed: 3 }).expect("compare");
     let cands = c.metrics.iter().find(|r| r.metric == "candidates").expect("candidates");
-    assert_eq!((cands.ci_low, cands.ci_high), (Some(1.0), Some(1.0)));
+    assert_eq!((cands.uplift, cands.ci_low, cands.ci_high), (1.0, None, None));
     assert_eq!(c.bootstrap.paired_episodes, 1);
     assert_eq!(c.bootstrap.unpaired_episodes, 0);
 }

@@ -70,6 +70,13 @@ pub struct WritePlan {
     pub proposals: Vec<Proposal>,
     /// Every judged pair, recorded whatever the write mode.
     pub verdicts: Vec<VerdictRow>,
+    /// Provenance the episode adds to facts it does not insert: a dropped
+    /// restatement's (exact or near duplicate, closure) turn joins the
+    /// `source_turns` of the fact it restated, `(fact id, turn)`. Applied
+    /// after the inserts (the fact may be a survivor of the same batch);
+    /// not audited; nothing in shadow mode.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attributions: Vec<(String, String)>,
 }
 
 string_enum! {
@@ -230,6 +237,10 @@ pub trait WriteTx {
     fn update_memory(&mut self, id: &str, update: &MemoryUpdate) -> Result<bool>;
     /// Sets a stored fact's importance (`high`, `normal`, `low`) and decay flag.
     fn set_importance(&mut self, id: &str, importance: &str, decay: bool) -> Result<()>;
+    /// Adds `turns`, and the source turns of fact `from` (if given), to fact
+    /// `id`'s `source_turns` (a set, in first-seen order); nothing when `id`
+    /// is not a row of the conversation.
+    fn add_source_turns(&mut self, id: &str, turns: &[String], from: Option<&str>) -> Result<()>;
 }
 
 /// A memory's new title, content (its narrative), facts and vector, for an
@@ -242,6 +253,10 @@ pub struct MemoryUpdate {
     pub hash: String,
     /// The facts, one per line (stored in `source_quote`).
     pub facts: String,
+    /// The turns the rewrite adds to the memory's `source_turns` (the
+    /// merged observation's), beside the ones it already lists.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<String>,
     /// The rewritten memory's vector, replacing its row of `embeddings`
     /// (empty: the run has no embedder, the row is left as it was).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

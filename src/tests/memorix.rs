@@ -240,9 +240,20 @@ fn the_profile_runs_the_bundled_dataset_and_writes_formed_memories() {
     let target = evolved["related"].as_str().unwrap();
     let old = facts.iter().find(|f| f.id == target).unwrap();
     assert_eq!(old.superseded_by.as_deref(), evolved["id"].as_str());
+    // Provenance: the rewrite lists its target's turns beside its own.
+    let turns = |f: &memform::store::StoredFact| serde_json::from_str::<Vec<String>>(&f.source_turns).unwrap();
+    let rewrite = facts.iter().find(|f| Some(f.id.as_str()) == evolved["id"].as_str()).unwrap();
+    let evolved_turn = evolved["turn"].as_str().unwrap().to_string();
+    assert_eq!(turns(rewrite)[0], evolved_turn, "its own turn first");
+    for t in turns(old) {
+        assert!(turns(rewrite).contains(&t), "{t} of the target kept: {:?}", rewrite.source_turns);
+    }
     let merged = rows.iter().find(|r| r["outcome"] == json!("merged")).unwrap();
     let kept = facts.iter().find(|f| Some(f.id.as_str()) == merged["related"].as_str()).unwrap();
     assert!(kept.superseded_by.is_none() && kept.invalid_at.is_none());
+    // The merged observation's turn joins the memory's source turns.
+    let merged_turn = merged["turn"].as_str().unwrap().to_string();
+    assert!(turns(kept).contains(&merged_turn) && turns(kept).len() >= 2, "{:?}", kept.source_turns);
     // Merged in place: same id, the new narrative in front of the old one.
     assert!(
         kept.content.starts_with(merged["content"].as_str().unwrap()) && kept.content.contains("[Previous context]: "),

@@ -323,3 +323,64 @@ fn a_runs_qa_rows_do_not_depend_on_its_threads_and_equal_an_evaluation_after() {
     }
     assert_eq!(csvs[0], csvs[1]);
 }
+
+#[test]
+fn a_restatement_dropped_by_dedupe_joins_the_survivors_source_turns() {
+    // t2 restates t1 in the same episode (a batch duplicate), t3 in a later
+    // one (a duplicate of a live fact): the one stored fact lists all three.
+    let dir = tempfile::tempdir().unwrap();
+    let conv = dir.path().join("ds/conversations");
+    std::fs::create_dir_all(&conv).unwrap();
+    let body = r#"{"format": "memform-conversation/1", "id": "d", "speakers": ["Ana"],
+ "episodes": [
+  {"id": "e1", "timestamp": "2025-01-01T10:00:00", "turns": [
+   {"id": "t1", "speaker": "Ana", "text": "I work at Acme."},
+   {"id": "t2", "speaker": "Ana", "text": "I work at Acme."}]},
+  {"id": "e2", "timestamp": "2025-02-01T10:00:00", "turns": [
+   {"id": "t3", "speaker": "Ana", "text": "I work at Acme."}]}]}"#;
+    std::fs::write(conv.join("d.json"), body).unwrap();
+    for (write_mode, want) in [("full", vec!["t1", "t2", "t3"]), ("shadow", vec![])] {
+        let mut cfg = Config::default();
+        cfg.set_write_mode(memform::config::WriteMode::parse(write_mode).unwrap());
+        let out = tempfile::tempdir().unwrap();
+        run_rules(&dir.path().join("ds"), out.path(), &cfg, None);
+        let facts = Store::open(&out.path().join("store.sqlite")).unwrap().facts().unwrap();
+        let acme: Vec<&StoredFact> = facts.iter().filter(|f| f.content.contains("Acme")).collect();
+        if want.is_empty() {
+            assert!(acme.is_empty(), "shadow mode writes nothing: {acme:?}");
+            continue;
+        }
+        assert_eq!(acme.len(), 1, "{facts:?}");
+        let turns: Vec<String> = serde_json::from_str(&acme[0].source_turns).unwrap();
+        assert_eq!(turns, want);
+    }
+}
+
+#[test]
+fn a_temporal_question_is_answerable_from_the_retrieved_text() {
+    // The answer is the session's date, which no turn says: it is in the
+    // read text of every source because each document carries its date.
+    let dir = tempfile::tempdir().unwrap();
+    let conv = dir.path().join("ds/conversations");
+    std::fs::create_dir_all(&conv).unwrap();
+    let body = r#"{"format": "memform-conversation/1", "id": "when", "speakers": ["Ana", "Bo"],
+ "episodes": [
+  {"id": "e1", "timestamp": "2023-05-08T13:56:00", "turns": [
+   {"id": "t1", "speaker": "Ana", "text": "I moved to Porto today!"},
+   {"id": "t2", "speaker": "Bo", "text": "Congratulations on the move."}]},
+  {"id": "e2", "timestamp": "2023-06-01T10:00:00", "turns": [
+   {"id": "t3", "speaker": "Bo", "text": "I bought a red bicycle."}]}],
+ "gold": {"qa": [{"question": "When did Ana move to Porto?", "answer": "8 May 2023", "evidence": ["t1"], "category": 2}]}}"#;
+    std::fs::write(conv.join("when.json"), body).unwrap();
+    let cfg = Config::default();
+    let out = tempfile::tempdir().unwrap();
+    run_rules(&dir.path().join("ds"), out.path(), &cfg, None);
+    let store = Store::open(&out.path().join("store.sqlite")).unwrap();
+    let dataset = memform::dataset::load(&dir.path().join("ds")).unwrap();
+    let qa = evaluate(&dataset, &store, &HashedEmbedder::new(cfg.hashed_dims), &cfg).unwrap();
+    for source in ["formed", "raw_turns", "raw_sessions"] {
+        let row = qa.rows.iter().find(|r| r.source == source).unwrap();
+        assert_eq!(row.budgeted.recall_any_w[0], 1.0, "{source}: the evidence is read within 100 words");
+        assert_eq!(row.budgeted.answer_in_w[0], Some(1.0), "{source}: \"8 May 2023\" is in the words read");
+    }
+}

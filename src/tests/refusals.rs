@@ -2,7 +2,8 @@
 //! the field, exit 2: an `--llm` mode that does not exist (in rules mode
 //! too), an `--embed-cache` that is a file, a directory of LongMemEval
 //! files, a memorix observation without an entity, and memorix's refused
-//! pair of stage modes (once, before the run starts).
+//! pair of stage modes (once, before the run starts), and memorix with
+//! the gold extractor.
 
 use std::path::Path;
 use std::process::Command;
@@ -111,4 +112,28 @@ fn memorix_refuses_llm_extraction_with_the_rules_judge_once_before_the_run() {
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
         assert!(!tmp.path().join("o/run.json").exists(), "the run did not start");
     }
+}
+
+#[test]
+fn memorix_refuses_gold_extraction_before_the_run() {
+    // The profile extracts its own observations: a run with the gold
+    // extractor would form without it while run.json said `gold`.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let conv = tmp.path().join("ds/conversations");
+    std::fs::create_dir_all(&conv).expect("mkdir");
+    let body = r#"{"format": "memform-conversation/1", "id": "a", "speakers": ["Ann"],
+ "episodes": [{"id": "e1", "timestamp": "2024-01-01T10:00:00",
+   "turns": [{"id": "t1", "speaker": "Ann", "text": "I work at Google."}]}],
+ "gold": {"facts": [{"id": "g1", "episode": "e1", "text": "Ann works at Google", "evidence": ["t1"]}]}}"#;
+    std::fs::write(conv.join("a.json"), body).expect("write");
+    let args = ["run", "--dataset", "ds", "--profile", "memorix", "--extract", "gold", "--no-qa", "--out", "o"];
+    let (code, stdout, stderr) = memform(&args, tmp.path());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stdout.is_empty(), "no summary: {stdout}");
+    assert!(stderr.contains("--extract gold is not available"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!tmp.path().join("o/run.json").exists(), "the run did not start");
+    // soda takes the same gold extraction.
+    let (code, _, stderr) = memform(&["run", "--dataset", "ds", "--extract", "gold", "--no-qa", "--out", "p"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
 }

@@ -176,8 +176,14 @@ fn full_mode_applies_the_update_with_its_archive_row_and_drops_bad_decisions() {
         assert!(kinds.iter().any(|w| w == k), "{k} missing from {kinds:?}");
     }
     assert_eq!((&by_id(&r, "faults/e1/c4")["fact_type"], &by_id(&r, "faults/e1/c4")["outcome"]), (&json!("fact"), &json!("created")));
-    // A model's facts name no turn; the episode is their provenance's source.
-    assert_eq!(by_id(&r, "faults/e1/c0")["turn"], "");
+    // A model's facts name no turn: each is given the turn sharing the most
+    // words with it ("alice", "google": t1), so retrieval can credit it.
+    assert_eq!(by_id(&r, "faults/e1/c0")["turn"], "t1");
+    // e2's UPDATE rewrote c0 from its own fact (t4's, "alice", "works",
+    // "anthropic"): the row's content and turn are the update's.
+    let facts = r.store.facts().unwrap();
+    let c0 = facts.iter().find(|f| f.id == "faults/e1/c0").unwrap();
+    assert_eq!(c0.source_turns, r#"["t4"]"#);
 
     // The gates on e1's contract facts: confidence 0.5 < 0.7, content that
     // normalises to nothing, and a content hash already live.
@@ -187,7 +193,7 @@ fn full_mode_applies_the_update_with_its_archive_row_and_drops_bad_decisions() {
     assert_eq!(by_id(&r, "faults/e1/c3")["outcome"], "deduped");
     let prov = r.store.provenance().unwrap();
     let (_, _, _, p) = prov.iter().find(|(_, e, i, _)| e == "e1" && *i == 0).unwrap();
-    assert_eq!((p.source.as_str(), p.fact_count, p.entity_count), ("e1", 5, 1), "{p:?}");
+    assert_eq!((p.source.as_str(), p.fact_count, p.entity_count), ("e1/t1", 5, 1), "{p:?}");
     assert!(p.extractor.ends_with(":signet_extract-v1"), "{}", p.extractor);
 
     // The applied UPDATE: the target row now holds the new content, its old content is archived.

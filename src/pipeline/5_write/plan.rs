@@ -45,7 +45,15 @@ pub fn build(
     };
     // Until dates that closures of this batch set on earlier candidates.
     let mut batch_closures: Vec<(usize, String)> = Vec::new();
+    // A dropped restatement's turn joins the fact it restated (provenance).
+    let mut attributions: Vec<(String, String)> = Vec::new();
     for (i, rec) in records.iter_mut().enumerate() {
+        if let Some(
+            DedupeOutcome::ExactDuplicate { of, .. } | DedupeOutcome::NearDuplicate { of, .. } | DedupeOutcome::Closure { of, .. },
+        ) = &deduped.outcomes[i]
+        {
+            attributions.push((target_id(of), rec.turn.clone()));
+        }
         let (outcome, reason, related) = match &deduped.outcomes[i] {
             None => {
                 let reason = format!("value score {:.2} < {:.2}", rec.value_score, cfg.soda.value_contextual_min);
@@ -108,6 +116,7 @@ pub fn build(
         new_aliases: resolution.new_aliases.clone(),
         proposals,
         verdicts: verdict_rows(&records),
+        attributions,
     };
     Planned { plan, records }
 }

@@ -78,6 +78,12 @@ pub fn apply(tx: &mut dyn WriteTx, plan: &WritePlan, mode: WriteMode, min_confid
     let blocked: Vec<&str> = replacing.iter().map(|(f, _)| f.id.as_str()).collect();
     end_facts(tx, plan, &inserted, &blocked, &mut cx)?;
     inserts_and_rejects(tx, plan, &inserted, &replacing, &mut cx)?;
+    // After the inserts: a restated fact may be a survivor of this batch.
+    if mode != WriteMode::Shadow {
+        for (fact, turn) in &plan.attributions {
+            tx.add_source_turns(fact, std::slice::from_ref(turn), None)?;
+        }
+    }
     Ok(cx.out)
 }
 

@@ -206,6 +206,7 @@ fn plan_one(
                 normalized: h.normalized,
                 hash: h.hash,
                 facts: merged_facts.join("\n"),
+                turns: vec![input.id.clone()],
                 embedding,
             };
             (CandidateOutcome::Merged, Some(Op::Merge { candidate: id.clone(), target: t, update }), f.resolution.reason.clone())

@@ -40,6 +40,14 @@ impl Profile for Memorix {
         Ok(Box::new(super::llm::MemorixLlm::new(llm, settings)?))
     }
     fn check_stages(&self, stages: Stages<'_>) -> Result<()> {
+        // The profile extracts observations itself: the dataset's gold facts
+        // cannot stand in for them, and a run saying `gold` would be false.
+        if stages.extractor.mode() == StageMode::Gold {
+            return Err(Error::Config(
+            "profile = \"memorix\": --extract gold is not available (the profile extracts its own observations); use --extract rules or llm"
+                .into(),
+        ));
+        }
         deps(stages).map(|_| ())
     }
     fn episode(

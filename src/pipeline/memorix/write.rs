@@ -8,7 +8,9 @@
 //!   supersedes its target (`invalid_at` = the episode date, `superseded_by`
 //!   = the rewrite), so the old state stays as history;
 //! - merge: the target rewritten in place (title, narrative, facts, and its
-//!   vector, re-embedded from the new text).
+//!   vector, re-embedded from the new text), its `source_turns` gaining the
+//!   merged observation's turn;
+//! - an evolve's rewrite lists its target's source turns beside its own.
 //!
 //! Shadow mode records every operation and writes nothing; controlled mode
 //! inserts new memories but blocks a merge or an evolve whole (the rewrite
@@ -102,6 +104,10 @@ fn apply(tx: &mut dyn WriteTx, plan: &Plan, mode: WriteMode, applied: &mut Vec<A
                     continue;
                 }
                 tx.set_importance(id, importance, *decay)?;
+                // An evolve's rewrite keeps its target's turns beside its own.
+                if let Some(target) = supersedes {
+                    tx.add_source_turns(id, &[], Some(target))?;
+                }
                 out.audit.push(audit(id, AuditAction::Insert, Outcome::Created, Some(id), None, importance));
                 applied.push(Applied::Inserted(row.clone()));
                 let Some(target) = supersedes else { continue };
@@ -149,6 +155,7 @@ pub fn execute(store: &Store, plan: Plan, mode: WriteMode, state: &mut ConvState
         new_aliases: Vec::new(),
         proposals: Vec::new(),
         verdicts: Vec::new(),
+        attributions: Vec::new(),
     };
     let mut applied = Vec::new();
     let result = store.write_episode(&shell, mode, |tx| apply(tx, &plan, mode, &mut applied))?;

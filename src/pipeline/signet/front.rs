@@ -10,6 +10,10 @@
 //! - LLM mode: the extractor answers in the contract itself
 //!   ([`super::extract_llm::SignetLlmExtractor`]); its facts carry only
 //!   content, type and confidence (no subject, predicate, object or turn).
+//!   Each is given the turn of the episode that shares the most distinct
+//!   words (three letters or more, lower-cased) with its content, the
+//!   earliest on a tie, none when no turn shares one
+//!   ([`attribute_turn`]): provenance, so that retrieval metrics can credit it.
 //!
 //! The facts that reach the decision stage are the contract's facts, in
 //! its order; its entity triples are kept on the front (counted in the
@@ -44,7 +48,10 @@ pub fn front(stages: Stages<'_>, conv: &Conversation, episode: &Episode, state: 
             (SignetExtraction::from_extraction(&ex, cfg), usage, ex)
         }
     };
-    let extraction = in_contract(base, &contract);
+    let mut extraction = in_contract(base, &contract);
+    for f in extraction.facts.iter_mut().filter(|f| f.fact.source_turn.is_empty()) {
+        f.fact.source_turn = attribute_turn(&f.fact.content, episode).unwrap_or_default();
+    }
     let extract_ms = ms(t0);
     let t1 = Instant::now();
     let texts: Vec<&str> = extraction.facts.iter().map(|f| f.fact.content.as_str()).collect();
@@ -72,6 +79,26 @@ pub fn in_contract(base: Extraction, contract: &SignetExtraction) -> Extraction 
     let mut warnings = base.warnings;
     warnings.extend(contract.warnings.iter().cloned());
     Extraction { entities: base.entities, facts, warnings }
+}
+
+/// The words [`attribute_turn`] compares: lower-cased alphanumeric runs of three characters or more.
+fn words(text: &str) -> std::collections::BTreeSet<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() >= 3).map(str::to_lowercase).collect()
+}
+
+/// The turn of `episode` whose speaker and text share the most distinct
+/// [`words`] with `content`; the earliest on a tie; `None` when none shares one.
+pub fn attribute_turn(content: &str, episode: &Episode) -> Option<String> {
+    let want = words(content);
+    let mut best: Option<(usize, &str)> = None;
+    for t in &episode.turns {
+        let have = words(&format!("{} {}", t.speaker, t.text));
+        let n = want.intersection(&have).count();
+        if n > 0 && best.is_none_or(|(m, _)| n > m) {
+            best = Some((n, t.id.as_str()));
+        }
+    }
+    best.map(|(_, id)| id.to_string())
 }
 
 fn scored(f: &SignetFact, base: &[ScoredFact]) -> ScoredFact {
@@ -106,6 +133,28 @@ fn scored(f: &SignetFact, base: &[ScoredFact]) -> ScoredFact {
 mod tests {
     use super::*;
     use crate::types::FactType;
+
+    #[test]
+    fn an_llm_fact_is_given_the_turn_sharing_most_words() {
+        use crate::types::{Episode, Turn};
+        let turn = |id: &str, speaker: &str, text: &str| Turn { id: id.into(), speaker: speaker.into(), text: text.into() };
+        let e = Episode {
+            id: "e1".into(),
+            timestamp: None,
+            turns: vec![
+                turn("t1", "Ann", "I adopted a dog last week."),
+                turn("t2", "Bo", "Nice! I started painting at the art school."),
+                turn("t3", "Ann", "Painting sounds fun."),
+            ],
+            observations: vec![],
+        };
+        // "painting", "art", "school" and "started" are t2's; t3 shares only "painting".
+        assert_eq!(attribute_turn("Bo started painting at an art school", &e).as_deref(), Some("t2"));
+        // The speaker counts; a tie goes to the earliest turn.
+        assert_eq!(attribute_turn("Ann adopted a dog", &e).as_deref(), Some("t1"));
+        assert_eq!(attribute_turn("Painting", &e).as_deref(), Some("t2"));
+        assert_eq!(attribute_turn("Zebra", &e), None);
+    }
 
     fn base_fact(content: &str, turn: &str, until: Option<&str>) -> ScoredFact {
         ScoredFact {

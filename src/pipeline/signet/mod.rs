@@ -172,6 +172,7 @@ pub fn back(
         new_aliases: Vec::new(),
         proposals: Vec::new(),
         verdicts: Vec::new(),
+        attributions: Vec::new(),
     };
     let mode = cfg.write_mode();
     let mut applied = Vec::new();

@@ -1,0 +1,336 @@
+//! The QA figures at equal reading cost and with answer-bearing credit
+//! (docs/metrics.md, "Retrieval (QA)"): what a reader of a fixed number of
+//! words takes from a ranking, whether it holds an evidence turn or the
+//! gold answer's words, the ranking mapped to sessions as LongMemEval does,
+//! and the recall a random ranking would reach.
+//!
+//! Words are whitespace-separated runs of the indexed text: the same unit
+//! for a fact, a turn and a session, independent of any model's tokenizer.
+
+use std::collections::BTreeSet;
+
+/// The reading budgets of `recall_any_at_{B}w`, in words.
+pub const BUDGETS: [usize; 4] = [100, 200, 500, 1000];
+/// The reading budgets of `answer_in_{B}w`, in words.
+pub const ANSWER_BUDGETS: [usize; 3] = [100, 200, 500];
+/// The ks of session-level recall.
+pub const SESSION_KS: [usize; 2] = [5, 10];
+/// The ks of the words read per retrieved set.
+pub const READ_KS: [usize; 2] = [5, 10];
+
+/// One indexed document as a reader sees it: its words, the turns it
+/// comes from, and where each turn's words lie in it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Text {
+    pub words: Vec<String>,
+    /// `(turn, start, end)`: the turn's words are `words[start..end]`.
+    /// Empty when the text does not follow its turns (a formed fact): then
+    /// its turns count as read only when the whole text is.
+    pub spans: Vec<(String, usize, usize)>,
+    /// The document's turns (every turn it comes from).
+    pub turns: Vec<String>,
+    /// The sessions of its turns, in order of first appearance.
+    pub sessions: Vec<String>,
+    /// Each word's normalised [`tokens`] (computed once: answer
+    /// containment looks in them for every item).
+    pub norm: Vec<Vec<String>>,
+}
+
+impl Text {
+    /// A document whose text does not follow its turns (a formed fact).
+    pub fn whole(text: &str, turns: Vec<String>, sessions: Vec<String>) -> Text {
+        let words = split(text);
+        let norm = words.iter().map(|w| tokens(w)).collect();
+        Text { words, spans: Vec::new(), turns, sessions, norm }
+    }
+
+    /// A document made of `parts` in order, each a turn's text (`Some`) or
+    /// text of no turn (a header: `None`); the parts' words joined.
+    pub fn of_parts(parts: &[(Option<&str>, &str)], sessions: Vec<String>) -> Text {
+        let mut t = Text { sessions, ..Text::default() };
+        for (turn, text) in parts {
+            let start = t.words.len();
+            t.words.extend(split(text));
+            if let Some(id) = turn {
+                t.spans.push((id.to_string(), start, t.words.len()));
+                t.turns.push(id.to_string());
+            }
+        }
+        t.norm = t.words.iter().map(|w| tokens(w)).collect();
+        t
+    }
+}
+
+/// Whitespace-separated words.
+pub fn split(text: &str) -> Vec<String> {
+    text.split_whitespace().map(str::to_string).collect()
+}
+
+/// What a reader of `budget` words takes from `ranked`, in rank order:
+/// whole documents while they fit, then the prefix of the next one up to
+/// the budget. Returns the turns read (a turn counts when all its words
+/// are inside the words read; a document without spans when all of it
+/// is) and the words read.
+pub fn read<'a>(ranked: &[&'a Text], budget: usize) -> (BTreeSet<&'a str>, Vec<&'a str>) {
+    let taken = taken(ranked, budget);
+    let words = taken.iter().flat_map(|(d, n)| d.words[..*n].iter().map(String::as_str)).collect();
+    (turns_read(&taken), words)
+}
+
+/// The documents a reader of `budget` words takes, in rank order, each
+/// with how many of its words (all but maybe the last's).
+pub fn taken<'a>(ranked: &[&'a Text], budget: usize) -> Vec<(&'a Text, usize)> {
+    let mut out = Vec::new();
+    let mut used = 0;
+    for doc in ranked {
+        let left = budget - used;
+        if left == 0 {
+            break;
+        }
+        let n = doc.words.len().min(left);
+        used += n;
+        out.push((*doc, n));
+    }
+    out
+}
+
+/// The turns [`taken`] documents hold: all of a whole document's, the
+/// turns a cut one holds whole.
+fn turns_read<'a>(taken: &[(&'a Text, usize)]) -> BTreeSet<&'a str> {
+    let mut turns = BTreeSet::new();
+    for (doc, n) in taken {
+        if *n == doc.words.len() {
+            turns.extend(doc.turns.iter().map(String::as_str));
+        } else {
+            turns.extend(doc.spans.iter().filter(|(_, _, end)| end <= n).map(|(t, _, _)| t.as_str()));
+        }
+    }
+    turns
+}
+
+/// [`holds`] over the words [`taken`], with their precomputed tokens.
+fn holds_taken(answer: &[String], taken: &[(&Text, usize)]) -> bool {
+    answer.iter().all(|a| taken.iter().any(|(d, n)| d.norm[..*n].iter().any(|ts| ts.iter().any(|t| t == a))))
+}
+
+/// The normalised tokens of an answer or a text: lower-cased, every
+/// character that is not a letter or digit a separator, the articles
+/// `a`, `an`, `the` dropped (SQuAD's normalisation).
+pub fn tokens(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty() && !matches!(*w, "a" | "an" | "the"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether every token of `answer` (normalised, non-empty) is among the
+/// normalised tokens of `words`.
+pub fn holds(answer: &[String], words: &[&str]) -> bool {
+    let have: BTreeSet<String> = words.iter().flat_map(|w| tokens(w)).collect();
+    answer.iter().all(|t| have.contains(t))
+}
+
+/// The chance that `k` documents drawn at random (without replacement)
+/// from `n`, of which `relevant` hold an evidence turn, include one:
+/// `1 − C(n − r, k) / C(n, k)`.
+pub fn chance_any(n: usize, relevant: usize, k: usize) -> f64 {
+    if relevant == 0 || n == 0 {
+        return 0.0;
+    }
+    let mut miss = 1.0;
+    for i in 0..k.min(n) {
+        let (bad, all) = ((n - relevant.min(n)) as f64 - i as f64, (n - i) as f64);
+        miss *= (bad / all).max(0.0);
+    }
+    1.0 - miss
+}
+
+/// LongMemEval's turn→session conversion: each document's sessions in rank
+/// order, each session kept at its first appearance.
+pub fn sessions_of<'a>(ranked: &[&'a Text]) -> Vec<&'a str> {
+    let mut seen = BTreeSet::new();
+    ranked.iter().flat_map(|d| d.sessions.iter()).filter(|s| seen.insert(s.as_str())).map(String::as_str).collect()
+}
+
+/// The budgeted and answer-bearing figures of one ranking of one item.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Budgeted {
+    /// Per [`BUDGETS`]: 1 when the words read hold an evidence turn.
+    pub recall_any_w: [f64; 4],
+    /// Per [`ANSWER_BUDGETS`]: 1 when the words read hold every answer
+    /// token; `None` when the item has no answer with a token.
+    pub answer_in_w: [Option<f64>; 3],
+    /// Whether the first document in the top 10 holding an evidence turn
+    /// holds every answer token; `None` without such a hit or an answer.
+    pub hit_holds_answer: Option<f64>,
+    /// Per [`SESSION_KS`]: 1 when the first k sessions of the ranking
+    /// (converted) include an evidence turn's session.
+    pub session_recall_any: [f64; 2],
+    /// Per [`super::KS`]: the recall_any@k of a random ranking of the
+    /// documents searchable for the item.
+    pub chance_recall_any: [f64; 3],
+    /// Per [`READ_KS`]: the words of the first k documents retrieved.
+    pub words_read: [f64; 2],
+    /// Documents searchable for the item that hold an evidence turn.
+    pub relevant: usize,
+    /// The rank (from 1) of the first document holding an evidence turn
+    /// in the whole ranking retrieved; `None` when it holds none.
+    pub deep_hit_rank: Option<usize>,
+}
+
+/// What [`score_budgeted`] needs of an item.
+pub struct Item<'a> {
+    pub evidence: &'a BTreeSet<String>,
+    /// The sessions of the evidence turns.
+    pub evidence_sessions: &'a BTreeSet<String>,
+    /// The answer's [`tokens`] (empty: no answer credit).
+    pub answer: &'a [String],
+    /// Documents a search can return for the item, and how many of them
+    /// hold an evidence turn.
+    pub searchable: usize,
+    pub relevant: usize,
+}
+
+/// Scores one deep ranking (`ranked`, every document the search returned).
+pub fn score_budgeted(ranked: &[&Text], item: &Item<'_>) -> Budgeted {
+    let mut out = Budgeted::default();
+    for (j, &b) in BUDGETS.iter().enumerate() {
+        let turns = turns_read(&taken(ranked, b));
+        out.recall_any_w[j] = f64::from(u8::from(turns.iter().any(|t| item.evidence.contains(*t))));
+    }
+    if !item.answer.is_empty() {
+        for (j, &b) in ANSWER_BUDGETS.iter().enumerate() {
+            out.answer_in_w[j] = Some(f64::from(u8::from(holds_taken(item.answer, &taken(ranked, b)))));
+        }
+        let first_hit = ranked.iter().take(super::MAX_K).find(|d| d.turns.iter().any(|t| item.evidence.contains(t)));
+        out.hit_holds_answer = first_hit.map(|d| f64::from(u8::from(holds_taken(item.answer, &[(*d, d.words.len())]))));
+    }
+    let sessions = sessions_of(ranked);
+    for (j, &k) in SESSION_KS.iter().enumerate() {
+        out.session_recall_any[j] = f64::from(u8::from(sessions.iter().take(k).any(|s| item.evidence_sessions.contains(*s))));
+    }
+    for (j, &k) in super::KS.iter().enumerate() {
+        out.chance_recall_any[j] = chance_any(item.searchable, item.relevant, k);
+    }
+    for (j, &k) in READ_KS.iter().enumerate() {
+        out.words_read[j] = ranked.iter().take(k).map(|d| d.words.len()).sum::<usize>() as f64;
+    }
+    out.relevant = item.relevant;
+    out.deep_hit_rank = ranked.iter().position(|d| d.turns.iter().any(|t| item.evidence.contains(t))).map(|i| i + 1);
+    out
+}
+
+/// Why a source misses at k = 5: over its items with no hit in the first
+/// five, `(misses, share with no searchable document from any evidence
+/// turn, median rank of the first evidence document where one was
+/// retrieved)`.
+pub fn attribution(rows: &[(&Budgeted, f64)]) -> (usize, Option<f64>, Option<f64>) {
+    let misses: Vec<&Budgeted> = rows.iter().filter(|(_, r5)| *r5 == 0.0).map(|(b, _)| *b).collect();
+    if misses.is_empty() {
+        return (0, None, None);
+    }
+    let none = misses.iter().filter(|b| b.relevant == 0).count() as f64 / misses.len() as f64;
+    let mut ranks: Vec<usize> = misses.iter().filter_map(|b| b.deep_hit_rank).collect();
+    ranks.sort_unstable();
+    let median = match ranks.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(ranks[n / 2] as f64),
+        n => Some((ranks[n / 2 - 1] + ranks[n / 2]) as f64 / 2.0),
+    };
+    (misses.len(), Some(none), median)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(v: &[&str]) -> BTreeSet<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// A session of three turns, 2 + 5 + 3 words after a 2-word header.
+    fn session() -> Text {
+        Text::of_parts(
+            &[
+                (None, "[2023-05-08] session_1"),
+                (Some("t1"), "Ann: hello"),
+                (Some("t2"), "Bo: I moved to Porto"),
+                (Some("t3"), "Ann: since May?"),
+            ],
+            vec!["session_1".into()],
+        )
+    }
+
+    #[test]
+    fn a_budget_boundary_in_the_middle_of_a_document_cuts_it_by_prefix() {
+        let s = session();
+        assert_eq!(s.words.len(), 12);
+        assert_eq!(s.spans, vec![("t1".into(), 2, 4), ("t2".into(), 4, 9), ("t3".into(), 9, 12)]);
+        // 7 words: the header, t1 and 3 of t2's 5 words: t2 is not read.
+        let (turns, words) = read(&[&s], 7);
+        assert_eq!(turns, ["t1"].into_iter().collect());
+        assert_eq!(words, ["[2023-05-08]", "session_1", "Ann:", "hello", "Bo:", "I", "moved"]);
+        // 9 words: t2 whole; 8: not yet.
+        assert_eq!(read(&[&s], 9).0, ["t1", "t2"].into_iter().collect());
+        assert_eq!(read(&[&s], 8).0, ["t1"].into_iter().collect());
+        // A fact (no spans) cut by the budget credits none of its turns.
+        let fact = Text::whole("Bo moved to Porto in May", vec!["t2".into()], vec!["session_1".into()]);
+        let (turns, words) = read(&[&fact], 5);
+        assert!(turns.is_empty());
+        assert_eq!(words.len(), 5);
+        // Whole documents first, then the next one's prefix.
+        let (turns, words) = read(&[&fact, &s], 10);
+        assert_eq!(turns, ["t1", "t2"].into_iter().collect(), "the fact whole (t2), then 4 words of the session: its header and t1");
+        assert_eq!(words.len(), 10);
+    }
+
+    #[test]
+    fn budgeted_recall_and_answer_containment_on_a_hand_computed_ranking() {
+        // Ranked: a 60-word distractor twice, the session (12 words), a fact (6).
+        let filler = Text::whole(&vec!["blah"; 60].join(" "), vec!["t9".into()], vec!["session_2".into()]);
+        let s = session();
+        let fact = Text::whole("Bo moved to Porto in May", vec!["t2".into()], vec!["session_1".into()]);
+        let ranked = [&filler, &filler, &s, &fact];
+        let evidence = ev(&["t2"]);
+        let answer = tokens("Porto");
+        let item = Item { evidence: &evidence, evidence_sessions: &ev(&["session_1"]), answer: &answer, searchable: 20, relevant: 2 };
+        let b = score_budgeted(&ranked, &item);
+        // 100 words: 60 + 40 of the second filler; 200: both fillers (120), the session (132), the fact (138).
+        assert_eq!(b.recall_any_w, [0.0, 1.0, 1.0, 1.0]);
+        assert_eq!(b.answer_in_w, [Some(0.0), Some(1.0), Some(1.0)]);
+        // The first hit in the top 10 is the session: it holds "porto".
+        assert_eq!(b.hit_holds_answer, Some(1.0));
+        // Sessions in rank order: session_2, session_1.
+        assert_eq!(b.session_recall_any, [1.0, 1.0]);
+        assert_eq!(sessions_of(&ranked), ["session_2", "session_1"]);
+        // Chance: 1 − (18/20) at k = 1; 1 − (18·17·16·15·14)/(20·19·18·17·16) at k = 5.
+        assert!((b.chance_recall_any[0] - 0.1).abs() < 1e-12);
+        assert!((b.chance_recall_any[1] - (1.0 - (15.0 * 14.0) / (20.0 * 19.0))).abs() < 1e-12, "{:?}", b.chance_recall_any);
+        assert_eq!(b.words_read, [138.0, 138.0]);
+        assert_eq!((b.relevant, b.deep_hit_rank), (2, Some(3)));
+        // No answer: no answer credit.
+        let none = Item { answer: &[], ..item };
+        let b = score_budgeted(&ranked, &none);
+        assert_eq!((b.answer_in_w, b.hit_holds_answer), ([None; 3], None));
+    }
+
+    #[test]
+    fn attribution_splits_the_misses_at_five() {
+        let b = |relevant: usize, rank: Option<usize>| Budgeted { relevant, deep_hit_rank: rank, ..Budgeted::default() };
+        let (hit, none1, none2, r8, r40, r12) = (b(1, Some(1)), b(0, None), b(0, None), b(2, Some(8)), b(1, Some(40)), b(1, Some(12)));
+        let rows = [(&hit, 1.0), (&none1, 0.0), (&none2, 0.0), (&r8, 0.0), (&r40, 0.0), (&r12, 0.0)];
+        // Five misses, two with no evidence document; ranks 8, 12, 40.
+        assert_eq!(attribution(&rows), (5, Some(0.4), Some(12.0)));
+        assert_eq!(attribution(&rows[..1]), (0, None, None));
+    }
+
+    #[test]
+    fn answer_tokens_are_normalised_as_squad_does() {
+        assert_eq!(tokens("The 7 May, 2023!"), ["7", "may", "2023"]);
+        assert!(holds(&tokens("an apple pie"), &["Pie:", "APPLE."]));
+        assert!(!holds(&tokens("apple pie"), &["apple"]));
+        assert_eq!(chance_any(10, 0, 5), 0.0);
+        assert_eq!(chance_any(3, 1, 5), 1.0, "k beyond the corpus reads it all");
+    }
+}
