@@ -300,6 +300,48 @@ impl Store {
         out.map_err(|e| Error::Store { path: self.path.clone(), source: e })
     }
 
+    /// A SHA-256 digest of everything the QA evaluation reads: every row of
+    /// `facts` and `embeddings`, each with its rowid (the search's order),
+    /// in rowid order (the FTS index is derived from `facts` by triggers).
+    /// Two stores with the same digest give the same retrieval results, so a
+    /// sweep evaluates QA once per distinct digest.
+    pub fn qa_digest(&self) -> Result<[u8; 32]> {
+        use sha2::{Digest, Sha256};
+        self.with(|c| {
+            let mut h = Sha256::new();
+            for t in ["facts", "embeddings"] {
+                h.update(t.as_bytes());
+                let mut st = c.prepare(&format!("SELECT rowid, * FROM {t} ORDER BY rowid"))?;
+                let n = st.column_count();
+                let mut rows = st.query([])?;
+                while let Some(r) = rows.next()? {
+                    for i in 0..n {
+                        // A tag per type and a length before each text or blob: no two rows hash alike by concatenation.
+                        match r.get_ref(i)? {
+                            rusqlite::types::ValueRef::Null => h.update([0u8]),
+                            rusqlite::types::ValueRef::Integer(v) => {
+                                h.update([1u8]);
+                                h.update(v.to_le_bytes());
+                            }
+                            rusqlite::types::ValueRef::Real(v) => {
+                                h.update([2u8]);
+                                h.update(v.to_bits().to_le_bytes());
+                            }
+                            rusqlite::types::ValueRef::Text(b) | rusqlite::types::ValueRef::Blob(b) => {
+                                h.update([3u8]);
+                                h.update((b.len() as u64).to_le_bytes());
+                                h.update(b);
+                            }
+                        }
+                    }
+                }
+            }
+            let mut out = [0u8; 32];
+            out.copy_from_slice(&h.finalize());
+            Ok(out)
+        })
+    }
+
     /// Ids of the live facts (neither invalidated nor superseded).
     pub fn live_fact_ids(&self) -> Result<std::collections::BTreeSet<String>> {
         self.with(|c| {
