@@ -739,13 +739,9 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
             })
             .collect::<Result<_>>()?;
         let Some(first) = metas.first() else { bail!("merge: no shard directories given") };
-        if let Some((d, _)) = dirs
-            .iter()
-            .zip(&metas)
-            .find(|(_, m)| {
-                m.grid != first.grid || m.dataset != first.dataset || m.mode != first.mode || m.profile != first.profile || m.qa != first.qa
-            })
-        {
+        if let Some((d, _)) = dirs.iter().zip(&metas).find(|(_, m)| {
+            m.grid != first.grid || m.dataset != first.dataset || m.mode != first.mode || m.profile != first.profile || m.qa != first.qa
+        }) {
             bail!("merge: {} was swept over another grid, dataset, mode, profile or --no-qa than {}", d.display(), dirs[0].display());
         }
         memform::paths::check_out_dir("--out", &out, None)?;

@@ -468,6 +468,10 @@ fn run_point(
 ) -> Result<Row> {
     let store = Store::in_memory()?;
     let profile = profiles::by_name(&cfg.profile)?;
+    if !profile.searches_while_forming() {
+        // Indexed only if the QA evaluation searches it.
+        store.defer_search_index()?;
+    }
     let mut records: Vec<EpisodeRecord> = Vec::new();
     // The rules judge is built from config keys a grid may sweep (antonyms,
     // single-valued predicates, shared tokens), so each point builds its own.
@@ -494,6 +498,7 @@ fn run_point(
     // Evaluated once per distinct store (what QA reads of it) and search keys.
     if let Some((raw, memo)) = qa {
         let figures = memo.figures((qa_key(cfg), store.qa_digest()?), || {
+            store.resume_search_index()?;
             let formed = crate::qa::evaluate_sources(dataset, Some(&store), stages.embedder, cfg, false)?.with_sources_of(raw);
             Ok(crate::qa::summary_metrics(&formed).into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))).collect())
         })?;

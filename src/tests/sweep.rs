@@ -176,7 +176,7 @@ fn formed_qa_once_per_distinct_store_and_no_qa_drops_only_qa_metrics() {
     let judge = RulesJudge::new(&cfg);
     let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
     // Four points, two distinct configs (each twice): at most two stores.
-    let pts = points(&[parse_axis("near_dup_threshold=0.75,0.75,0.92,0.92").expect("axis")]);
+    let pts = points(&[parse_axis("near_dup_threshold=0.85,0.85,0.98,0.98").expect("axis")]);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("pool");
     let (rows, shared) = pool.install(|| run_sweep(&dataset, &cfg, stages, &pts, None)).expect("sweep");
     assert!(rows[0].metrics.keys().any(|k| k.starts_with("qa_")), "{:?}", rows[0].metrics.keys());
