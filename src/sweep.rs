@@ -388,6 +388,9 @@ fn qa_key(c: &Config) -> String {
     format!("{}|{}|{}|{}", c.search_alpha, c.search_min_score, c.search_leg_factor, c.qa_as_of)
 }
 
+/// A point's formed-memory QA metrics.
+type QaFigures = BTreeMap<String, f64>;
+
 /// The formed-memory QA figures of each distinct (search keys, store
 /// digest) pair a sweep has evaluated: a point whose store is identical in
 /// what QA reads ([`Store::qa_digest`]) to one already evaluated takes its
@@ -395,7 +398,6 @@ fn qa_key(c: &Config) -> String {
 /// (the evaluation runs on the pool that runs the points, and a waiting
 /// worker may be handed another point): two points with the same key that
 /// run at once may both evaluate it, giving the same figures.
-type QaFigures = BTreeMap<String, f64>;
 #[derive(Default)]
 struct FormedQa {
     done: std::sync::Mutex<BTreeMap<(String, [u8; 32]), QaFigures>>,
