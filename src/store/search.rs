@@ -1309,9 +1309,9 @@ mod tests {
             assert!(!hits.is_empty(), "{c} {q}");
             assert_eq!(deferred.search(c, q, &[], &p).unwrap(), hits, "{c} {q}");
         }
-        let fts = |s: &Store| {
+        let fts = |s: &Store| -> Vec<(i64, Vec<u8>)> {
             s.with(|c| {
-                c.query_row("SELECT COUNT(*), SUM(sz) FROM facts_fts_docsize", [], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+                c.prepare("SELECT id, sz FROM facts_fts_docsize ORDER BY id")?.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect()
             })
             .unwrap()
         };
