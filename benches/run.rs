@@ -1,6 +1,7 @@
 //! Rules-mode runs over a dataset directory, store writes included: with the
 //! hashed embedder, with recorded MiniLM vectors (a warm cache, no model),
-//! and a 100-point sweep beside them.
+//! a 100-point sweep beside them (with and without QA), and a run without
+//! QA (the sweep's yardstick).
 //!
 //! MEMFORM_BENCH_DATASET picks the dataset (default: datasets/scenarios);
 //! MEMFORM_BENCH_EMBED_CACHE its embeddings directory (default:
@@ -72,6 +73,29 @@ fn bench_run(c: &mut Criterion) {
             let judge = RulesJudge::new(&cfg);
             let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
             memform::sweep::run_sweep(&dataset, &cfg, stages, &points, None).expect("sweep")
+        })
+    });
+    // The same without QA (`sweep --no-qa`), and one run without QA, its yardstick.
+    group.bench_function("sweep_100_points_no_qa", |b| {
+        b.iter(|| {
+            let dataset = memform::dataset::load(&dir).expect("load dataset");
+            let extractor = RulesExtractor::new(cfg.max_input_chars);
+            let embedder = HashedEmbedder::new(cfg.hashed_dims);
+            let judge = RulesJudge::new(&cfg);
+            let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
+            let hooks = memform::sweep::Hooks { no_qa: true, ..Default::default() };
+            memform::sweep::run_sweep_with(&dataset, &cfg, stages, &points, &hooks).expect("sweep")
+        })
+    });
+    group.bench_function("rules_run_hashed_no_qa", |b| {
+        b.iter(|| {
+            let dataset = memform::dataset::load(&dir).expect("load dataset");
+            let extractor = RulesExtractor::new(cfg.max_input_chars);
+            let embedder = HashedEmbedder::new(cfg.hashed_dims);
+            let judge = RulesJudge::new(&cfg);
+            let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
+            let opts = RunOptions { out_dir: out.path().to_path_buf(), qa: Some(false), ..RunOptions::default() };
+            run(&dataset, &cfg, stages, &opts).expect("run")
         })
     });
     group.finish();

@@ -189,6 +189,9 @@ pub struct SweepArgs {
     /// Refuse a grid of more points than this (the product of the axes; 1..=1000000).
     #[arg(long, default_value_t = memform::limits::DEFAULT_MAX_POINTS, value_parser = ranged(memform::limits::MAX_POINTS))]
     pub max_points: usize,
+    /// Skip the retrieval (QA) evaluation: the rows have no qa_* metrics.
+    #[arg(long)]
+    pub no_qa: bool,
     /// A label recorded in sweep.json (repeatable): --tag experiment=thresholds
     #[arg(long = "tag", value_name = "KEY=VALUE")]
     pub tag: Vec<String>,

@@ -698,6 +698,17 @@ struct SweepMeta {
     recorded: serde_json::Value,
     #[serde(default)]
     tags: serde_json::Value,
+    /// False for `sweep --no-qa` (written only then; absent: true).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    qa: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 fn write_sweep(dir: &std::path::Path, rows: &[memform::sweep::Row], meta: &SweepMeta) -> Result<()> {
@@ -728,12 +739,10 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
             })
             .collect::<Result<_>>()?;
         let Some(first) = metas.first() else { bail!("merge: no shard directories given") };
-        if let Some((d, _)) = dirs
-            .iter()
-            .zip(&metas)
-            .find(|(_, m)| m.grid != first.grid || m.dataset != first.dataset || m.mode != first.mode || m.profile != first.profile)
-        {
-            bail!("merge: {} was swept over another grid, dataset, mode or profile than {}", d.display(), dirs[0].display());
+        if let Some((d, _)) = dirs.iter().zip(&metas).find(|(_, m)| {
+            m.grid != first.grid || m.dataset != first.dataset || m.mode != first.mode || m.profile != first.profile || m.qa != first.qa
+        }) {
+            bail!("merge: {} was swept over another grid, dataset, mode, profile or --no-qa than {}", d.display(), dirs[0].display());
         }
         memform::paths::check_out_dir("--out", &out, None)?;
         memform::sweep::check_out(&out)?;
@@ -787,7 +796,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         eprintln!("{}", e.describe());
         eb.set_draw_target(indicatif::ProgressDrawTarget::stderr());
     };
-    let hooks = memform::sweep::Hooks { done: Some(&done), estimate: Some(&estimate) };
+    let hooks = memform::sweep::Hooks { done: Some(&done), estimate: Some(&estimate), no_qa: args.no_qa };
     let work = || memform::sweep::run_sweep_with(&dataset, &cfg, stages, &points, &hooks);
     let (rows, shared) = match args.threads {
         Some(n) => rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build().context("start threads")?.install(work)?,
@@ -806,13 +815,15 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         build: memform::provenance::build_info(),
         recorded: built.digests.clone(),
         tags: memform::provenance::tags_value(&tags),
+        qa: !args.no_qa,
     };
     write_sweep(&out, &rows, &meta)?;
     eprintln!(
-        "swept {} of {total} points ({} front set(s), {} episode fronts computed once) into {}",
+        "swept {} of {total} points ({} front set(s), {} episode fronts computed once, {} formed-memory QA evaluation(s)) into {}",
         rows.len(),
         shared.front_sets,
         shared.fronts_computed,
+        shared.formed_qa_evaluated,
         out.display()
     );
     Ok(ExitCode::SUCCESS)

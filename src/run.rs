@@ -128,6 +128,9 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     manifest.run = Some(stamp);
     dir.write_manifest(&manifest)?;
     let store = Store::open_for_run(&dir.file(RunDir::STORE))?;
+    if !crate::pipeline::profiles::by_name(&cfg.profile)?.searches_while_forming() {
+        store.defer_search_index()?;
+    }
     let total: usize = dataset.conversations.iter().map(|c| c.episodes.len()).sum();
     if let Some(p) = &opts.progress {
         p(Progress::Start { episodes: total });
@@ -255,6 +258,8 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
             .install(work),
         None => work(),
     }
+    // Formation is done: the run-private store's last batch is committed.
+    store.finish()?;
     let (episodes, skipped, mut analysis) = match take(&analysed) {
         Some(done) => done?,
         None => analyse()?,
@@ -308,5 +313,7 @@ fn run_conversation(
         }
         out.push(rec);
     }
+    // Formed: its facts go into the search index now if it was deferred.
+    store.index_conversation(&conv.id)?;
     Ok(out)
 }

@@ -160,7 +160,30 @@ pub struct Store {
     /// at an instant), each stamped with the store's change counters and
     /// rebuilt when they moved (see `search::LiveFacts`).
     live: search::LiveCache,
+    /// A run-private store's batching ([`Store::open_for_run`]): writes go
+    /// into one open transaction, committed every [`BATCH_UNITS`] units.
+    batch: Option<std::sync::atomic::AtomicUsize>,
+    /// With [`Store::defer_search_index`]: the conversations whose facts are
+    /// in `facts_fts` (the others are not: its triggers are dropped).
+    deferred: Mutex<Option<std::collections::BTreeSet<String>>>,
 }
+
+/// The triggers that keep `facts_fts` in step with `facts`, as migration
+/// `0007_search` creates them (a test checks the text is the same).
+const FTS_TRIGGERS: &str = "CREATE TRIGGER facts_fts_insert AFTER INSERT ON facts BEGIN
+             INSERT INTO facts_fts(rowid, normalized_content) VALUES (new.rowid, new.normalized_content);
+         END;
+         CREATE TRIGGER facts_fts_delete AFTER DELETE ON facts BEGIN
+             INSERT INTO facts_fts(facts_fts, rowid, normalized_content) VALUES ('delete', old.rowid, old.normalized_content);
+         END;
+         CREATE TRIGGER facts_fts_update AFTER UPDATE OF normalized_content ON facts BEGIN
+             INSERT INTO facts_fts(facts_fts, rowid, normalized_content) VALUES ('delete', old.rowid, old.normalized_content);
+             INSERT INTO facts_fts(rowid, normalized_content) VALUES (new.rowid, new.normalized_content);
+         END;";
+
+/// Units (an episode's write, a conversation's evidence) per commit of a
+/// run-private store.
+pub const BATCH_UNITS: usize = 512;
 
 impl Store {
     /// Opens (creating if needed) the store at `path` and applies pending migrations.
@@ -169,21 +192,134 @@ impl Store {
         let mut conn = Connection::open(path).map_err(err)?;
         conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;").map_err(err)?;
         migrate(&mut conn).map_err(err)?;
-        Ok(Store { conn: Mutex::new(conn), path: path.to_path_buf(), vectors: Mutex::default(), live: search::LiveCache::default() })
+        Ok(Store {
+            conn: Mutex::new(conn),
+            path: path.to_path_buf(),
+            vectors: Mutex::default(),
+            live: search::LiveCache::default(),
+            batch: None,
+            deferred: Mutex::default(),
+        })
     }
 
-    /// Opens the store a run builds in its private build directory, tuned
-    /// for one writer: the connection holds SQLite's lock for its lifetime
-    /// (`locking_mode=EXCLUSIVE`; no `-shm` file) and commits are not synced
-    /// to disk (`synchronous=OFF`). Still crash-safe for the run's process:
-    /// WAL keeps every committed transaction whole if the process is killed;
-    /// only an operating-system crash could lose the tail, and a run that did
-    /// not finish is discarded anyway (its build directory is removed by the
-    /// next run). Readers open the finished file with [`Store::open`].
+    /// Opens the store a run builds in its private build directory: a file
+    /// no one reads until the run is complete and moved into place, and
+    /// that a run that does not finish leaves to be discarded (the next run
+    /// removes its build directory). So it is written for speed, not for
+    /// durability: the connection holds SQLite's lock for its lifetime
+    /// (`locking_mode=EXCLUSIVE`), the rollback journal is in memory
+    /// (`journal_mode=MEMORY`: a failed episode still rolls back whole),
+    /// nothing is synced (`synchronous=OFF`), and the writes go into one
+    /// open transaction committed every [`BATCH_UNITS`] units; each
+    /// episode's plan is still applied as one unit (a savepoint). A killed
+    /// run's file may be torn: it is never read. [`Store::finish`] commits
+    /// and turns the file into WAL mode, as [`Store::open`] leaves it;
+    /// readers open the finished file with [`Store::open`].
     pub fn open_for_run(path: &Path) -> Result<Store> {
-        let store = Store::open(path)?;
-        store.with(|c| c.execute_batch("PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"))?;
-        Ok(store)
+        let err = |e| Error::Store { path: path.to_path_buf(), source: e };
+        let mut conn = Connection::open(path).map_err(err)?;
+        conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF; PRAGMA foreign_keys=ON;")
+            .map_err(err)?;
+        migrate(&mut conn).map_err(err)?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+            path: path.to_path_buf(),
+            vectors: Mutex::default(),
+            live: search::LiveCache::default(),
+            batch: Some(std::sync::atomic::AtomicUsize::new(0)),
+            deferred: Mutex::default(),
+        })
+    }
+
+    /// Commits a run-private store's open batch and leaves the file in WAL
+    /// mode (as [`Store::open`] does); nothing for other stores. A run calls
+    /// it once formation is done: dropping the store without it discards the
+    /// uncommitted batch.
+    pub fn finish(&self) -> Result<()> {
+        if self.batch.is_some() {
+            self.with(|c| if c.is_autocommit() { Ok(()) } else { c.execute_batch("COMMIT") })?;
+        }
+        self.resume_search_index()?;
+        if self.batch.is_some() {
+            self.with(|c| c.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)).map(drop))?;
+        }
+        Ok(())
+    }
+
+    /// For a profile that never searches while it forms (soda): drops the
+    /// triggers that index each fact in `facts_fts` as it is written, so
+    /// that formation writes no FTS5 data; [`Store::index_conversation`]
+    /// fills a conversation's in bulk once it is formed, and
+    /// [`Store::resume_search_index`] (or [`Store::finish`]) indexes the
+    /// rest and restores the triggers. Call it before anything is written.
+    pub fn defer_search_index(&self) -> Result<()> {
+        self.with(|c| c.execute_batch("DROP TRIGGER facts_fts_insert; DROP TRIGGER facts_fts_delete; DROP TRIGGER facts_fts_update;"))?;
+        *self.deferred.lock().unwrap_or_else(|p| p.into_inner()) = Some(Default::default());
+        Ok(())
+    }
+
+    /// With the index deferred, adds `conversation`'s facts to `facts_fts`
+    /// (in rowid order, as the triggers would have): its formation is done
+    /// and nothing more of it is written. Nothing otherwise.
+    pub fn index_conversation(&self, conversation: &str) -> Result<()> {
+        let mut deferred = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(done) = deferred.as_mut() else { return Ok(()) };
+        if done.contains(conversation) {
+            return Ok(());
+        }
+        self.write_with(Some(conversation), |c| {
+            self.begin_unit(c)?;
+            c.prepare_cached(
+                "INSERT INTO facts_fts(rowid, normalized_content)
+                 SELECT rowid, normalized_content FROM facts WHERE conversation_id = ?1 ORDER BY rowid",
+            )?
+            .execute([conversation])?;
+            self.end_unit(c)
+        })?;
+        done.insert(conversation.to_string());
+        Ok(())
+    }
+
+    /// Ends [`Store::defer_search_index`]: indexes the facts of every
+    /// conversation not yet indexed and restores the triggers.
+    pub fn resume_search_index(&self) -> Result<()> {
+        let mut deferred = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(done) = deferred.take() else { return Ok(()) };
+        let done: Vec<String> = done.into_iter().collect();
+        // Through `with`: a change the search cache does not account for,
+        // so every cached entry is stale (their FTS5 statistics moved).
+        self.with(|c| {
+            let tx = c.savepoint()?;
+            tx.execute(
+                "INSERT INTO facts_fts(rowid, normalized_content)
+                 SELECT rowid, normalized_content FROM facts
+                 WHERE conversation_id NOT IN (SELECT value FROM json_each(?1)) ORDER BY rowid",
+                [serde_json::to_string(&done).unwrap_or_default()],
+            )?;
+            tx.execute_batch(FTS_TRIGGERS)?;
+            tx.commit()
+        })
+    }
+
+    /// Opens the batch's transaction if none is open (batching stores only).
+    fn begin_unit(&self, c: &Connection) -> rusqlite::Result<()> {
+        if self.batch.is_some() && c.is_autocommit() {
+            c.execute_batch("BEGIN")?;
+        }
+        Ok(())
+    }
+
+    /// Counts a unit written; commits the batch every [`BATCH_UNITS`].
+    fn end_unit(&self, c: &Connection) -> rusqlite::Result<()> {
+        if let Some(n) = &self.batch
+            && n.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1 >= BATCH_UNITS
+        {
+            n.store(0, std::sync::atomic::Ordering::Relaxed);
+            if !c.is_autocommit() {
+                c.execute_batch("COMMIT")?;
+            }
+        }
+        Ok(())
     }
 
     /// An in-memory store (for sweeps and tests).
@@ -192,7 +328,14 @@ impl Store {
         let err = |e| Error::Store { path: PathBuf::from(":memory:"), source: e };
         let mut conn = Connection::open_in_memory().map_err(err)?;
         migrate(&mut conn).map_err(err)?;
-        Ok(Store { conn: Mutex::new(conn), path, vectors: Mutex::default(), live: search::LiveCache::default() })
+        Ok(Store {
+            conn: Mutex::new(conn),
+            path,
+            vectors: Mutex::default(),
+            live: search::LiveCache::default(),
+            batch: None,
+            deferred: Mutex::default(),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -216,7 +359,8 @@ impl Store {
     pub fn write_conversation(&self, id: &str, speakers: &[String], speaker_entities: &[EntityRow]) -> Result<()> {
         let speakers_json = serde_json::to_string(speakers).unwrap_or_default();
         self.write_with(None, |c| {
-            let tx = c.transaction()?;
+            self.begin_unit(c)?;
+            let tx = c.savepoint()?;
             tx.execute("INSERT OR IGNORE INTO conversations (id, speakers) VALUES (?1, ?2)", params![id, speakers_json])?;
             for e in speaker_entities {
                 tx.execute(
@@ -225,7 +369,8 @@ impl Store {
                     params![e.id, id, e.name, e.entity_type.as_str()],
                 )?;
             }
-            tx.commit()
+            tx.commit()?;
+            self.end_unit(c)
         })
     }
 
@@ -239,7 +384,8 @@ impl Store {
     /// conversation's evidence at once, raw first.
     pub fn write_evidence_from(&self, conversation_id: &str, first_seq: usize, episodes: &[Episode]) -> Result<()> {
         self.write_with(None, |c| {
-            let tx = c.transaction()?;
+            self.begin_unit(c)?;
+            let tx = c.savepoint()?;
             {
                 let mut ep =
                     tx.prepare_cached("INSERT OR IGNORE INTO episodes (conversation_id, id, seq, timestamp) VALUES (?1, ?2, ?3, ?4)")?;
@@ -254,7 +400,8 @@ impl Store {
                     }
                 }
             }
-            tx.commit()
+            tx.commit()?;
+            self.end_unit(c)
         })
     }
 
@@ -272,7 +419,8 @@ impl Store {
         let err = |e| Error::Store { path: self.path.clone(), source: e };
         self.live.before_write(&guard);
         let out = (|| {
-            let tx = guard.transaction().map_err(err)?;
+            self.begin_unit(&guard).map_err(err)?;
+            let tx = guard.savepoint().map_err(err)?;
             let result = decide(&mut SqlTx {
                 tx: &tx,
                 path: &self.path,
@@ -282,6 +430,7 @@ impl Store {
             })?;
             record_decisions(&tx, plan, mode, &result).map_err(err)?;
             tx.commit().map_err(err)?;
+            self.end_unit(&guard).map_err(err)?;
             Ok(result)
         })();
         // The plan names facts of its conversation only.
@@ -298,6 +447,48 @@ impl Store {
         let out = f(&mut guard);
         self.live.after_write(&guard, conversation);
         out.map_err(|e| Error::Store { path: self.path.clone(), source: e })
+    }
+
+    /// A SHA-256 digest of everything the QA evaluation reads: every row of
+    /// `facts` and `embeddings`, each with its rowid (the search's order),
+    /// in rowid order (the FTS index is derived from `facts` by triggers).
+    /// Two stores with the same digest give the same retrieval results, so a
+    /// sweep evaluates QA once per distinct digest.
+    pub fn qa_digest(&self) -> Result<[u8; 32]> {
+        use sha2::{Digest, Sha256};
+        self.with(|c| {
+            let mut h = Sha256::new();
+            for t in ["facts", "embeddings"] {
+                h.update(t.as_bytes());
+                let mut st = c.prepare(&format!("SELECT rowid, * FROM {t} ORDER BY rowid"))?;
+                let n = st.column_count();
+                let mut rows = st.query([])?;
+                while let Some(r) = rows.next()? {
+                    for i in 0..n {
+                        // A tag per type and a length before each text or blob: no two rows hash alike by concatenation.
+                        match r.get_ref(i)? {
+                            rusqlite::types::ValueRef::Null => h.update([0u8]),
+                            rusqlite::types::ValueRef::Integer(v) => {
+                                h.update([1u8]);
+                                h.update(v.to_le_bytes());
+                            }
+                            rusqlite::types::ValueRef::Real(v) => {
+                                h.update([2u8]);
+                                h.update(v.to_bits().to_le_bytes());
+                            }
+                            rusqlite::types::ValueRef::Text(b) | rusqlite::types::ValueRef::Blob(b) => {
+                                h.update([3u8]);
+                                h.update((b.len() as u64).to_le_bytes());
+                                h.update(b);
+                            }
+                        }
+                    }
+                }
+            }
+            let mut out = [0u8; 32];
+            out.copy_from_slice(&h.finalize());
+            Ok(out)
+        })
     }
 
     /// Ids of the live facts (neither invalidated nor superseded).
@@ -618,7 +809,7 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
 
 /// The store's side of [`WriteTx`]: one episode's open transaction.
 struct SqlTx<'t> {
-    tx: &'t rusqlite::Transaction<'t>,
+    tx: &'t Connection,
     path: &'t Path,
     conversation_id: &'t str,
     episode_id: &'t str,
@@ -877,7 +1068,7 @@ impl WriteTx for SqlTx<'_> {
 }
 
 /// The audit rows, the verdict rows and the episode's completion mark.
-fn record_decisions(tx: &rusqlite::Transaction<'_>, plan: &WritePlan, mode: WriteMode, result: &WriteResult) -> rusqlite::Result<()> {
+fn record_decisions(tx: &Connection, plan: &WritePlan, mode: WriteMode, result: &WriteResult) -> rusqlite::Result<()> {
     let (conv, ep) = (&plan.conversation_id, &plan.episode_id);
     let mut st = tx.prepare_cached(
         "INSERT INTO audit (conversation_id, episode_id, seq, candidate_id, action, outcome,
@@ -952,6 +1143,12 @@ fn kind_str(k: FactKind) -> &'static str {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn deferred_index_restores_the_migrations_triggers() {
+        let (_, sql) = MIGRATIONS.iter().find(|(n, _)| *n == "0007_search").expect("0007");
+        assert!(sql.contains(FTS_TRIGGERS), "FTS_TRIGGERS is the migration's text");
+    }
     use crate::normalize::normalize_and_hash_content;
     use crate::pipeline::records::CandidateOutcome;
     use crate::pipeline::write::{Action, Effect, Proposal, policy};

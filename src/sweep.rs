@@ -224,6 +224,9 @@ pub struct SharedWork {
     pub front_sets: usize,
     /// Episodes whose front was computed, over all front sets.
     pub fronts_computed: usize,
+    /// Formed-memory QA evaluations run: at most one per distinct store
+    /// (points whose stores QA reads alike share one), 0 with `--no-qa`.
+    pub formed_qa_evaluated: usize,
 }
 
 /// What a sweep will take, known once the fronts and one point have run.
@@ -281,6 +284,8 @@ pub struct Hooks<'a> {
     pub done: Option<&'a PointDone>,
     /// Once, after the fronts and the first point, before the others.
     pub estimate: Option<&'a (dyn Fn(&Estimate) + Send + Sync)>,
+    /// Skip the QA evaluation (`sweep --no-qa`): the rows have no `qa_*` metrics.
+    pub no_qa: bool,
 }
 
 /// Runs `points` of the grid over `dataset`, on top of `base`.
@@ -291,7 +296,7 @@ pub fn run_sweep(
     points: &[Point],
     done: Option<&PointDone>,
 ) -> Result<(Vec<Row>, SharedWork)> {
-    run_sweep_with(dataset, base, stages, points, &Hooks { done, estimate: None })
+    run_sweep_with(dataset, base, stages, points, &Hooks { done, estimate: None, no_qa: false })
 }
 
 /// [`run_sweep`], reporting through `hooks`: the first point runs alone,
@@ -329,7 +334,7 @@ pub fn run_sweep_with(
     let gold = GoldIndex::new(dataset)?;
     // The QA baselines depend on the search keys alone: evaluated once per distinct setting.
     let mut baselines: BTreeMap<String, crate::qa::QaResult> = BTreeMap::new();
-    if dataset.conversations.iter().any(|c| !c.gold.qa.is_empty()) {
+    if !hooks.no_qa && dataset.conversations.iter().any(|c| !c.gold.qa.is_empty()) {
         for c in &cfgs {
             if let std::collections::btree_map::Entry::Vacant(slot) = baselines.entry(qa_key(c)) {
                 slot.insert(crate::qa::evaluate_sources(dataset, None, stages.embedder, c, true)?);
@@ -337,9 +342,11 @@ pub fn run_sweep_with(
         }
     }
     let fronts_took = started.elapsed();
+    let formed_qa = FormedQa::default();
     let run_one = |i: usize| {
         let fronts = &front_sets[&front_key(&cfgs[i])];
-        let row = run_point(dataset, &cfgs[i], stages, fronts, &gold, &points[i], baselines.get(&qa_key(&cfgs[i])));
+        let qa = baselines.get(&qa_key(&cfgs[i])).map(|raw| (raw, &formed_qa));
+        let row = run_point(dataset, &cfgs[i], stages, fronts, &gold, &points[i], qa);
         if let Some(d) = done {
             d(points[i].index);
         }
@@ -367,6 +374,7 @@ pub fn run_sweep_with(
     let rows = if rayon::current_thread_index().is_some() { run_points() } else { polars_core::runtime::THREAD_POOL.install(run_points) };
     let mut out = first.into_iter().chain(rows).collect::<Result<Vec<_>>>()?;
     out.sort_by_key(|r| r.index);
+    shared.formed_qa_evaluated = formed_qa.evaluated.load(std::sync::atomic::Ordering::Relaxed);
     Ok((out, shared))
 }
 
@@ -378,6 +386,35 @@ fn front_key(c: &Config) -> String {
 /// The config keys the QA evaluation's baselines depend on.
 fn qa_key(c: &Config) -> String {
     format!("{}|{}|{}|{}", c.search_alpha, c.search_min_score, c.search_leg_factor, c.qa_as_of)
+}
+
+/// A point's formed-memory QA metrics.
+type QaFigures = BTreeMap<String, f64>;
+
+/// The formed-memory QA figures of each distinct (search keys, store
+/// digest) pair a sweep has evaluated: a point whose store is identical in
+/// what QA reads ([`Store::qa_digest`]) to one already evaluated takes its
+/// figures instead of searching again. No lock is held while evaluating
+/// (the evaluation runs on the pool that runs the points, and a waiting
+/// worker may be handed another point): two points with the same key that
+/// run at once may both evaluate it, giving the same figures.
+#[derive(Default)]
+struct FormedQa {
+    done: std::sync::Mutex<BTreeMap<(String, [u8; 32]), QaFigures>>,
+    /// Evaluations run (the other points reused one).
+    evaluated: std::sync::atomic::AtomicUsize,
+}
+
+impl FormedQa {
+    fn figures(&self, key: (String, [u8; 32]), evaluate: impl FnOnce() -> Result<QaFigures>) -> Result<QaFigures> {
+        if let Some(f) = self.done.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(f.clone());
+        }
+        let f = evaluate()?;
+        self.evaluated.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.done.lock().unwrap_or_else(|p| p.into_inner()).insert(key, f.clone());
+        Ok(f)
+    }
 }
 
 /// A conversation's threshold-independent work: its speakers' entities
@@ -429,10 +466,14 @@ fn run_point(
     fronts: &[ConversationFronts],
     gold: &GoldIndex<'_>,
     point: &Point,
-    qa_baselines: Option<&crate::qa::QaResult>,
+    qa: Option<(&crate::qa::QaResult, &FormedQa)>,
 ) -> Result<Row> {
     let store = Store::in_memory()?;
     let profile = profiles::by_name(&cfg.profile)?;
+    if !profile.searches_while_forming() {
+        // Indexed only if the QA evaluation searches it.
+        store.defer_search_index()?;
+    }
     let mut records: Vec<EpisodeRecord> = Vec::new();
     // The rules judge is built from config keys a grid may sweep (antonyms,
     // single-valued predicates, shared tokens), so each point builds its own.
@@ -456,9 +497,14 @@ fn run_point(
     }
     let mut metrics = point_metrics(dataset, gold, &records, &live)?;
     // Retrieval over the point's store, as a run's QA evaluation (its numeric figures).
-    if let Some(raw) = qa_baselines {
-        let formed = crate::qa::evaluate_sources(dataset, Some(&store), stages.embedder, cfg, false)?.with_sources_of(raw);
-        metrics.extend(crate::qa::summary_metrics(&formed).into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))));
+    // Evaluated once per distinct store (what QA reads of it) and search keys.
+    if let Some((raw, memo)) = qa {
+        let figures = memo.figures((qa_key(cfg), store.qa_digest()?), || {
+            store.resume_search_index()?;
+            let formed = crate::qa::evaluate_sources(dataset, Some(&store), stages.embedder, cfg, false)?.with_sources_of(raw);
+            Ok(crate::qa::summary_metrics(&formed).into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))).collect())
+        })?;
+        metrics.extend(figures);
     }
     // The row is written out (sweep.csv, sweep.md): a URL keeps no password.
     let settings = point.settings.iter().map(|(k, v)| (k.clone(), crate::redact::urls_in(v))).collect();

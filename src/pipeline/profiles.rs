@@ -21,6 +21,12 @@ pub trait Profile: Send + Sync {
     fn name(&self) -> &'static str;
     /// One line for `memform profiles`.
     fn summary(&self) -> &'static str;
+    /// Whether forming reads the store's search tables (FTS5 and vectors).
+    /// A profile that never does lets a run fill the FTS5 index in bulk,
+    /// once each conversation is formed ([`Store::defer_search_index`]).
+    fn searches_while_forming(&self) -> bool {
+        true
+    }
     /// The extractor rules mode uses.
     fn rules_extractor(&self, cfg: &Config) -> Box<dyn Extractor> {
         Box::new(RulesExtractor::new(cfg.max_input_chars))

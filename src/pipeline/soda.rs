@@ -251,6 +251,9 @@ impl Profile for Soda {
     fn summary(&self) -> &'static str {
         "memory-soda's extract, resolve, dedupe, judge and write, with Signet v2's caps and write gates and Memorix's value score"
     }
+    fn searches_while_forming(&self) -> bool {
+        false
+    }
     fn back(
         &self,
         front: &EpisodeFront,

@@ -1,8 +1,9 @@
-//! A run killed mid-way leaves a consistent store where it was building
-//! (`--out/.memform-build-<id>/`) and nothing in `--out` itself; running
-//! again into the same `--out` removes it, starts clean and gives what an
-//! uninterrupted run gives; a run killed while replacing a finished run
-//! leaves that run as it was.
+//! A run killed mid-way leaves nothing in `--out` itself (its private
+//! build directory, `--out/.memform-build-<id>/`, is never read: its store
+//! is written in batches without durability, so it may hold a partial or
+//! torn file); running again into the same `--out` removes it, starts clean
+//! and gives what an uninterrupted run gives; a run killed while replacing a
+//! finished run leaves that run byte-identical and readable.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,13 +40,7 @@ fn killed_run_leaves_consistent_store_and_rerun_starts_clean() {
     }
     let builds = build_dirs(killed.path());
     assert_eq!(builds.len(), 1, "the killed run's build directory: {builds:?}");
-    let store = Store::open(&builds[0].join("store.sqlite")).expect("open killed store");
-    assert_eq!(store.consistency_problems().expect("check"), Vec::<String>::new());
-    let dump = store.dump().expect("dump");
-    let finished = dump.split("## episode_runs\n").nth(1).map_or(0, |s| s.lines().count());
-    assert!(finished >= 5, "at least the 5 committed episodes are kept, got {finished}");
     assert!(!builds[0].join("summary.json").exists(), "no summary for a killed run");
-    drop(store);
 
     let rerun = run_cli(killed.path(), None);
     assert_eq!(rerun.status.code(), Some(0), "{}", String::from_utf8_lossy(&rerun.stderr));
@@ -60,10 +55,12 @@ fn killed_run_leaves_consistent_store_and_rerun_starts_clean() {
     let manifest = std::fs::read_to_string(killed.path().join("run.json")).expect("run.json");
     let facts = std::fs::read(killed.path().join("facts.jsonl")).expect("facts.jsonl");
     let dump = dump_of(killed.path());
+    let store_bytes = std::fs::read(killed.path().join("store.sqlite")).expect("store.sqlite");
     assert_eq!(run_cli(killed.path(), Some(5)).status.code(), None);
     assert_eq!(std::fs::read_to_string(killed.path().join("run.json")).expect("run.json"), manifest);
     assert_eq!(std::fs::read(killed.path().join("facts.jsonl")).expect("facts.jsonl"), facts);
     assert_eq!(dump_of(killed.path()), dump);
+    assert_eq!(std::fs::read(killed.path().join("store.sqlite")).expect("store.sqlite"), store_bytes, "the store file is untouched");
     let run = memform::gate::read_run(killed.path()).expect("the finished run is still complete");
     assert_eq!(run.mode, "rules");
 }

@@ -12,7 +12,7 @@ use memform::pipeline::Config;
 use memform::pipeline::Stages;
 use memform::pipeline::extract::{ExtractInput, Extractor, RawExtraction, RulesExtractor};
 use memform::pipeline::judge::RulesJudge;
-use memform::sweep::{parse_axis, points, run_sweep, to_csv};
+use memform::sweep::{parse_axis, points, run_sweep, run_sweep_with, to_csv};
 
 use crate::support::{bin, scenarios_dir};
 
@@ -149,7 +149,7 @@ fn point_metric_names_are_a_points_keys_and_estimating_changes_no_row() {
 
         let estimates = std::sync::Mutex::new(Vec::new());
         let report = |e: &memform::sweep::Estimate| estimates.lock().expect("lock").push(*e);
-        let hooks = memform::sweep::Hooks { done: None, estimate: Some(&report) };
+        let hooks = memform::sweep::Hooks { done: None, estimate: Some(&report), no_qa: false };
         let (timed, _) = memform::sweep::run_sweep_with(&dataset, &cfg, stages, &pts, &hooks).expect("sweep");
         assert_eq!(timed, rows);
         let estimates = estimates.into_inner().expect("lock");
@@ -161,6 +161,43 @@ fn point_metric_names_are_a_points_keys_and_estimating_changes_no_row() {
             .iter()
             .all(|n| !n.starts_with("turn_"))
     );
+}
+
+/// The formed-memory QA runs once per distinct store: points whose stores
+/// QA reads alike share one evaluation (same rows as evaluating each), and
+/// `no_qa` gives the same rows without the QA evaluation's `qa_*` metrics.
+#[test]
+fn formed_qa_once_per_distinct_store_and_no_qa_drops_only_qa_metrics() {
+    let dataset = memform::dataset::load(&scenarios_dir()).expect("load");
+    assert!(dataset.conversations.iter().any(|c| !c.gold.qa.is_empty()), "the scenarios have QA items");
+    let cfg = Config::default();
+    let extractor = RulesExtractor::new(cfg.max_input_chars);
+    let embedder = HashedEmbedder::new(cfg.hashed_dims);
+    let judge = RulesJudge::new(&cfg);
+    let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
+    // Four points, two distinct configs (each twice): at most two stores.
+    let pts = points(&[parse_axis("near_dup_threshold=0.85,0.85,0.98,0.98").expect("axis")]);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("pool");
+    let (rows, shared) = pool.install(|| run_sweep(&dataset, &cfg, stages, &pts, None)).expect("sweep");
+    assert!(rows[0].metrics.keys().any(|k| k.starts_with("qa_")), "{:?}", rows[0].metrics.keys());
+    assert_eq!(rows[0].metrics, rows[1].metrics);
+    assert_eq!(rows[2].metrics, rows[3].metrics);
+    assert!((1..=2).contains(&shared.formed_qa_evaluated), "one thread: the repeated points reuse, got {}", shared.formed_qa_evaluated);
+    // Each point alone (nothing to reuse) gives the same figures.
+    for (p, r) in pts.iter().zip(&rows) {
+        let (alone, _) = run_sweep(&dataset, &cfg, stages, std::slice::from_ref(p), None).expect("sweep");
+        assert_eq!(alone[0].metrics, r.metrics, "point {}", p.index);
+    }
+    let hooks = memform::sweep::Hooks { no_qa: true, ..Default::default() };
+    let (bare, shared) = run_sweep_with(&dataset, &cfg, stages, &pts, &hooks).expect("sweep");
+    assert_eq!(shared.formed_qa_evaluated, 0);
+    for (with, without) in rows.iter().zip(&bare) {
+        for (k, v) in &without.metrics {
+            assert_eq!(with.metrics.get(k), Some(v), "{k}");
+        }
+        let dropped: Vec<&String> = with.metrics.keys().filter(|k| !without.metrics.contains_key(*k)).collect();
+        assert!(!dropped.is_empty() && dropped.iter().all(|k| k.starts_with("qa_")), "{dropped:?}");
+    }
 }
 
 fn cli(args: &[&str], cwd: &Path) {
