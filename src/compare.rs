@@ -734,7 +734,10 @@ fn compare_caveats(runs: &[&RunInfo]) -> String {
             }
         }
     }
-    let lines: Vec<String> = seen.into_iter().map(|(c, labels)| format!("{c} (variant {})", labels.iter().map(|l| format!("`{}`", md(l))).collect::<Vec<_>>().join(", "))).collect();
+    let lines: Vec<String> = seen
+        .into_iter()
+        .map(|(c, labels)| format!("{c} (variant {})", labels.iter().map(|l| format!("`{}`", md(l))).collect::<Vec<_>>().join(", ")))
+        .collect();
     crate::report::caveats::block(&lines)
 }
 

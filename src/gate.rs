@@ -265,7 +265,12 @@ pub fn read_run(dir: &Path) -> Result<RunMetrics> {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        Ok(RunMetrics { mode, dataset_name, dataset_digest, metrics, provenance: Provenance::of_manifest(manifest),
+        Ok(RunMetrics {
+            mode,
+            dataset_name,
+            dataset_digest,
+            metrics,
+            provenance: Provenance::of_manifest(manifest),
             caveats: crate::report::caveats::of_run(manifest),
         })
     })
@@ -275,7 +280,10 @@ pub fn read_baseline(path: &Path) -> Result<Baseline> {
     let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::input(
             path,
-            format!("no such baseline; make it from a run with `memform gate --update-baseline --baseline {} --run RUN_DIR`", path.display()),
+            format!(
+                "no such baseline; make it from a run with `memform gate --update-baseline --baseline {} --run RUN_DIR`",
+                path.display()
+            ),
         ),
         _ => Error::io(path, e),
     })?;
@@ -415,7 +423,9 @@ pub fn check(
         .ok_or_else(|| Error::input(baseline_path, format!("modes.{}: missing (the run is in {} mode)", run.mode, run.mode)))?;
     let mut rows = Vec::new();
     let hint = |metric: &str| {
-        crate::config::did_you_mean(metric, run.metrics.keys().map(String::as_str)).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default()
+        crate::config::did_you_mean(metric, run.metrics.keys().map(String::as_str))
+            .map(|c| format!(" (did you mean `{c}`?)"))
+            .unwrap_or_default()
     };
     for (metric, rule) in &rules.metrics {
         let b = base

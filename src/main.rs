@@ -702,7 +702,11 @@ fn cmd_gate(args: GateArgs) -> Result<ExitCode> {
         if !run.differs.is_empty() {
             eprintln!("warning: {}", run.differs_line());
             if args.strict {
-                eprintln!("gate failed: --strict: {} ({} mode) is not a run of the baseline's configuration", run.dir.display(), run.run.mode);
+                eprintln!(
+                    "gate failed: --strict: {} ({} mode) is not a run of the baseline's configuration",
+                    run.dir.display(),
+                    run.run.mode
+                );
                 code = ExitCode::from(1);
             }
         } else if run.unknown_provenance {
@@ -1271,7 +1275,8 @@ fn cmd_compare_runs(args: &CompareArgs) -> Result<ExitCode> {
     }
     let mut labels: Vec<String> = runs.iter().map(|r| r.mode.clone()).collect();
     if labels.iter().enumerate().any(|(i, l)| labels[..i].contains(l)) {
-        labels = args.runs.iter().map(|d| d.file_name().map_or_else(|| d.display().to_string(), |n| n.to_string_lossy().into_owned())).collect();
+        labels =
+            args.runs.iter().map(|d| d.file_name().map_or_else(|| d.display().to_string(), |n| n.to_string_lossy().into_owned())).collect();
     }
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-compare", runs[0].dataset_name)));
     memform::paths::check_out_dir("--out", &out, None)?;

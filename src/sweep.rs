@@ -183,7 +183,9 @@ pub fn check_metrics(objective: &str, pareto_x: &str, pareto_y: &str) -> Result<
     let names = crate::metrics::all_point_metric_names();
     for (flag, m) in [("--objective", objective), ("--pareto", pareto_x), ("--pareto", pareto_y)] {
         if !names.iter().any(|n| n == m) {
-            let hint = crate::config::did_you_mean(m, names.iter().map(String::as_str)).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default();
+            let hint = crate::config::did_you_mean(m, names.iter().map(String::as_str))
+                .map(|c| format!(" (did you mean `{c}`?)"))
+                .unwrap_or_default();
             return Err(Error::Config(format!("{flag} {m:?}: not a metric of a sweep point{hint}; one of: {}", names.join(", "))));
         }
     }
@@ -733,7 +735,8 @@ mod tests {
 
     #[test]
     fn a_key_that_moves_nothing_is_named() {
-        let at = |i: usize, a: &str, b: &str, p: f64| Row { settings: vec![("a".into(), a.into()), ("b".into(), b.into())], ..row(i, p, 0.0) };
+        let at =
+            |i: usize, a: &str, b: &str, p: f64| Row { settings: vec![("a".into(), a.into()), ("b".into(), b.into())], ..row(i, p, 0.0) };
         let rows = vec![at(0, "1", "x", 0.5), at(1, "1", "y", 0.5), at(2, "2", "x", 0.7), at(3, "2", "y", 0.7)];
         assert_eq!(no_effect(&rows, "p"), ["b"]);
         assert!(no_effect(&rows[..1], "p").is_empty(), "one value each: nothing to tell");

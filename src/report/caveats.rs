@@ -20,7 +20,8 @@ pub fn is_smoke_test_model(model: &str) -> bool {
 /// the LLM extracted or judged (not replaced by rules or the gold oracle).
 pub fn smoke_test_model(manifest: &Value) -> Option<String> {
     let llm_stage = ["extract_mode", "judge_mode"].iter().any(|k| manifest.get(*k).and_then(Value::as_str) == Some("llm"));
-    let model = manifest.pointer("/llm/model").and_then(Value::as_str).or_else(|| manifest.pointer("/config/llm_model").and_then(Value::as_str))?;
+    let model =
+        manifest.pointer("/llm/model").and_then(Value::as_str).or_else(|| manifest.pointer("/config/llm_model").and_then(Value::as_str))?;
     (llm_stage && is_smoke_test_model(model)).then(|| model.to_string())
 }
 
@@ -81,7 +82,8 @@ mod tests {
         assert!(of_run(&rules).is_empty(), "no LLM answered");
         let big = serde_json::json!({"extract_mode": "llm", "judge_mode": "llm", "llm": {"model": "Qwen3-32B"}});
         assert!(of_run(&big).is_empty());
-        let memorix = serde_json::json!({"profile": "memorix", "extract_mode": "rules", "judge_mode": "rules", "dataset": {"format": "locomo"}});
+        let memorix =
+            serde_json::json!({"profile": "memorix", "extract_mode": "rules", "judge_mode": "rules", "dataset": {"format": "locomo"}});
         assert!(of_run(&memorix)[0].contains("not chat transcripts"));
         let observations = serde_json::json!({"profile": "memorix", "extract_mode": "rules", "dataset": {"format": "native"}});
         assert!(of_run(&observations).is_empty(), "a native dataset may hold the observations memorix is built for");

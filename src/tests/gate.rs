@@ -59,11 +59,13 @@ fn a_tuned_config_is_named_and_fails_with_strict() {
     run_scenarios(tmp.path(), "tuned", &["--set", "soda.near_dup_threshold=0.97"]);
     let (_, _, stderr) = memform(&["gate", "--baseline", &baseline, "--run", "tuned"], tmp.path());
     assert!(
-        stderr.contains("warning: tuned differs from the baseline's rules run in config soda.near_dup_threshold: baseline default, run 0.97"),
+        stderr
+            .contains("warning: tuned differs from the baseline's rules run in config soda.near_dup_threshold: baseline default, run 0.97"),
         "{stderr}"
     );
     assert!(!stderr.contains("--strict"), "{stderr}");
-    let (code, stdout, stderr) = memform(&["gate", "--strict", "--format", "github", "--baseline", &baseline, "--run", "tuned"], tmp.path());
+    let (code, stdout, stderr) =
+        memform(&["gate", "--strict", "--format", "github", "--baseline", &baseline, "--run", "tuned"], tmp.path());
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("gate failed: --strict: tuned (rules mode)"), "{stderr}");
     assert!(stdout.lines().any(|l| l.starts_with("::warning ") && l.contains("soda.near_dup_threshold")), "{stdout}");
@@ -72,7 +74,10 @@ fn a_tuned_config_is_named_and_fails_with_strict() {
     std::fs::copy(root().join("reports/baseline.json"), tmp.path().join("b.json")).expect("copy");
     let (code, _, stderr) = memform(&["gate", "--update-baseline", "--baseline", "b.json", "--run", "tuned"], tmp.path());
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stderr.contains("accepted a run that differs") && stderr.contains("config soda.near_dup_threshold: baseline default, run 0.97"), "{stderr}");
+    assert!(
+        stderr.contains("accepted a run that differs") && stderr.contains("config soda.near_dup_threshold: baseline default, run 0.97"),
+        "{stderr}"
+    );
     let (code, _, stderr) = memform(&["gate", "--baseline", "missing.json", "--run", "same"], tmp.path());
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("missing.json: no such baseline") && stderr.contains("--update-baseline"), "{stderr}");

@@ -16,7 +16,8 @@ fn memform(args: &[&str], cwd: &Path) -> (Option<i32>, String) {
 fn locomo_hints_name_the_dataset_and_the_locomo_make_target() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("locomo10.json"), crate::locomo_data::synthetic().to_string()).unwrap();
-    let (code, stderr) = memform(&["run", "--dataset", "locomo10.json", "--embedder", "minilm", "--embed", "replay", "--out", "o"], tmp.path());
+    let (code, stderr) =
+        memform(&["run", "--dataset", "locomo10.json", "--embedder", "minilm", "--embed", "replay", "--out", "o"], tmp.path());
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("record them with `memform run --dataset locomo10.json --embedder minilm --embed record`"), "{stderr}");
     assert!(!stderr.contains("--dataset locomo-fixtures"), "{stderr}");
