@@ -299,7 +299,7 @@ mod tests {
             },
             rows: vec![row(metric, Direction::Higher, 0.5, 0.5, 0.02, true)],
             dataset_changed: false,
-            differs: vec![format!("config {metric}: baseline default, run 1")],
+            differs: Vec::new(),
             unknown_provenance: false,
         };
         let out = github_stdout(
