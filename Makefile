@@ -53,7 +53,7 @@ LOCOMO_AUDIT_DATA ?= data/locomo-audit
 LOCOMO_AUDIT_FALLBACK ?= ../shared/datasets/locomo-audit
 
 PHONY_EXTRA := locomo-embeddings longmemeval pairs-data pairs-check locomo-audit-data
-.PHONY: all build run test lint fuzz fuzz-build bench locomo locomo-llm locomo-compare locomo-data $(PHONY_EXTRA) record record-embeddings record-locomo \
+.PHONY: all build run test lint install-check fuzz fuzz-build bench locomo locomo-llm locomo-compare locomo-data $(PHONY_EXTRA) record record-embeddings record-locomo \
         models test-py-deps memorix llm-server-deps llm-server-start llm-server-stop gate update-baseline clean-reports
 
 all: build
@@ -63,11 +63,12 @@ build:
 
 ## Run the bundled scenarios in rules and LLM mode (recorded answers and
 ## recorded MiniLM vectors: no model, no server) into reports/scenarios-{rules,llm}/
-## (report.md with plots in each) and compare them in reports/scenarios-compare/.
+## (report.md with plots in each) and compare those two runs (no third or fourth run) in
+## reports/scenarios-compare/.
 run: build
 	$(BIN) run --dataset $(SCENARIOS) --mode rules --embedder minilm --out reports/scenarios-rules > /dev/null
 	$(BIN) run --dataset $(SCENARIOS) --mode llm --embedder minilm --out reports/scenarios-llm > /dev/null
-	$(BIN) compare --dataset $(SCENARIOS) --modes rules,llm --embedder minilm --out reports/scenarios-compare > /dev/null
+	$(BIN) compare reports/scenarios-rules reports/scenarios-llm --out reports/scenarios-compare > /dev/null
 
 ## Every test: unit, snapshots, CLI errors, determinism, kill-and-rerun, the
 ## MiniLM reference, the live llama.cpp record/replay test, the CI outputs
@@ -118,6 +119,12 @@ lint:
 GATE_FLAGS ?=
 gate: run
 	$(BIN) gate --baseline reports/baseline.json --run reports/scenarios-rules --run reports/scenarios-llm $(GATE_FLAGS)
+
+## `cargo install --locked --path .` into a temporary root (reusing this build's target
+## directory), then the installed binary runs.
+install-check:
+	@root=$$(mktemp -d) && $(CARGO) install --locked --path . --root "$$root" && \
+	"$$root/bin/memform" profiles && "$$root/bin/memform" --version && rm -rf "$$root"
 
 ## Rewrite reports/baseline.json from a fresh `make run` (deliberately).
 update-baseline: run

@@ -164,6 +164,8 @@ pub struct SweepArgs {
     /// Dataset directory.
     #[arg(long)]
     pub dataset: Option<PathBuf>,
+    #[command(flatten)]
+    pub subset: SubsetArgs,
     /// KEY=START:STOP:STEP (inclusive) or KEY=v1,v2,… (repeatable; axes multiply).
     #[arg(long = "grid", value_name = "SPEC")]
     pub grid: Vec<String>,
@@ -231,6 +233,10 @@ pub struct GateArgs {
     /// With --update-baseline: accept a run of another dataset than the baseline's.
     #[arg(long, requires = "update_baseline")]
     pub force: bool,
+    /// Fail (exit 1) when a run differs from its baseline entry's run in profile, modes, embedder,
+    /// config, dataset or memform version (otherwise a warning naming what differs).
+    #[arg(long, conflicts_with = "update_baseline")]
+    pub strict: bool,
     /// Also write the verdict as JUnit XML: a test suite per run, a test case per ruled metric.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
@@ -247,9 +253,21 @@ pub enum GateFormat {
 
 #[derive(clap::Args)]
 pub struct CompareArgs {
+    /// Finished run directories to compare as they are, the first the baseline: no run is made,
+    /// an incomplete run is refused (instead of --dataset and the variants).
+    #[arg(value_name = "RUN_DIR", conflicts_with_all = ["dataset", "modes", "profiles", "variants", "set_a", "set_b", "rerun", "runs_dir", "calibrate", "conversations", "limit"])]
+    pub runs: Vec<PathBuf>,
     /// Dataset directory (native format or LoCoMo JSON; detected).
+    #[arg(long, required_unless_present = "runs")]
+    pub dataset: Option<PathBuf>,
+    /// Replace a comparison of other runs already in --out (otherwise refused).
     #[arg(long)]
-    pub dataset: PathBuf,
+    pub force: bool,
+    /// Print the comparison as JSON on stdout (the default when stdout is not a terminal).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub subset: SubsetArgs,
     /// The variants' per-stage modes, the first the baseline: MODE or EXTRACT/JUDGE, comma-separated
     /// (`rules,gold/rules,rules/llm`; default `rules,llm`, or `rules` with several --profiles).
     /// The uplift of each variant is against the first; `rules,rules` with --set-b compares two configs.
@@ -402,6 +420,11 @@ pub struct RunArgs {
     /// Dataset directory (native format or LoCoMo JSON; detected).
     #[arg(long)]
     pub dataset: PathBuf,
+    /// Print summary.json on stdout (the default when stdout is not a terminal; a terminal gets a short summary).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub subset: SubsetArgs,
     #[command(flatten)]
     pub modes: ModeArgs,
     #[arg(long, value_enum, default_value = "full")]
@@ -468,6 +491,17 @@ pub struct StageArgs {
 }
 
 /// A clap parser for a `usize` within `range`.
+/// A subset of the dataset's conversations (`run`, `compare`, `sweep`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SubsetArgs {
+    /// Only these conversations (comma-separated ids, kept in the dataset's order).
+    #[arg(long, value_delimiter = ',', value_name = "ID,ID")]
+    pub conversations: Vec<String>,
+    /// Only the first N conversations (after --conversations).
+    #[arg(long, value_name = "N", value_parser = ranged(memform::limits::CONVERSATION_LIMIT))]
+    pub limit: Option<usize>,
+}
+
 pub fn ranged(range: std::ops::RangeInclusive<u64>) -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::<usize>::new().range(range)
 }

@@ -125,6 +125,9 @@ pub struct RunInfo {
     /// What produced the run (see [`crate::report::report_rows`]).
     #[serde(default)]
     pub provenance: Vec<(String, String)>,
+    /// What a reader must know first ([`crate::report::caveats::of_run`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caveats: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -151,6 +154,11 @@ pub struct MetricRow {
     /// A ratio whose denominator is 0 in a run has no value there (it is
     /// shown as 0): `"A"`, `"B"` or `"A and B"`, with the denominator.
     pub undefined: Option<String>,
+    /// The sides (`A`, `B`) whose profile does not compute the metric
+    /// ([`crate::report::caveats::not_computed`]): shown as "n/a", with
+    /// the reason in `undefined`, never compared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_computed: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -291,6 +299,18 @@ pub fn compare_runs(a: &Side, b: &Side, out: &Path, opts: CompareOptions) -> Res
             },
             _ => None,
         };
+        let profile = |l: &Loaded| l.manifest["profile"].as_str().unwrap_or(crate::pipeline::profiles::DEFAULT).to_string();
+        let na: Vec<(String, &str)> = [("A", profile(&la)), ("B", profile(&lb))]
+            .into_iter()
+            .filter_map(|(side, p)| crate::report::caveats::not_computed(&p, d.key).map(|why| (side.to_string(), why)))
+            .collect();
+        let (undefined, lo, hi) = match na.first() {
+            Some((_, why)) => {
+                let sides: Vec<String> = na.iter().map(|(s, _)| s.clone()).collect();
+                (Some(format!("{} (n/a: {why})", sides.join(" and "))), None, None)
+            }
+            None => (undefined, lo, hi),
+        };
         metrics.push(MetricRow {
             metric: d.key.to_string(),
             a: va,
@@ -300,6 +320,7 @@ pub fn compare_runs(a: &Side, b: &Side, out: &Path, opts: CompareOptions) -> Res
             ci_high: hi,
             higher_is_better: d.higher_is_better,
             undefined,
+            not_computed: na.into_iter().map(|(s, _)| s).collect(),
         });
     }
     // Retrieval (QA): the formed memory's figures compared, the headline
@@ -327,14 +348,16 @@ pub fn compare_runs(a: &Side, b: &Side, out: &Path, opts: CompareOptions) -> Res
             uplift: round6(vb - va),
             ci_low,
             ci_high,
-            // Fewer facts (words) indexed or read for the same recall is the
-            // better memory; a random ranking's recall is no quality.
-            higher_is_better: if key.contains("chance_recall") {
-                None
-            } else {
-                Some(!(key.ends_with("items_indexed") || key.ends_with("words_indexed") || key.contains("words_read")))
-            },
+            // How much was indexed or read describes the memory (neither more
+            // nor less is better in itself), and a random ranking's recall is
+            // no quality: no direction.
+            higher_is_better: (!(key.contains("chance_recall")
+                || key.ends_with("items_indexed")
+                || key.ends_with("words_indexed")
+                || key.contains("words_read")))
+            .then_some(true),
             undefined: None,
+            not_computed: Vec::new(),
         });
     }
     let per_conversation = per_conversation(&la.episodes, &lb.episodes, &labels)?;
@@ -379,7 +402,30 @@ fn run_info(side: &Side, m: &Value, out: &Path) -> RunInfo {
         write_mode: s("write_mode"),
         config_changes: config_changes(&m["config"]).into_iter().map(|c| c.trim_matches('`').to_string()).collect(),
         provenance: crate::report::report_rows(m),
+        caveats: crate::report::caveats::of_run(m),
     }
+}
+
+/// A run directory as `compare.json` names it (relative to the comparison's `out`).
+pub fn relative_dir(path: &Path, out: &Path) -> String {
+    relative(path, out)
+}
+
+/// A few lines for a person: the caveats' leads, then each headline
+/// metric's A → B and its reading.
+pub fn summary_lines(c: &Comparison) -> Vec<String> {
+    let mut out = vec![format!("{}: A = {}, B = {}", c.dataset.name, c.a.label, c.b.label)];
+    for cav in c.a.caveats.iter().chain(&c.b.caveats) {
+        let lead = cav.split("**").nth(1).unwrap_or(cav).to_string();
+        if !out.contains(&lead) {
+            out.push(lead);
+        }
+    }
+    for r in HEADLINE.iter().filter_map(|k| c.metrics.iter().find(|r| r.metric == *k)) {
+        let read = reading(r);
+        out.push(format!("  {}: {:.3} → {:.3}{}", r.metric, r.a, r.b, if read.is_empty() { String::new() } else { format!(" ({read})") }));
+    }
+    out
 }
 
 /// `path` relative to `from` when both are relative or both absolute, else `path` as given.
@@ -688,7 +734,8 @@ fn total(episodes: &DataFrame, column: &str) -> Result<i64> {
 /// instead of naming a winner.
 fn reading(r: &MetricRow) -> String {
     if let Some(u) = &r.undefined {
-        return format!("undefined for {u}");
+        let what = if r.not_computed.is_empty() { "undefined" } else { "not computed" };
+        return format!("{what} for {u}");
     }
     reading_of_interval(r).to_string()
 }
@@ -737,10 +784,29 @@ fn fact_diff_section(o: &mut String, c: &Comparison) {
     }
 }
 
+/// The variants' caveats, each once, naming the variants it concerns.
+fn compare_caveats(runs: &[&RunInfo]) -> String {
+    let mut seen: Vec<(String, Vec<String>)> = Vec::new();
+    for r in runs {
+        for c in &r.caveats {
+            match seen.iter_mut().find(|(t, _)| t == c) {
+                Some((_, labels)) => labels.push(r.label.clone()),
+                None => seen.push((c.clone(), vec![r.label.clone()])),
+            }
+        }
+    }
+    let lines: Vec<String> = seen
+        .into_iter()
+        .map(|(c, labels)| format!("{c} (variant {})", labels.iter().map(|l| format!("`{}`", md(l))).collect::<Vec<_>>().join(", ")))
+        .collect();
+    crate::report::caveats::block(&lines)
+}
+
 /// Renders `compare.md`.
 pub fn render_markdown(c: &Comparison) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "# memform compare: {}, {} vs {}\n", c.dataset.name, c.a.label, c.b.label);
+    o.push_str(&compare_caveats(&[&c.a, &c.b]));
     let _ = writeln!(o, "## What was compared\n");
     let side = |r: &RunInfo| -> Vec<String> {
         vec![
@@ -804,7 +870,9 @@ pub fn render_markdown(c: &Comparison) -> String {
             None => "",
         };
         let count = is_count(&r.metric);
-        vec![format!("`{}`{dir}", r.metric), value(r.a, count), value(r.b, count), format!("**{}**", signed(r.uplift)), ci, reading(r)]
+        let cell = |side: &str, x: f64| if r.not_computed.iter().any(|s| s == side) { "n/a".to_string() } else { value(x, count) };
+        let uplift = if r.not_computed.is_empty() { format!("**{}**", signed(r.uplift)) } else { "–".to_string() };
+        vec![format!("`{}`{dir}", r.metric), cell("A", r.a), cell("B", r.b), uplift, ci, reading(r)]
     };
     let header = ["metric", "A", "B", "uplift B − A", "95% CI", "reading"];
     let headline: Vec<Vec<String>> = HEADLINE.iter().filter_map(|k| c.metrics.iter().find(|r| r.metric == *k)).map(row).collect();
@@ -978,6 +1046,7 @@ pub fn render_many(c: &ManyComparison) -> String {
     let mut o = String::new();
     let labels: Vec<String> = c.variants.iter().map(|v| v.label.clone()).collect();
     let _ = writeln!(o, "# memform compare: {}, {}\n", c.dataset.name, labels.join(" vs "));
+    o.push_str(&compare_caveats(&c.variants.iter().collect::<Vec<_>>()));
     let _ = writeln!(o, "## What was compared\n");
     let rows: Vec<Vec<String>> = c
         .variants

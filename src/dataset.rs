@@ -393,6 +393,28 @@ mod tests {
         "session_1_date_time": "9:05 am on 3 March, 2021",
         "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "Hello."}]}"#;
 
+    #[test]
+    fn a_subset_keeps_the_named_conversations_then_the_first_n_and_has_its_own_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        for id in ["alpha", "beta", "gamma"] {
+            write(dir.path(), &format!("conversations/{id}.json"), &NATIVE.replace("\"ID\"", &format!("\"{id}\"")));
+        }
+        let full = load(dir.path()).unwrap();
+        let ids = |d: &Dataset| d.conversations.iter().map(|c| c.id.clone()).collect::<Vec<_>>();
+        let mut d = full.clone();
+        subset(&mut d, &[], None).unwrap();
+        assert_eq!((ids(&d), d.digest.clone()), (ids(&full), full.digest.clone()), "no subset: the dataset as it is");
+        let mut d = full.clone();
+        subset(&mut d, &["gamma".into(), "alpha".into()], None).unwrap();
+        assert_eq!(ids(&d), ["alpha", "gamma"]);
+        assert_ne!(d.digest, full.digest);
+        let mut d = full.clone();
+        subset(&mut d, &[], Some(2)).unwrap();
+        assert_eq!(ids(&d), ["alpha", "beta"]);
+        let err = subset(&mut full.clone(), &["gamme".into()], None).unwrap_err().to_string();
+        assert!(err.contains("no conversation `gamme` (did you mean `gamma`?)"), "{err}");
+    }
+
     fn write(dir: &Path, relative: &str, text: &str) {
         let path = dir.join(relative);
         if let Some(parent) = path.parent() {
@@ -675,4 +697,32 @@ mod tests {
             assert!(!is_local_datetime(bad), "{bad}");
         }
     }
+}
+
+/// Keeps the conversations named in `ids` (in the dataset's order; all when
+/// empty), then the first `limit` of them. An id the dataset does not have
+/// is an error naming the closest one. A subset gets its own digest (the
+/// dataset's and the ids kept), so the gate and `compare` never take it
+/// for the whole dataset.
+pub fn subset(ds: &mut Dataset, ids: &[String], limit: Option<usize>) -> Result<()> {
+    if ids.is_empty() && limit.is_none_or(|n| n >= ds.conversations.len()) {
+        return Ok(());
+    }
+    for id in ids {
+        if !ds.conversations.iter().any(|c| &c.id == id) {
+            let hint = crate::config::did_you_mean(id, ds.conversations.iter().map(|c| c.id.as_str()))
+                .map(|c| format!(" (did you mean `{c}`?)"))
+                .unwrap_or_default();
+            return Err(Error::Config(format!("--conversations: dataset {} has no conversation `{id}`{hint}", ds.name)));
+        }
+    }
+    if !ids.is_empty() {
+        ds.conversations.retain(|c| ids.contains(&c.id));
+    }
+    if let Some(n) = limit {
+        ds.conversations.truncate(n);
+    }
+    let kept: Vec<&str> = ds.conversations.iter().map(|c| c.id.as_str()).collect();
+    ds.digest = crate::normalize::sha256_hex(format!("{}\nconversations={}", ds.digest, kept.join(",")).as_bytes());
+    Ok(())
 }

@@ -139,14 +139,29 @@ impl std::fmt::Display for FixtureMiss {
         write!(
             f,
             "replay {} call for conversation {}, episode {}: no fixture {}.json in {}; {}; \
-             re-record with `--llm record` (e.g. `make record`)",
+             re-record with `--llm record`{}",
             self.stage,
             self.conversation,
             self.episode,
             self.key,
             self.dir.display(),
-            self.closest
+            self.closest,
+            make_record_hint(&self.dir)
         )
+    }
+}
+
+/// The make target that records the fixtures in `dir`, as a hint: LoCoMo's
+/// (`locomo-fixtures/…`) and the bundled scenarios' have one, a user's
+/// dataset none.
+pub fn make_record_hint(dir: &std::path::Path) -> &'static str {
+    let has = |name: &str| dir.components().any(|c| c.as_os_str() == name);
+    if has("locomo-fixtures") {
+        " (e.g. `make record-locomo`)"
+    } else if has("scenarios") && has("datasets") {
+        " (e.g. `make record`)"
+    } else {
+        ""
     }
 }
 

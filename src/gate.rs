@@ -129,6 +129,89 @@ pub struct Baseline {
     pub dataset: BaselineDataset,
     /// Mode (`rules`, `llm`) → metric → value.
     pub modes: BTreeMap<String, BTreeMap<String, serde_json::Value>>,
+    /// Mode → what its reference run was (profile, modes, embedder,
+    /// config, dataset, memform's version); missing in a baseline written
+    /// by an older memform.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub provenance: BTreeMap<String, Provenance>,
+}
+
+/// What a baseline entry was measured with, so that the gate can say what
+/// differs when a run is compared with it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Provenance {
+    pub profile: String,
+    /// The per-stage modes (`rules`, `gold/rules`, `llm`).
+    pub modes: String,
+    pub embedder: String,
+    /// SHA-256 of the whole config (canonical JSON).
+    pub config_digest: String,
+    /// The keys whose value is not the default, as `key = value`
+    /// (a section's as `section.key = value`).
+    pub config_changes: Vec<String>,
+    pub dataset_digest: String,
+    pub memform_version: String,
+}
+
+impl Provenance {
+    /// The provenance of a run from its `run.json`.
+    pub fn of_manifest(manifest: &serde_json::Value) -> Provenance {
+        let text = |k: &str| manifest.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+        let config = manifest.get("config").cloned().unwrap_or(serde_json::Value::Null);
+        let canonical = crate::report::normalised_config(&config);
+        Provenance {
+            profile: manifest.get("profile").and_then(|v| v.as_str()).unwrap_or(crate::pipeline::profiles::DEFAULT).to_string(),
+            modes: text("mode"),
+            embedder: text("embedder"),
+            config_digest: crate::normalize::sha256_hex(canonical.to_string().as_bytes()),
+            config_changes: crate::report::config_changes(&config).iter().map(|c| c.trim_matches('`').to_string()).collect(),
+            dataset_digest: manifest.pointer("/dataset/digest").and_then(|v| v.as_str()).unwrap_or_default().to_string(),
+            memform_version: text("memform_version"),
+        }
+    }
+
+    /// What differs from `base` (the baseline's), one line each, naming
+    /// the field or config key: `embedder: baseline X, run Y`,
+    /// `config soda.near_dup_threshold: baseline default, run 0.9`.
+    pub fn differences(&self, base: &Provenance) -> Vec<String> {
+        let mut out = Vec::new();
+        for (name, b, r) in [
+            ("profile", &base.profile, &self.profile),
+            ("modes", &base.modes, &self.modes),
+            ("embedder", &base.embedder, &self.embedder),
+            ("dataset digest", &base.dataset_digest, &self.dataset_digest),
+            ("memform version", &base.memform_version, &self.memform_version),
+        ] {
+            if b != r {
+                out.push(format!("{name}: baseline {b}, run {r}"));
+            }
+        }
+        let split = |changes: &[String]| -> BTreeMap<String, String> {
+            changes
+                .iter()
+                .map(|c| match c.split_once(" = ") {
+                    Some((k, v)) => (k.to_string(), v.to_string()),
+                    None => (c.clone(), String::new()),
+                })
+                .collect()
+        };
+        let (b, r) = (split(&base.config_changes), split(&self.config_changes));
+        let keys: std::collections::BTreeSet<&String> = b.keys().chain(r.keys()).collect();
+        let mut named = false;
+        for k in keys {
+            let (bv, rv) = (b.get(k), r.get(k));
+            if bv != rv {
+                named = true;
+                let show = |v: Option<&String>| v.map_or_else(|| "default".to_string(), Clone::clone);
+                out.push(format!("config {k}: baseline {}, run {}", show(bv), show(rv)));
+            }
+        }
+        if !named && base.config_digest != self.config_digest {
+            out.push(format!("config digest: baseline {}, run {}", short(&base.config_digest), short(&self.config_digest)));
+        }
+        out
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -147,6 +230,10 @@ pub struct RunMetrics {
     pub dataset_name: String,
     pub dataset_digest: String,
     pub metrics: BTreeMap<String, serde_json::Value>,
+    /// What the run was (profile, modes, embedder, config, …).
+    pub provenance: Provenance,
+    /// What a reader of its figures must know first ([`crate::report::caveats::of_run`]).
+    pub caveats: Vec<String>,
 }
 
 /// Reads `run.json` and `summary.json` of a run directory; an incomplete
@@ -178,12 +265,28 @@ pub fn read_run(dir: &Path) -> Result<RunMetrics> {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        Ok(RunMetrics { mode, dataset_name, dataset_digest, metrics })
+        Ok(RunMetrics {
+            mode,
+            dataset_name,
+            dataset_digest,
+            metrics,
+            provenance: Provenance::of_manifest(manifest),
+            caveats: crate::report::caveats::of_run(manifest),
+        })
     })
 }
 
 pub fn read_baseline(path: &Path) -> Result<Baseline> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::input(
+            path,
+            format!(
+                "no such baseline; make it from a run with `memform gate --update-baseline --baseline {} --run RUN_DIR`",
+                path.display()
+            ),
+        ),
+        _ => Error::io(path, e),
+    })?;
     crate::error::reject_bom(path, text.as_bytes())?;
     let b: Baseline =
         serde_json::from_str(&text).map_err(|e| Error::input(path, format!("line {} column {}: {e}", e.line(), e.column())))?;
@@ -211,6 +314,10 @@ pub struct BaselineUpdate {
     /// Modes dropped by a forced update to another dataset: their numbers
     /// were of the old dataset and must not stand under the new one's name.
     pub dropped_modes: Vec<String>,
+    /// What the replaced entry's run differs in from the accepted run
+    /// ([`Provenance::differences`]); `None` when the mode is new or its
+    /// entry recorded no provenance.
+    pub accepted: Option<Vec<String>>,
 }
 
 /// Writes (or updates) `path` with `run`'s metrics under its mode. Only
@@ -221,11 +328,15 @@ pub struct BaselineUpdate {
 /// replaced atomically (written beside it, then renamed).
 pub fn update_baseline_checked(path: &Path, run: &RunMetrics, force: bool) -> Result<BaselineUpdate> {
     let mut modes = BTreeMap::new();
+    let mut provenance = BTreeMap::new();
     let mut replaced_dataset = None;
     let mut dropped_modes = Vec::new();
+    let mut accepted = None;
     if path.exists() {
         let old = read_baseline(path)?;
         modes = old.modes;
+        provenance = old.provenance;
+        accepted = provenance.get(&run.mode).map(|p| run.provenance.differences(p));
         if old.dataset.digest != run.dataset_digest {
             if !force {
                 return Err(Error::input(
@@ -242,14 +353,17 @@ pub fn update_baseline_checked(path: &Path, run: &RunMetrics, force: bool) -> Re
             replaced_dataset = Some(format!("{} ({})", old.dataset.name, short(&old.dataset.digest)));
             dropped_modes = modes.keys().filter(|m| **m != run.mode).cloned().collect();
             modes.clear();
+            provenance.clear();
         }
     }
     let kept_modes = modes.keys().filter(|m| **m != run.mode).cloned().collect();
     modes.insert(run.mode.clone(), run.metrics.clone());
+    provenance.insert(run.mode.clone(), run.provenance.clone());
     let b = Baseline {
         format: BASELINE_FORMAT.to_string(),
         dataset: BaselineDataset { name: run.dataset_name.clone(), digest: run.dataset_digest.clone() },
         modes,
+        provenance,
     };
     let mut text = serde_json::to_string_pretty(&b).map_err(|e| Error::Other(format!("serialise baseline: {e}")))?;
     text.push('\n');
@@ -258,7 +372,7 @@ pub fn update_baseline_checked(path: &Path, run: &RunMetrics, force: bool) -> Re
     let tmp = std::path::PathBuf::from(tmp);
     std::fs::write(&tmp, text).map_err(|e| Error::write(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| Error::write(path, e))?;
-    Ok(BaselineUpdate { baseline: b, kept_modes, replaced_dataset, dropped_modes })
+    Ok(BaselineUpdate { baseline: b, kept_modes, replaced_dataset, dropped_modes, accepted })
 }
 
 /// One row of the gate's table.
@@ -308,16 +422,21 @@ pub fn check(
         .get(&run.mode)
         .ok_or_else(|| Error::input(baseline_path, format!("modes.{}: missing (the run is in {} mode)", run.mode, run.mode)))?;
     let mut rows = Vec::new();
+    let hint = |metric: &str| {
+        crate::config::did_you_mean(metric, run.metrics.keys().map(String::as_str))
+            .map(|c| format!(" (did you mean `{c}`?)"))
+            .unwrap_or_default()
+    };
     for (metric, rule) in &rules.metrics {
         let b = base
             .get(metric)
             .and_then(|v| v.as_f64())
-            .ok_or_else(|| Error::input(baseline_path, format!("modes.{}.{metric}: missing or not a number", run.mode)))?;
+            .ok_or_else(|| Error::input(baseline_path, format!("modes.{}.{metric}: missing or not a number{}", run.mode, hint(metric))))?;
         let n = run
             .metrics
             .get(metric)
             .and_then(|v| v.as_f64())
-            .ok_or_else(|| Error::Other(format!("run summary.json: metrics.{metric}: missing or not a number")))?;
+            .ok_or_else(|| Error::Other(format!("run summary.json: metrics.{metric}: missing or not a number{}", hint(metric))))?;
         rows.push(GateRow {
             metric: metric.clone(),
             baseline: b,
@@ -388,6 +507,8 @@ mod tests {
             dataset_name: "d".into(),
             dataset_digest: "abc".into(),
             metrics: metrics.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect(),
+            provenance: Provenance::default(),
+            caveats: Vec::new(),
         }
     }
 
@@ -445,6 +566,7 @@ mod tests {
             format: BASELINE_FORMAT.into(),
             dataset: BaselineDataset { name: "d".into(), digest: "abc".into() },
             modes: BTreeMap::from([("rules".to_string(), run(&[("turn_f1", 0.5)]).metrics)]),
+            provenance: BTreeMap::new(),
         };
         let p = Path::new("b.json");
         let rows = check(&baseline, p, &run(&[("turn_f1", 0.4)]), &rules, false).unwrap();

@@ -9,6 +9,8 @@ use crate::error::{Error, Result};
 
 /// `--threads`: worker threads of a run, sweep or comparison.
 pub const THREADS: RangeInclusive<u64> = 1..=1024;
+/// `--limit N` conversations.
+pub const CONVERSATION_LIMIT: RangeInclusive<u64> = 1..=1_000_000;
 /// `--resamples`: bootstrap resamples of a comparison (0: no intervals).
 pub const RESAMPLES: RangeInclusive<u64> = 0..=100_000;
 /// `--resamples`'s default.

@@ -125,6 +125,11 @@ fn recorded_root(dataset_dir: &std::path::Path, dataset: &Dataset) -> PathBuf {
     }
 }
 
+/// The start of the command that records a dataset's vectors.
+fn record_run(dataset_dir: &std::path::Path) -> String {
+    format!("memform run --dataset {}", dataset_dir.display())
+}
+
 fn build_stages(
     modes: Modes,
     args: &StageArgs,
@@ -132,6 +137,7 @@ fn build_stages(
     dataset_dir: &std::path::Path,
     dataset: &Dataset,
     llm_progress: Option<memform::llm::ProgressHook>,
+    record_with: &str,
 ) -> Result<Built> {
     if let Some(e) = &args.embedder {
         cfg.embedder = e.clone();
@@ -149,19 +155,18 @@ fn build_stages(
         _ => args.embed_dims,
     };
     spec.cache_dir = Some(args.embed_cache.clone().unwrap_or_else(|| root.join("embeddings")));
+    // A miss names the command that records this input (its dataset, or the
+    // pairs a calibration reads) and this cache, never the cache's folder
+    // (`locomo-fixtures/…`) as a dataset.
+    let mut cmd = format!("{record_with} --embedder {}", spec.kind);
     if let Some(c) = &args.embed_cache {
-        // A miss names this dataset and this cache, not the cache as a dataset.
-        let mut cmd = format!(
-            "memform run --dataset {} --embedder {} --embed-cache {} --embed record",
-            dataset_dir.display(),
-            spec.kind,
-            c.display()
-        );
-        if let Some(d) = &args.model_dir {
-            cmd.push_str(&format!(" --model-dir {}", d.display()));
-        }
-        spec.record_command = Some(cmd);
+        cmd.push_str(&format!(" --embed-cache {}", c.display()));
     }
+    cmd.push_str(" --embed record");
+    if let Some(d) = &args.model_dir {
+        cmd.push_str(&format!(" --model-dir {}", d.display()));
+    }
+    spec.record_command = Some(cmd);
     let embedder = build_embedder(&spec)?;
     let mut recorded = Recorded { embed_mode: Some(spec.mode.as_str().to_string()), ..Recorded::default() };
     let profile = profiles::by_name(&cfg.profile)?;
@@ -313,12 +318,13 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
     cfg.set_write_mode(args.write_mode);
     cfg.validate()?;
     let tags = memform::provenance::parse_tags(&args.tag)?;
-    let (dataset, load_warnings, bad) = if args.keep_going {
+    let (mut dataset, load_warnings, bad) = if args.keep_going {
         memform::dataset::load_keep_going(&args.dataset)?
     } else {
         let (d, w) = memform::dataset::load_with_report(&args.dataset)?;
         (d, w, Vec::new())
     };
+    memform::dataset::subset(&mut dataset, &args.subset.conversations, args.subset.limit)?;
     report_load_warnings(&load_warnings);
     let skipped_inputs: Vec<Skipped> = bad
         .into_iter()
@@ -345,7 +351,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
             p.live_calls, p.fixture_hits, p.prompt_tokens, p.completion_tokens
         ));
     });
-    let built = build_stages(modes, &args.stage, &mut cfg, &args.dataset, &dataset, Some(llm_hook))?;
+    let built = build_stages(modes, &args.stage, &mut cfg, &args.dataset, &dataset, Some(llm_hook), &record_run(&args.dataset))?;
     let pb = bar.clone();
     let (abort_after, hold_until) = faults();
     let opts = RunOptions {
@@ -422,7 +428,16 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
             stats.dir.display()
         );
     }
-    println!("{}", serde_json::to_string_pretty(&output.summary).context("serialise summary")?);
+    let summary_line = ["episodes", "stored_facts", "turn_f1", "content_f1", "qa_recall_any_at_5", "warnings"]
+        .iter()
+        .filter_map(|k| output.summary.metrics.get(*k).map(|v| format!("{k} {v}")))
+        .collect::<Vec<_>>()
+        .join(", ");
+    print_result(
+        args.json,
+        &serde_json::to_string_pretty(&output.summary).context("serialise summary")?,
+        &[format!("{}: {summary_line}", output.out_dir.display()), format!("read {}", output.out_dir.join("report.md").display())],
+    );
     eprintln!("wrote {}", output.out_dir.display());
     if !output.skipped.is_empty() {
         for s in &output.skipped {
@@ -471,6 +486,13 @@ struct PairInput {
     root: PathBuf,
     /// What was given on the command line.
     path: PathBuf,
+}
+
+impl PairInput {
+    /// The start of the command that records these pairs' vectors.
+    fn record_with(&self) -> String {
+        format!("memform calibrate --{} {}", self.source.as_str(), self.path.display())
+    }
 }
 
 fn split_of(s: SplitArg) -> memform::calibrate::Split {
@@ -536,7 +558,7 @@ fn run_calibration(input: &PairInput, mut cfg: Config, modes: Modes, how: Calibr
     let dataset = calibrate::dataset(&input.name, &digest, &input.pairs, observations_as_turns);
     memform::paths::check_out_dir("--out", &how.out, Some(&input.path))?;
     let lock = Arc::new(memform::rundir::DirLock::acquire(&how.out)?);
-    let built = build_stages(modes, how.stage, &mut cfg, &input.root, &dataset, None)?;
+    let built = build_stages(modes, how.stage, &mut cfg, &input.root, &dataset, None, &input.record_with())?;
     let opts = calibrate::Options {
         source: input.source,
         name: input.name.clone(),
@@ -634,6 +656,17 @@ fn cmd_gate(args: GateArgs) -> Result<ExitCode> {
             if !update.kept_modes.is_empty() {
                 eprintln!("kept mode(s) {} as they were", update.kept_modes.join(", "));
             }
+            match &update.accepted {
+                Some(d) if d.is_empty() => eprintln!("{} mode: same profile, modes, embedder, config and dataset as before", run.mode),
+                Some(d) => {
+                    eprintln!("{} mode: accepted a run that differs from the previous entry's:", run.mode);
+                    for line in d {
+                        eprintln!("  {line}");
+                    }
+                }
+                None if run.provenance.config_changes.is_empty() => eprintln!("{} mode: default config", run.mode),
+                None => eprintln!("{} mode: config changes accepted: {}", run.mode, run.provenance.config_changes.join(", ")),
+            }
             eprintln!("updated {} ({} mode)", args.baseline.display(), run.mode);
         }
         return Ok(ExitCode::SUCCESS);
@@ -666,6 +699,23 @@ fn cmd_gate(args: GateArgs) -> Result<ExitCode> {
     }
     let mut code = ExitCode::SUCCESS;
     for run in &runs {
+        if !run.differs.is_empty() {
+            eprintln!("warning: {}", run.differs_line());
+            if args.strict {
+                eprintln!(
+                    "gate failed: --strict: {} ({} mode) is not a run of the baseline's configuration",
+                    run.dir.display(),
+                    run.run.mode
+                );
+                code = ExitCode::from(1);
+            }
+        } else if run.unknown_provenance {
+            eprintln!(
+                "note: {} records no provenance for {} mode (an older baseline): what the run differs in is unknown; `--update-baseline` records it",
+                args.baseline.display(),
+                run.run.mode
+            );
+        }
         let failed = run.failed();
         if failed > 0 {
             eprintln!("gate failed: {failed} of {} metrics regressed ({} mode, {})", run.rows.len(), run.run.mode, run.dir.display());
@@ -772,7 +822,8 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
     };
     let points = memform::sweep::shard_points(&axes, k, n);
     memform::sweep::check_metrics(&args.objective, px.trim(), py.trim())?;
-    let dataset = memform::dataset::load(&dataset_dir)?;
+    let mut dataset = memform::dataset::load(&dataset_dir)?;
+    memform::dataset::subset(&mut dataset, &args.subset.conversations, args.subset.limit)?;
     let defaults = axes.iter().map(|a| (a.key.clone(), cfg.value_of(&a.key).map(|v| v.to_string()).unwrap_or_default())).collect();
     let modes = args.modes.modes();
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-sweep", dataset.name)));
@@ -780,7 +831,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
     let _lock = memform::rundir::DirLock::acquire(&out)?;
     memform::sweep::check_out(&out)?;
     let mut cfg = cfg;
-    let built = build_stages(modes, &args.stage, &mut cfg, &dataset_dir, &dataset, None)?;
+    let built = build_stages(modes, &args.stage, &mut cfg, &dataset_dir, &dataset, None, &record_run(&dataset_dir))?;
     let cfg = cfg;
     let stages = built.stages();
     let bar = ProgressBar::new(points.len() as u64);
@@ -884,7 +935,7 @@ fn replay_for_keys(modes: Modes, dataset_dir: &std::path::Path, dataset: &Datase
     let mut cfg = cfg.clone();
     let base =
         Modes { extract: if modes.extract == StageMode::Gold { StageMode::Gold } else { StageMode::Rules }, judge: StageMode::Rules };
-    let mut built = build_stages(base, stage, &mut cfg, dataset_dir, dataset, None)?;
+    let mut built = build_stages(base, stage, &mut cfg, dataset_dir, dataset, None, &record_run(dataset_dir))?;
     let mut boundary = None;
     if modes.uses_llm() {
         let settings = LlmSettings::from_config_and_env(&cfg)?;
@@ -1193,16 +1244,105 @@ fn side_label(variant: &Variant, show_profile: bool, sets: &[String], embedder: 
     (label, slug)
 }
 
+/// The run directories a `compare.json` in `out` compared, if there is one.
+fn compared_dirs(out: &std::path::Path) -> Option<Vec<String>> {
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("compare.json")).ok()?).ok()?;
+    let dir = |r: &serde_json::Value| r.get("dir").and_then(|d| d.as_str()).map(str::to_string);
+    match v.get("variants").and_then(|x| x.as_array()) {
+        Some(vs) => vs.iter().map(dir).collect(),
+        None => Some(vec![dir(v.get("a")?)?, dir(v.get("b")?)?]),
+    }
+}
+
+/// An error when `out` holds a comparison of other runs than `dirs` (as
+/// `compare.json` names them, relative to `out`), unless `force`.
+fn check_same_comparison(out: &std::path::Path, dirs: &[PathBuf], force: bool) -> Result<()> {
+    let Some(old) = compared_dirs(out) else { return Ok(()) };
+    let new: Vec<String> = dirs.iter().map(|d| memform::compare::relative_dir(d, out)).collect();
+    if old != new && !force {
+        bail!(
+            "{}: holds a comparison of {} already; pass --force to replace it, or --out another directory",
+            out.join("compare.json").display(),
+            old.join(" vs ")
+        );
+    }
+    Ok(())
+}
+
+/// `memform compare RUN_DIR RUN_DIR…`: finished runs compared as they are.
+fn cmd_compare_runs(args: &CompareArgs) -> Result<ExitCode> {
+    if args.runs.len() < 2 {
+        bail!("compare: give at least two run directories (the first is the baseline)");
+    }
+    let mut runs = Vec::new();
+    let mut locks = Vec::new();
+    for dir in &args.runs {
+        if !dir.join("run.json").is_file() {
+            return Err(memform::error::Error::input(dir, "not a run directory (no run.json)").into());
+        }
+        locks.push(memform::rundir::DirLock::acquire(dir)?);
+        // Complete runs only, as the gate reads them.
+        runs.push(memform::gate::read_run(dir)?);
+    }
+    let mut labels: Vec<String> = runs.iter().map(|r| r.mode.clone()).collect();
+    if labels.iter().enumerate().any(|(i, l)| labels[..i].contains(l)) {
+        labels =
+            args.runs.iter().map(|d| d.file_name().map_or_else(|| d.display().to_string(), |n| n.to_string_lossy().into_owned())).collect();
+    }
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-compare", runs[0].dataset_name)));
+    memform::paths::check_out_dir("--out", &out, None)?;
+    memform::compare::check_out(&out)?;
+    check_same_comparison(&out, &args.runs, args.force)?;
+    let compared: Vec<memform::compare::Side> =
+        labels.into_iter().zip(&args.runs).map(|(label, dir)| memform::compare::Side { label, dir: dir.clone() }).collect();
+    let opts = memform::compare::CompareOptions { resamples: args.resamples, seed: args.seed };
+    let (json, summary) = if let [a, b] = &compared[..] {
+        let comparison = memform::compare::compare_runs(a, b, &out, opts)?;
+        drop(locks);
+        let _lock = memform::rundir::DirLock::acquire(&out)?;
+        memform::compare::write_comparison(&out, &comparison)?;
+        (serde_json::to_string_pretty(&comparison).context("serialise comparison")?, memform::compare::summary_lines(&comparison))
+    } else {
+        let comparison = memform::compare::compare_many(&compared, &out, opts)?;
+        drop(locks);
+        let _lock = memform::rundir::DirLock::acquire(&out)?;
+        memform::compare::write_many(&out, &comparison)?;
+        (serde_json::to_string_pretty(&comparison).context("serialise comparison")?, Vec::new())
+    };
+    print_result(args.json, &json, &summary);
+    eprintln!("wrote {} and {}", out.join("compare.json").display(), out.join("compare.md").display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// stdout: the JSON with `--json` or when stdout is not a terminal (a
+/// pipe, a file: scripts read it), else a short summary for a person.
+fn print_result(json_flag: bool, json: &str, summary: &[String]) {
+    use std::io::IsTerminal as _;
+    if json_flag || !std::io::stdout().is_terminal() {
+        println!("{json}");
+    } else {
+        for line in summary {
+            println!("{line}");
+        }
+        println!("(the full result: --json, or the files below)");
+    }
+}
+
 fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
+    if !args.runs.is_empty() {
+        return cmd_compare_runs(&args);
+    }
+    let Some(dataset_dir) = args.dataset.clone() else { bail!("compare: --dataset or run directories are required") };
     let variants = compare_variants(&args, &args.config.load()?.profile)?;
     let show_profile = variants.iter().any(|v| v.profile != variants[0].profile);
     let tags = memform::provenance::parse_tags(&args.tag)?;
-    let dataset = memform::dataset::load(&args.dataset)?;
+    let mut dataset = memform::dataset::load(&dataset_dir)?;
+    memform::dataset::subset(&mut dataset, &args.subset.conversations, args.subset.limit)?;
     memform::compare::check_bootstrap(dataset.conversations.iter().map(|c| c.episodes.len()).sum(), args.resamples)?;
     let runs_dir = args.runs_dir.clone().unwrap_or_else(|| PathBuf::from("reports"));
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-compare", dataset.name)));
-    memform::paths::check_out_dir("--out", &out, Some(&args.dataset))?;
-    memform::paths::check_out_dir("--runs-dir", &runs_dir, Some(&args.dataset))?;
+    memform::paths::check_out_dir("--out", &out, Some(&dataset_dir))?;
+    memform::paths::check_out_dir("--runs-dir", &runs_dir, Some(&dataset_dir))?;
     memform::compare::check_out(&out)?;
     let mut sides = Vec::new();
     let none: Vec<String> = Vec::new();
@@ -1223,9 +1363,10 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
         if let Some((_, _, other, _, _)) = sides.iter().find(|s: &&(Modes, Config, String, PathBuf, Built)| s.2 == label) {
             bail!("two variants are both {other:?}: give different modes or profiles, or --set-a/--set-b to vary the config");
         }
-        let built = build_stages(variant.modes, &args.stage, &mut cfg, &args.dataset, &dataset, None)?;
+        let built = build_stages(variant.modes, &args.stage, &mut cfg, &dataset_dir, &dataset, None, &record_run(&dataset_dir))?;
         sides.push((variant.modes, cfg, label, runs_dir.join(format!("{}-{slug}", dataset.name)), built));
     }
+    check_same_comparison(&out, &sides.iter().map(|s| s.3.clone()).collect::<Vec<_>>(), args.force)?;
     if !args.calibration.is_empty() && args.calibration.len() != sides.len() {
         bail!("--calibration: {} directories for {} variants (give one per variant, in order)", args.calibration.len(), sides.len());
     }
@@ -1277,7 +1418,7 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
                 out_dir: dir.clone(),
                 threads: args.threads,
                 recorded: built.recorded.clone(),
-                dataset_path: Some(args.dataset.clone()),
+                dataset_path: Some(dataset_dir.clone()),
                 digests: built.digests.clone(),
                 tags: tags.clone(),
                 lock: Some(lock.clone()),
@@ -1293,22 +1434,22 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
         compared.push(memform::compare::Side { label, dir });
     }
     let opts = memform::compare::CompareOptions { resamples: args.resamples, seed: args.seed };
-    let json = if let [a, b] = &compared[..] {
+    let (json, summary) = if let [a, b] = &compared[..] {
         let comparison = memform::compare::compare_runs(a, b, &out, opts)?;
         drop(locks);
         let _lock = memform::rundir::DirLock::acquire(&out)?;
         memform::compare::write_comparison(&out, &comparison)?;
         append_decision_quality(&out, &calibrations)?;
-        serde_json::to_string_pretty(&comparison).context("serialise comparison")?
+        (serde_json::to_string_pretty(&comparison).context("serialise comparison")?, memform::compare::summary_lines(&comparison))
     } else {
         let comparison = memform::compare::compare_many(&compared, &out, opts)?;
         drop(locks);
         let _lock = memform::rundir::DirLock::acquire(&out)?;
         memform::compare::write_many(&out, &comparison)?;
         append_decision_quality(&out, &calibrations)?;
-        serde_json::to_string_pretty(&comparison).context("serialise comparison")?
+        (serde_json::to_string_pretty(&comparison).context("serialise comparison")?, Vec::new())
     };
-    println!("{json}");
+    print_result(args.json, &json, &summary);
     eprintln!("wrote {} and {}", out.join("compare.json").display(), out.join("compare.md").display());
     Ok(ExitCode::SUCCESS)
 }

@@ -799,10 +799,13 @@ fn tier_str(t: ValueTier) -> &'static str {
 
 fn verdicts_frame(episodes: &[EpisodeRecord]) -> std::result::Result<DataFrame, PolarsError> {
     let rows: Vec<_> = episodes.iter().flat_map(|e| &e.facts).flat_map(|f| f.all_verdicts().map(move |v| (f, v))).collect();
+    let listed: Vec<bool> =
+        episodes.iter().flat_map(|e| &e.facts).flat_map(|f| f.all_verdicts().enumerate().map(|(i, _)| i < f.verdicts.len())).collect();
     let it = || rows.iter();
     frame(
         rows.len(),
         vec![
+            bcol("listed", listed),
             sref("conversation", it().map(|(f, _)| f.conversation.as_str())),
             sref("episode", it().map(|(f, _)| f.episode.as_str())),
             sref("candidate", it().map(|(f, _)| f.id.as_str())),

@@ -17,6 +17,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use polars::prelude::{AnyValue, DataFrame, IntoLazy, SortMultipleOptions, col};
 use serde_json::Value;
 
+pub mod caveats;
+
 use crate::error::{Error, Result};
 use crate::metrics::{Analysis, Formula, METRICS, Needs};
 use crate::pipeline::Config;
@@ -426,6 +428,7 @@ pub fn render_report_with(manifest: &Value, a: &Analysis, plots: &[&str], sectio
     let dataset = s(manifest, &["dataset", "name"]);
     let mode = manifest["mode"].as_str().unwrap_or("?");
     let _ = writeln!(o, "# memform run: {dataset}, {mode} mode\n");
+    o.push_str(&caveats::block(&caveats::of_run(manifest)));
 
     if manifest["extract_mode"].as_str() == Some("gold") {
         let m = &a.summary.metrics;
@@ -476,6 +479,9 @@ pub fn render_report_with(manifest: &Value, a: &Analysis, plots: &[&str], sectio
 
     let _ = writeln!(o, "## Example stored facts\n");
     stored_examples(&mut o, a)?;
+    if a.labels.gold_facts {
+        unmatched_stored(&mut o, a)?;
+    }
 
     for section in sections {
         o.push_str(section.trim_end());
@@ -796,7 +802,7 @@ pub fn report_rows(manifest: &Value) -> Vec<(String, String)> {
 /// A manifest's config in the current layout (a `run.json` of before
 /// sections is read through the flat keys' aliases); as given when it does
 /// not parse.
-fn normalised_config(config: &Value) -> Value {
+pub fn normalised_config(config: &Value) -> Value {
     serde_json::from_value::<Config>(config.clone()).ok().and_then(|c| serde_json::to_value(c).ok()).unwrap_or_else(|| config.clone())
 }
 
@@ -861,10 +867,13 @@ fn verdict_examples(o: &mut String, a: &Analysis) -> Result<()> {
         .group_by_stable([col("verdict"), col("reason")])
         .agg([
             polars::prelude::len().alias("n"),
-            col("candidate_content").first(),
-            col("live_content").first(),
-            col("conversation").first(),
-            col("candidate_turn").first(),
+            // The example is the first listed pair (`facts.jsonl` keeps
+            // only a count of the others), so that `memform report`
+            // redraws the table the run drew.
+            col("candidate_content").filter(col("listed")).first(),
+            col("live_content").filter(col("listed")).first(),
+            col("conversation").filter(col("listed")).first(),
+            col("candidate_turn").filter(col("listed")).first(),
         ])
         .sort(["verdict", "reason"], SortMultipleOptions::default())
         .collect()
@@ -1014,6 +1023,45 @@ fn stored_examples(o: &mut String, a: &Analysis) -> Result<()> {
         })
         .collect();
     table(o, &["conversation / episode / turn", "fact", "type", "confidence", "live", "gold"], &rows);
+    Ok(())
+}
+
+/// Most rows of each error-analysis list in `report.md`.
+const ERRORS_SHOWN: usize = 10;
+
+/// Error analysis: the live stored facts that match no gold fact (lexical),
+/// counted, with the first [`ERRORS_SHOWN`] in run order.
+fn unmatched_stored(o: &mut String, a: &Analysis) -> Result<()> {
+    let all = a
+        .facts
+        .clone()
+        .lazy()
+        .filter(col("live").and(col("gold_match").is_null()))
+        .sort(["ord"], SortMultipleOptions::default())
+        .collect()
+        .map_err(polars_err("unmatched stored facts"))?;
+    let live = a.facts.clone().lazy().filter(col("live")).collect().map_err(polars_err("live facts"))?.height();
+    let _ = writeln!(o, "## Error analysis: stored facts that match no gold fact\n");
+    if all.height() == 0 {
+        let _ = writeln!(o, "Every one of the {live} live facts matches a gold fact (lexical).\n");
+        return Ok(());
+    }
+    let _ = writeln!(
+        o,
+        "{} of the {live} live facts match no gold fact (lexical): noise, or a fact the gold set does not hold. The first {}:\n",
+        all.height(),
+        all.height().min(ERRORS_SHOWN)
+    );
+    let rows: Vec<Vec<String>> = (0..all.height().min(ERRORS_SHOWN))
+        .map(|i| {
+            vec![
+                format!("{} / {} / {}", cell(&all, "conversation", i), cell(&all, "episode", i), cell(&all, "turn", i)),
+                cell(&all, "content", i),
+                cell(&all, "outcome", i),
+            ]
+        })
+        .collect();
+    table(o, &["conversation / episode / turn", "fact", "outcome"], &rows);
     Ok(())
 }
 
@@ -1292,9 +1340,15 @@ pub fn threshold_chart(title: &str, x_desc: &str, series: &[(String, Vec<(f64, f
     })
 }
 
+/// The smallest colour span of a heat map, as a fraction of its values'
+/// magnitude.
+pub const HEAT_MIN_SPAN: f64 = 0.05;
+
 /// A heat map of one metric over a 2-D grid: `values[row][col]` for the
 /// y value `ys[row]` and the x value `xs[col]`; each cell shows its value,
-/// and the cell at `marked` (the seed defaults) is outlined.
+/// and the cell at `marked` (the seed defaults) is outlined. The colour
+/// spans at least [`HEAT_MIN_SPAN`] of the values' magnitude, and the
+/// title says when every cell is equal (the keys have no effect).
 pub fn heat_map(
     title: &str,
     x_desc: &str,
@@ -1306,17 +1360,25 @@ pub fn heat_map(
 ) -> Result<String> {
     let all: Vec<f64> = values.iter().flatten().flatten().copied().collect();
     let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    // White (lowest) to the palette's blue (highest).
+    let spread = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    // White (lowest) to the palette's blue at lowest + span: the span is at
+    // least a twentieth of the values' magnitude, so a spread of a few
+    // thousandths shows as the faint tint it is, not as full colour.
+    let span = (spread - lo).max(HEAT_MIN_SPAN * lo.abs().max(spread.abs()));
+    let hi = lo + span;
     let shade = |v: f64| {
-        let t = if hi > lo { (v - lo) / (hi - lo) } else { 1.0 };
+        let t = if hi > lo { ((v - lo) / (hi - lo)).clamp(0.0, 1.0) } else { 0.0 };
         let mix = |c: u8| (255.0 - t * (255.0 - c as f64)).round() as u8;
         RGBColor(mix(0x4e), mix(0x79), mix(0xa7))
     };
     let (nx, ny) = (xs.len().max(1) as u32, ys.len().max(1) as u32);
     let w = (120 + 62 * nx).max(420);
     let h = (110 + 30 * ny).max(240);
-    let title = if lo.is_finite() { format!("{title} (white {lo:.4} → blue {hi:.4})") } else { title.to_string() };
+    let title = match (lo.is_finite(), spread > lo) {
+        (false, _) => title.to_string(),
+        (true, false) => format!("{title} (every cell {lo:.4}: no effect)"),
+        (true, true) => format!("{title} (white {lo:.4} → blue {hi:.4}; spread {:.4})", spread - lo),
+    };
     svg(w, h, |root| {
         let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", 16).into_font())

@@ -528,7 +528,8 @@ fn move_file(from: &Path, to: &Path) -> Result<()> {
 /// process that finds it taken. A symbolic link (or anything but a regular
 /// file) of that name is refused, never followed. Directories the lock
 /// created are removed again when it is released and they hold nothing but
-/// the lock file (a run that failed before writing anything).
+/// the lock file (a run that failed before writing anything); a directory
+/// that was empty when the lock was taken keeps no lock file either.
 #[derive(Debug)]
 pub struct DirLock {
     file: File,
@@ -536,6 +537,8 @@ pub struct DirLock {
     path: PathBuf,
     /// The directories `acquire` created, outermost first.
     created: Vec<PathBuf>,
+    /// `dir` existed and held nothing when the lock was taken.
+    was_empty: bool,
 }
 
 /// Who holds a [`DirLock`]: the lock file's content.
@@ -552,12 +555,13 @@ impl DirLock {
     /// Creates `dir` if needed and takes its lock; fails at once with
     /// [`Error::Busy`] naming the holder when another process has it.
     pub fn acquire(dir: &Path) -> Result<DirLock> {
+        let was_empty = std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none());
         let created = create_dirs(dir)?;
         let path = dir.join(Self::FILE);
         match Self::take(dir, &path) {
             Ok(file) => {
                 let dir = std::fs::canonicalize(dir).map_err(|e| Error::io(dir, e))?;
-                Ok(DirLock { file, dir, path, created })
+                Ok(DirLock { file, dir, path, created, was_empty })
             }
             Err(e) => {
                 remove_created(&created);
@@ -611,11 +615,13 @@ impl Drop for DirLock {
     fn drop(&mut self) {
         // The lock goes with the file; the file stays (removing it would let two
         // processes lock two different files of the same name), unless the
-        // directory is one this lock created and holds nothing else.
+        // directory is one this lock created (or found empty) and holds
+        // nothing else: a failed run leaves the directory as it found it.
         let _ = self.file.set_len(0);
-        if let Some(dir) = self.created.last()
-            && std::fs::read_dir(dir).is_ok_and(|entries| entries.flatten().all(|e| e.file_name() == std::ffi::OsStr::new(Self::FILE)))
-        {
+        let only_the_lock = |dir: &Path| {
+            std::fs::read_dir(dir).is_ok_and(|entries| entries.flatten().all(|e| e.file_name() == std::ffi::OsStr::new(Self::FILE)))
+        };
+        if (self.was_empty || !self.created.is_empty()) && only_the_lock(&self.dir) {
             let _ = std::fs::remove_file(&self.path);
             remove_created(&self.created);
         }

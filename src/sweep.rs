@@ -183,7 +183,10 @@ pub fn check_metrics(objective: &str, pareto_x: &str, pareto_y: &str) -> Result<
     let names = crate::metrics::all_point_metric_names();
     for (flag, m) in [("--objective", objective), ("--pareto", pareto_x), ("--pareto", pareto_y)] {
         if !names.iter().any(|n| n == m) {
-            return Err(Error::Config(format!("{flag} {m:?}: not a metric of a sweep point; one of: {}", names.join(", "))));
+            let hint = crate::config::did_you_mean(m, names.iter().map(String::as_str))
+                .map(|c| format!(" (did you mean `{c}`?)"))
+                .unwrap_or_default();
+            return Err(Error::Config(format!("{flag} {m:?}: not a metric of a sweep point{hint}; one of: {}", names.join(", "))));
         }
     }
     Ok(())
@@ -577,6 +580,61 @@ pub fn best(rows: &[Row], objective: &str, lower: bool) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
+/// [`best`], where ties go to the seed defaults, then to the tied point
+/// nearest them (each swept key's distance as a fraction of its grid's
+/// range; a non-numeric key counts 1 when it differs), then to the lowest
+/// index: a tie never recommends a change that gains nothing.
+pub fn best_near_default(rows: &[Row], objective: &str, lower: bool, defaults: &[(String, String)]) -> Option<usize> {
+    let top = rows.iter().find(|r| Some(r.index) == best(rows, objective, lower))?.metrics.get(objective).copied()?;
+    let keys: Vec<&String> = rows.first().map(|r| r.settings.iter().map(|(k, _)| k).collect()).unwrap_or_default();
+    let span = |k: &str| -> f64 {
+        let xs: Vec<f64> = rows.iter().filter_map(|r| r.settings.iter().find(|(rk, _)| rk == k)?.1.parse::<f64>().ok()).collect();
+        let (lo, hi) = xs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+        if hi > lo { hi - lo } else { 1.0 }
+    };
+    let spans: Vec<f64> = keys.iter().map(|k| span(k)).collect();
+    let distance = |r: &Row| -> f64 {
+        keys.iter()
+            .zip(&spans)
+            .map(|(k, sp)| {
+                let v = r.settings.iter().find(|(rk, _)| rk == *k).map_or("", |(_, v)| v.as_str());
+                let d = defaults.iter().find(|(dk, _)| dk == *k).map_or("", |(_, d)| d.as_str());
+                match (v.parse::<f64>(), d.parse::<f64>()) {
+                    (Ok(x), Ok(y)) => (x - y).abs() / sp,
+                    _ if values_equal(v, d) => 0.0,
+                    _ => 1.0,
+                }
+            })
+            .sum()
+    };
+    rows.iter()
+        .filter(|r| r.metrics.get(objective) == Some(&top))
+        .map(|r| (distance(r), r.index))
+        .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
+        .map(|(_, i)| i)
+}
+
+/// The swept keys that do not move `objective`: with the other keys held
+/// at any of their values, every value of the key gives the same figure.
+/// A grid of one value per key has none.
+pub fn no_effect(rows: &[Row], objective: &str) -> Vec<String> {
+    let keys: Vec<String> = rows.first().map(|r| r.settings.iter().map(|(k, _)| k.clone()).collect()).unwrap_or_default();
+    keys.iter()
+        .enumerate()
+        .filter(|(i, _)| {
+            let mut groups: BTreeMap<Vec<&str>, (std::collections::BTreeSet<&str>, Vec<u64>)> = BTreeMap::new();
+            for r in rows {
+                let rest: Vec<&str> = r.settings.iter().enumerate().filter(|(j, _)| j != i).map(|(_, (_, v))| v.as_str()).collect();
+                let g = groups.entry(rest).or_default();
+                g.0.insert(r.settings.get(*i).map_or("", |(_, v)| v.as_str()));
+                g.1.push(r.metrics.get(objective).map_or(u64::MAX, |x| x.to_bits()));
+            }
+            groups.values().any(|(vals, _)| vals.len() > 1) && groups.values().all(|(_, figs)| figs.windows(2).all(|w| w[0] == w[1]))
+        })
+        .map(|(_, k)| k.clone())
+        .collect()
+}
+
 /// Points not dominated on (x, y), both higher-is-better, sorted by x.
 pub fn pareto(rows: &[Row], x: &str, y: &str) -> Vec<usize> {
     let pts: Vec<(usize, f64, f64)> = rows.iter().filter_map(|r| Some((r.index, *r.metrics.get(x)?, *r.metrics.get(y)?))).collect();
@@ -713,6 +771,55 @@ mod tests {
         assert_eq!(best(&rows, "p", false), Some(1));
         assert_eq!(best(&rows, "p", true), Some(4));
         assert_eq!(pareto(&rows, "p", "r"), vec![4, 0, 1]);
+    }
+
+    #[test]
+    fn a_mistyped_metric_gets_a_suggestion() {
+        let err = check_metrics("turn_f2", "content_precision", "content_recall").unwrap_err().to_string();
+        assert!(err.contains("--objective \"turn_f2\": not a metric of a sweep point (did you mean `turn_f1`?)"), "{err}");
+    }
+
+    #[test]
+    fn a_key_that_moves_nothing_is_named() {
+        let at =
+            |i: usize, a: &str, b: &str, p: f64| Row { settings: vec![("a".into(), a.into()), ("b".into(), b.into())], ..row(i, p, 0.0) };
+        let rows = vec![at(0, "1", "x", 0.5), at(1, "1", "y", 0.5), at(2, "2", "x", 0.7), at(3, "2", "y", 0.7)];
+        assert_eq!(no_effect(&rows, "p"), ["b"]);
+        assert!(no_effect(&rows[..1], "p").is_empty(), "one value each: nothing to tell");
+    }
+
+    #[test]
+    fn ties_go_to_the_default_then_the_nearest() {
+        let at = |i: usize, a: &str, p: f64| Row { settings: vec![("a".into(), a.into())], ..row(i, p, 0.0) };
+        let rows = vec![at(0, "0.1", 0.7), at(1, "0.5", 0.7), at(2, "0.8", 0.7), at(3, "0.9", 0.6)];
+        assert_eq!(best(&rows, "p", false), Some(0), "the lowest-numbered of the tied");
+        let defaults = |v: &str| vec![("a".to_string(), v.to_string())];
+        assert_eq!(best_near_default(&rows, "p", false, &defaults("0.8")), Some(2), "the default, tied");
+        assert_eq!(best_near_default(&rows, "p", false, &defaults("0.6")), Some(1), "the nearest to it");
+        assert_eq!(best_near_default(&rows, "p", false, &defaults("0.9")), Some(2), "the default is not best: the nearest best");
+    }
+
+    /// `sweep merge` reads the shards' `rows.jsonl`: every metric comes
+    /// back bit for bit (a mean of QA scores has 17 significant digits),
+    /// so merged shards write the bytes an unsharded sweep writes.
+    #[test]
+    fn rows_round_trip_through_rows_jsonl_bit_for_bit() {
+        let rows: Vec<Row> = (0..2000)
+            .map(|i| {
+                let x = (i as f64 * 0.7311 + 0.1).sin().abs() / 3.0 + (1.0 / (i as f64 + 3.0));
+                row(i, x, 1.0 - x / 7.0)
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        write_rows(dir.path(), &rows).unwrap();
+        let back = read_rows(&[dir.path()]).unwrap();
+        let differing: Vec<(f64, f64)> = rows
+            .iter()
+            .zip(&back)
+            .flat_map(|(a, b)| a.metrics.values().zip(b.metrics.values()).map(|(x, y)| (*x, *y)))
+            .filter(|(x, y)| x.to_bits() != y.to_bits())
+            .collect();
+        assert!(differing.is_empty(), "{} values changed, e.g. {:?}", differing.len(), differing.first());
     }
 }
 
@@ -905,7 +1012,8 @@ pub fn render_md(rows: &[Row], rep: &SweepReport<'_>, plots: &[&str]) -> String 
     out.push_str(&format!("## Best for `{}`\n\n", rep.objective));
     out.push_str(&header);
     let by_index = |i: usize| rows.iter().find(|r| r.index == i);
-    if let Some(r) = best(rows, rep.objective, false).and_then(by_index) {
+    let chosen = best_near_default(rows, rep.objective, false, &rep.defaults);
+    if let Some(r) = chosen.and_then(by_index) {
         out.push_str(&line(r, " (best)"));
     }
     let default_row =
@@ -914,17 +1022,32 @@ pub fn render_md(rows: &[Row], rep: &SweepReport<'_>, plots: &[&str]) -> String 
         Some(r) => out.push_str(&line(r, " (seed defaults)")),
         None => out.push_str(&format!("\nThe seed defaults ({}) are not a grid point.\n", settings_text(&rep.defaults))),
     }
-    let best_value = best(rows, rep.objective, false).and_then(by_index).and_then(|r| r.metrics.get(rep.objective).copied());
+    let best_value = chosen.and_then(by_index).and_then(|r| r.metrics.get(rep.objective).copied());
     if let Some(v) = best_value {
         let ties = rows.iter().filter(|r| r.metrics.get(rep.objective) == Some(&v)).count();
         if ties > 1 {
             let with_default = default_row.is_some_and(|r| r.metrics.get(rep.objective) == Some(&v));
             out.push_str(&format!(
-                "\n{ties} points tie for the best `{}` ({v}){}; the lowest-numbered is shown.\n",
+                "\n{ties} points tie for the best `{}` ({v}); {}.\n",
                 rep.objective,
-                if with_default { ", the seed defaults among them" } else { "" }
+                if with_default {
+                    "the seed defaults are among them and shown as best: no change gains anything"
+                } else {
+                    "the one nearest the seed defaults is shown"
+                }
             ));
         }
+    }
+    let idle = no_effect(rows, rep.objective);
+    if !idle.is_empty() {
+        out.push_str(&format!(
+            "\n{} no effect on `{}` over this grid: every value gives the same figure when the other keys are held.\n",
+            match idle.as_slice() {
+                [one] => format!("`{one}` has"),
+                many => format!("{} have", many.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")),
+            },
+            rep.objective
+        ));
     }
     out.push_str(&format!("\n## Pareto front: `{}` vs `{}`\n\n", rep.pareto_x, rep.pareto_y));
     out.push_str(&header);

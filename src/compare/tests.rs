@@ -51,6 +51,7 @@ fn reading_follows_the_interval_and_the_direction() {
         ci_high: Some(hi),
         higher_is_better: dir,
         undefined: None,
+        not_computed: Vec::new(),
     };
     assert_eq!(reading(&row(0.1, 0.3, Some(true))), "B better");
     assert_eq!(reading(&row(-0.3, -0.1, Some(true))), "A better");

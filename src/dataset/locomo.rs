@@ -296,7 +296,25 @@ fn read_qa(ctx: &mut Ctx, here: &str, raw: &Value, turn_ids: &HashSet<String>) -
         None | Some(Value::Null) => None,
         Some(v) => Some(v.as_i64().ok_or_else(|| ctx.err(&format!("{here}.category"), "expected an integer"))?),
     };
-    Ok(GoldQa { question, answer, evidence, category, asked_at: None, unknown_evidence, label: None, abstention: false })
+    let label = category.and_then(category_label);
+    Ok(GoldQa { question, answer, evidence, category, asked_at: None, unknown_evidence, label, abstention: false })
+}
+
+/// LoCoMo's QA category with its name (`1 multi-hop`), as every table
+/// shows it: 1 multi-hop (evidence in several turns), 2 temporal, 3
+/// open-domain (commonsense or world knowledge), 4 single-hop, 5
+/// adversarial (unanswerable from the conversation). Another number keeps
+/// its number alone.
+pub fn category_label(category: i64) -> Option<String> {
+    let name = match category {
+        1 => "multi-hop",
+        2 => "temporal",
+        3 => "open-domain",
+        4 => "single-hop",
+        5 => "adversarial",
+        _ => return None,
+    };
+    Some(format!("{category} {name}"))
 }
 
 /// The parts of an evidence value ([`read_evidence`]'s forms) that name no
@@ -505,6 +523,8 @@ mod tests {
         assert_eq!(answers, [Some("blue"), Some("2022"), Some("a bike"), Some("kept")]);
         let categories: Vec<_> = c.gold.qa.iter().map(|q| q.category).collect();
         assert_eq!(categories, [Some(1), Some(2), Some(5), Some(5)]);
+        let names: Vec<_> = c.gold.qa.iter().map(|q| q.category_name()).collect();
+        assert_eq!(names, ["1 multi-hop", "2 temporal", "5 adversarial", "5 adversarial"]);
         assert!(c.gold.qa[2].evidence.is_empty());
         assert_eq!(c.gold.qa[0].question, "What colour is the bike?");
     }

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::{Baseline, Direction, GateRow, Rules, RunMetrics, check, fmt, read_run, render_table};
+use super::{Baseline, Direction, GateRow, Rules, RunMetrics, check, fmt, read_run, render_table, table_cell};
 use crate::error::{Error, Result};
 
 /// One run checked against the baseline.
@@ -21,11 +21,22 @@ pub struct GateRun {
     /// The run's dataset digest differs from the baseline's (allowed by
     /// `--allow-dataset-change`, or [`check`] would have failed).
     pub dataset_changed: bool,
+    /// What the run differs in from the baseline entry's run
+    /// ([`crate::gate::Provenance::differences`]): profile, modes,
+    /// embedder, config keys, dataset, memform's version.
+    pub differs: Vec<String>,
+    /// The baseline entry records no provenance (an older baseline).
+    pub unknown_provenance: bool,
 }
 
 impl GateRun {
     pub fn failed(&self) -> usize {
         self.rows.iter().filter(|r| !r.pass).count()
+    }
+
+    /// One line naming what the run differs in from the baseline entry.
+    pub fn differs_line(&self) -> String {
+        format!("{} differs from the baseline's {} run in {}", self.dir.display(), self.run.mode, self.differs.join("; "))
     }
 
     /// `<dir> (<mode> mode)`: the suite's name.
@@ -39,7 +50,9 @@ pub fn gate_run(baseline: &Baseline, baseline_path: &Path, dir: &Path, rules: &R
     let run = read_run(dir)?;
     let rows = check(baseline, baseline_path, &run, rules, allow_dataset_change)?;
     let dataset_changed = baseline.dataset.digest != run.dataset_digest;
-    Ok(GateRun { dir: dir.to_path_buf(), run, rows, dataset_changed })
+    let entry = baseline.provenance.get(&run.mode.clone());
+    let differs = entry.map(|p| run.provenance.differences(p)).unwrap_or_default();
+    Ok(GateRun { dir: dir.to_path_buf(), unknown_provenance: entry.is_none(), run, rows, dataset_changed, differs })
 }
 
 /// "metric: baseline B, run N (delta D); tolerance: RULE (allowed change A)".
@@ -158,6 +171,14 @@ pub fn github_annotations(runs: &[GateRun], baseline_path: &Path) -> String {
     let mut o = String::new();
     for run in runs {
         let mode = &run.run.mode;
+        if !run.differs.is_empty() {
+            let _ = writeln!(
+                o,
+                "::warning file={file},title={}::{}",
+                gh_property(&format!("memform gate: the run differs from the baseline's ({mode} mode)")),
+                gh_data(&run.differs_line())
+            );
+        }
         if run.dataset_changed {
             let _ = writeln!(
                 o,
@@ -233,6 +254,10 @@ pub fn step_summary(runs: &[GateRun]) -> String {
             format!("**FAILED** ({} of {} metrics regressed)", run.failed(), run.rows.len())
         };
         let _ = writeln!(o, "### memform gate: `{}`, {} mode: {verdict}\n", run.dir.display(), run.run.mode);
+        if !run.differs.is_empty() {
+            let _ = writeln!(o, "**Warning:** {}\n", table_cell(&run.differs_line()));
+        }
+        o.push_str(&crate::report::caveats::block(&run.run.caveats));
         o.push_str(&render_table(&run.rows));
         o.push('\n');
     }
@@ -264,9 +289,18 @@ mod tests {
     fn a_tampered_name_makes_no_workflow_command_on_stdout() {
         let run = |dir: &str, metric: &str| GateRun {
             dir: PathBuf::from(dir),
-            run: RunMetrics { mode: "rules".into(), dataset_name: "d".into(), dataset_digest: "x".into(), metrics: Default::default() },
+            run: RunMetrics {
+                mode: "rules".into(),
+                dataset_name: "d".into(),
+                dataset_digest: "x".into(),
+                metrics: Default::default(),
+                provenance: Default::default(),
+                caveats: Vec::new(),
+            },
             rows: vec![row(metric, Direction::Higher, 0.5, 0.5, 0.02, true)],
             dataset_changed: false,
+            differs: Vec::new(),
+            unknown_provenance: false,
         };
         let out = github_stdout(
             &[run("::error::pwned-dir", "f1\n::error title=x::pwned | a"), run("ok\n::warning::pwned", "f1\r\n::error::pwned")],

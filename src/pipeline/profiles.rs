@@ -139,13 +139,20 @@ pub const DEFAULT: &str = crate::config::DEFAULT_PROFILE;
 pub fn by_name(name: &str) -> Result<&'static dyn Profile> {
     PROFILES.iter().copied().find(|p| p.name() == name).ok_or_else(|| {
         let names: Vec<&str> = PROFILES.iter().map(|p| p.name()).collect();
-        Error::Config(format!("profile = {name:?}: unknown profile; the profiles are {}", names.join(", ")))
+        let hint = crate::config::did_you_mean(name, names.iter().copied()).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default();
+        Error::Config(format!("profile = {name:?}: unknown profile{hint}; the profiles are {}", names.join(", ")))
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mistyped_profile_gets_a_suggestion() {
+        let err = by_name("signt").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("unknown profile (did you mean `signet`?)"), "{err}");
+    }
 
     #[test]
     fn the_default_profile_is_registered_and_unknown_names_list_the_profiles() {

@@ -66,8 +66,17 @@ pub struct CandidateRecord {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub neither_unlisted: usize,
     /// Those pairs themselves, in pair order: kept in memory for the run's
-    /// metrics (every judged pair counts), never written.
-    #[serde(skip)]
+    /// metrics (every judged pair counts). Written only as a count per
+    /// pairing reason (`neither_unlisted_by_reason`, when not empty), so
+    /// that `memform report` redraws the verdict table the run drew; read
+    /// back as pairs with that reason and no live fact or cosine.
+    #[serde(
+        rename = "neither_unlisted_by_reason",
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "unlisted_by_reason",
+        deserialize_with = "unlisted_from_reasons"
+    )]
     pub unlisted: Vec<FinalVerdict>,
     /// Facts this candidate invalidated or closed (applied, cascades included).
     pub ended: Vec<String>,
@@ -99,6 +108,37 @@ pub struct DecisionRecord {
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
+}
+
+fn unlisted_by_reason<S: serde::Serializer>(unlisted: &[FinalVerdict], s: S) -> std::result::Result<S::Ok, S::Error> {
+    let mut counts: std::collections::BTreeMap<&'static str, usize> = std::collections::BTreeMap::new();
+    for v in unlisted {
+        *counts.entry(v.reason.as_str()).or_default() += 1;
+    }
+    counts.serialize(s)
+}
+
+fn unlisted_from_reasons<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<FinalVerdict>, D::Error> {
+    let counts: std::collections::BTreeMap<String, usize> = Deserialize::deserialize(d)?;
+    let mut out = Vec::new();
+    for (reason, n) in counts {
+        let Some(reason) = crate::model::outcome::PairReason::parse(&reason) else {
+            return Err(serde::de::Error::custom(format!("unknown pairing reason `{reason}`")));
+        };
+        if n > 100_000 {
+            return Err(serde::de::Error::custom(format!("{n} unlisted pairs for `{reason}` (at most 100000)")));
+        }
+        out.extend((0..n).map(|_| FinalVerdict {
+            live_id: String::new(),
+            reason,
+            verdict: Verdict::Neither,
+            judged: Verdict::Neither,
+            review_needed: false,
+            guard: None,
+            cosine: f64::NAN,
+        }));
+    }
+    Ok(out)
 }
 
 /// Plain `neither` pairs listed per candidate in `facts.jsonl`; the rest are

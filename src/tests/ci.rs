@@ -240,7 +240,7 @@ fn docs_ci_workflows_are_valid_yaml_and_name_only_what_exists() {
     let docs = root().join("docs/ci.md");
     let blocks = py_json(READ_YAML, &[&docs]);
     let blocks = blocks.as_array().expect("yaml blocks");
-    assert_eq!(blocks.len(), 2, "a GitHub workflow and a GitLab job");
+    assert_eq!(blocks.len(), 3, "a GitHub workflow, a GitLab job and a workflow using the action");
 
     let gh = &blocks[0];
     // YAML 1.1 reads the key `on` as true.
@@ -274,4 +274,89 @@ fn docs_ci_workflows_are_valid_yaml_and_name_only_what_exists() {
     for c in &commands {
         check_make_command(c);
     }
+
+    // The action's example names only inputs action.yml declares, every required one.
+    let action = py_json(READ_ACTION, &[&root().join("action.yml")]);
+    let declared = action["inputs"].as_object().expect("inputs");
+    let steps = blocks[2]["jobs"]["gate"]["steps"].as_array().expect("steps");
+    let step = steps.iter().find(|s| s["uses"].as_str().is_some_and(|u| u.contains("/memform@"))).expect("uses the action");
+    let with = step["with"].as_object().expect("with");
+    for k in with.keys() {
+        assert!(declared.contains_key(k), "the docs pass {k}, which action.yml does not declare");
+    }
+    for (k, v) in declared {
+        assert!(v["required"] != true || with.contains_key(k), "the docs leave out the required input {k}");
+    }
+}
+
+const READ_ACTION: &str = r#"
+import json, sys, yaml
+print(json.dumps(yaml.safe_load(open(sys.argv[1]).read()), default=str))
+"#;
+
+/// `${{ inputs.X }}`, `${{ github.action_path }}` and `${{ runner.temp }}`
+/// as GitHub fills them in.
+fn expand(text: &str, inputs: &serde_json::Map<String, serde_json::Value>, tmp: &Path) -> String {
+    let mut out = text.to_string();
+    for (k, v) in inputs {
+        out = out.replace(&format!("${{{{ inputs.{k} }}}}"), v.as_str().unwrap_or_default());
+    }
+    // An input's default may name the runner's context too.
+    out.replace("${{ github.action_path }}", &root().display().to_string()).replace("${{ runner.temp }}", &tmp.display().to_string())
+}
+
+/// action.yml parses, declares the inputs the docs name, and its shell
+/// steps, run locally as the runner runs them, install memform (with a
+/// stand-in for `cargo install` that records its arguments) and gate the
+/// runs: a regression exits 1 with the annotations.
+#[test]
+fn the_composite_action_parses_and_its_steps_install_and_gate() {
+    let action = py_json(READ_ACTION, &[&root().join("action.yml")]);
+    assert_eq!(action["runs"]["using"], "composite");
+    let declared = action["inputs"].as_object().expect("inputs");
+    for k in ["runs", "baseline", "format", "rules", "strict", "junit", "install-root"] {
+        assert!(declared.contains_key(k), "input {k}");
+    }
+    let tmp = two_runs();
+    let cargo_log = tmp.path().join("cargo-args");
+    let shim = tmp.path().join("cargo-shim.sh");
+    std::fs::write(
+        &shim,
+        format!(
+            "#!/bin/sh\necho \"$@\" > {}\nroot=\"\"\nwhile [ $# -gt 0 ]; do [ \"$1\" = --root ] && root=\"$2\"; shift; done\nmkdir -p \"$root/bin\" && cp {} \"$root/bin/memform\"\n",
+            cargo_log.display(),
+            bin()
+        ),
+    )
+    .expect("shim");
+    std::process::Command::new("chmod").arg("+x").arg(&shim).status().expect("chmod");
+    let mut inputs = serde_json::Map::new();
+    for (k, v) in declared {
+        inputs.insert(k.clone(), v.get("default").cloned().unwrap_or_else(|| "".into()));
+    }
+    inputs.insert("runs".into(), "same\nworse".into());
+    inputs.insert("baseline".into(), "baseline.json".into());
+    inputs.insert("junit".into(), "gate.xml".into());
+    let github_path = tmp.path().join("github-path");
+    let mut last = None;
+    for step in action["runs"]["steps"].as_array().expect("steps") {
+        assert_eq!(step["shell"], "bash");
+        let mut cmd = Command::new("bash");
+        cmd.arg("-c").arg(step["run"].as_str().expect("run")).current_dir(tmp.path());
+        cmd.env("CARGO", &shim).env("GITHUB_PATH", &github_path).env_remove("GITHUB_STEP_SUMMARY");
+        for (k, v) in step["env"].as_object().into_iter().flatten() {
+            cmd.env(k, expand(v.as_str().expect("env value"), &inputs, tmp.path()));
+        }
+        last = Some(cmd.output().expect("run step"));
+    }
+    let installed = tmp.path().join("memform/bin/memform");
+    assert!(installed.exists(), "installed into the install root");
+    let args = std::fs::read_to_string(&cargo_log).expect("cargo ran");
+    assert_eq!(args.trim(), format!("install --locked --path {} --root {}", root().display(), tmp.path().join("memform").display()));
+    assert_eq!(std::fs::read_to_string(&github_path).expect("GITHUB_PATH").trim(), tmp.path().join("memform/bin").display().to_string());
+    let gate = last.expect("the gate step");
+    let stdout = String::from_utf8_lossy(&gate.stdout);
+    assert_eq!(gate.status.code(), Some(1), "{stdout}{}", String::from_utf8_lossy(&gate.stderr));
+    assert!(stdout.lines().any(|l| l.starts_with("::error ") && l.contains("dedup_rate regressed")), "{stdout}");
+    assert!(tmp.path().join("gate.xml").exists(), "--junit passed through");
 }

@@ -41,5 +41,44 @@ fn gate_passes_on_the_baseline_config_and_fails_on_a_worse_one() {
 
     let (code, _, stderr) = memform(&["gate", "--baseline", "nope.json", "--run", "same"], tmp.path());
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.starts_with("error: read nope.json"), "{stderr}");
+    assert!(stderr.starts_with("error: nope.json: no such baseline"), "{stderr}");
+}
+
+/// The committed baseline records what each entry was run with: a run of a
+/// tuned config is named as such (a warning naming the changed key, on
+/// stderr and as a GitHub annotation), and `--strict` fails it.
+#[test]
+fn a_tuned_config_is_named_and_fails_with_strict() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let baseline = root().join("reports/baseline.json").display().to_string();
+    run_scenarios(tmp.path(), "same", &[]);
+    let (code, _, stderr) = memform(&["gate", "--strict", "--baseline", &baseline, "--run", "same"], tmp.path());
+    assert_eq!(code, Some(0), "the baseline's own configuration passes --strict: {stderr}");
+    assert!(!stderr.contains("warning") && !stderr.contains("note:"), "{stderr}");
+
+    run_scenarios(tmp.path(), "tuned", &["--set", "soda.near_dup_threshold=0.97"]);
+    let (_, _, stderr) = memform(&["gate", "--baseline", &baseline, "--run", "tuned"], tmp.path());
+    assert!(
+        stderr
+            .contains("warning: tuned differs from the baseline's rules run in config soda.near_dup_threshold: baseline default, run 0.97"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("--strict"), "{stderr}");
+    let (code, stdout, stderr) =
+        memform(&["gate", "--strict", "--format", "github", "--baseline", &baseline, "--run", "tuned"], tmp.path());
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("gate failed: --strict: tuned (rules mode)"), "{stderr}");
+    assert!(stdout.lines().any(|l| l.starts_with("::warning ") && l.contains("soda.near_dup_threshold")), "{stdout}");
+
+    // Accepting it names the change; a missing baseline suggests making one.
+    std::fs::copy(root().join("reports/baseline.json"), tmp.path().join("b.json")).expect("copy");
+    let (code, _, stderr) = memform(&["gate", "--update-baseline", "--baseline", "b.json", "--run", "tuned"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("accepted a run that differs") && stderr.contains("config soda.near_dup_threshold: baseline default, run 0.97"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = memform(&["gate", "--baseline", "missing.json", "--run", "same"], tmp.path());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("missing.json: no such baseline") && stderr.contains("--update-baseline"), "{stderr}");
 }

@@ -97,3 +97,25 @@ fn pairs_are_capped_counted_stored_and_listed() {
     let run = run_rules(data.path(), out2.path(), &cfg, Some(1));
     assert_eq!(run.summary.metrics["contradictions_judged"].as_u64(), Some((0..n).map(|k| (k / 10 * 10).min(2) as u64).sum()));
 }
+
+/// `memform report` redraws the verdict table the run drew: the plain
+/// `neither` pairs `facts.jsonl` does not list are counted per pairing
+/// reason, so the table still adds up to every judged pair.
+#[test]
+fn the_redrawn_verdict_table_counts_the_unlisted_pairs() {
+    let (data, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_dataset(data.path(), "prefer", 40);
+    let run = run_rules(data.path(), out.path(), &Config::default(), Some(1));
+    let judged = run.summary.metrics["contradictions_judged"].as_u64().unwrap();
+    let table_row = |report: &str| -> String {
+        report.lines().find(|l| l.starts_with("| `neither` | same_predicate |")).unwrap_or_default().to_string()
+    };
+    let before = std::fs::read_to_string(out.path().join("report.md")).unwrap();
+    assert!(table_row(&before).starts_with(&format!("| `neither` | same_predicate | {judged} |")), "{}", table_row(&before));
+    memform::regenerate::regenerate(out.path()).unwrap();
+    let after = std::fs::read_to_string(out.path().join("report.md")).unwrap();
+    assert_eq!(table_row(&after), table_row(&before));
+    assert_eq!(after, before);
+    let rows = facts(out.path());
+    assert!(rows.iter().any(|f| f.get("neither_unlisted_by_reason").is_some()), "some pairs go unlisted");
+}

@@ -10,7 +10,7 @@ use std::process::Command;
 use crate::support::root;
 
 /// A locomo10.json-shaped list of two made-up conversations.
-fn synthetic() -> serde_json::Value {
+pub fn synthetic() -> serde_json::Value {
     let sample = |id: &str, a: &str, b: &str| {
         serde_json::json!({
             "sample_id": id,

@@ -6,8 +6,10 @@
 mod calibrate;
 mod ci;
 mod cli;
+mod compare_runs;
 mod determinism;
 mod gate;
+mod hints;
 mod judging;
 mod kill_rerun;
 mod layers;

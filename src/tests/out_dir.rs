@@ -681,6 +681,8 @@ fn a_failed_run_removes_the_directories_it_created() {
     let (code, _, stderr) = failing("mine");
     assert_eq!(code, Some(2), "{stderr}");
     assert!(tmp.path().join("mine").is_dir(), "a directory the run did not create stays");
+    let left: Vec<_> = std::fs::read_dir(tmp.path().join("mine")).expect("list").flatten().map(|e| e.file_name()).collect();
+    assert!(left.is_empty(), "an empty directory stays empty, without the lock file: {left:?}");
 }
 
 /// A dangling symbolic link as `--out` is named as one (not `File exists`).
