@@ -18,5 +18,6 @@
 
 pub mod contract;
 pub mod pass;
+pub mod plan;
 pub mod quality;
 pub mod validate;
