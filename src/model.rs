@@ -3,10 +3,12 @@
 //! ([`polarity`]), the fixed outcome names ([`outcome`]), an extractor's
 //! raw answer ([`raw`]) and an episode's
 //! write plan with the [`write::WriteTx`] seam the store implements
-//! ([`write`]). Nothing here decides; the pipeline decides with these types
+//! ([`write`]), and the `dreaming` profile's ontology plan and read
+//! snapshot ([`ontology`]). Nothing here decides; the pipeline decides with these types
 //! and the store executes them.
 
 pub mod fact;
+pub mod ontology;
 pub mod outcome;
 pub mod polarity;
 pub mod proposition;

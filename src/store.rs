@@ -2,8 +2,11 @@
 //! append-only list of named migrations, each in a transaction; evidence
 //! written raw first; one transaction per episode for everything derived.
 
+mod ontology;
 mod search;
 mod tokenize;
+
+pub use ontology::EVIDENCE_TABLES;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -131,6 +134,83 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0009_memory_importance",
         "ALTER TABLE facts ADD COLUMN importance TEXT;
          ALTER TABLE facts ADD COLUMN decay INTEGER NOT NULL DEFAULT 0;",
+    ),
+    (
+        // The `dreaming` profile's ontology (docs/dreaming.md, section 6),
+        // written only by `Store::apply_ontology_ops` (src/store/ontology.rs),
+        // and its pass bookkeeping. Evidence (episodes, turns) is never
+        // written here: the apply transaction runs under an authorizer that
+        // denies every write to the evidence tables.
+        "0010_dreaming",
+        "CREATE TABLE onto_entities (
+             id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL,
+             name TEXT NOT NULL, canonical_name TEXT NOT NULL, entity_type TEXT NOT NULL,
+             status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'archived')),
+             created_op TEXT NOT NULL, updated_op TEXT NOT NULL);
+         CREATE INDEX onto_entities_canonical ON onto_entities (conversation_id, canonical_name);
+         CREATE TABLE onto_aliases (
+             entity_id TEXT NOT NULL, conversation_id TEXT NOT NULL,
+             alias TEXT NOT NULL, canonical_alias TEXT NOT NULL, created_op TEXT NOT NULL,
+             PRIMARY KEY (entity_id, canonical_alias));
+         CREATE TABLE onto_aspects (
+             id TEXT PRIMARY KEY, entity_id TEXT NOT NULL, conversation_id TEXT NOT NULL,
+             name TEXT NOT NULL, canonical_name TEXT NOT NULL,
+             cardinality TEXT NOT NULL CHECK (cardinality IN ('single', 'multi')),
+             status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'archived')),
+             created_op TEXT NOT NULL, updated_op TEXT NOT NULL);
+         CREATE UNIQUE INDEX onto_aspects_name ON onto_aspects (entity_id, canonical_name) WHERE status = 'active';
+         CREATE TABLE onto_claims (
+             id TEXT PRIMARY KEY, aspect_id TEXT NOT NULL, conversation_id TEXT NOT NULL,
+             claim_key TEXT NOT NULL,
+             kind TEXT NOT NULL CHECK (kind IN ('attribute', 'constraint', 'claim')),
+             content TEXT NOT NULL, normalized_content TEXT NOT NULL,
+             confidence REAL NOT NULL CHECK (confidence >= 0 AND confidence <= 1),
+             status TEXT NOT NULL CHECK (status IN ('active', 'superseded', 'retracted')),
+             superseded_by TEXT,
+             version INTEGER NOT NULL DEFAULT 1, version_root_id TEXT NOT NULL, previous_claim_id TEXT,
+             valid_from TEXT, valid_until TEXT, review_after TEXT,
+             created_op TEXT NOT NULL, ended_op TEXT);
+         CREATE INDEX onto_claims_slot ON onto_claims (aspect_id, claim_key, status);
+         CREATE TABLE onto_links (
+             id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL,
+             source_entity_id TEXT NOT NULL, target_entity_id TEXT NOT NULL, link_type TEXT NOT NULL,
+             confidence REAL NOT NULL, reason TEXT,
+             status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'archived')),
+             created_op TEXT NOT NULL, updated_op TEXT NOT NULL,
+             UNIQUE (source_entity_id, target_entity_id, link_type));
+         CREATE TABLE onto_evidence (
+             op_id TEXT NOT NULL, seq INTEGER NOT NULL, conversation_id TEXT NOT NULL,
+             episode_id TEXT NOT NULL, turn_id TEXT NOT NULL, revision TEXT NOT NULL,
+             quote TEXT NOT NULL, quote_start INTEGER NOT NULL,
+             PRIMARY KEY (op_id, seq));
+         CREATE TABLE onto_ops (
+             id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, pass_id TEXT NOT NULL,
+             call_seq INTEGER NOT NULL, op_index INTEGER NOT NULL,
+             operation TEXT NOT NULL, payload TEXT NOT NULL, reason TEXT, confidence REAL,
+             effect TEXT NOT NULL CHECK (effect IN ('applied', 'skipped', 'failed')),
+             kind TEXT, message TEXT, result TEXT, new_entities INTEGER NOT NULL DEFAULT 0);
+         CREATE INDEX onto_ops_pass ON onto_ops (pass_id, effect);
+         CREATE TABLE onto_history (
+             conversation_id TEXT NOT NULL, op_id TEXT NOT NULL, seq INTEGER NOT NULL,
+             object_kind TEXT NOT NULL CHECK (object_kind IN ('entity', 'alias', 'aspect', 'claim', 'link')),
+             object_id TEXT NOT NULL,
+             event TEXT NOT NULL CHECK (event IN ('created', 'superseded', 'retracted', 'reactivated')),
+             before TEXT, after TEXT, PRIMARY KEY (op_id, seq));
+         CREATE TABLE dream_passes (
+             id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, seq INTEGER NOT NULL,
+             mode TEXT NOT NULL CHECK (mode IN ('incremental', 'compact', 'content', 'hygiene')),
+             trigger TEXT NOT NULL,
+             status TEXT NOT NULL CHECK (status IN ('completed', 'failed')),
+             after_episode TEXT NOT NULL,
+             tool_calls INTEGER NOT NULL, ops_applied INTEGER NOT NULL, ops_skipped INTEGER NOT NULL,
+             ops_failed INTEGER NOT NULL, evidence_consumed INTEGER NOT NULL, evidence_remaining INTEGER NOT NULL,
+             evidence_withheld INTEGER NOT NULL,
+             backlog_tokens_before INTEGER NOT NULL, backlog_tokens_after INTEGER NOT NULL,
+             watermark_before INTEGER, watermark_after INTEGER, summary TEXT NOT NULL, error TEXT);
+         CREATE TABLE dream_consumption (
+             conversation_id TEXT NOT NULL, turn_id TEXT NOT NULL, revision TEXT NOT NULL,
+             state TEXT NOT NULL CHECK (state IN ('consumed', 'withheld')),
+             pass_id TEXT NOT NULL, PRIMARY KEY (conversation_id, turn_id));",
     ),
 ];
 

@@ -13,6 +13,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::dreaming::config::DreamingConfig;
 use super::memorix::config::MemorixConfig;
 use super::signet::config::SignetConfig;
 use super::soda::SodaConfig;
@@ -27,6 +28,7 @@ pub struct Config {
     pub soda: SodaConfig,
     pub signet: SignetConfig,
     pub memorix: MemorixConfig,
+    pub dreaming: DreamingConfig,
     /// Deprecated spellings this config was given, one warning each (not
     /// part of the config: never serialised, never compared).
     deprecations: Vec<String>,
@@ -38,7 +40,11 @@ pub struct Config {
 
 impl PartialEq for Config {
     fn eq(&self, o: &Config) -> bool {
-        self.shared == o.shared && self.soda == o.soda && self.signet == o.signet && self.memorix == o.memorix
+        self.shared == o.shared
+            && self.soda == o.soda
+            && self.signet == o.signet
+            && self.memorix == o.memorix
+            && self.dreaming == o.dreaming
     }
 }
 
@@ -56,7 +62,7 @@ impl std::ops::DerefMut for Config {
 }
 
 /// The sections, by name (each named after the profile that reads it).
-pub const SECTIONS: &[&str] = &[SodaConfig::NAME, SignetConfig::NAME, MemorixConfig::NAME];
+pub const SECTIONS: &[&str] = &[SodaConfig::NAME, SignetConfig::NAME, MemorixConfig::NAME, DreamingConfig::NAME];
 
 /// A section's flat aliases, by section name.
 fn flat_aliases(section: &str) -> &'static [(&'static str, &'static str)] {
@@ -64,6 +70,7 @@ fn flat_aliases(section: &str) -> &'static [(&'static str, &'static str)] {
         "soda" => SodaConfig::FLAT_ALIASES,
         "signet" => SignetConfig::FLAT_ALIASES,
         "memorix" => MemorixConfig::FLAT_ALIASES,
+        "dreaming" => DreamingConfig::FLAT_ALIASES,
         _ => &[],
     }
 }
@@ -74,6 +81,7 @@ fn bounds_of(section: &str) -> &'static [crate::config::Bound] {
         "soda" => SodaConfig::BOUNDS,
         "signet" => SignetConfig::BOUNDS,
         "memorix" => MemorixConfig::BOUNDS,
+        "dreaming" => DreamingConfig::BOUNDS,
         _ => &[],
     }
 }
@@ -97,6 +105,7 @@ impl Config {
             (SodaConfig::NAME, table_of(&d.soda).map_err(Error::Config)?),
             (SignetConfig::NAME, table_of(&d.signet).map_err(Error::Config)?),
             (MemorixConfig::NAME, table_of(&d.memorix).map_err(Error::Config)?),
+            (DreamingConfig::NAME, table_of(&d.dreaming).map_err(Error::Config)?),
         ]))
     }
 
@@ -106,6 +115,7 @@ impl Config {
         t.insert(SodaConfig::NAME.into(), toml::Value::Table(table_of(&self.soda).map_err(Error::Config)?));
         t.insert(SignetConfig::NAME.into(), toml::Value::Table(table_of(&self.signet).map_err(Error::Config)?));
         t.insert(MemorixConfig::NAME.into(), toml::Value::Table(table_of(&self.memorix).map_err(Error::Config)?));
+        t.insert(DreamingConfig::NAME.into(), toml::Value::Table(table_of(&self.dreaming).map_err(Error::Config)?));
         Ok(t)
     }
 
@@ -216,6 +226,7 @@ impl Config {
             soda: typed(Some(SodaConfig::NAME), section(SodaConfig::NAME))?,
             signet: typed(Some(SignetConfig::NAME), section(SignetConfig::NAME))?,
             memorix: typed(Some(MemorixConfig::NAME), section(MemorixConfig::NAME))?,
+            dreaming: typed(Some(DreamingConfig::NAME), section(DreamingConfig::NAME))?,
             deprecations,
             aliased,
         })
@@ -311,7 +322,8 @@ impl Config {
         self.shared.check().map_err(|(k, m)| (None, k, m))?;
         sectioned(SodaConfig::NAME, self.soda.check())?;
         sectioned(SignetConfig::NAME, self.signet.check())?;
-        sectioned(MemorixConfig::NAME, self.memorix.check())
+        sectioned(MemorixConfig::NAME, self.memorix.check())?;
+        sectioned(DreamingConfig::NAME, self.dreaming.check())
     }
 
     /// Every numeric key within its range, then the relations between keys,
@@ -398,8 +410,12 @@ impl Config {
         let mut out =
             String::from("# memform config: the shared keys, then each profile's section; numeric keys with their allowed range.\n");
         annotate(&mut out, &pretty(&d.shared)?, BOUNDS);
-        let sections =
-            [(SodaConfig::NAME, pretty(&d.soda)?), (SignetConfig::NAME, pretty(&d.signet)?), (MemorixConfig::NAME, pretty(&d.memorix)?)];
+        let sections = [
+            (SodaConfig::NAME, pretty(&d.soda)?),
+            (SignetConfig::NAME, pretty(&d.signet)?),
+            (MemorixConfig::NAME, pretty(&d.memorix)?),
+            (DreamingConfig::NAME, pretty(&d.dreaming)?),
+        ];
         for (name, text) in sections {
             if profile.is_some_and(|p| p != name) {
                 continue;

@@ -16,7 +16,10 @@
 //! - [`pass`]: the store-free pass rules — mode selection, early exit, the
 //!   watermark rule, the triggers (no pass records yet).
 
+pub mod config;
 pub mod contract;
 pub mod pass;
+pub mod plan;
+pub mod profile;
 pub mod quality;
 pub mod validate;

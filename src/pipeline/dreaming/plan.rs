@@ -1,0 +1,721 @@
+//! The planner of `apply_ontology_ops` (docs/dreaming.md, 4.3): the
+//! graph-state guards, evaluated against a read snapshot of the
+//! conversation's ontology before the transaction, turn a validated request
+//! into a complete [`OntoPlan`] the store applies in one transaction
+//! (`Store::apply_ontology_ops`, which adds the write caps). [`apply`] is the
+//! whole path: parse, the pure checks, read, plan, apply.
+//!
+//! Operations this planner does not carry out yet (`flag`,
+//! `decline_attention`, the archives and merges, the renames,
+//! `update_link`) are recorded `failed` with kind `unsupported`: memform has
+//! no attention queue yet (docs/dreaming.md, 14).
+
+use std::collections::HashSet;
+
+use serde_json::json;
+
+use super::contract::{ApplyRequest, ContractLimits, LinkType, Op, Operation, Rejection, parse_apply_request};
+use super::quality::{classify_entity_quality, is_concrete_type, normalize_entity_name};
+use super::validate::{TurnIndex, ValidatedOperation, validate_request};
+use crate::error::Result;
+use crate::model::ontology::{
+    Cardinality, ClaimStatus, Effect, EvidenceRef, OntoCaps, OntoPlan, OntoWrite, OntologyView, OpOutcome, PlannedOp, ViewAspect,
+    ViewClaim, ViewEntity, ViewLink, next_seq,
+};
+use crate::normalize::normalize_content;
+use crate::store::Store;
+
+/// The controls and graph caps the planner applies (docs/dreaming.md, 5 and 8.5).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanConfig {
+    /// Aspect names (predicates) whose aspect holds one active value.
+    pub single_valued: HashSet<String>,
+    /// Active aspects per entity (Signet's `maxWriteAspectsPerEntity`, 20).
+    pub max_aspects_per_entity: usize,
+    /// Active claims per aspect (Signet's `maxWriteAttributesPerAspect`, 50).
+    pub max_claims_per_aspect: usize,
+    /// `shadow_mode`: everything is planned and logged, nothing written.
+    pub shadow: bool,
+    /// `mutations_frozen`: every operation is skipped.
+    pub mutations_frozen: bool,
+}
+
+impl Default for PlanConfig {
+    fn default() -> Self {
+        PlanConfig {
+            single_valued: HashSet::new(),
+            max_aspects_per_entity: 20,
+            max_claims_per_aspect: 50,
+            shadow: false,
+            mutations_frozen: false,
+        }
+    }
+}
+
+/// The answer of one `apply_ontology_ops` call.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ApplyAnswer {
+    /// True when any operation applied.
+    pub ok: bool,
+    pub items: Vec<OpOutcome>,
+    /// A request rejected whole: its kind and message.
+    pub error: Option<String>,
+    pub rejection_kind: Option<String>,
+}
+
+/// One call of `apply_ontology_ops`: parse, the pure checks, the planner
+/// against the store's snapshot, then the store's one transaction. A request
+/// rejected whole is logged as one `failed` row (operation `request`) with
+/// its kind, so the rejection is counted; nothing else is written.
+#[allow(clippy::too_many_arguments)]
+pub fn apply(
+    store: &Store,
+    json: &str,
+    turns: &TurnIndex,
+    limits: &ContractLimits,
+    cfg: &PlanConfig,
+    caps: OntoCaps,
+    pass_id: &str,
+    call_seq: usize,
+) -> Result<ApplyAnswer> {
+    let checked = parse_apply_request(json, limits).and_then(|r| validate_request(&r, turns).map(|v| (r, v)));
+    let plan = match checked {
+        Ok((request, validated)) => {
+            let view = store.ontology_view(turns.conversation())?;
+            plan_request(&request, &validated, &view, cfg, pass_id, call_seq)
+        }
+        Err(rejection) => rejected_request(turns.conversation(), pass_id, call_seq, &rejection),
+    };
+    let items = store.apply_ontology_ops(&plan, caps)?;
+    let rejection = plan.ops.first().filter(|o| o.operation == "request");
+    let ok = items.iter().any(|i| i.effect == Effect::Applied);
+    let error = match rejection {
+        Some(r) => r.message.clone(),
+        None if !ok => Some("No ontology operations applied".to_string()),
+        None => None,
+    };
+    Ok(ApplyAnswer {
+        ok,
+        items: if rejection.is_some() { Vec::new() } else { items },
+        error,
+        rejection_kind: rejection.and_then(|r| r.kind.clone()),
+    })
+}
+
+fn rejected_request(conversation: &str, pass_id: &str, call_seq: usize, r: &Rejection) -> OntoPlan {
+    let message = match r.index {
+        Some(i) => format!("operation {i}: {}", r.message),
+        None => r.message.clone(),
+    };
+    OntoPlan {
+        conversation_id: conversation.to_string(),
+        pass_id: pass_id.to_string(),
+        call_seq,
+        ops: vec![PlannedOp {
+            index: 0,
+            operation: "request".into(),
+            payload: "{}".into(),
+            reason: None,
+            confidence: None,
+            effect: Effect::Failed,
+            kind: Some(r.kind.as_str().to_string()),
+            message: Some(message),
+            result: None,
+            writes: Vec::new(),
+            evidence: Vec::new(),
+        }],
+    }
+}
+
+/// The snapshot as the planner changes it while it plans a request (later
+/// operations see earlier ones), with the next free id of each kind.
+struct Work {
+    conv: String,
+    view: OntologyView,
+    next_entity: usize,
+    next_aspect: usize,
+    next_claim: usize,
+    next_link: usize,
+}
+
+impl Work {
+    fn new(view: &OntologyView) -> Work {
+        let conv = view.conversation_id.clone();
+        Work {
+            next_entity: next_seq(&conv, "o", view.entities.iter().map(|e| e.id.as_str())),
+            next_aspect: next_seq(&conv, "a", view.aspects.iter().map(|e| e.id.as_str())),
+            next_claim: next_seq(&conv, "c", view.claims.iter().map(|e| e.id.as_str())),
+            next_link: next_seq(&conv, "l", view.links.iter().map(|e| e.id.as_str())),
+            conv,
+            view: view.clone(),
+        }
+    }
+
+    fn id(&mut self, prefix: &str) -> String {
+        let n = match prefix {
+            "o" => &mut self.next_entity,
+            "a" => &mut self.next_aspect,
+            "c" => &mut self.next_claim,
+            _ => &mut self.next_link,
+        };
+        let id = format!("{}/{prefix}{n}", self.conv);
+        *n += 1;
+        id
+    }
+
+    /// A live entity by id, or by canonical name or alias when exactly one has it.
+    fn entity(&self, selector: &str) -> std::result::Result<&ViewEntity, String> {
+        if let Some(e) = self.view.entities.iter().find(|e| e.active && e.id == selector) {
+            return Ok(e);
+        }
+        let canonical = normalize_entity_name(selector);
+        let by_name: Vec<&ViewEntity> = self.view.entities.iter().filter(|e| e.active && e.canonical_name == canonical).collect();
+        match by_name.as_slice() {
+            [one] => Ok(one),
+            [] => Err(format!("entity {selector} not found in this agent; read it back with get_entity before retrying")),
+            _ => Err(format!("Entity selector is ambiguous: {selector}. Use an id.")),
+        }
+    }
+
+    fn aspect(&self, entity: &str, selector: &str) -> Option<&ViewAspect> {
+        let canonical = normalize_entity_name(selector);
+        self.view.aspects.iter().find(|a| a.active && a.entity_id == entity && (a.id == selector || a.canonical_name == canonical))
+    }
+
+    fn active_in_slot(&self, aspect: &str, key: &str) -> Vec<&ViewClaim> {
+        self.view.claims.iter().filter(|c| c.status == ClaimStatus::Active && c.aspect_id == aspect && c.claim_key == key).collect()
+    }
+}
+
+/// What planning one operation decided.
+struct Decision {
+    effect: Effect,
+    kind: Option<String>,
+    message: Option<String>,
+    result: Option<serde_json::Value>,
+    writes: Vec<OntoWrite>,
+}
+
+impl Decision {
+    fn applied(writes: Vec<OntoWrite>, result: serde_json::Value) -> Decision {
+        Decision { effect: Effect::Applied, kind: None, message: None, result: Some(result), writes }
+    }
+    fn skipped(kind: &str, message: String, result: Option<serde_json::Value>) -> Decision {
+        Decision { effect: Effect::Skipped, kind: Some(kind.into()), message: Some(message), result, writes: Vec::new() }
+    }
+    fn failed(kind: &str, message: String) -> Decision {
+        Decision { effect: Effect::Failed, kind: Some(kind.into()), message: Some(message), result: None, writes: Vec::new() }
+    }
+}
+
+/// Plans a validated request against `view` (docs/dreaming.md, 4.3).
+pub fn plan_request(
+    request: &ApplyRequest,
+    validated: &[ValidatedOperation],
+    view: &OntologyView,
+    cfg: &PlanConfig,
+    pass_id: &str,
+    call_seq: usize,
+) -> OntoPlan {
+    let mut work = Work::new(view);
+    let mut ops = Vec::with_capacity(request.operations.len());
+    for (index, operation) in request.operations.iter().enumerate() {
+        let evidence: Vec<EvidenceRef> = validated
+            .get(index)
+            .map(|v| {
+                v.citations
+                    .iter()
+                    .map(|c| EvidenceRef {
+                        episode_id: c.episode.clone(),
+                        turn_id: c.turn_id.clone(),
+                        revision: c.revision.clone(),
+                        quote: c.quote.clone(),
+                        quote_start: c.quote_start,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut d = if cfg.mutations_frozen {
+            Decision::skipped("mutations_frozen", "Mutations are frozen (kill switch active)".into(), None)
+        } else if operation.risk.as_deref() == Some("review_required") {
+            Decision::skipped("review_required", "review required: recorded as a pending proposal, not applied".into(), None)
+        } else {
+            plan_one(&mut work, operation, cfg)
+        };
+        if cfg.shadow && d.effect == Effect::Applied {
+            d = Decision::skipped("shadow", "shadow mode: would be applied".into(), d.result);
+        }
+        ops.push(PlannedOp {
+            index,
+            operation: operation.op.kind().as_str().to_string(),
+            payload: payload_json(&operation.op),
+            reason: operation.reason.clone(),
+            confidence: operation.confidence,
+            effect: d.effect,
+            kind: d.kind,
+            message: d.message,
+            result: d.result.map(|r| r.to_string()),
+            evidence: if d.effect == Effect::Applied { evidence } else { Vec::new() },
+            writes: d.writes,
+        });
+    }
+    OntoPlan { conversation_id: view.conversation_id.clone(), pass_id: pass_id.to_string(), call_seq, ops }
+}
+
+fn payload_json(op: &Op) -> String {
+    let v = match op {
+        Op::CreateEntity(p) => serde_json::to_value(p),
+        Op::AddClaimValue(p) | Op::SetClaimValue(p) => serde_json::to_value(p),
+        Op::SupersedeClaimValue(p) => serde_json::to_value(p),
+        Op::CreateLink(p) => serde_json::to_value(p),
+        Op::CreateAspect(p) => serde_json::to_value(p),
+        Op::CreatePolicy(p) => serde_json::to_value(p),
+        Op::CreateActionType(p) | Op::CreateInterface(p) => serde_json::to_value(p),
+        _ => Ok(json!({})),
+    };
+    v.map(|v| v.to_string()).unwrap_or_else(|_| "{}".into())
+}
+
+fn plan_one(work: &mut Work, operation: &Operation, cfg: &PlanConfig) -> Decision {
+    let confidence = operation.confidence.unwrap_or(1.0);
+    match &operation.op {
+        Op::CreateEntity(p) => create_entity(work, &p.name, p.entity_type.as_str()),
+        Op::CreateActionType(p) => create_entity(work, &p.name, "action"),
+        Op::CreateInterface(p) => create_entity(work, &p.name, "interface"),
+        Op::CreateAspect(p) => {
+            let entity = match work.entity(&p.entity_id) {
+                Ok(e) => e.id.clone(),
+                Err(m) => return Decision::failed("unresolved_target", m),
+            };
+            if let Some(a) = work.aspect(&entity, &p.name) {
+                return Decision::skipped("deduped", format!("aspect {} exists", a.id), Some(json!({"aspectId": a.id})));
+            }
+            match new_aspect(work, &entity, &p.name, cfg) {
+                Ok((id, w)) => Decision::applied(vec![w], json!({"aspectId": id})),
+                Err(d) => d,
+            }
+        }
+        Op::AddClaimValue(p) | Op::SetClaimValue(p) => {
+            let set = matches!(operation.op, Op::SetClaimValue(_));
+            claim(work, &p.entity_id, &p.aspect_id, &p.claim_key, &p.value, p.review_after.clone(), set, None, confidence, "attribute", cfg)
+        }
+        Op::SupersedeClaimValue(p) => {
+            let target = p.attribute_id.clone().unwrap_or_default();
+            claim(work, &p.entity_id, &p.aspect_id, &p.claim_key, &p.value, None, true, Some(target), confidence, "attribute", cfg)
+        }
+        Op::CreatePolicy(p) => {
+            claim(work, &p.entity_id, "policy", &p.name, &p.definition, None, false, None, confidence, "constraint", cfg)
+        }
+        Op::CreateLink(p) => {
+            let (from, to) = match (work.entity(&p.from_entity_id), work.entity(&p.to_entity_id)) {
+                (Ok(a), Ok(b)) => (a.id.clone(), b.id.clone()),
+                (Err(m), _) | (_, Err(m)) => return Decision::failed("unresolved_target", m),
+            };
+            let reason = operation.reason.as_deref().map(|r| r.split_whitespace().collect::<Vec<_>>().join(" "));
+            let reason: Option<String> = reason.filter(|r| !r.is_empty()).map(|r| r.chars().take(300).collect());
+            if p.link_type == LinkType::RelatedTo && reason.is_none() {
+                return Decision::failed("link_reason", "related_to dependencies require a non-empty reason".into());
+            }
+            let existing = work
+                .view
+                .links
+                .iter()
+                .find(|l| l.source_entity_id == from && l.target_entity_id == to && l.link_type == p.link_type.as_str())
+                .map(|l| l.id.clone());
+            let id = existing.clone().unwrap_or_else(|| work.id("l"));
+            if existing.is_none() {
+                work.view.links.push(ViewLink {
+                    id: id.clone(),
+                    source_entity_id: from.clone(),
+                    target_entity_id: to.clone(),
+                    link_type: p.link_type.as_str().into(),
+                    active: true,
+                });
+            }
+            let w = OntoWrite::Link {
+                id: id.clone(),
+                source_entity_id: from,
+                target_entity_id: to,
+                link_type: p.link_type.as_str().into(),
+                confidence,
+                reason,
+            };
+            Decision::applied(vec![w], json!({"linkId": id, "updated": existing.is_some()}))
+        }
+        other => Decision::failed("unsupported", format!("{} is not carried out by memform's planner yet", other.kind())),
+    }
+}
+
+fn create_entity(work: &mut Work, name: &str, entity_type: &str) -> Decision {
+    let canonical = normalize_entity_name(name);
+    let same: Vec<&ViewEntity> = work.view.entities.iter().filter(|e| e.active && e.canonical_name == canonical).collect();
+    match same.as_slice() {
+        [one] => {
+            let msg = format!("duplicate of {} (exact)", one.id);
+            return Decision::skipped("duplicate_entity", msg, Some(json!({"entityId": one.id})));
+        }
+        [_, _, ..] => return Decision::failed("ambiguous_target", format!("Entity selector is ambiguous: {name}. Use an id.")),
+        [] => {}
+    }
+    if let Some(e) = work.view.entities.iter().find(|e| e.active && e.entity_type == entity_type && e.aliases.contains(&canonical)) {
+        let msg = format!("duplicate of {} (alias)", e.id);
+        return Decision::skipped("duplicate_entity", msg, Some(json!({"entityId": e.id})));
+    }
+    // Signet's apply path judges the name alone; memform passes a concrete
+    // type along, so a short proper name of a person or place ("Jon") is
+    // not `too_short` (docs/dreaming.md, 4.3). A non-concrete type is not
+    // judged here, as in Signet.
+    let typed = is_concrete_type(entity_type).then_some(entity_type);
+    if let Err(reason) = classify_entity_quality(name, typed) {
+        return Decision::failed("entity_label", format!("Entity name rejected: {reason}"));
+    }
+    let id = work.id("o");
+    work.view.entities.push(ViewEntity {
+        id: id.clone(),
+        name: name.trim().to_string(),
+        canonical_name: canonical.clone(),
+        entity_type: entity_type.to_string(),
+        active: true,
+        aliases: Vec::new(),
+    });
+    let w = OntoWrite::Entity {
+        id: id.clone(),
+        name: name.trim().to_string(),
+        canonical_name: canonical,
+        entity_type: entity_type.to_string(),
+    };
+    Decision::applied(vec![w], json!({"entityId": id}))
+}
+
+fn new_aspect(work: &mut Work, entity: &str, name: &str, cfg: &PlanConfig) -> std::result::Result<(String, OntoWrite), Decision> {
+    let active = work.view.aspects.iter().filter(|a| a.active && a.entity_id == entity).count();
+    if active >= cfg.max_aspects_per_entity {
+        let ename = work.view.entities.iter().find(|e| e.id == entity).map(|e| e.name.clone()).unwrap_or_default();
+        let msg = format!(
+            "entity '{ename}' is at aspect cap ({active}/{}) — consolidate or archive an existing aspect before creating a new one",
+            cfg.max_aspects_per_entity
+        );
+        return Err(Decision::failed("aspect_cap", msg));
+    }
+    let canonical = normalize_entity_name(name);
+    let cardinality = if cfg.single_valued.contains(&canonical) { Cardinality::Single } else { Cardinality::Multi };
+    let id = work.id("a");
+    let aspect = ViewAspect {
+        id: id.clone(),
+        entity_id: entity.to_string(),
+        name: name.trim().to_string(),
+        canonical_name: canonical.clone(),
+        cardinality,
+        active: true,
+    };
+    work.view.aspects.push(aspect);
+    Ok((
+        id.clone(),
+        OntoWrite::Aspect { id, entity_id: entity.to_string(), name: name.trim().to_string(), canonical_name: canonical, cardinality },
+    ))
+}
+
+/// `add_claim_value` (`set = false`), `set_claim_value` and
+/// `supersede_claim_value` (`set = true`; `target`: the claim superseded,
+/// empty for the slot's current one), `create_policy`.
+#[allow(clippy::too_many_arguments)]
+fn claim(
+    work: &mut Work,
+    entity_sel: &str,
+    aspect_sel: &str,
+    key: &str,
+    value: &str,
+    review_after: Option<String>,
+    set: bool,
+    target: Option<String>,
+    confidence: f64,
+    kind: &str,
+    cfg: &PlanConfig,
+) -> Decision {
+    let entity = match work.entity(entity_sel) {
+        Ok(e) => e.id.clone(),
+        Err(m) => return Decision::failed("unresolved_target", m),
+    };
+    let mut writes = Vec::new();
+    let aspect = match work.aspect(&entity, aspect_sel) {
+        Some(a) => (a.id.clone(), a.cardinality, a.name.clone()),
+        None if target.is_some() => {
+            return Decision::failed(
+                "unresolved_target",
+                format!("aspect {aspect_sel} not found on entity {entity}; read it back with get_entity before retrying"),
+            );
+        }
+        None => match new_aspect(work, &entity, aspect_sel, cfg) {
+            Ok((id, w)) => {
+                writes.push(w);
+                let cardinality = work.aspect(&entity, &id).map(|a| a.cardinality).unwrap_or(Cardinality::Multi);
+                (id, cardinality, aspect_sel.trim().to_string())
+            }
+            Err(d) => return d,
+        },
+    };
+    let (aspect_id, cardinality, aspect_name) = aspect;
+    let normalized = normalize_content(value);
+    let slot: Vec<ViewClaim> = work.active_in_slot(&aspect_id, key).into_iter().cloned().collect();
+    let supersedes = match (&target, set) {
+        (Some(t), _) if !t.is_empty() => match slot.iter().find(|c| &c.id == t) {
+            Some(c) => Some(c.id.clone()),
+            None => return Decision::failed("unresolved_target", "No active claim values matched supersession payload".into()),
+        },
+        (Some(_), _) => match slot.last() {
+            Some(c) => Some(c.id.clone()),
+            None => return Decision::failed("unresolved_target", format!("no active claim {key} on aspect {aspect_id} to supersede")),
+        },
+        (None, true) => {
+            if slot.len() == 1 && slot[0].normalized_content == normalized {
+                return Decision::skipped("deduped", format!("{} already holds this value", slot[0].id), Some(json!({"deduped": true})));
+            }
+            if slot.iter().any(|c| c.kind == "constraint") {
+                return Decision::failed("constraint_force", "Refusing to replace active constraint claim without force".into());
+            }
+            slot.last().map(|c| c.id.clone())
+        }
+        (None, false) => {
+            if let Some(c) = slot.iter().find(|c| c.normalized_content == normalized) {
+                return Decision::skipped("deduped", format!("{} already holds this value", c.id), Some(json!({"deduped": true})));
+            }
+            if cardinality == Cardinality::Single
+                && let Some(c) = slot.first()
+            {
+                let msg = format!(
+                    "aspect '{aspect_name}' is single-valued and holds {}: supersede it with evidence (set_claim_value or supersede_claim_value)",
+                    c.id
+                );
+                return Decision::failed("contradiction", msg);
+            }
+            None
+        }
+    };
+    let active = work.view.claims.iter().filter(|c| c.status == ClaimStatus::Active && c.aspect_id == aspect_id).count();
+    if supersedes.is_none() && active >= cfg.max_claims_per_aspect {
+        let msg = format!(
+            "aspect '{aspect_name}' is at attribute cap ({active}/{}) — supersede or expire an existing claim, or consolidate duplicates, before adding",
+            cfg.max_claims_per_aspect
+        );
+        return Decision::failed("attribute_cap", msg);
+    }
+    let id = work.id("c");
+    // Other active values of the slot a set replaces leave it too.
+    if set && target.is_none() {
+        for c in slot.iter().filter(|c| Some(&c.id) != supersedes.as_ref()) {
+            writes.push(OntoWrite::RetractClaim { id: c.id.clone(), reason: Some(format!("replaced by {id}")) });
+        }
+    }
+    for c in work.view.claims.iter_mut() {
+        if c.status == ClaimStatus::Active && c.aspect_id == aspect_id && c.claim_key == key && set {
+            c.status = ClaimStatus::Superseded;
+        }
+    }
+    work.view.claims.push(ViewClaim {
+        id: id.clone(),
+        aspect_id: aspect_id.clone(),
+        claim_key: key.to_string(),
+        kind: kind.to_string(),
+        content: value.to_string(),
+        normalized_content: normalized.clone(),
+        confidence,
+        status: ClaimStatus::Active,
+        superseded_by: None,
+        version: 1,
+    });
+    writes.push(OntoWrite::Claim {
+        id: id.clone(),
+        aspect_id: aspect_id.clone(),
+        claim_key: key.to_string(),
+        kind: kind.to_string(),
+        content: value.to_string(),
+        normalized_content: normalized,
+        confidence,
+        valid_from: None,
+        review_after,
+        supersedes: supersedes.clone(),
+    });
+    Decision::applied(writes, json!({"entityId": entity, "aspectId": aspect_id, "attributeId": id, "supersedes": supersedes}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Episode, Turn};
+
+    const CONV: &str = "conv-a";
+
+    fn setup() -> (Store, TurnIndex) {
+        let store = Store::in_memory().unwrap();
+        let episode = Episode {
+            id: "s1".into(),
+            timestamp: None,
+            turns: vec![
+                Turn { id: "D1:1".into(), speaker: "Ann".into(), text: "Ann lives in Porto with her dog Rex.".into() },
+                Turn { id: "D1:2".into(), speaker: "Ann".into(), text: "Actually Ann moved to Lisbon last May.".into() },
+            ],
+            observations: Vec::new(),
+        };
+        store.write_conversation(CONV, &["Ann".into()], &[]).unwrap();
+        store.write_evidence(CONV, 0, &episode).unwrap();
+        let mut turns = TurnIndex::new(CONV);
+        turns.add_episode(&episode, |_| false);
+        (store, turns)
+    }
+
+    fn cfg() -> PlanConfig {
+        PlanConfig { single_valued: ["lives_in".to_string()].into_iter().collect(), ..PlanConfig::default() }
+    }
+
+    fn caps() -> OntoCaps {
+        OntoCaps { max_ops_per_call: 100, max_ops_per_pass: 500, max_new_entities_per_pass: 50 }
+    }
+
+    fn call(store: &Store, turns: &TurnIndex, call_seq: usize, ops: serde_json::Value) -> ApplyAnswer {
+        let json = json!({"agentId": CONV, "operations": ops}).to_string();
+        apply(store, &json, turns, &ContractLimits::default(), &cfg(), caps(), "conv-a/p1", call_seq).unwrap()
+    }
+
+    fn cite(turn: &str, quote: &str) -> serde_json::Value {
+        json!([{"source_ref": format!("turn:{turn}"), "quote": quote}])
+    }
+
+    fn effects(a: &ApplyAnswer) -> Vec<(String, Option<String>)> {
+        a.items.iter().map(|i| (i.effect.as_str().to_string(), i.kind.clone())).collect()
+    }
+
+    #[test]
+    fn an_operation_without_an_exact_quote_is_rejected_counted_and_nothing_is_written() {
+        let (store, turns) = setup();
+        let a = call(
+            &store,
+            &turns,
+            1,
+            json!([
+                {"operation": "create_entity", "payload": {"name": "Ann", "type": "person"}, "evidence": cite("D1:1", "Ann lives in Porto")},
+                {"operation": "create_entity", "payload": {"name": "Rex", "type": "person"}, "evidence": cite("D1:1", "her cat Rex")}
+            ]),
+        );
+        assert!(!a.ok && a.items.is_empty());
+        assert_eq!(a.rejection_kind.as_deref(), Some("quote_not_found"));
+        assert!(store.ontology_view(CONV).unwrap().entities.is_empty(), "the whole request is rejected, the first operation too");
+        let counts = store.onto_op_counts().unwrap();
+        assert_eq!(counts, vec![("request".into(), "failed".into(), Some("quote_not_found".into()), 1)]);
+        // Without any evidence at all.
+        let a = call(&store, &turns, 2, json!([{"operation": "create_entity", "payload": {"name": "Ann", "type": "person"}}]));
+        assert_eq!(a.rejection_kind.as_deref(), Some("missing_evidence"));
+        // Malformed: an unknown field, an unknown operation.
+        let a = call(
+            &store,
+            &turns,
+            3,
+            json!([{"operation": "create_entity", "payload": {"name": "Ann", "type": "person", "x": 1}, "evidence": cite("D1:1", "Ann")}]),
+        );
+        assert_eq!(a.rejection_kind.as_deref(), Some("schema"));
+        let a = call(&store, &turns, 4, json!([{"operation": "drop_everything", "payload": {}}]));
+        assert_eq!(a.rejection_kind.as_deref(), Some("unknown_operation"));
+        assert!(store.ontology_view(CONV).unwrap().entities.is_empty());
+    }
+
+    #[test]
+    fn a_duplicate_entity_is_caught_by_canonical_name_and_reused() {
+        let (store, turns) = setup();
+        let a = call(
+            &store,
+            &turns,
+            1,
+            json!([
+                {"operation": "create_entity", "payload": {"name": "Ann", "type": "person"}, "evidence": cite("D1:1", "Ann")},
+                {"operation": "create_entity", "payload": {"name": "  ANN ", "type": "person"}, "evidence": cite("D1:2", "Ann")}
+            ]),
+        );
+        assert_eq!(effects(&a), vec![("applied".into(), None), ("skipped".into(), Some("duplicate_entity".into()))]);
+        let a = call(
+            &store,
+            &turns,
+            2,
+            json!([
+                {"operation": "create_entity", "payload": {"name": "ann", "type": "person"}, "evidence": cite("D1:2", "Ann")}
+            ]),
+        );
+        assert_eq!(effects(&a), vec![("skipped".into(), Some("duplicate_entity".into()))]);
+        assert!(a.items[0].result.as_deref().unwrap_or("").contains("conv-a/o1"));
+        assert_eq!(store.ontology_view(CONV).unwrap().entities.len(), 1);
+        // The label gate: a generic word is no entity.
+        let a = call(
+            &store,
+            &turns,
+            3,
+            json!([
+                {"operation": "create_entity", "payload": {"name": "Status", "type": "person"}, "evidence": cite("D1:2", "Ann")}
+            ]),
+        );
+        assert_eq!(effects(&a), vec![("failed".into(), Some("entity_label".into()))]);
+    }
+
+    #[test]
+    fn a_conflicting_single_valued_claim_is_flagged_or_superseded_with_evidence() {
+        let (store, turns) = setup();
+        call(
+            &store,
+            &turns,
+            1,
+            json!([
+                {"operation": "create_entity", "payload": {"name": "Ann", "type": "person"}, "evidence": cite("D1:1", "Ann")},
+                {"operation": "add_claim_value", "payload": {"entityId": "Ann", "aspectId": "lives_in", "claimKey": "lives_in", "value": "Ann lives in Porto"}, "evidence": cite("D1:1", "Ann lives in Porto")}
+            ]),
+        );
+        // A second value added beside the first: rejected as a contradiction.
+        let a = call(
+            &store,
+            &turns,
+            2,
+            json!([
+                {"operation": "add_claim_value", "payload": {"entityId": "Ann", "aspectId": "lives_in", "claimKey": "lives_in", "value": "Ann lives in Lisbon"}, "evidence": cite("D1:2", "Ann moved to Lisbon")}
+            ]),
+        );
+        assert_eq!(effects(&a), vec![("failed".into(), Some("contradiction".into()))]);
+        // A set with evidence supersedes it.
+        let a = call(
+            &store,
+            &turns,
+            3,
+            json!([
+                {"operation": "set_claim_value", "payload": {"entityId": "Ann", "aspectId": "lives_in", "claimKey": "lives_in", "value": "Ann lives in Lisbon"}, "evidence": cite("D1:2", "Ann moved to Lisbon")}
+            ]),
+        );
+        assert_eq!(effects(&a), vec![("applied".into(), None)]);
+        let view = store.ontology_view(CONV).unwrap();
+        let claims: Vec<(&str, ClaimStatus, Option<&str>)> =
+            view.claims.iter().map(|c| (c.content.as_str(), c.status, c.superseded_by.as_deref())).collect();
+        assert_eq!(
+            claims,
+            vec![("Ann lives in Porto", ClaimStatus::Superseded, Some("conv-a/c2")), ("Ann lives in Lisbon", ClaimStatus::Active, None)]
+        );
+        // A multi-valued aspect takes both values; the same value twice is deduped.
+        let a = call(
+            &store,
+            &turns,
+            4,
+            json!([
+                {"operation": "add_claim_value", "payload": {"entityId": "Ann", "aspectId": "has_pet", "claimKey": "has_pet", "value": "Rex"}, "evidence": cite("D1:1", "her dog Rex")},
+                {"operation": "add_claim_value", "payload": {"entityId": "Ann", "aspectId": "has_pet", "claimKey": "has_pet", "value": "a dog"}, "evidence": cite("D1:1", "her dog")},
+                {"operation": "add_claim_value", "payload": {"entityId": "Ann", "aspectId": "has_pet", "claimKey": "has_pet", "value": "rex"}, "evidence": cite("D1:1", "Rex")}
+            ]),
+        );
+        assert_eq!(effects(&a), vec![("applied".into(), None), ("applied".into(), None), ("skipped".into(), Some("deduped".into()))]);
+    }
+
+    #[test]
+    fn shadow_and_frozen_write_nothing_but_log_every_operation() {
+        let (store, turns) = setup();
+        let ops = json!([{"operation": "create_entity", "payload": {"name": "Ann", "type": "person"}, "evidence": cite("D1:1", "Ann")}]);
+        let json = json!({"agentId": CONV, "operations": ops}).to_string();
+        for (n, c) in [PlanConfig { shadow: true, ..cfg() }, PlanConfig { mutations_frozen: true, ..cfg() }].iter().enumerate() {
+            let a = apply(&store, &json, &turns, &ContractLimits::default(), c, caps(), "conv-a/p1", n).unwrap();
+            assert_eq!(a.items[0].effect, Effect::Skipped);
+        }
+        assert!(store.ontology_view(CONV).unwrap().entities.is_empty());
+        assert_eq!(store.onto_op_counts().unwrap().iter().map(|c| c.3).sum::<usize>(), 2);
+    }
+}
