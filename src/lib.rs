@@ -14,6 +14,7 @@ pub mod config;
 pub mod dataset;
 pub mod embed;
 pub mod error;
+#[cfg(feature = "full")]
 pub mod gate;
 pub mod housekeeping;
 mod http;

@@ -9,7 +9,13 @@ pub const SOURCES: [&str; 3] = ["formed", "raw_turns", "raw_sessions"];
 /// The QA evaluation's numeric summary keys (`qa::summary_metrics`: what a
 /// sweep point reports and `--objective` may name).
 pub fn qa_metric_names() -> Vec<String> {
-    let mut names = vec!["qa_evidence_unknown_turns".to_string(), "qa_items_excluded".to_string(), "qa_questions_empty".to_string()];
+    let mut names = vec![
+        "qa_evidence_unknown_turns".to_string(),
+        "qa_items_excluded".to_string(),
+        "qa_questions_empty".to_string(),
+        // How many conversations the QA intervals resample (context).
+        "qa_interval_clusters".to_string(),
+    ];
     for source in SOURCES {
         let prefix = if source == "formed" { "qa_".to_string() } else { format!("qa_{source}_") };
         for k in ["recall_any_at_1", "recall_any_at_5", "recall_any_at_10", "recall_all_at_5", "recall_all_at_10", "ndcg_any_at_5"] {

@@ -1027,7 +1027,7 @@ impl WriteTx for SqlTx<'_> {
     }
 
     fn add_source_turns(&mut self, id: &str, turns: &[String], from: Option<&str>) -> Result<()> {
-        let read = |tx: &rusqlite::Transaction<'_>, id: &str| -> rusqlite::Result<Option<String>> {
+        let read = |tx: &rusqlite::Connection, id: &str| -> rusqlite::Result<Option<String>> {
             tx.prepare_cached("SELECT source_turns FROM facts WHERE id = ?1 AND conversation_id = ?2")?
                 .query_row(params![id, self.conversation_id], |r| r.get(0))
                 .optional()

@@ -38,7 +38,7 @@ impl Profile for Dreaming {
         "dreaming"
     }
     fn summary(&self) -> &'static str {
-        "Signet's Dreaming: evidence kept as it arrives, later passes submit ontology operations (entities, aspects, claims, links) through validate_proposal and one audited apply path"
+        "Signet's Dreaming (in progress: rules and gold dreamers; its claims are not yet scored): evidence kept as it arrives, later passes submit ontology operations through validate_proposal and one audited apply path"
     }
     fn back(
         &self,
