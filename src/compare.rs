@@ -336,6 +336,7 @@ pub fn compare_runs(a: &Side, b: &Side, out: &Path, opts: CompareOptions) -> Res
             || key == "qa_evidence_unknown_turns"
             || key == "qa_items_excluded"
             || key == "qa_questions_empty"
+            || key == "qa_interval_clusters"
             || key == "qa_items_scored";
         if fixed && va == vb {
             context.push((key.clone(), la.summary["metrics"][&key].clone()));
