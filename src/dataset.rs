@@ -381,6 +381,34 @@ pub(crate) fn days_in_month(year: u32, month: u32) -> u32 {
     }
 }
 
+/// Keeps the conversations named in `ids` (in the dataset's order; all when
+/// empty), then the first `limit` of them. An id the dataset does not have
+/// is an error naming the closest one. A subset gets its own digest (the
+/// dataset's and the ids kept), so the gate and `compare` never take it
+/// for the whole dataset.
+pub fn subset(ds: &mut Dataset, ids: &[String], limit: Option<usize>) -> Result<()> {
+    if ids.is_empty() && limit.is_none_or(|n| n >= ds.conversations.len()) {
+        return Ok(());
+    }
+    for id in ids {
+        if !ds.conversations.iter().any(|c| &c.id == id) {
+            let hint = crate::config::did_you_mean(id, ds.conversations.iter().map(|c| c.id.as_str()))
+                .map(|c| format!(" (did you mean `{c}`?)"))
+                .unwrap_or_default();
+            return Err(Error::Config(format!("--conversations: dataset {} has no conversation `{id}`{hint}", ds.name)));
+        }
+    }
+    if !ids.is_empty() {
+        ds.conversations.retain(|c| ids.contains(&c.id));
+    }
+    if let Some(n) = limit {
+        ds.conversations.truncate(n);
+    }
+    let kept: Vec<&str> = ds.conversations.iter().map(|c| c.id.as_str()).collect();
+    ds.digest = crate::normalize::sha256_hex(format!("{}\nconversations={}", ds.digest, kept.join(",")).as_bytes());
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -697,32 +725,4 @@ mod tests {
             assert!(!is_local_datetime(bad), "{bad}");
         }
     }
-}
-
-/// Keeps the conversations named in `ids` (in the dataset's order; all when
-/// empty), then the first `limit` of them. An id the dataset does not have
-/// is an error naming the closest one. A subset gets its own digest (the
-/// dataset's and the ids kept), so the gate and `compare` never take it
-/// for the whole dataset.
-pub fn subset(ds: &mut Dataset, ids: &[String], limit: Option<usize>) -> Result<()> {
-    if ids.is_empty() && limit.is_none_or(|n| n >= ds.conversations.len()) {
-        return Ok(());
-    }
-    for id in ids {
-        if !ds.conversations.iter().any(|c| &c.id == id) {
-            let hint = crate::config::did_you_mean(id, ds.conversations.iter().map(|c| c.id.as_str()))
-                .map(|c| format!(" (did you mean `{c}`?)"))
-                .unwrap_or_default();
-            return Err(Error::Config(format!("--conversations: dataset {} has no conversation `{id}`{hint}", ds.name)));
-        }
-    }
-    if !ids.is_empty() {
-        ds.conversations.retain(|c| ids.contains(&c.id));
-    }
-    if let Some(n) = limit {
-        ds.conversations.truncate(n);
-    }
-    let kept: Vec<&str> = ds.conversations.iter().map(|c| c.id.as_str()).collect();
-    ds.digest = crate::normalize::sha256_hex(format!("{}\nconversations={}", ds.digest, kept.join(",")).as_bytes());
-    Ok(())
 }

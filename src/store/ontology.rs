@@ -53,6 +53,9 @@ impl From<rusqlite::Error> for WriteErr {
     }
 }
 
+/// An operation count: (operation, effect, kind, count).
+pub type OpCount = (String, String, Option<String>, usize);
+
 impl Store {
     /// The read snapshot of `conversation`'s ontology, every row in id order.
     pub fn ontology_view(&self, conversation: &str) -> Result<OntologyView> {
@@ -191,7 +194,7 @@ impl Store {
 
     /// Operations by (operation, effect, kind) with their counts, over every
     /// conversation, sorted.
-    pub fn onto_op_counts(&self) -> Result<Vec<(String, String, Option<String>, usize)>> {
+    pub fn onto_op_counts(&self) -> Result<Vec<OpCount>> {
         self.with(|c| {
             let mut st = c.prepare(
                 "SELECT operation, effect, kind, COUNT(*) FROM onto_ops GROUP BY operation, effect, kind ORDER BY operation, effect, kind",
