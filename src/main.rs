@@ -591,6 +591,34 @@ fn append_decision_quality(out: &std::path::Path, calibrations: &[(String, memfo
     Ok(())
 }
 
+/// Compares `compared` (two runs: uplift and intervals; more: side by
+/// side), then releases the runs' `locks`, takes the output directory's and
+/// writes `compare.json`/`compare.md` (with the decision-quality section when
+/// `calibrations` are given). Returns the JSON and the terminal summary.
+fn compare_and_write<L>(
+    compared: &[memform::compare::Side],
+    out: &std::path::Path,
+    opts: memform::compare::CompareOptions,
+    locks: Vec<L>,
+    calibrations: &[(String, memform::calibrate::Calibration)],
+) -> Result<(String, Vec<String>)> {
+    if let [a, b] = compared {
+        let comparison = memform::compare::compare_runs(a, b, out, opts)?;
+        drop(locks);
+        let _lock = memform::rundir::DirLock::acquire(out)?;
+        memform::compare::write_comparison(out, &comparison)?;
+        append_decision_quality(out, calibrations)?;
+        Ok((serde_json::to_string_pretty(&comparison).context("serialise comparison")?, memform::compare::summary_lines(&comparison)))
+    } else {
+        let comparison = memform::compare::compare_many(compared, out, opts)?;
+        drop(locks);
+        let _lock = memform::rundir::DirLock::acquire(out)?;
+        memform::compare::write_many(out, &comparison)?;
+        append_decision_quality(out, calibrations)?;
+        Ok((serde_json::to_string_pretty(&comparison).context("serialise comparison")?, Vec::new()))
+    }
+}
+
 fn cmd_calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     let cfg = args.config.load()?;
     cfg.validate()?;
@@ -1296,19 +1324,7 @@ fn cmd_compare_runs(args: &CompareArgs) -> Result<ExitCode> {
     let compared: Vec<memform::compare::Side> =
         labels.into_iter().zip(&args.runs).map(|(label, dir)| memform::compare::Side { label, dir: dir.clone() }).collect();
     let opts = memform::compare::CompareOptions { resamples: args.resamples, seed: args.seed };
-    let (json, summary) = if let [a, b] = &compared[..] {
-        let comparison = memform::compare::compare_runs(a, b, &out, opts)?;
-        drop(locks);
-        let _lock = memform::rundir::DirLock::acquire(&out)?;
-        memform::compare::write_comparison(&out, &comparison)?;
-        (serde_json::to_string_pretty(&comparison).context("serialise comparison")?, memform::compare::summary_lines(&comparison))
-    } else {
-        let comparison = memform::compare::compare_many(&compared, &out, opts)?;
-        drop(locks);
-        let _lock = memform::rundir::DirLock::acquire(&out)?;
-        memform::compare::write_many(&out, &comparison)?;
-        (serde_json::to_string_pretty(&comparison).context("serialise comparison")?, Vec::new())
-    };
+    let (json, summary) = compare_and_write(&compared, &out, opts, locks, &[])?;
     print_result(args.json, &json, &summary);
     eprintln!("wrote {} and {}", out.join("compare.json").display(), out.join("compare.md").display());
     Ok(ExitCode::SUCCESS)
@@ -1434,21 +1450,7 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
         compared.push(memform::compare::Side { label, dir });
     }
     let opts = memform::compare::CompareOptions { resamples: args.resamples, seed: args.seed };
-    let (json, summary) = if let [a, b] = &compared[..] {
-        let comparison = memform::compare::compare_runs(a, b, &out, opts)?;
-        drop(locks);
-        let _lock = memform::rundir::DirLock::acquire(&out)?;
-        memform::compare::write_comparison(&out, &comparison)?;
-        append_decision_quality(&out, &calibrations)?;
-        (serde_json::to_string_pretty(&comparison).context("serialise comparison")?, memform::compare::summary_lines(&comparison))
-    } else {
-        let comparison = memform::compare::compare_many(&compared, &out, opts)?;
-        drop(locks);
-        let _lock = memform::rundir::DirLock::acquire(&out)?;
-        memform::compare::write_many(&out, &comparison)?;
-        append_decision_quality(&out, &calibrations)?;
-        (serde_json::to_string_pretty(&comparison).context("serialise comparison")?, Vec::new())
-    };
+    let (json, summary) = compare_and_write(&compared, &out, opts, locks, &calibrations)?;
     print_result(args.json, &json, &summary);
     eprintln!("wrote {} and {}", out.join("compare.json").display(), out.join("compare.md").display());
     Ok(ExitCode::SUCCESS)

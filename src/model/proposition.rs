@@ -832,6 +832,12 @@ const OCCUPATIONS: &[&str] = &[
     "apprentice",
 ];
 
+/// [`OCCUPATIONS`] as stems, computed once.
+fn occupation_stems() -> &'static std::collections::HashSet<String> {
+    static STEMS: std::sync::OnceLock<std::collections::HashSet<String>> = std::sync::OnceLock::new();
+    STEMS.get_or_init(|| OCCUPATIONS.iter().map(|o| stem(o)).collect())
+}
+
 /// Things one person usually has one of at a time ("has an iPhone 8",
 /// "has a Pixel phone"): a word ending in one names the thing.
 const SINGLE_THINGS: &[&str] = &["phone", "car", "laptop", "truck", "van", "motorbike", "motorcycle", "scooter", "apartment", "flat"];
@@ -1329,7 +1335,7 @@ fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> O
             let np: Vec<&String> =
                 rest.iter().skip(1).take_while(|w| !matches!(w.as_str(), "at" | "for" | "in" | "on" | "of" | "with")).collect();
             let home = has_seq(&["stay", "at", "home"]);
-            if home || np.iter().any(|w| OCCUPATIONS.iter().any(|o| stem(o) == stem(w))) {
+            if home || np.iter().any(|w| occupation_stems().contains(&stem(w))) {
                 return Some(("job".into(), if home { vec!["homemak".into()] } else { object.to_vec() }));
             }
         }
