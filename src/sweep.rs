@@ -1179,13 +1179,13 @@ fn holdout_md(h: &Holdout, objective: &str, cols: &[String]) -> String {
     let value = |label: &str| h.rows.iter().find(|r| r.label == label).and_then(|r| r.metrics.get(objective).copied());
     match (value("best on tune"), value("seed defaults")) {
         (Some(b), Some(d)) if b == d => out.push_str(&format!(
-            "\nHeld out, the chosen point ties the seed defaults on `{objective}`: its gain on tune did not carry over.\n"
+            "\nHeld out, the chosen point ties the seed defaults on `{objective}`: the change gains nothing there.\n"
         )),
         (Some(b), Some(d)) => out.push_str(&format!(
             "\nHeld out, the chosen point {} the seed defaults by {:+.4} `{objective}`{}.\n",
             if b > d { "beats" } else { "trails" },
             b - d,
-            if b < d { ": its gain on tune did not carry over" } else { "" }
+            if b < d { ": held out, the change loses" } else { "" }
         )),
         (Some(_), None) if h.rows.len() == 1 => out.push_str("\nThe seed defaults were chosen on tune: no change is recommended.\n"),
         _ => {}
