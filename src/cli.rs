@@ -56,8 +56,8 @@ pub enum Command {
     Calibrate(CalibrateArgs),
     /// Serve an OpenAI-compatible API on the loopback for an external memory system: chat answers
     /// recorded from --upstream or replayed from --fixtures, embeddings from memform's embedder.
-    /// Prints its base URL (one line), serves until stdin reaches end of file, then prints its
-    /// figures (one JSON line); exit 2 when a request missed or failed.
+    /// Prints its base URL (one line), serves until stdin reaches end of file or SIGINT/SIGTERM,
+    /// then prints its figures (one JSON line); exit 2 when a request missed or failed.
     Proxy(ProxyArgs),
 }
 

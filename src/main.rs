@@ -661,9 +661,8 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `memform proxy`: serves until stdin reaches end of file (SIGINT and
-/// SIGTERM end the process at once; every fixture is written before its
-/// answer is sent, so none is lost, but no figures are printed).
+/// `memform proxy`: serves until stdin reaches end of file, SIGINT or
+/// SIGTERM, then waits for the requests in flight and prints its figures.
 fn cmd_proxy(args: ProxyArgs) -> Result<ExitCode> {
     use memform::llm::proxy::{Normalise, ProxyConfig, ProxyLimits, ProxyMode, ProxyServer};
     use std::io::{Read, Write};
@@ -697,9 +696,20 @@ fn cmd_proxy(args: ProxyArgs) -> Result<ExitCode> {
         writeln!(out, "{}", server.base_url())?;
         out.flush()?;
     }
-    eprintln!("memform proxy: serving {} ({}); close stdin to stop", server.base_url(), server.stats().mode);
-    // Served until stdin ends; what it carries is ignored.
-    let _ = std::io::copy(&mut std::io::stdin().lock().take(u64::MAX), &mut std::io::sink());
+    eprintln!("memform proxy: serving {} ({}); close stdin or send SIGINT to stop", server.base_url(), server.stats().mode);
+    // Served until stdin ends (what it carries is ignored) or a signal comes.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, stop.clone()).context("handle SIGINT and SIGTERM")?;
+    }
+    let eof = stop.clone();
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut std::io::stdin().lock().take(u64::MAX), &mut std::io::sink());
+        eof.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let stats = server.shutdown();
     embedder.flush()?;
     println!("{}", serde_json::to_string(&stats)?);

@@ -496,3 +496,29 @@ fn slow_chunked_and_expect_continue_requests() {
     assert_eq!(stats.errors_by_status.get("411"), Some(&1));
     assert_eq!(stats.embeddings, 1);
 }
+
+#[test]
+fn the_command_stops_cleanly_on_sigint_with_stdin_still_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memform"))
+        .args(["proxy", "--replay", "--fixtures"])
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut base = String::new();
+    stdout.read_line(&mut base).unwrap();
+    let (status, answer) = post(&format!("{}/embeddings", base.trim()), &json!({"model": "m", "input": "x"}).to_string());
+    assert_eq!(status, 200, "{answer}");
+    let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let mut figures = String::new();
+    stdout.read_line(&mut figures).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stats: Value = serde_json::from_str(figures.trim()).unwrap();
+    assert_eq!(stats["embeddings"], 1);
+}
