@@ -103,14 +103,19 @@ fn record_writes_a_fixture_and_replay_answers_it_byte_for_byte() {
     assert_eq!(sent[0].path, "/v1/chat/completions");
     assert_eq!(sent[0].body, body);
 
+    // The client's own credentials never go upstream (MEMFORM_LLM_API_KEY alone would).
+    let mut r = agent().post(&url).header("Authorization", "Bearer client-secret").send(&chat_body("2026-12-01", "other")).unwrap();
+    assert_eq!(r.status().as_u16(), 502, "{}", r.body_mut().read_to_string().unwrap());
+    assert_eq!(upstream.requests().len(), 2);
+    assert_eq!(upstream.requests()[1].header("authorization"), None);
     // Asked again, the fixture answers: the upstream is not called.
     let (status, again) = post(&url, &body);
     assert_eq!((status, again.as_str()), (200, recorded.as_str()));
-    assert_eq!(upstream.requests().len(), 1);
+    assert_eq!(upstream.requests().len(), 2);
     let used = proxy.used_keys();
     let stats = proxy.shutdown();
-    assert_eq!((stats.requests, stats.chat, stats.recorded, stats.hits), (2, 2, 1, 1));
-    assert!(stats.clean(), "{stats:?}");
+    assert_eq!((stats.requests, stats.chat, stats.recorded, stats.hits), (3, 3, 1, 1));
+    assert_eq!(stats.errors_by_status.get("502"), Some(&1));
 
     // One fixture in memform's format: named by its key, its request's key material, the answer's digest.
     let files = fixture_files(dir.path());
