@@ -1178,9 +1178,8 @@ fn holdout_md(h: &Holdout, objective: &str, cols: &[String]) -> String {
     }
     let value = |label: &str| h.rows.iter().find(|r| r.label == label).and_then(|r| r.metrics.get(objective).copied());
     match (value("best on tune"), value("seed defaults")) {
-        (Some(b), Some(d)) if b == d => out.push_str(&format!(
-            "\nHeld out, the chosen point ties the seed defaults on `{objective}`: the change gains nothing there.\n"
-        )),
+        (Some(b), Some(d)) if b == d => out
+            .push_str(&format!("\nHeld out, the chosen point ties the seed defaults on `{objective}`: the change gains nothing there.\n")),
         (Some(b), Some(d)) => out.push_str(&format!(
             "\nHeld out, the chosen point {} the seed defaults by {:+.4} `{objective}`{}.\n",
             if b > d { "beats" } else { "trails" },
