@@ -65,6 +65,9 @@ impl ConfigArgs {
         if let Some(p) = &self.profile {
             cfg.profile = profiles::by_name(p)?.name().to_string();
         }
+        if let Some(a) = &self.adapter {
+            cfg.external.adapter = a.clone();
+        }
         // A deprecated spelling works, and says so; a key the profile never
         // reads is ignored, and said so (an unknown profile is reported by
         // validation).
@@ -170,6 +173,21 @@ fn build_stages(
     let embedder = build_embedder(&spec)?;
     let mut recorded = Recorded { embed_mode: Some(spec.mode.as_str().to_string()), ..Recorded::default() };
     let profile = profiles::by_name(&cfg.profile)?;
+    if profile.model_proxy() {
+        // An external system forms the memories: memform's stages only name
+        // the mode; in LLM mode its model calls go through the proxy.
+        let name = profile.name();
+        let stage = |mode| memform::pipeline::external::SystemStage { mode, profile: name };
+        let digests = recorded_digests(embedder.as_ref(), None)?;
+        return Ok(Built {
+            extractor: Box::new(stage(modes.extract)),
+            embedder,
+            judge: Box::new(stage(modes.judge)),
+            llm: None,
+            recorded,
+            digests,
+        });
+    }
     let mut llm = None;
     let mut settings = None;
     if modes.uses_llm() {
