@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::pipeline::profiles::Profile;
 use crate::pipeline::{Config, EpisodeFront, EpisodeRecord, StageMode, Stages, ms};
 use crate::state::ConvState;
-use crate::store::Store;
+use crate::store::{Store, SystemHit};
 use crate::types::{Conversation, Episode};
 
 /// A system memform reaches through an adapter.
@@ -178,6 +178,17 @@ impl Profile for External {
         let rec = episode::write(conv, episode, held, &mut s.ids, state, cfg, stages.embedder, store, form_ms).map_err(in_episode)?;
         if conv.episodes.last().is_some_and(|e| e.id == episode.id) {
             if let Some(mut adapter) = s.adapter.take() {
+                // The system's own search, once formed: each QA question's hits.
+                let mut hits = Vec::new();
+                for (item, qa) in conv.gold.qa.iter().enumerate().filter(|(_, q)| !q.question.trim().is_empty()) {
+                    let search = Request::Search { conversation: &conv.id, query: &qa.question, k: cfg.external.search_k };
+                    let reply = adapter.call(&search).map_err(|e| in_episode(Error::Other(format!("QA item {item}: {e}"))))?;
+                    for (rank, h) in reply.hits.unwrap_or_default().into_iter().take(cfg.external.search_k as usize).enumerate() {
+                        let fact_id = s.ids.facts.get(&h.id).cloned();
+                        hits.push(SystemHit { item, rank, fact_id, system_id: h.id, content: h.content, score: h.score });
+                    }
+                }
+                store.write_system_search(&conv.id, &hits).map_err(in_episode)?;
                 adapter.call(&Request::End { conversation: &conv.id }).map_err(|e| in_episode(Error::Other(e)))?;
                 adapter.finish().map_err(|e| in_episode(Error::Other(e)))?;
             }
