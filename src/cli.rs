@@ -54,6 +54,65 @@ pub enum Command {
     /// Measure the pipeline's decisions on labelled pairs (--pairs DIR, --sick FILE or --msrp FILE):
     /// outcomes, rates, per-threshold curves and recommended operating points.
     Calibrate(CalibrateArgs),
+    /// Serve an OpenAI-compatible API on the loopback for an external memory system: chat answers
+    /// recorded from --upstream or replayed from --fixtures, embeddings from memform's embedder.
+    /// Prints its base URL (one line), serves until stdin reaches end of file, then prints its
+    /// figures (one JSON line); exit 2 when a request missed or failed.
+    Proxy(ProxyArgs),
+}
+
+/// `memform proxy`.
+#[derive(clap::Args, Clone)]
+#[command(group(clap::ArgGroup::new("proxy_mode").required(true).args(["record", "replay"])))]
+pub struct ProxyArgs {
+    /// Forward what no fixture answers to --upstream and write it as a fixture.
+    #[arg(long, requires = "upstream")]
+    pub record: bool,
+    /// Answer from --fixtures only; a miss is HTTP 500 naming the key.
+    #[arg(long, conflicts_with = "upstream")]
+    pub replay: bool,
+    /// The upstream server's base URL (record): {URL}/v1/chat/completions is called.
+    #[arg(long, value_name = "URL")]
+    pub upstream: Option<String>,
+    /// The fixture directory.
+    #[arg(long, value_name = "DIR")]
+    pub fixtures: PathBuf,
+    /// Loopback address to listen on (port 0: any free port).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: std::net::SocketAddr,
+    /// Embedder answering /v1/embeddings: hashed | minilm.
+    #[arg(long, default_value = "hashed", value_parser = ["hashed", "minilm"])]
+    pub embedder: String,
+    /// replay | record: MiniLM's recorded vectors (--embed-cache); hashed needs no cache.
+    #[arg(long, default_value = "replay", value_parser = ["replay", "record"])]
+    pub embed: String,
+    /// MiniLM's embedding cache directory (as a run's DATASET/embeddings).
+    #[arg(long, value_name = "DIR")]
+    pub embed_cache: Option<PathBuf>,
+    /// MiniLM model directory (record only).
+    #[arg(long, value_name = "DIR")]
+    pub model_dir: Option<PathBuf>,
+    /// Dimensions of the hashed embedder's vectors (default 256).
+    #[arg(long, value_parser = ranged(memform::limits::EMBED_DIMS))]
+    pub embed_dims: Option<usize>,
+    /// Key normalisation rule set: none | mem0 | dates (docs/adapters.md).
+    #[arg(long, default_value = "none", value_parser = ["none", "mem0", "dates"])]
+    pub normalise: String,
+    /// Largest request body in bytes (1024..=67108864).
+    #[arg(long, default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(1024..=64 << 20))]
+    pub max_request_bytes: u64,
+    /// Requests served at once (1..=256).
+    #[arg(long, default_value_t = 8, value_parser = ranged(1..=256))]
+    pub max_concurrency: usize,
+    /// Seconds a client has to send a request (1..=600).
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub read_timeout_secs: u64,
+    /// Seconds one upstream call may take (1..=3600).
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub upstream_timeout_secs: u64,
+    /// Most texts in one embeddings request (1..=65536).
+    #[arg(long, default_value_t = 2048, value_parser = ranged(1..=65_536))]
+    pub max_embed_inputs: usize,
 }
 
 /// The configuration every command that runs the pipeline takes.

@@ -14,6 +14,7 @@ pub mod client;
 pub mod fixtures;
 pub mod parse;
 pub mod prompts;
+pub mod proxy;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,6 +43,8 @@ pub enum Stage {
     Resolve,
     /// `memorix`'s Evaluate stage (one call per observation).
     Evaluate,
+    /// A call an external system made through `memform proxy` (`llm::proxy`).
+    Proxy,
 }
 
 impl Stage {
@@ -52,6 +55,7 @@ impl Stage {
             Stage::Decide => "decide",
             Stage::Resolve => "resolve",
             Stage::Evaluate => "evaluate",
+            Stage::Proxy => "proxy",
         }
     }
 }

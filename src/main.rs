@@ -298,6 +298,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Embeddings { command } => housekeeping::embeddings(command),
         Command::Compare(args) => cmd_compare(args),
         Command::Calibrate(args) => cmd_calibrate(args),
+        Command::Proxy(args) => cmd_proxy(args),
         Command::Profiles => {
             for p in profiles::PROFILES {
                 println!("{:<8} {}", p.name(), p.summary());
@@ -676,6 +677,64 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<ExitCode> {
         out.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `memform proxy`: serves until stdin reaches end of file (SIGINT and
+/// SIGTERM end the process at once; every fixture is written before its
+/// answer is sent, so none is lost, but no figures are printed).
+fn cmd_proxy(args: ProxyArgs) -> Result<ExitCode> {
+    use memform::llm::proxy::{Normalise, ProxyConfig, ProxyLimits, ProxyMode, ProxyServer};
+    use std::io::{Read, Write};
+    let mode = match (args.record, args.upstream) {
+        (true, Some(upstream)) => ProxyMode::Record { upstream },
+        _ => ProxyMode::Replay,
+    };
+    let kind: EmbedderKind = args.embedder.parse()?;
+    let mut spec = EmbedderSpec::new(kind);
+    spec.mode = args.embed.parse::<EmbedMode>()?;
+    spec.cache_dir = args.embed_cache;
+    spec.dims = args.embed_dims;
+    if let Some(dir) = args.model_dir {
+        spec.model_dir = dir;
+    }
+    let embedder: Arc<dyn Embedder> = Arc::from(build_embedder(&spec)?);
+    let mut cfg = ProxyConfig::new(mode, args.fixtures);
+    cfg.listen = args.listen;
+    cfg.embedder = embedder.clone();
+    cfg.normalise = Normalise::named(&args.normalise)?;
+    cfg.limits = ProxyLimits {
+        max_request_bytes: args.max_request_bytes,
+        max_concurrency: args.max_concurrency,
+        read_timeout_secs: args.read_timeout_secs,
+        upstream_timeout_secs: args.upstream_timeout_secs,
+        max_embed_inputs: args.max_embed_inputs,
+    };
+    let server = ProxyServer::start(cfg)?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", server.base_url())?;
+        out.flush()?;
+    }
+    eprintln!("memform proxy: serving {} ({}); close stdin to stop", server.base_url(), server.stats().mode);
+    // Served until stdin ends; what it carries is ignored.
+    let _ = std::io::copy(&mut std::io::stdin().lock().take(u64::MAX), &mut std::io::sink());
+    let stats = server.shutdown();
+    embedder.flush()?;
+    println!("{}", serde_json::to_string(&stats)?);
+    eprintln!(
+        "memform proxy: {} requests ({} chat: {} from fixtures, {} recorded; {} embeddings), {} missing key(s), {} error(s)",
+        stats.requests,
+        stats.chat,
+        stats.hits,
+        stats.recorded,
+        stats.embeddings,
+        stats.misses.len(),
+        stats.errors
+    );
+    for key in &stats.misses {
+        eprintln!("missing fixture: {key}");
+    }
+    Ok(if stats.clean() { ExitCode::SUCCESS } else { ExitCode::from(exit_code::ERROR) })
 }
 
 fn cmd_gate(args: GateArgs) -> Result<ExitCode> {

@@ -42,6 +42,11 @@ pub struct KeyMaterial {
     pub messages: Vec<Message>,
     pub sampling: Sampling,
     pub schema: Option<Value>,
+    /// The proxy's requests only (`llm::proxy`): every field of the
+    /// client's request but `model` and `messages`, as sent. Absent from
+    /// (and so not changing the key of) every pipeline request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Value>,
 }
 
 impl KeyMaterial {
@@ -60,6 +65,7 @@ impl KeyMaterial {
             messages: req.messages.clone(),
             sampling: req.sampling,
             schema,
+            params: None,
         })
     }
 
@@ -182,7 +188,12 @@ impl FixtureStore {
 
     /// Writes the answer to `req` (atomically: temp file, then rename).
     pub fn put(&self, req: &LlmRequest, resp: &LlmResponse) -> Result<PathBuf> {
-        let request = KeyMaterial::of(req)?;
+        self.put_material(KeyMaterial::of(req)?, req.context.clone(), resp)
+    }
+
+    /// Writes the answer to the request `request` describes (the proxy's
+    /// requests, which no [`LlmRequest`] holds), recorded from `context`.
+    pub fn put_material(&self, request: KeyMaterial, context: CallContext, resp: &LlmResponse) -> Result<PathBuf> {
         let key = request.key()?;
         let response = RecordedAnswer {
             text: resp.text.clone(),
@@ -193,7 +204,7 @@ impl FixtureStore {
         let file = FixtureFile {
             format: FIXTURE_FORMAT.to_string(),
             key: key.clone(),
-            context: req.context.clone(),
+            context,
             request,
             answer_sha256: answer_sha256(&response)?,
             response,
@@ -253,6 +264,14 @@ impl FixtureStore {
     /// Describes the recorded request of `req`'s stage closest to it, and
     /// what differs, for a miss message.
     pub fn closest(&self, req: &LlmRequest) -> String {
+        match KeyMaterial::of(req) {
+            Ok(want) => self.closest_to(&want),
+            Err(e) => format!("cannot compare requests ({e})"),
+        }
+    }
+
+    /// [`FixtureStore::closest`] for a request's key material.
+    pub fn closest_to(&self, want: &KeyMaterial) -> String {
         if !self.dir.is_dir() {
             return "the fixture directory does not exist".to_string();
         }
@@ -260,24 +279,20 @@ impl FixtureStore {
             Ok(f) => f,
             Err(e) => return format!("cannot list recorded requests ({e})"),
         };
-        let want = match KeyMaterial::of(req) {
-            Ok(w) => w,
-            Err(e) => return format!("cannot compare requests ({e})"),
-        };
         let best = files
             .into_iter()
             .filter_map(|(_, f)| f.ok())
-            .filter(|f| f.request.stage == req.stage)
+            .filter(|f| f.request.stage == want.stage)
             .map(|f| {
-                let d = diff(&f.request, &want);
+                let d = diff(&f.request, want);
                 (d.fields.len(), d.distance, f.key.clone(), f, d)
             })
             .min_by(|a, b| (a.0, a.1, &a.2).cmp(&(b.0, b.1, &b.2)));
         match best {
-            None => format!("no {} request is recorded there", req.stage.as_str()),
+            None => format!("no {} request is recorded there", want.stage.as_str()),
             Some((_, _, key, f, d)) => format!(
                 "closest recorded {} request is {key}.json (conversation {}, episode {}): {}",
-                req.stage.as_str(),
+                want.stage.as_str(),
                 f.context.conversation,
                 f.context.episode,
                 if d.fields.is_empty() {
@@ -410,6 +425,9 @@ fn diff(recorded: &KeyMaterial, want: &KeyMaterial) -> Diff {
     }
     if recorded.schema != want.schema {
         fields.push("response schema differs".to_string());
+    }
+    if recorded.params != want.params {
+        fields.push("request parameters differ".to_string());
     }
     let mut distance = 0;
     if recorded.messages.len() != want.messages.len() {
