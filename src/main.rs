@@ -104,9 +104,12 @@ impl ModeArgs {
 /// The stages of a run, owned, with what the manifest says about them.
 struct Built {
     extractor: Box<dyn Extractor>,
-    embedder: Box<dyn Embedder>,
+    embedder: Arc<dyn Embedder>,
     judge: Box<dyn Judge>,
     llm: Option<Arc<RecordedLlm>>,
+    /// The OpenAI-compatible proxy an external system's model calls go
+    /// through (a profile with `model_proxy`, in LLM mode).
+    proxy: Option<Arc<memform::llm::proxy::ProxyServer>>,
     recorded: Recorded,
     /// run.json's `recorded`: digests of the fixture set and the vector cache.
     digests: serde_json::Value,
@@ -170,20 +173,68 @@ fn build_stages(
         cmd.push_str(&format!(" --model-dir {}", d.display()));
     }
     spec.record_command = Some(cmd);
-    let embedder = build_embedder(&spec)?;
+    let embedder: Arc<dyn Embedder> = Arc::from(build_embedder(&spec)?);
     let mut recorded = Recorded { embed_mode: Some(spec.mode.as_str().to_string()), ..Recorded::default() };
     let profile = profiles::by_name(&cfg.profile)?;
-    if profile.model_proxy() {
+    if let Some(rules) = profile.model_proxy() {
         // An external system forms the memories: memform's stages only name
         // the mode; in LLM mode its model calls go through the proxy.
         let name = profile.name();
         let stage = |mode| memform::pipeline::external::SystemStage { mode, profile: name };
-        let digests = recorded_digests(embedder.as_ref(), None)?;
+        let mut proxy = None;
+        let mut fixtures = None;
+        if modes.uses_llm() {
+            use memform::llm::proxy::{Normalise, ProxyConfig, ProxyMode, ProxyServer};
+            let mode = match args.llm.as_str() {
+                "replay" => ProxyMode::Replay,
+                "record" => ProxyMode::Record { upstream: cfg.llm_url.clone() },
+                other => {
+                    return Err(memform::error::Error::Config(format!(
+                        "--llm {other}: profile {name} records (--llm record) or replays (--llm replay) its model calls through the proxy"
+                    ))
+                    .into());
+                }
+            };
+            let dir = args.fixtures.clone().unwrap_or_else(|| root.join("fixtures").join(format!("proxy-{name}")));
+            let mut pc = ProxyConfig::new(mode, dir.clone());
+            pc.embedder = embedder.clone();
+            pc.normalise = Normalise::named(rules)?;
+            let server = Arc::new(ProxyServer::start(pc)?);
+            let url = server.base_url();
+            let watched = server.clone();
+            cfg.external_runtime = memform::pipeline::external::Runtime {
+                env: vec![
+                    ("OPENAI_BASE_URL".into(), url.clone()),
+                    ("MEMFORM_PROXY_URL".into(), url),
+                    ("OPENAI_API_KEY".into(), "memform-proxy".into()),
+                ],
+                check: Some(Arc::new(move || {
+                    let st = watched.stats();
+                    if !st.misses.is_empty() {
+                        Some(format!(
+                            "the proxy has no fixture for {} model call(s) (replay; record them with --llm record): {}",
+                            st.misses.len(),
+                            st.misses.join(", ")
+                        ))
+                    } else if st.errors > 0 {
+                        Some(format!("the proxy answered {} model call(s) with an error ({:?})", st.errors, st.errors_by_status))
+                    } else {
+                        None
+                    }
+                })),
+            };
+            recorded.llm_mode = Some(args.llm.clone());
+            recorded.fixtures_dir = Some(dir.display().to_string());
+            fixtures = Some(dir);
+            proxy = Some(server);
+        }
+        let digests = proxy_digests(embedder.as_ref(), fixtures.as_deref())?;
         return Ok(Built {
             extractor: Box::new(stage(modes.extract)),
             embedder,
             judge: Box::new(stage(modes.judge)),
             llm: None,
+            proxy,
             recorded,
             digests,
         });
@@ -226,7 +277,7 @@ fn build_stages(
         _ => profile.rules_judge(cfg),
     };
     let digests = recorded_digests(embedder.as_ref(), llm.as_deref())?;
-    Ok(Built { extractor, embedder, judge, llm, recorded, digests })
+    Ok(Built { extractor, embedder, judge, llm, proxy: None, recorded, digests })
 }
 
 /// The `recorded` object of run.json: digests of the fixture set and the
@@ -241,6 +292,35 @@ fn recorded_digests(embedder: &dyn Embedder, llm: Option<&RecordedLlm>) -> Resul
         None => serde_json::Value::Null,
     };
     Ok(serde_json::json!({"fixtures": fixtures, "embeddings": embeddings}))
+}
+
+/// run.json's `recorded` for a run through the proxy: the fixture set's
+/// digest (when its directory exists) and the vector cache's.
+fn proxy_digests(embedder: &dyn Embedder, fixtures: Option<&std::path::Path>) -> Result<serde_json::Value> {
+    let mut v = recorded_digests(embedder, None)?;
+    if let Some(dir) = fixtures.filter(|d| d.is_dir()) {
+        v["fixtures"] = memform::provenance::fixture_set_digest(dir)?;
+    }
+    Ok(v)
+}
+
+/// Stops a run's proxy: its figures (run.json's `recorded.proxy`, with
+/// every normalisation), or the error naming the fixtures it lacked.
+fn finish_proxy(built: &mut Built) -> Result<Option<memform::llm::proxy::ProxyStats>> {
+    let Some(proxy) = built.proxy.take() else { return Ok(None) };
+    let stats = match Arc::try_unwrap(proxy) {
+        Ok(p) => p.shutdown(),
+        Err(shared) => shared.stats(),
+    };
+    if !stats.misses.is_empty() {
+        return Err(memform::error::Error::Other(format!(
+            "the proxy has no fixture for {} model call(s) (replay): {}",
+            stats.misses.len(),
+            stats.misses.join(", ")
+        ))
+        .into());
+    }
+    Ok(Some(stats))
 }
 
 /// After a run that recorded answers or vectors: run.json's digests become
@@ -370,7 +450,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
             p.live_calls, p.fixture_hits, p.prompt_tokens, p.completion_tokens
         ));
     });
-    let built = build_stages(modes, &args.stage, &mut cfg, &args.dataset, &dataset, Some(llm_hook), &record_run(&args.dataset))?;
+    let mut built = build_stages(modes, &args.stage, &mut cfg, &args.dataset, &dataset, Some(llm_hook), &record_run(&args.dataset))?;
     let pb = bar.clone();
     let (abort_after, hold_until) = faults();
     let opts = RunOptions {
@@ -412,8 +492,18 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
     };
     let output = run(&dataset, &cfg, built.stages(), &opts);
     bar.finish_and_clear();
+    // The adapters are done with the proxy: stop it (a miss is an error).
+    cfg.external_runtime = Default::default();
+    let proxy = finish_proxy(&mut built);
     built.embedder.flush()?;
     let output = output?;
+    if let Some(stats) = proxy? {
+        let mut recorded = built.digests.clone();
+        recorded["proxy"] = serde_json::to_value(&stats)?;
+        if memform::rundir::update_recorded(&output.out_dir, &recorded)? {
+            memform::regenerate::regenerate_locked(&output.out_dir, &lock)?;
+        }
+    }
     for w in output.qa_warnings.iter().take(20) {
         eprintln!("warning: {w}");
     }

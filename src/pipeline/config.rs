@@ -31,10 +31,10 @@ pub struct Config {
     pub memorix: MemorixConfig,
     pub dreaming: DreamingConfig,
     pub external: ExternalConfig,
-    /// The environment the command gives an external adapter (the proxy's
-    /// URL): set by the command that starts the proxy, never serialised,
-    /// never compared (docs/adapters.md).
-    pub adapter_env: Vec<(String, String)>,
+    /// What the command that starts the proxy gives an external adapter
+    /// (the proxy's URL, its health): never serialised, never compared
+    /// (docs/adapters.md).
+    pub external_runtime: super::external::Runtime,
     /// Deprecated spellings this config was given, one warning each (not
     /// part of the config: never serialised, never compared).
     deprecations: Vec<String>,
@@ -239,7 +239,7 @@ impl Config {
             memorix: typed(Some(MemorixConfig::NAME), section(MemorixConfig::NAME))?,
             dreaming: typed(Some(DreamingConfig::NAME), section(DreamingConfig::NAME))?,
             external: typed(Some(ExternalConfig::NAME), section(ExternalConfig::NAME))?,
-            adapter_env: Vec::new(),
+            external_runtime: Default::default(),
             deprecations,
             aliased,
         })

@@ -27,11 +27,12 @@ pub trait Profile: Send + Sync {
     fn searches_while_forming(&self) -> bool {
         true
     }
-    /// Whether the profile's model calls are an external system's, made
+    /// When the profile's model calls are an external system's, made
     /// through memform's OpenAI-compatible proxy (started by the command in
-    /// LLM mode), not through the recorded boundary's stages.
-    fn model_proxy(&self) -> bool {
-        false
+    /// LLM mode) rather than the recorded boundary's stages: the proxy's
+    /// key normalisation rule set.
+    fn model_proxy(&self) -> Option<&'static str> {
+        None
     }
     /// The extractor rules mode uses.
     fn rules_extractor(&self, cfg: &Config) -> Box<dyn Extractor> {

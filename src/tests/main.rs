@@ -3,6 +3,7 @@
 // Test and bench code may unwrap and print (the library may not).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
 
+mod adapters;
 mod calibrate;
 mod ci;
 mod cli;

@@ -39,6 +39,8 @@ pub struct External {
     /// Whether the system calls a model (through memform's proxy; it then
     /// runs only in LLM mode).
     pub uses_model: bool,
+    /// The proxy's key normalisation rule set for its model calls.
+    pub normalise: &'static str,
 }
 
 /// Any adapter, named by `--adapter CMD`.
@@ -47,6 +49,7 @@ pub const EXTERNAL: External = External {
     summary: "an external memory system behind the adapter protocol (--adapter CMD; docs/adapters.md)",
     adapter: None,
     uses_model: false,
+    normalise: "none",
 };
 
 /// mem0 (`mem0ai` from PyPI, `make mem0`) through `adapters/mem0/`.
@@ -55,7 +58,23 @@ pub const MEM0: External = External {
     summary: "mem0 (mem0ai, pinned; `make mem0`) through adapters/mem0/: its LLM and embedder behind memform's proxy",
     adapter: Some("adapters/mem0/adapter.sh"),
     uses_model: true,
+    normalise: "mem0",
 };
+
+/// What a run gives its adapters beside the config: their environment
+/// (the proxy's URL) and a check made after each reply (the proxy's
+/// missing fixtures: a replay miss fails the episode, naming the key).
+#[derive(Clone, Default)]
+pub struct Runtime {
+    pub env: Vec<(String, String)>,
+    pub check: Option<Arc<dyn Fn() -> Option<String> + Send + Sync>>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("env", &self.env).field("check", &self.check.is_some()).finish()
+    }
+}
 
 /// The profiles built on the adapter protocol.
 pub const REGISTRY: &[External] = &[EXTERNAL, MEM0];
@@ -83,7 +102,7 @@ impl External {
         let safe: String = conv.id.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
         let data_dir = build.join("adapter").join(safe);
         std::fs::create_dir_all(&data_dir).map_err(|e| Error::write(&data_dir, e))?;
-        let mut env = cfg.adapter_env.clone();
+        let mut env = cfg.external_runtime.env.clone();
         env.push(("MEMFORM_ADAPTER_PROTOCOL".into(), PROTOCOL.to_string()));
         env.push(("MEMFORM_DATA_DIR".into(), data_dir.display().to_string()));
         let spawn = Spawn {
@@ -119,8 +138,8 @@ impl Profile for External {
     fn searches_while_forming(&self) -> bool {
         false
     }
-    fn model_proxy(&self) -> bool {
-        true
+    fn model_proxy(&self) -> Option<&'static str> {
+        Some(self.normalise)
     }
     fn check_stages(&self, stages: Stages<'_>) -> Result<()> {
         if stages.extractor.mode() == StageMode::Gold {
@@ -172,7 +191,13 @@ impl Profile for External {
         let mut guard = companion.lock().unwrap_or_else(|p| p.into_inner());
         let s = session(&mut guard)?;
         let adapter = s.adapter.as_mut().ok_or_else(|| in_episode(Error::Other("the adapter has ended".into())))?;
-        let reply = adapter.call(&Request::add_episode(&conv.id, episode)).map_err(|e| in_episode(Error::Other(e)))?;
+        let reply = adapter.call(&Request::add_episode(&conv.id, episode));
+        // A model call the proxy could not answer fails the episode, whatever the adapter made of it.
+        if let Some(problem) = cfg.external_runtime.check.as_ref().and_then(|c| c()) {
+            let adapter_said = reply.as_ref().err().map(|e| format!("; {e}")).unwrap_or_default();
+            return Err(in_episode(Error::Other(format!("{problem}{adapter_said}"))));
+        }
+        let reply = reply.map_err(|e| in_episode(Error::Other(e)))?;
         let held = Held { memories: reply.memories.unwrap_or_default(), decisions: reply.decisions.unwrap_or_default() };
         let form_ms = ms(t);
         let rec = episode::write(conv, episode, held, &mut s.ids, state, cfg, stages.embedder, store, form_ms).map_err(in_episode)?;
