@@ -223,6 +223,8 @@ struct Inner {
     limits: ProxyLimits,
     upstream: Option<Upstream>,
     stats: Mutex<(ProxyStats, BTreeSet<String>)>,
+    /// Keys answered from a fixture or recorded (for `memform fixtures`' checks).
+    used: Mutex<BTreeSet<String>>,
     stop: AtomicBool,
     active: Mutex<usize>,
     changed: Condvar,
@@ -295,6 +297,7 @@ impl ProxyServer {
             limits: cfg.limits,
             upstream,
             stats: Mutex::new((stats, BTreeSet::new())),
+            used: Mutex::new(BTreeSet::new()),
             stop: AtomicBool::new(false),
             active: Mutex::new(0),
             changed: Condvar::new(),
@@ -320,6 +323,13 @@ impl ProxyServer {
     /// What it did so far.
     pub fn stats(&self) -> ProxyStats {
         self.inner.snapshot()
+    }
+
+    /// The chat keys answered from a fixture or recorded so far: what a
+    /// run through the proxy needed of the fixture directory (so that
+    /// `fixtures check`/`prune` can tell the used files from the unused).
+    pub fn used_keys(&self) -> BTreeSet<String> {
+        self.inner.used.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Stops accepting, waits for the requests in flight (each bounded by
@@ -428,6 +438,10 @@ impl Inner {
         s
     }
 
+    fn mark_used(&self, key: &str) {
+        self.used.lock().unwrap_or_else(PoisonError::into_inner).insert(key.to_string());
+    }
+
     fn count(&self, f: impl FnOnce(&mut ProxyStats)) {
         f(&mut self.stats.lock().unwrap_or_else(PoisonError::into_inner).0);
     }
@@ -524,6 +538,7 @@ impl Inner {
             Err(e) => Reply::error(500, "fixture_unreadable", crate::error::chain(&e)),
             Ok(Some(f)) => {
                 self.count(|s| s.hits += 1);
+                self.mark_used(&key);
                 Reply::ok(completion(&key, &material.model, &f.response))
             }
             Ok(None) => match &self.upstream {
@@ -671,6 +686,7 @@ impl Inner {
             return Reply::error(500, "fixture_unwritable", crate::error::chain(&e));
         }
         self.count(|s| s.recorded += 1);
+        self.mark_used(key);
         Reply::ok(completion(key, &model, &answer))
     }
 

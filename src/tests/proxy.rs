@@ -91,6 +91,7 @@ fn record_writes_a_fixture_and_replay_answers_it_byte_for_byte() {
 
     let proxy = start(record(&upstream), dir.path(), "none", ProxyLimits::default());
     let url = format!("{}/chat/completions", proxy.base_url());
+    assert!(proxy.used_keys().is_empty());
     let (status, recorded) = post(&url, &body);
     assert_eq!(status, 200, "{recorded}");
     let answer: Value = serde_json::from_str(&recorded).unwrap();
@@ -106,6 +107,7 @@ fn record_writes_a_fixture_and_replay_answers_it_byte_for_byte() {
     let (status, again) = post(&url, &body);
     assert_eq!((status, again.as_str()), (200, recorded.as_str()));
     assert_eq!(upstream.requests().len(), 1);
+    let used = proxy.used_keys();
     let stats = proxy.shutdown();
     assert_eq!((stats.requests, stats.chat, stats.recorded, stats.hits), (2, 2, 1, 1));
     assert!(stats.clean(), "{stats:?}");
@@ -117,6 +119,7 @@ fn record_writes_a_fixture_and_replay_answers_it_byte_for_byte() {
     assert_eq!(f.format, "memform-llm-fixture/2");
     assert!(dir.path().join(format!("{}.json", f.key)).is_file());
     assert_eq!(f.request.key().unwrap(), f.key);
+    assert_eq!(used.into_iter().collect::<Vec<_>>(), vec![f.key.clone()]);
     assert_eq!(f.request.stage.as_str(), "proxy");
     assert_eq!(f.request.model, "qwen-test");
     assert_eq!(f.request.messages[1].content, "I moved to Lyon.");
@@ -445,4 +448,51 @@ fn the_command_refuses_bad_flags_with_exit_2() {
         assert!(stderr.contains(names), "{args:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{args:?}: printed a URL");
     }
+}
+
+/// Sends `head` (and `body`) on a raw connection; the whole answer.
+fn raw(proxy: &ProxyServer, head: &str, body: &[u8]) -> String {
+    let mut s = TcpStream::connect(proxy.addr()).unwrap();
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+#[test]
+fn slow_chunked_and_expect_continue_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = ProxyLimits { read_timeout_secs: 1, ..ProxyLimits::default() };
+    let proxy = start(ProxyMode::Replay, dir.path(), "none", limits);
+
+    // A head that never ends: 408 after the read timeout, not a thread held forever.
+    let started = std::time::Instant::now();
+    let answer = raw(&proxy, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n", b"");
+    assert!(answer.starts_with("HTTP/1.1 408 "), "{answer}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // A body shorter than its Content-Length: 408 too (the rest never comes).
+    let answer = raw(&proxy, "POST /v1/embeddings HTTP/1.1\r\nContent-Length: 100\r\n\r\n", b"{\"input\":");
+    assert!(answer.starts_with("HTTP/1.1 408 "), "{answer}");
+    // A chunked upload: 411.
+    let answer = raw(&proxy, "POST /v1/embeddings HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", b"0\r\n\r\n");
+    assert!(answer.starts_with("HTTP/1.1 411 "), "{answer}");
+
+    // Expect: 100-continue gets its interim answer before the body is sent.
+    let body = json!({"model": "m", "input": "Ann moved to Lyon"}).to_string();
+    let mut s = TcpStream::connect(proxy.addr()).unwrap();
+    write!(s, "POST /v1/embeddings HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n", body.len()).unwrap();
+    let mut interim = [0u8; 25];
+    s.read_exact(&mut interim).unwrap();
+    assert_eq!(&interim, b"HTTP/1.1 100 Continue\r\n\r\n");
+    s.write_all(body.as_bytes()).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+    assert!(answer.contains("Connection: close"), "{answer}");
+
+    let stats = proxy.shutdown();
+    assert_eq!(stats.errors_by_status.get("408"), Some(&2));
+    assert_eq!(stats.errors_by_status.get("411"), Some(&1));
+    assert_eq!(stats.embeddings, 1);
 }
