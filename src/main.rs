@@ -110,6 +110,8 @@ struct Built {
     /// The OpenAI-compatible proxy an external system's model calls go
     /// through (a profile with `model_proxy`, in LLM mode).
     proxy: Option<Arc<memform::llm::proxy::ProxyServer>>,
+    /// The proxy's fixture directory.
+    proxy_fixtures: Option<PathBuf>,
     recorded: Recorded,
     /// run.json's `recorded`: digests of the fixture set and the vector cache.
     digests: serde_json::Value,
@@ -202,26 +204,34 @@ fn build_stages(
             let server = Arc::new(ProxyServer::start(pc)?);
             let url = server.base_url();
             let watched = server.clone();
+            let seen = std::sync::Mutex::new((0usize, 0u64));
             cfg.external_runtime = memform::pipeline::external::Runtime {
                 env: vec![
                     ("OPENAI_BASE_URL".into(), url.clone()),
                     ("MEMFORM_PROXY_URL".into(), url),
                     ("OPENAI_API_KEY".into(), "memform-proxy".into()),
                 ],
+                // Only what went wrong since the last check (episodes take the
+                // proxy one at a time, so it is the checking episode's).
                 check: Some(Arc::new(move || {
                     let st = watched.stats();
-                    if !st.misses.is_empty() {
+                    let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+                    let (misses, errors) = (st.misses.get(seen.0..).unwrap_or_default(), st.errors.saturating_sub(seen.1));
+                    let problem = if !misses.is_empty() {
                         Some(format!(
                             "the proxy has no fixture for {} model call(s) (replay; record them with --llm record): {}",
-                            st.misses.len(),
-                            st.misses.join(", ")
+                            misses.len(),
+                            misses.join(", ")
                         ))
-                    } else if st.errors > 0 {
-                        Some(format!("the proxy answered {} model call(s) with an error ({:?})", st.errors, st.errors_by_status))
+                    } else if errors > 0 {
+                        Some(format!("the proxy answered {errors} model call(s) with an error ({:?})", st.errors_by_status))
                     } else {
                         None
-                    }
+                    };
+                    *seen = (st.misses.len(), st.errors);
+                    problem
                 })),
+                serial: Default::default(),
             };
             recorded.llm_mode = Some(args.llm.clone());
             recorded.fixtures_dir = Some(dir.display().to_string());
@@ -235,6 +245,7 @@ fn build_stages(
             judge: Box::new(stage(modes.judge)),
             llm: None,
             proxy,
+            proxy_fixtures: fixtures,
             recorded,
             digests,
         });
@@ -277,7 +288,7 @@ fn build_stages(
         _ => profile.rules_judge(cfg),
     };
     let digests = recorded_digests(embedder.as_ref(), llm.as_deref())?;
-    Ok(Built { extractor, embedder, judge, llm, proxy: None, recorded, digests })
+    Ok(Built { extractor, embedder, judge, llm, proxy: None, proxy_fixtures: None, recorded, digests })
 }
 
 /// The `recorded` object of run.json: digests of the fixture set and the
@@ -497,13 +508,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
     let proxy = finish_proxy(&mut built);
     built.embedder.flush()?;
     let output = output?;
-    if let Some(stats) = proxy? {
-        let mut recorded = built.digests.clone();
-        recorded["proxy"] = serde_json::to_value(&stats)?;
-        if memform::rundir::update_recorded(&output.out_dir, &recorded)? {
-            memform::regenerate::regenerate_locked(&output.out_dir, &lock)?;
-        }
-    }
+    let proxy = proxy?;
     for w in output.qa_warnings.iter().take(20) {
         eprintln!("warning: {w}");
     }
@@ -515,6 +520,14 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
     }
     if args.stage.llm == "record" || args.stage.embed == "record" {
         finish_recording(&built, &output.out_dir, &lock)?;
+    }
+    if let Some(stats) = proxy {
+        // The fixture set as the run leaves it, and what the proxy did.
+        let mut recorded = proxy_digests(built.embedder.as_ref(), built.proxy_fixtures.as_deref())?;
+        recorded["proxy"] = serde_json::to_value(&stats)?;
+        if memform::rundir::update_recorded(&output.out_dir, &recorded)? {
+            memform::regenerate::regenerate_locked(&output.out_dir, &lock)?;
+        }
     }
     if let Some(llm) = &built.llm {
         let t = llm.totals();
@@ -1583,7 +1596,7 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
     let mut compared = Vec::new();
     // Both run directories stay locked until they are read.
     let mut locks = Vec::new();
-    for (_, cfg, label, dir, built) in sides {
+    for (_, mut cfg, label, dir, mut built) in sides {
         let lock = Arc::new(memform::rundir::DirLock::acquire(&dir)?);
         locks.push(lock.clone());
         let stages = built.stages();
@@ -1608,8 +1621,11 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
                 ..RunOptions::default()
             };
             let result = run(&dataset, &cfg, stages, &opts);
+            cfg.external_runtime = Default::default();
+            let proxy = finish_proxy(&mut built);
             built.embedder.flush()?;
             result.with_context(|| format!("run {label}"))?;
+            proxy.with_context(|| format!("run {label}"))?;
             if args.stage.llm == "record" || args.stage.embed == "record" {
                 finish_recording(&built, &dir, &lock)?;
             }

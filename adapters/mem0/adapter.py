@@ -45,6 +45,24 @@ def _next_uuid():
 
 uuid.uuid4 = _next_uuid
 
+# MEM0_ADAPTER_NOW=YYYY-MM-DD: the day mem0's clock reads (the tests replay
+# under two such days; the episode's date must win wherever it matters).
+_now = os.environ.get("MEM0_ADAPTER_NOW")
+if _now:
+    import datetime as _dt
+
+    class _Clock(_dt.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            fixed = cls.fromisoformat(_now + "T12:00:00")
+            return fixed.replace(tzinfo=tz) if tz is not None else fixed
+
+        @classmethod
+        def utcnow(cls):
+            return cls.fromisoformat(_now + "T12:00:00")
+
+    _dt.datetime = _Clock
+
 from mem0 import Memory  # noqa: E402
 import mem0.configs.prompts as prompts  # noqa: E402
 import mem0.memory.main as mem0_main  # noqa: E402

@@ -129,7 +129,14 @@ impl Profile for Signet {
 }
 
 /// Every profile, the default first.
-pub const PROFILES: &[&dyn Profile] = &[&super::soda::Soda, &Signet, &super::memorix::Memorix, &super::dreaming::profile::Dreaming, &super::external::EXTERNAL, &super::external::MEM0];
+pub const PROFILES: &[&dyn Profile] = &[
+    &super::soda::Soda,
+    &Signet,
+    &super::memorix::Memorix,
+    &super::dreaming::profile::Dreaming,
+    &super::external::EXTERNAL,
+    &super::external::MEM0,
+];
 
 /// One line per config key set away from its default in a section that
 /// `cfg`'s profile does not read: such a key is ignored, and the run says so

@@ -38,7 +38,7 @@ fn dataset(dir: &Path) {
             {"id": "e2", "timestamp": "2024-03-01T10:00:00",
              "turns": [{"id": "t3", "speaker": "Ann", "text": "I moved to Apple last week."}]}
         ],
-        "gold": {"facts": [{"turn": "t1", "content": "Ann works at Google"}],
+        "gold": {"facts": [{"id": "g1", "episode": "e1", "text": "Ann works at Google", "evidence": ["t1"]}],
                  "qa": [{"question": "Where does Ann work?", "answer": "Apple", "evidence": ["t3"]}]}
     });
     std::fs::write(conv.join("c1.json"), body.to_string()).unwrap();
@@ -109,13 +109,21 @@ fn refused(fault: &str, extra: &[&str], expect: &str) -> Duration {
 
 #[test]
 fn a_crashing_adapter_stops_the_run_naming_the_episode() {
-    refused("sys.stderr.write('boom: out of memory\\n')\nsys.exit(3)", &[], "exited (exit status: 3) without replying to add_episode; its stderr ends: boom: out of memory");
+    refused(
+        "sys.stderr.write('boom: out of memory\\n')\nsys.exit(3)",
+        &[],
+        "exited (exit status: 3) without replying to add_episode; its stderr ends: boom: out of memory",
+    );
 }
 
 #[test]
 fn a_hanging_adapter_is_killed_after_the_time_limit() {
-    let took = refused("time.sleep(600)", &["--set", "external.reply_timeout_s=1"], "did not reply to add_episode within external.reply_timeout_s = 1 s");
-    assert!(took < Duration::from_secs(60), "bounded: {took:?}");
+    let took = refused(
+        "time.sleep(600)",
+        &["--set", "external.reply_timeout_s=8"],
+        "did not reply to add_episode within external.reply_timeout_s = 8 s",
+    );
+    assert!(took < Duration::from_secs(120), "bounded: {took:?}");
 }
 
 #[test]
@@ -134,7 +142,11 @@ fn an_unknown_op_answer_stops_the_run() {
 
 #[test]
 fn an_over_long_reply_line_stops_the_run() {
-    refused("print('x' * 5000, flush=True)\ncontinue", &["--set", "external.max_reply_bytes=1024"], "longer than external.max_reply_bytes = 1024");
+    refused(
+        "print('x' * 5000, flush=True)\ncontinue",
+        &["--set", "external.max_reply_bytes=1024"],
+        "longer than external.max_reply_bytes = 1024",
+    );
 }
 
 #[test]
@@ -145,11 +157,12 @@ fn adapter_limits_are_bounded_and_the_external_profile_needs_a_command() {
     let out = tmp.path().join("out");
     let (ds, out) = (ds.to_str().unwrap(), out.to_str().unwrap());
     for (set, expect) in [
-        ("external.reply_timeout_s=0", "external.reply_timeout_s = 0: must be within [1, 3600]"),
+        ("external.reply_timeout_s=0", "external.reply_timeout_s = 0: must be within 1..=3600"),
         ("external.max_reply_bytes=10", "external.max_reply_bytes = 10: must be within"),
-        ("external.search_k=1000", "external.search_k = 1000: must be within [1, 100]"),
+        ("external.search_k=1000", "external.search_k = 1000: must be within 1..=100"),
     ] {
-        let (code, _, err) = memform(&["run", "--dataset", ds, "--profile", "external", "--adapter", MINIMAL, "--set", set, "--out", out], &[]);
+        let (code, _, err) =
+            memform(&["run", "--dataset", ds, "--profile", "external", "--adapter", MINIMAL, "--set", set, "--out", out], &[]);
         assert_eq!(code, Some(2), "{err}");
         assert!(err.contains(expect), "{expect:?} in {err}");
     }
@@ -165,8 +178,10 @@ fn adapter_limits_are_bounded_and_the_external_profile_needs_a_command() {
 fn the_minimal_adapter_runs_the_scenarios_as_a_raw_baseline() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    let (code, _, err) =
-        memform(&["run", "--dataset", "datasets/scenarios", "--profile", "external", "--adapter", MINIMAL, "--out", out.to_str().unwrap()], &[]);
+    let (code, _, err) = memform(
+        &["run", "--dataset", "datasets/scenarios", "--profile", "external", "--adapter", MINIMAL, "--out", out.to_str().unwrap()],
+        &[],
+    );
     assert_eq!(code, Some(0), "{err}");
     let summary: Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let m = &summary["metrics"];
@@ -331,8 +346,10 @@ fn the_messages_of_a_run_validate_against_the_schema() {
     let log = tmp.path().join("lines.log");
     let cmd = logging_adapter(tmp.path(), &log);
     let out = tmp.path().join("out");
-    let (code, _, err) =
-        memform(&["run", "--dataset", "datasets/scenarios", "--profile", "external", "--adapter", &cmd, "--out", out.to_str().unwrap()], &[]);
+    let (code, _, err) = memform(
+        &["run", "--dataset", "datasets/scenarios", "--profile", "external", "--adapter", &cmd, "--out", out.to_str().unwrap()],
+        &[],
+    );
     assert_eq!(code, Some(0), "{err}");
     let text = std::fs::read_to_string(&log).unwrap();
     let mut ops = std::collections::BTreeSet::new();

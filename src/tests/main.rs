@@ -16,6 +16,7 @@ mod kill_rerun;
 mod layers;
 mod llm_replay;
 mod locomo_data;
+mod mem0;
 mod memorix;
 mod out_dir;
 mod pairs_data;

@@ -36,6 +36,9 @@ pub struct IdMap {
     pub facts: HashMap<String, String>,
     /// memform fact id → system id.
     pub systems: HashMap<String, String>,
+    /// System ids the store refused (their text is another live memory's),
+    /// with that text's hash: not offered again until the text changes.
+    pub refused: HashMap<String, String>,
 }
 
 enum Op {
@@ -145,7 +148,14 @@ fn apply(tx: &mut dyn WriteTx, ops: &[Op], date: Option<&str>, mode: WriteMode) 
                     }
                     out.audit.push(audit(id, AuditAction::Insert, Outcome::Created, Some(id), None, "the system holds a new memory"));
                 } else {
-                    out.audit.push(audit(id, AuditAction::Insert, Outcome::Skipped, None, None, "conflict: a live memory has this content hash"));
+                    out.audit.push(audit(
+                        id,
+                        AuditAction::Insert,
+                        Outcome::Skipped,
+                        None,
+                        None,
+                        "conflict: a live memory has this content hash",
+                    ));
                 }
             }
             Op::Update { candidate, target, update } => {
@@ -212,11 +222,13 @@ pub fn write(
             if turn_ids.contains(t.as_str()) {
                 turns.push(t.clone());
             } else {
-                warnings.push(Warning::new("external_unknown_turn", format!("memory {:?} names turn {t:?}, not in the conversation", m.id)));
+                warnings
+                    .push(Warning::new("external_unknown_turn", format!("memory {:?} names turn {t:?}, not in the conversation", m.id)));
             }
         }
         let decision = decisions.get(m.id.as_str()).copied();
         match ids.facts.get(&m.id).cloned() {
+            None if ids.refused.get(&m.id).is_some_and(|h| *h == normalize_and_hash_content(m.content.trim()).hash) => {}
             None => {
                 let id = candidate();
                 let vector = embedder.embed(&[m.content.trim()], &source)?.pop().unwrap_or_default();
@@ -324,6 +336,11 @@ pub fn write(
     for op in ops {
         match op {
             Op::Insert(row, _) => {
+                if applied.get(row.id.as_str()).is_some_and(|a| a.outcome == Outcome::Skipped)
+                    && let Some((system, _)) = new_ids.iter().find(|(_, f)| *f == row.id)
+                {
+                    ids.refused.insert(system.clone(), row.hash.clone());
+                }
                 if applied.get(row.id.as_str()).is_some_and(|a| a.outcome == Outcome::Created) {
                     if let Some((system, _)) = new_ids.iter().find(|(_, f)| *f == row.id) {
                         ids.facts.insert(system.clone(), row.id.clone());

@@ -68,6 +68,10 @@ pub const MEM0: External = External {
 pub struct Runtime {
     pub env: Vec<(String, String)>,
     pub check: Option<Arc<dyn Fn() -> Option<String> + Send + Sync>>,
+    /// Held around each episode's exchange while `check` is set: one
+    /// conversation at a time talks to the proxy, so a miss is the
+    /// episode's that caused it.
+    pub serial: Arc<Mutex<()>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -191,12 +195,14 @@ impl Profile for External {
         let mut guard = companion.lock().unwrap_or_else(|p| p.into_inner());
         let s = session(&mut guard)?;
         let adapter = s.adapter.as_mut().ok_or_else(|| in_episode(Error::Other("the adapter has ended".into())))?;
+        let serial = cfg.external_runtime.check.as_ref().map(|_| cfg.external_runtime.serial.lock().unwrap_or_else(|p| p.into_inner()));
         let reply = adapter.call(&Request::add_episode(&conv.id, episode));
         // A model call the proxy could not answer fails the episode, whatever the adapter made of it.
         if let Some(problem) = cfg.external_runtime.check.as_ref().and_then(|c| c()) {
             let adapter_said = reply.as_ref().err().map(|e| format!("; {e}")).unwrap_or_default();
             return Err(in_episode(Error::Other(format!("{problem}{adapter_said}"))));
         }
+        drop(serial);
         let reply = reply.map_err(|e| in_episode(Error::Other(e)))?;
         let held = Held { memories: reply.memories.unwrap_or_default(), decisions: reply.decisions.unwrap_or_default() };
         let form_ms = ms(t);
