@@ -54,7 +54,7 @@ LOCOMO_AUDIT_FALLBACK ?= ../shared/datasets/locomo-audit
 
 PHONY_EXTRA := locomo-embeddings longmemeval pairs-data pairs-check locomo-audit-data
 .PHONY: all build run test lint install-check fuzz fuzz-build bench locomo locomo-llm locomo-compare locomo-data $(PHONY_EXTRA) record record-embeddings record-locomo \
-        models test-py-deps memorix llm-server-deps llm-server-start llm-server-stop gate update-baseline clean-reports
+        models test-py-deps memorix mem0 record-mem0 llm-server-deps llm-server-start llm-server-stop gate update-baseline clean-reports
 
 all: build
 
@@ -74,7 +74,7 @@ run: build
 ## MiniLM reference, the live llama.cpp record/replay test, the CI outputs
 ## read by independent parsers (JUnit XML, the docs' workflow YAML), and
 ## (first) a short fuzzing run of the input boundaries.
-test: lint models llm-server-deps test-py-deps memorix fuzz
+test: lint models llm-server-deps test-py-deps memorix mem0 fuzz
 	$(CARGO) test --release --locked
 
 # ---- Fuzzing: cargo-fuzz (libFuzzer) targets in fuzz/, its own crate ----
@@ -265,11 +265,35 @@ $(MEMORIX_STAMP): $(MEMORIX_DIR)/package.json $(MEMORIX_DIR)/package-lock.json
 	@node -e 'const v = require("./$(MEMORIX_DIR)/node_modules/memorix/package.json").version; if (v !== "1.0.7") { console.error("memorix " + v + " installed, 1.0.7 expected"); process.exit(1); }'
 	@rm -f $(MEMORIX_DIR)/node_modules/.memform-*; touch $@
 
+# ---- mem0, the reference external system (docs/adapters.md) ----
+# mem0ai from PyPI, pinned in adapters/mem0/requirements.txt, into the
+# git-ignored adapters/mem0/.venv/ (reinstalled when the requirements change).
+MEM0_DIR := adapters/mem0
+MEM0_STAMP := $(MEM0_DIR)/.venv/.memform-$(shell sha256sum $(MEM0_DIR)/requirements.txt 2>/dev/null | cut -c1-12)
+
+## Install mem0ai (pinned) for `--profile mem0` and its replay tests.
+mem0: $(MEM0_STAMP)
+
+$(MEM0_STAMP): $(MEM0_DIR)/requirements.txt
+	@[ -x $(MEM0_DIR)/.venv/bin/python ] || python3 -m venv $(MEM0_DIR)/.venv
+	$(MEM0_DIR)/.venv/bin/python -m pip install --quiet --disable-pip-version-check -r $(MEM0_DIR)/requirements.txt
+	@rm -f $(MEM0_DIR)/.venv/.memform-*; touch $@
+
+## Re-record mem0's model calls on the scenarios through the proxy, against the
+## local llama.cpp server (into datasets/scenarios/fixtures/proxy-mem0/).
+record-mem0: LLM_CTX := 16384
+record-mem0: build mem0 llm-server-start
+	$(BIN) run --dataset $(SCENARIOS) --profile mem0 --mode llm --llm record --set 'llm_url="http://127.0.0.1:$(LLM_PORT)"' \
+	  --set external.reply_timeout_s=3600 --threads 1 --out reports/scenarios-mem0 > /dev/null; \
+	status=$$?; $(MAKE) --no-print-directory llm-server-stop; exit $$status
+
 # ---- LLM mode: a local llama.cpp server with SmolLM2-135M-Instruct ----
 # Outside the clone, like the build cache, so CI reuses the ~8-minute build.
 LLM_VENV ?= $(HOME)/.cache/memform/venv-llm
 export MEMFORM_LLM_VENV := $(LLM_VENV)
 LLM_PORT ?= 8765
+# The server's context window; mem0 2.x's extraction prompt alone is ~8.7k tokens (record-mem0 asks 16384).
+LLM_CTX ?= 8192
 LLM_PY := $(LLM_VENV)/bin/python
 LLM_PIDFILE := $(LLM_VENV)/server.pid
 LLM_LOG := $(LLM_VENV)/server.log
@@ -297,7 +321,7 @@ llm-server-start: llm-server-deps
 	$(LLM_PY) -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)' $(LLM_PORT) 2>/dev/null \
 	  && { echo "port $(LLM_PORT) is already in use: stop that server or pick LLM_PORT=..." >&2; exit 2; }; \
 	OMP_WAIT_POLICY=PASSIVE nohup $(LLM_PY) -m llama_cpp.server --model "$$model" --model_alias SmolLM2-135M-Instruct.Q4_1 \
-	  --host 127.0.0.1 --port $(LLM_PORT) --n_ctx 8192 --verbose false > $(LLM_LOG) 2>&1 & \
+	  --host 127.0.0.1 --port $(LLM_PORT) --n_ctx $(LLM_CTX) --verbose false > $(LLM_LOG) 2>&1 & \
 	echo $$! > $(LLM_PIDFILE); pid="$$(cat $(LLM_PIDFILE))"; \
 	for i in $$(seq 1 240); do \
 	  if $(LLM_PY) -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' \

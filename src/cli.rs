@@ -127,6 +127,9 @@ pub struct ConfigArgs {
     /// The pipeline profile (`memform profiles` lists them); overrides the config's `profile`.
     #[arg(long)]
     pub profile: Option<String>,
+    /// An external system's adapter command (`--profile external`; docs/adapters.md): sets `external.adapter`.
+    #[arg(long, value_name = "CMD")]
+    pub adapter: Option<String>,
 }
 
 #[derive(Subcommand)]

@@ -65,6 +65,9 @@ impl ConfigArgs {
         if let Some(p) = &self.profile {
             cfg.profile = profiles::by_name(p)?.name().to_string();
         }
+        if let Some(a) = &self.adapter {
+            cfg.external.adapter = a.clone();
+        }
         // A deprecated spelling works, and says so; a key the profile never
         // reads is ignored, and said so (an unknown profile is reported by
         // validation).
@@ -101,9 +104,14 @@ impl ModeArgs {
 /// The stages of a run, owned, with what the manifest says about them.
 struct Built {
     extractor: Box<dyn Extractor>,
-    embedder: Box<dyn Embedder>,
+    embedder: Arc<dyn Embedder>,
     judge: Box<dyn Judge>,
     llm: Option<Arc<RecordedLlm>>,
+    /// The OpenAI-compatible proxy an external system's model calls go
+    /// through (a profile with `model_proxy`, in LLM mode).
+    proxy: Option<Arc<memform::llm::proxy::ProxyServer>>,
+    /// The proxy's fixture directory.
+    proxy_fixtures: Option<PathBuf>,
     recorded: Recorded,
     /// run.json's `recorded`: digests of the fixture set and the vector cache.
     digests: serde_json::Value,
@@ -167,9 +175,81 @@ fn build_stages(
         cmd.push_str(&format!(" --model-dir {}", d.display()));
     }
     spec.record_command = Some(cmd);
-    let embedder = build_embedder(&spec)?;
+    let embedder: Arc<dyn Embedder> = Arc::from(build_embedder(&spec)?);
     let mut recorded = Recorded { embed_mode: Some(spec.mode.as_str().to_string()), ..Recorded::default() };
     let profile = profiles::by_name(&cfg.profile)?;
+    if let Some(rules) = profile.model_proxy() {
+        // An external system forms the memories: memform's stages only name
+        // the mode; in LLM mode its model calls go through the proxy.
+        let name = profile.name();
+        let stage = |mode| memform::pipeline::external::SystemStage { mode, profile: name };
+        let mut proxy = None;
+        let mut fixtures = None;
+        if modes.uses_llm() {
+            use memform::llm::proxy::{Normalise, ProxyConfig, ProxyMode, ProxyServer};
+            let mode = match args.llm.as_str() {
+                "replay" => ProxyMode::Replay,
+                "record" => ProxyMode::Record { upstream: cfg.llm_url.clone() },
+                other => {
+                    return Err(memform::error::Error::Config(format!(
+                        "--llm {other}: profile {name} records (--llm record) or replays (--llm replay) its model calls through the proxy"
+                    ))
+                    .into());
+                }
+            };
+            let dir = args.fixtures.clone().unwrap_or_else(|| root.join("fixtures").join(format!("proxy-{name}")));
+            let mut pc = ProxyConfig::new(mode, dir.clone());
+            pc.embedder = embedder.clone();
+            pc.normalise = Normalise::named(rules)?;
+            let server = Arc::new(ProxyServer::start(pc)?);
+            let url = server.base_url();
+            let watched = server.clone();
+            let seen = std::sync::Mutex::new((0usize, 0u64));
+            cfg.external_runtime = memform::pipeline::external::Runtime {
+                env: vec![
+                    ("OPENAI_BASE_URL".into(), url.clone()),
+                    ("MEMFORM_PROXY_URL".into(), url),
+                    ("OPENAI_API_KEY".into(), "memform-proxy".into()),
+                ],
+                // Only what went wrong since the last check (episodes take the
+                // proxy one at a time, so it is the checking episode's).
+                check: Some(Arc::new(move || {
+                    let st = watched.stats();
+                    let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+                    let (misses, errors) = (st.misses.get(seen.0..).unwrap_or_default(), st.errors.saturating_sub(seen.1));
+                    let problem = if !misses.is_empty() {
+                        Some(format!(
+                            "the proxy has no fixture for {} model call(s) (replay; record them with --llm record): {}",
+                            misses.len(),
+                            misses.join(", ")
+                        ))
+                    } else if errors > 0 {
+                        Some(format!("the proxy answered {errors} model call(s) with an error ({:?})", st.errors_by_status))
+                    } else {
+                        None
+                    };
+                    *seen = (st.misses.len(), st.errors);
+                    problem
+                })),
+                serial: Default::default(),
+            };
+            recorded.llm_mode = Some(args.llm.clone());
+            recorded.fixtures_dir = Some(dir.display().to_string());
+            fixtures = Some(dir);
+            proxy = Some(server);
+        }
+        let digests = proxy_digests(embedder.as_ref(), fixtures.as_deref())?;
+        return Ok(Built {
+            extractor: Box::new(stage(modes.extract)),
+            embedder,
+            judge: Box::new(stage(modes.judge)),
+            llm: None,
+            proxy,
+            proxy_fixtures: fixtures,
+            recorded,
+            digests,
+        });
+    }
     let mut llm = None;
     let mut settings = None;
     if modes.uses_llm() {
@@ -208,7 +288,7 @@ fn build_stages(
         _ => profile.rules_judge(cfg),
     };
     let digests = recorded_digests(embedder.as_ref(), llm.as_deref())?;
-    Ok(Built { extractor, embedder, judge, llm, recorded, digests })
+    Ok(Built { extractor, embedder, judge, llm, proxy: None, proxy_fixtures: None, recorded, digests })
 }
 
 /// The `recorded` object of run.json: digests of the fixture set and the
@@ -223,6 +303,35 @@ fn recorded_digests(embedder: &dyn Embedder, llm: Option<&RecordedLlm>) -> Resul
         None => serde_json::Value::Null,
     };
     Ok(serde_json::json!({"fixtures": fixtures, "embeddings": embeddings}))
+}
+
+/// run.json's `recorded` for a run through the proxy: the fixture set's
+/// digest (when its directory exists) and the vector cache's.
+fn proxy_digests(embedder: &dyn Embedder, fixtures: Option<&std::path::Path>) -> Result<serde_json::Value> {
+    let mut v = recorded_digests(embedder, None)?;
+    if let Some(dir) = fixtures.filter(|d| d.is_dir()) {
+        v["fixtures"] = memform::provenance::fixture_set_digest(dir)?;
+    }
+    Ok(v)
+}
+
+/// Stops a run's proxy: its figures (run.json's `recorded.proxy`, with
+/// every normalisation), or the error naming the fixtures it lacked.
+fn finish_proxy(built: &mut Built) -> Result<Option<memform::llm::proxy::ProxyStats>> {
+    let Some(proxy) = built.proxy.take() else { return Ok(None) };
+    let stats = match Arc::try_unwrap(proxy) {
+        Ok(p) => p.shutdown(),
+        Err(shared) => shared.stats(),
+    };
+    if !stats.misses.is_empty() {
+        return Err(memform::error::Error::Other(format!(
+            "the proxy has no fixture for {} model call(s) (replay): {}",
+            stats.misses.len(),
+            stats.misses.join(", ")
+        ))
+        .into());
+    }
+    Ok(Some(stats))
 }
 
 /// After a run that recorded answers or vectors: run.json's digests become
@@ -355,7 +464,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
             p.live_calls, p.fixture_hits, p.prompt_tokens, p.completion_tokens
         ));
     });
-    let built = build_stages(modes, &args.stage, &mut cfg, &args.dataset, &dataset, Some(llm_hook), &record_run(&args.dataset))?;
+    let mut built = build_stages(modes, &args.stage, &mut cfg, &args.dataset, &dataset, Some(llm_hook), &record_run(&args.dataset))?;
     let pb = bar.clone();
     let (abort_after, hold_until) = faults();
     let opts = RunOptions {
@@ -397,8 +506,12 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
     };
     let output = run(&dataset, &cfg, built.stages(), &opts);
     bar.finish_and_clear();
+    // The adapters are done with the proxy: stop it (a miss is an error).
+    cfg.external_runtime = Default::default();
+    let proxy = finish_proxy(&mut built);
     built.embedder.flush()?;
     let output = output?;
+    let proxy = proxy?;
     for w in output.qa_warnings.iter().take(20) {
         eprintln!("warning: {w}");
     }
@@ -410,6 +523,14 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
     }
     if args.stage.llm == "record" || args.stage.embed == "record" {
         finish_recording(&built, &output.out_dir, &lock)?;
+    }
+    if let Some(stats) = proxy {
+        // The fixture set as the run leaves it, and what the proxy did.
+        let mut recorded = proxy_digests(built.embedder.as_ref(), built.proxy_fixtures.as_deref())?;
+        recorded["proxy"] = serde_json::to_value(&stats)?;
+        if memform::rundir::update_recorded(&output.out_dir, &recorded)? {
+            memform::regenerate::regenerate_locked(&output.out_dir, &lock)?;
+        }
     }
     if let Some(llm) = &built.llm {
         let t = llm.totals();
@@ -1520,7 +1641,7 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
     let mut compared = Vec::new();
     // Both run directories stay locked until they are read.
     let mut locks = Vec::new();
-    for (_, cfg, label, dir, built) in sides {
+    for (_, mut cfg, label, dir, mut built) in sides {
         let lock = Arc::new(memform::rundir::DirLock::acquire(&dir)?);
         locks.push(lock.clone());
         let stages = built.stages();
@@ -1545,8 +1666,11 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
                 ..RunOptions::default()
             };
             let result = run(&dataset, &cfg, stages, &opts);
+            cfg.external_runtime = Default::default();
+            let proxy = finish_proxy(&mut built);
             built.embedder.flush()?;
             result.with_context(|| format!("run {label}"))?;
+            proxy.with_context(|| format!("run {label}"))?;
             if args.stage.llm == "record" || args.stage.embed == "record" {
                 finish_recording(&built, &dir, &lock)?;
             }

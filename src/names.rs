@@ -6,6 +6,10 @@
 /// The QA evaluation's three sources, in report order.
 pub const SOURCES: [&str; 3] = ["formed", "raw_turns", "raw_sessions"];
 
+/// The QA source of an external system's own search (`qa_system_*`): rows
+/// only for a run of a profile built on the adapter protocol.
+pub const SYSTEM_SOURCE: &str = "system";
+
 /// The QA evaluation's numeric summary keys (`qa::summary_metrics`: what a
 /// sweep point reports and `--objective` may name).
 pub fn qa_metric_names() -> Vec<String> {

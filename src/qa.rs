@@ -66,7 +66,7 @@ pub fn in_headline(r: &QaRow) -> bool {
 /// The largest k reported (the rows keep this many retrieved ids); every
 /// search goes as deep as the corpus, for the budgeted figures.
 pub const MAX_K: usize = 10;
-pub use crate::names::{SOURCES, qa_metric_names as metric_names};
+pub use crate::names::{SOURCES, SYSTEM_SOURCE, qa_metric_names as metric_names};
 
 /// One ranked retrieval scored against one item's evidence.
 #[derive(Debug, Clone, PartialEq)]
@@ -397,6 +397,26 @@ fn evaluate_conversation(
         out.words_indexed.insert("formed", formed.docs.iter().filter(|d| d.live_now).map(|d| d.text.words.len()).sum());
         sources.push(("formed", Searched::Store(searcher), &formed));
     }
+    // The external system's own search: its recorded hits, read over the
+    // same corpus (the facts its memories became).
+    let system: HashMap<usize, Vec<SearchHit>> = match store {
+        Some(s) => {
+            let mut by_item: HashMap<usize, Vec<SearchHit>> = HashMap::new();
+            for h in s.system_search_of(&conv.id)? {
+                let e = by_item.entry(h.item).or_default();
+                if let Some(fact_id) = h.fact_id {
+                    e.push(SearchHit { fact_id, score: h.score.unwrap_or(0.0), bm25: None, vector: None });
+                }
+            }
+            by_item
+        }
+        None => HashMap::new(),
+    };
+    if !system.is_empty() {
+        out.indexed.insert(SYSTEM_SOURCE, formed.docs.iter().filter(|d| d.live_now).count());
+        out.words_indexed.insert(SYSTEM_SOURCE, formed.docs.iter().filter(|d| d.live_now).map(|d| d.text.words.len()).sum());
+        sources.push((SYSTEM_SOURCE, Searched::Ranked(&system), &formed));
+    }
     if let Some((turns, sessions)) = &raw {
         out.indexed.insert("raw_turns", turns.1.docs.len());
         out.indexed.insert("raw_sessions", sessions.1.docs.len());
@@ -450,7 +470,7 @@ fn evaluate_conversation(
                 let mut deep = (2 * need).div_ceil(corpus.median_words.max(1)).clamp(MAX_K, n);
                 let mut hits = loop {
                     let leg_k = deep.saturating_mul(params.leg_k / MAX_K.max(1));
-                    let hits = st.search(&item.question, q, &SearchParams { top_k: deep, leg_k, ..params.clone() })?;
+                    let hits = st.search(*i, &item.question, q, &SearchParams { top_k: deep, leg_k, ..params.clone() })?;
                     let words: usize = hits.iter().filter_map(|h| corpus.text_of(&h.fact_id)).map(|t| t.words.len()).sum();
                     if words >= need || hits.len() < deep || deep >= n {
                         break hits;
@@ -496,13 +516,16 @@ fn evaluate_conversation(
 enum Searched<'a> {
     Store(&'a Searcher<'a>),
     Documents(&'a DocumentIndex),
+    /// Hits ranked elsewhere (an external system's own search), per item.
+    Ranked(&'a HashMap<usize, Vec<SearchHit>>),
 }
 
 impl Searched<'_> {
-    fn search(&self, text: &str, vector: &[f32], params: &SearchParams) -> Result<Vec<SearchHit>> {
+    fn search(&self, item: usize, text: &str, vector: &[f32], params: &SearchParams) -> Result<Vec<SearchHit>> {
         match self {
             Searched::Store(s) => s.search(text, vector, params),
             Searched::Documents(d) => d.search(text, vector, params),
+            Searched::Ranked(r) => Ok(r.get(&item).map(|h| h.iter().take(params.top_k).cloned().collect()).unwrap_or_default()),
         }
     }
 }
@@ -615,7 +638,8 @@ fn figures(m: &mut BTreeMap<String, Value>, rows: &[&QaRow], pre: &str) {
 pub fn summary_metrics(r: &QaResult) -> BTreeMap<String, Value> {
     let mut m = BTreeMap::new();
     let mut intervals = serde_json::Map::new();
-    for source in SOURCES {
+    let system = r.rows.iter().any(|row| row.source == SYSTEM_SOURCE).then_some(SYSTEM_SOURCE);
+    for source in SOURCES.into_iter().chain(system) {
         let prefix = if source == "formed" { "qa_".to_string() } else { format!("qa_{source}_") };
         let rows: Vec<&QaRow> = r.rows.iter().filter(|row| row.source == source && in_headline(row)).collect();
         figures(&mut m, &rows, &prefix);

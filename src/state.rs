@@ -337,6 +337,20 @@ pub struct ConvState {
     pub sims: Option<Arc<SimTable>>,
     /// The facts' [`ScanIndex`], brought up to date by [`ConvState::scan`].
     pub scan: ScanCache,
+    /// What a profile keeps for the conversation between its episodes
+    /// beside the memory (the external profile's adapter process).
+    pub companion: Companion,
+}
+
+/// A profile's per-conversation companion, shared by a state's clones and
+/// dropped with the last of them (an adapter process is then stopped).
+#[derive(Clone, Default)]
+pub struct Companion(pub Option<Arc<Mutex<Box<dyn std::any::Any + Send>>>>);
+
+impl std::fmt::Debug for Companion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Companion(..)" } else { "Companion(None)" })
+    }
 }
 
 impl ConvState {

@@ -28,6 +28,19 @@ pub use search::{
     Document, DocumentIndex, SearchHit, SearchParams, Searcher, blob_to_vector, fts_match_query, merge, normalise_bm25, vector_to_blob,
 };
 
+/// One hit of an external system's own search for a QA item
+/// (`system_search`): its rank, the fact its memory became (none when the
+/// system returned a memory it never listed) and its text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SystemHit {
+    pub item: usize,
+    pub rank: usize,
+    pub fact_id: Option<String>,
+    pub system_id: String,
+    pub content: String,
+    pub score: Option<f64>,
+}
+
 /// Named migrations, applied in order, each once, each in a transaction.
 /// Append only: never edit or reorder a released entry.
 pub const MIGRATIONS: &[(&str, &str)] = &[
@@ -211,6 +224,16 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
              conversation_id TEXT NOT NULL, turn_id TEXT NOT NULL, revision TEXT NOT NULL,
              state TEXT NOT NULL CHECK (state IN ('consumed', 'withheld')),
              pass_id TEXT NOT NULL, PRIMARY KEY (conversation_id, turn_id));",
+    ),
+    (
+        // The `external` profile's QA source: each QA question's hits from
+        // the external system's own search (docs/adapters.md), mapped onto
+        // the facts its memories became.
+        "0011_system_search",
+        "CREATE TABLE system_search (
+             conversation_id TEXT NOT NULL, item INTEGER NOT NULL, rank INTEGER NOT NULL,
+             fact_id TEXT, system_id TEXT NOT NULL, content TEXT NOT NULL, score REAL,
+             PRIMARY KEY (conversation_id, item, rank));",
     ),
 ];
 
@@ -516,6 +539,55 @@ impl Store {
         // The plan names facts of its conversation only.
         self.live.after_write(&guard, Some(&plan.conversation_id));
         out
+    }
+
+    /// Writes `conversation`'s hits of the external system's own search
+    /// (one unit; facts untouched).
+    pub fn write_system_search(&self, conversation: &str, hits: &[SystemHit]) -> Result<()> {
+        let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let err = |e| Error::Store { path: self.path.clone(), source: e };
+        self.live.before_write(&guard);
+        let out = (|| {
+            self.begin_unit(&guard).map_err(err)?;
+            let tx = guard.savepoint().map_err(err)?;
+            {
+                let mut st = tx
+                    .prepare_cached(
+                        "INSERT INTO system_search (conversation_id, item, rank, fact_id, system_id, content, score)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    )
+                    .map_err(err)?;
+                for h in hits {
+                    st.execute(params![conversation, h.item as i64, h.rank as i64, h.fact_id, h.system_id, h.content, h.score])
+                        .map_err(err)?;
+                }
+            }
+            tx.commit().map_err(err)?;
+            self.end_unit(&guard).map_err(err)
+        })();
+        self.live.after_write(&guard, None);
+        out
+    }
+
+    /// `conversation`'s hits of the external system's own search, by item and rank.
+    pub fn system_search_of(&self, conversation: &str) -> Result<Vec<SystemHit>> {
+        self.with(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT item, rank, fact_id, system_id, content, score FROM system_search
+                 WHERE conversation_id = ?1 ORDER BY item, rank",
+            )?;
+            st.query_map([conversation], |r| {
+                Ok(SystemHit {
+                    item: r.get::<_, i64>(0)? as usize,
+                    rank: r.get::<_, i64>(1)? as usize,
+                    fact_id: r.get(2)?,
+                    system_id: r.get(3)?,
+                    content: r.get(4)?,
+                    score: r.get(5)?,
+                })
+            })?
+            .collect()
+        })
     }
 
     /// [`Store::with`] for a write the search cache accounts for: it touches

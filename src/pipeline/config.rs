@@ -14,6 +14,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::dreaming::config::DreamingConfig;
+use super::external::config::ExternalConfig;
 use super::memorix::config::MemorixConfig;
 use super::signet::config::SignetConfig;
 use super::soda::SodaConfig;
@@ -29,6 +30,11 @@ pub struct Config {
     pub signet: SignetConfig,
     pub memorix: MemorixConfig,
     pub dreaming: DreamingConfig,
+    pub external: ExternalConfig,
+    /// What the command that starts the proxy gives an external adapter
+    /// (the proxy's URL, its health): never serialised, never compared
+    /// (docs/adapters.md).
+    pub external_runtime: super::external::Runtime,
     /// Deprecated spellings this config was given, one warning each (not
     /// part of the config: never serialised, never compared).
     deprecations: Vec<String>,
@@ -45,6 +51,7 @@ impl PartialEq for Config {
             && self.signet == o.signet
             && self.memorix == o.memorix
             && self.dreaming == o.dreaming
+            && self.external == o.external
     }
 }
 
@@ -62,7 +69,7 @@ impl std::ops::DerefMut for Config {
 }
 
 /// The sections, by name (each named after the profile that reads it).
-pub const SECTIONS: &[&str] = &[SodaConfig::NAME, SignetConfig::NAME, MemorixConfig::NAME, DreamingConfig::NAME];
+pub const SECTIONS: &[&str] = &[SodaConfig::NAME, SignetConfig::NAME, MemorixConfig::NAME, DreamingConfig::NAME, ExternalConfig::NAME];
 
 /// A section's flat aliases, by section name.
 fn flat_aliases(section: &str) -> &'static [(&'static str, &'static str)] {
@@ -71,6 +78,7 @@ fn flat_aliases(section: &str) -> &'static [(&'static str, &'static str)] {
         "signet" => SignetConfig::FLAT_ALIASES,
         "memorix" => MemorixConfig::FLAT_ALIASES,
         "dreaming" => DreamingConfig::FLAT_ALIASES,
+        "external" => ExternalConfig::FLAT_ALIASES,
         _ => &[],
     }
 }
@@ -82,6 +90,7 @@ fn bounds_of(section: &str) -> &'static [crate::config::Bound] {
         "signet" => SignetConfig::BOUNDS,
         "memorix" => MemorixConfig::BOUNDS,
         "dreaming" => DreamingConfig::BOUNDS,
+        "external" => ExternalConfig::BOUNDS,
         _ => &[],
     }
 }
@@ -106,6 +115,7 @@ impl Config {
             (SignetConfig::NAME, table_of(&d.signet).map_err(Error::Config)?),
             (MemorixConfig::NAME, table_of(&d.memorix).map_err(Error::Config)?),
             (DreamingConfig::NAME, table_of(&d.dreaming).map_err(Error::Config)?),
+            (ExternalConfig::NAME, table_of(&d.external).map_err(Error::Config)?),
         ]))
     }
 
@@ -116,6 +126,7 @@ impl Config {
         t.insert(SignetConfig::NAME.into(), toml::Value::Table(table_of(&self.signet).map_err(Error::Config)?));
         t.insert(MemorixConfig::NAME.into(), toml::Value::Table(table_of(&self.memorix).map_err(Error::Config)?));
         t.insert(DreamingConfig::NAME.into(), toml::Value::Table(table_of(&self.dreaming).map_err(Error::Config)?));
+        t.insert(ExternalConfig::NAME.into(), toml::Value::Table(table_of(&self.external).map_err(Error::Config)?));
         Ok(t)
     }
 
@@ -227,6 +238,8 @@ impl Config {
             signet: typed(Some(SignetConfig::NAME), section(SignetConfig::NAME))?,
             memorix: typed(Some(MemorixConfig::NAME), section(MemorixConfig::NAME))?,
             dreaming: typed(Some(DreamingConfig::NAME), section(DreamingConfig::NAME))?,
+            external: typed(Some(ExternalConfig::NAME), section(ExternalConfig::NAME))?,
+            external_runtime: Default::default(),
             deprecations,
             aliased,
         })
@@ -323,7 +336,8 @@ impl Config {
         sectioned(SodaConfig::NAME, self.soda.check())?;
         sectioned(SignetConfig::NAME, self.signet.check())?;
         sectioned(MemorixConfig::NAME, self.memorix.check())?;
-        sectioned(DreamingConfig::NAME, self.dreaming.check())
+        sectioned(DreamingConfig::NAME, self.dreaming.check())?;
+        sectioned(ExternalConfig::NAME, self.external.check())
     }
 
     /// Every numeric key within its range, then the relations between keys,
@@ -378,7 +392,7 @@ impl Config {
         let defaults = Config::default_tables()?;
         let mut out = Vec::new();
         for (name, default) in &defaults {
-            if *name == profile {
+            if super::external::config::reads(profile, name) {
                 continue;
             }
             let Some(toml::Value::Table(t)) = set.get(*name) else { continue };
@@ -415,9 +429,10 @@ impl Config {
             (SignetConfig::NAME, pretty(&d.signet)?),
             (MemorixConfig::NAME, pretty(&d.memorix)?),
             (DreamingConfig::NAME, pretty(&d.dreaming)?),
+            (ExternalConfig::NAME, pretty(&d.external)?),
         ];
         for (name, text) in sections {
-            if profile.is_some_and(|p| p != name) {
+            if profile.is_some_and(|p| !super::external::config::reads(p, name)) {
                 continue;
             }
             out.push_str(&format!("\n# read by profile {name} only\n[{name}]\n"));

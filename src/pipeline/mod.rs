@@ -15,6 +15,7 @@ pub mod config;
 #[path = "3_dedupe.rs"]
 pub mod dedupe;
 pub mod dreaming;
+pub mod external;
 #[path = "1_extract/mod.rs"]
 pub mod extract;
 #[path = "4_judge/mod.rs"]

@@ -27,6 +27,13 @@ pub trait Profile: Send + Sync {
     fn searches_while_forming(&self) -> bool {
         true
     }
+    /// When the profile's model calls are an external system's, made
+    /// through memform's OpenAI-compatible proxy (started by the command in
+    /// LLM mode) rather than the recorded boundary's stages: the proxy's
+    /// key normalisation rule set.
+    fn model_proxy(&self) -> Option<&'static str> {
+        None
+    }
     /// The extractor rules mode uses.
     fn rules_extractor(&self, cfg: &Config) -> Box<dyn Extractor> {
         Box::new(RulesExtractor::new(cfg.max_input_chars))
@@ -122,7 +129,14 @@ impl Profile for Signet {
 }
 
 /// Every profile, the default first.
-pub const PROFILES: &[&dyn Profile] = &[&super::soda::Soda, &Signet, &super::memorix::Memorix, &super::dreaming::profile::Dreaming];
+pub const PROFILES: &[&dyn Profile] = &[
+    &super::soda::Soda,
+    &Signet,
+    &super::memorix::Memorix,
+    &super::dreaming::profile::Dreaming,
+    &super::external::EXTERNAL,
+    &super::external::MEM0,
+];
 
 /// One line per config key set away from its default in a section that
 /// `cfg`'s profile does not read: such a key is ignored, and the run says so

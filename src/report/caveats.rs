@@ -33,6 +33,9 @@ pub fn not_computed(profile: &str, metric: &str) -> Option<&'static str> {
         ("signet", "entity_resolution_rate") => {
             Some("signet links entities inline as it writes and has no entity resolution stage, so no stored fact is counted as resolved")
         }
+        ("mem0", "turn_precision" | "turn_recall" | "turn_f1") => Some(
+            "mem0 keeps no source turn for a memory (it forms memories from the episode's messages together), so no stored fact names a turn",
+        ),
         _ => None,
     }
 }
@@ -46,6 +49,15 @@ pub fn of_run(manifest: &Value) -> Vec<String> {
              boundary, the transport and the guards end to end; its figures say nothing about what a capable model would \
              extract or judge, so read an LLM-versus-rules difference here as a property of this tiny model, not of LLM extraction."
         ));
+    }
+    if manifest.get("profile").and_then(Value::as_str) == Some("mem0") {
+        out.push(
+            "**Caveat: mem0 keeps no source turn.** Its memories name no turn, so the turn figures are not computed and the \
+             QA figures that score retrieved documents by their evidence turns (`qa_*` and `qa_system_*` recall, nDCG, MRR) \
+             read 0 by construction; content precision/recall against the gold facts' text, `hit_holds_answer` and the \
+             answer-in-budget figures still measure it."
+                .to_string(),
+        );
     }
     // LoCoMo and LongMemEval are chat transcripts (a native dataset may
     // carry agent observations, which memorix is built for).
@@ -89,5 +101,9 @@ mod tests {
         assert!(of_run(&observations).is_empty(), "a native dataset may hold the observations memorix is built for");
         assert!(not_computed("signet", "entity_resolution_rate").is_some());
         assert!(not_computed("soda", "entity_resolution_rate").is_none());
+        assert!(not_computed("mem0", "turn_recall").is_some());
+        let mem0 = serde_json::json!({"profile": "mem0", "extract_mode": "llm", "judge_mode": "llm", "config": {"llm_model": "SmolLM2-135M-Instruct.Q4_1"}});
+        let c = of_run(&mem0);
+        assert!(c.len() == 2 && c[0].contains("smoke-test model") && c[1].contains("mem0 keeps no source turn"), "{c:?}");
     }
 }

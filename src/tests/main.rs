@@ -3,6 +3,7 @@
 // Test and bench code may unwrap and print (the library may not).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
 
+mod adapters;
 mod calibrate;
 mod ci;
 mod cli;
@@ -15,6 +16,7 @@ mod kill_rerun;
 mod layers;
 mod llm_replay;
 mod locomo_data;
+mod mem0;
 mod memorix;
 mod out_dir;
 mod pairs_data;
