@@ -39,10 +39,10 @@ fn qa_sources(m: &std::collections::BTreeMap<String, Value>) -> Vec<(String, Str
         .map(|(l, p, _)| (l.to_string(), p.to_string()))
         .collect();
     for k in m.keys() {
-        if let Some(p) = k.strip_suffix("recall_any_at_200w").filter(|p| p.starts_with("qa_")) {
-            if !out.iter().any(|(_, q)| q == p) {
-                out.push((p.trim_start_matches("qa_").trim_end_matches('_').replace('_', " "), p.to_string()));
-            }
+        if let Some(p) = k.strip_suffix("recall_any_at_200w").filter(|p| p.starts_with("qa_"))
+            && !out.iter().any(|(_, q)| q == p)
+        {
+            out.push((p.trim_start_matches("qa_").trim_end_matches('_').replace('_', " "), p.to_string()));
         }
     }
     out
