@@ -52,7 +52,7 @@ LOCOMO_AUDIT_SHA256 ?= f298ef46263fada20688a1d672be37d4f488c6da3b19343eea55ae5c1
 LOCOMO_AUDIT_DATA ?= data/locomo-audit
 LOCOMO_AUDIT_FALLBACK ?= ../shared/datasets/locomo-audit
 
-PHONY_EXTRA := locomo-embeddings longmemeval pairs-data pairs-check locomo-audit-data
+PHONY_EXTRA := locomo-embeddings longmemeval pairs-data pairs-check locomo-audit-data chromium report-screenshots
 .PHONY: all build run test lint install-check fuzz fuzz-build bench locomo locomo-llm locomo-compare locomo-data $(PHONY_EXTRA) record record-embeddings record-locomo \
         models test-py-deps memorix mem0 record-mem0 llm-server-deps llm-server-start llm-server-stop gate update-baseline clean-reports
 
@@ -74,7 +74,7 @@ run: build
 ## MiniLM reference, the live llama.cpp record/replay test, the CI outputs
 ## read by independent parsers (JUnit XML, the docs' workflow YAML), and
 ## (first) a short fuzzing run of the input boundaries.
-test: lint models llm-server-deps test-py-deps memorix mem0 fuzz
+test: lint models llm-server-deps test-py-deps memorix mem0 chromium fuzz
 	$(CARGO) test --release --locked
 
 # ---- Fuzzing: cargo-fuzz (libFuzzer) targets in fuzz/, its own crate ----
@@ -258,6 +258,18 @@ MEMORIX_DIR := tools/memorix
 MEMORIX_STAMP := $(MEMORIX_DIR)/node_modules/.memform-$(shell sha256sum $(MEMORIX_DIR)/package-lock.json 2>/dev/null | cut -c1-12)
 
 ## Install memorix@1.0.7 (and its pinned dependencies) for the differential test.
+# Headless Chromium for the browser test of report.html (src/tests/report_html.rs):
+# Debian's `chromium` package, installed once (skipped when /usr/bin/chromium exists).
+CHROMIUM ?= /usr/bin/chromium
+chromium:
+	@if [ -x "$(CHROMIUM)" ]; then echo "chromium: $(CHROMIUM) is there"; \
+	else SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium; fi
+
+# Redraws docs/report-html-*.png: the browser test's screenshots of a run's and a comparison's report.html.
+report-screenshots: chromium
+	MEMFORM_SCREENSHOTS=$(CURDIR)/docs MEMFORM_CHROMIUM=$(CHROMIUM) $(CARGO) test --release --locked --test integration report_html
+
 memorix: $(MEMORIX_STAMP)
 
 $(MEMORIX_STAMP): $(MEMORIX_DIR)/package.json $(MEMORIX_DIR)/package-lock.json

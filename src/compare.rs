@@ -494,7 +494,7 @@ fn qa_values(dir: &Path) -> Result<QaValues> {
     }
     for i in 0..df.height() {
         let headline =
-            source.get(i) == Some("formed") && abstention.get(i) != Some(true) && category.get(i) != Some(crate::qa::ADVERSARIAL);
+            source.get(i) == Some("formed") && abstention.get(i) != Some(true) && !category.get(i).is_some_and(crate::qa::is_adversarial);
         if let (true, Some(c), Some(it)) = (headline, conv.get(i), item.get(i)) {
             out.insert((c.to_string(), it), values.iter().map(|v| v.as_ref().and_then(|v| v.get(i))).collect());
         }
@@ -919,7 +919,7 @@ pub fn render_markdown(c: &Comparison) -> String {
 }
 
 /// The files a comparison writes into its `--out`.
-pub const COMPARE_FILES: &[&str] = &["compare.json", "compare.md"];
+pub const COMPARE_FILES: &[&str] = &["compare.json", "compare.md", crate::report::html::FILE];
 
 /// An error when `out` holds a run's or a sweep's output, or a
 /// `compare.json`/`compare.md` that is not memform's (a `compare.md` is
@@ -942,6 +942,7 @@ pub fn write_comparison(out: &Path, c: &Comparison) -> Result<()> {
     write_text(&out.join("compare.md"), &render_markdown(c))
 }
 
+pub mod page;
 #[cfg(test)]
 mod tests;
 
@@ -974,6 +975,11 @@ pub struct ManyRow {
     pub higher_is_better: Option<bool>,
     /// Variant `i + 1` − the first: uplift, interval, and what it reads as.
     pub against_first: Vec<Against>,
+    /// The variants (by index) whose profile does not compute the metric
+    /// ([`crate::report::caveats::not_computed`]): "n/a", with the reason
+    /// in their `Against::undefined`, never compared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_computed: Vec<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1011,7 +1017,13 @@ pub fn compare_many(sides: &[Side], out: &Path, opts: CompareOptions) -> Result<
                 reading: reading(r),
             })
             .collect();
-        metrics.push(ManyRow { metric: row.metric.clone(), values, higher_is_better: row.higher_is_better, against_first });
+        // The first variant is every pair's A; variant i + 1 is pair i's B.
+        let mut not_computed: Vec<usize> = Vec::new();
+        if found.iter().any(|r| r.not_computed.iter().any(|s| s == "A")) {
+            not_computed.push(0);
+        }
+        not_computed.extend(found.iter().enumerate().filter(|(_, r)| r.not_computed.iter().any(|s| s == "B")).map(|(i, _)| i + 1));
+        metrics.push(ManyRow { metric: row.metric.clone(), values, higher_is_better: row.higher_is_better, against_first, not_computed });
     }
     let mut variants = vec![base.a.clone()];
     variants.extend(pairs.iter().map(|p| p.b.clone()));
@@ -1112,9 +1124,16 @@ pub fn render_many(c: &ManyComparison) -> String {
             None => "",
         };
         let count = is_count(&r.metric);
+        let na = |i: usize| r.not_computed.contains(&i);
         std::iter::once(format!("`{}`{dir}", r.metric))
-            .chain(r.values.iter().map(|v| value(*v, count)))
-            .chain(r.against_first.iter().enumerate().map(|(i, a)| against_cell(a, i)))
+            .chain(r.values.iter().enumerate().map(|(i, v)| if na(i) { "n/a".to_string() } else { value(*v, count) }))
+            .chain(r.against_first.iter().enumerate().map(|(i, a)| {
+                if na(0) || na(i + 1) {
+                    format!("– ({})", md(a.undefined.as_deref().unwrap_or("n/a: not computed")))
+                } else {
+                    against_cell(a, i)
+                }
+            }))
             .collect()
     };
     let _ = writeln!(o, "## Headline\n");

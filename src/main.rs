@@ -727,18 +727,25 @@ fn compare_and_write<L>(
     locks: Vec<L>,
     calibrations: &[(String, memform::calibrate::Calibration)],
 ) -> Result<(String, Vec<String>)> {
+    // report.html is drawn from the runs while their locks are held.
+    let page = |c: &serde_json::Value| memform::compare::page::render(compared, c);
+    let html = out.join(memform::report::html::FILE);
     if let [a, b] = compared {
         let comparison = memform::compare::compare_runs(a, b, out, opts)?;
+        let html_text = page(&serde_json::to_value(&comparison).context("serialise comparison")?)?;
         drop(locks);
         let _lock = memform::rundir::DirLock::acquire(out)?;
         memform::compare::write_comparison(out, &comparison)?;
+        memform::report::write_text(&html, &html_text)?;
         append_decision_quality(out, calibrations)?;
         Ok((serde_json::to_string_pretty(&comparison).context("serialise comparison")?, memform::compare::summary_lines(&comparison)))
     } else {
         let comparison = memform::compare::compare_many(compared, out, opts)?;
+        let html_text = page(&serde_json::to_value(&comparison).context("serialise comparison")?)?;
         drop(locks);
         let _lock = memform::rundir::DirLock::acquire(out)?;
         memform::compare::write_many(out, &comparison)?;
+        memform::report::write_text(&html, &html_text)?;
         append_decision_quality(out, calibrations)?;
         Ok((serde_json::to_string_pretty(&comparison).context("serialise comparison")?, Vec::new()))
     }

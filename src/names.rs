@@ -57,6 +57,7 @@ pub const REPORT_FILES: &[&str] = &[
     "episodes.csv",
     "per_conversation.csv",
     "report.md",
+    "report.html",
     PLOT_STORED,
     PLOT_OUTCOMES,
     PLOT_VERDICTS,

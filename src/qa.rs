@@ -57,10 +57,16 @@ pub fn date_label(timestamp: Option<&str>) -> Option<String> {
     (y.chars().all(|c| c.is_ascii_digit()) && (1..=31).contains(&d)).then(|| format!("[{d} {month} {y}]"))
 }
 
+/// Whether `category` is LoCoMo's adversarial one, with or without its
+/// name (`5`, `5 adversarial`: the importer names LoCoMo's categories).
+pub fn is_adversarial(category: &str) -> bool {
+    category.strip_prefix(ADVERSARIAL).is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
+}
+
 /// Whether a row counts in the headline figures: neither an abstention
 /// item nor an adversarial one (each reported apart).
 pub fn in_headline(r: &QaRow) -> bool {
-    !r.abstention && r.category != ADVERSARIAL
+    !r.abstention && !is_adversarial(&r.category)
 }
 
 /// The largest k reported (the rows keep this many retrieved ids); every
@@ -919,6 +925,33 @@ mod tests {
         assert_eq!(m["qa_by_category"]["knowledge-update"]["items_scored"], json!(1));
         assert_eq!((m["qa_abstention"]["recall_any_at_5"].clone(), m["qa_abstention"]["items_scored"].clone()), (json!(0.0), json!(2)));
         assert!(!m.contains_key("qa_raw_turns_abstention"), "no abstention rows for that source");
+    }
+
+    /// LoCoMo's categories arrive named (`5 adversarial`): the adversarial
+    /// items stay out of the headline figures under their name too.
+    #[test]
+    fn locomos_named_adversarial_items_are_reported_apart() {
+        let row = |category: &str, hit: bool| QaRow {
+            conversation: "c".into(),
+            item: 0,
+            category: category.into(),
+            source: "formed",
+            question: "q".into(),
+            as_of: None,
+            abstention: false,
+            evidence: vec!["t1".into()],
+            retrieved: vec![],
+            scores: vec![],
+            scored: score(&turns(&[if hit { &["t1"] } else { &["x"] }]), &ev(&["t1"]), 1),
+            budgeted: Budgeted::default(),
+        };
+        let r = QaResult { rows: vec![row("4 single-hop", true), row("5 adversarial", false)], ..QaResult::default() };
+        let m = summary_metrics(&r);
+        assert_eq!(m["qa_items_scored"], json!(1), "the adversarial item is apart");
+        assert_eq!(m["qa_recall_any_at_5"], json!(1.0));
+        assert_eq!(m["qa_adversarial"]["items_scored"], json!(1));
+        assert!(is_adversarial("5") && is_adversarial("5 adversarial"));
+        assert!(!is_adversarial("50") && !is_adversarial("4 single-hop") && !is_adversarial("none"));
     }
 
     #[test]

@@ -26,7 +26,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::metrics::{Analysis, Labels, Summary, aggregate, record_frames};
 use crate::pipeline::{CandidateRecord, EpisodeRecord};
-use crate::report::{read_parquet, report_md_files, write_text};
+use crate::report::{Gold, Inputs, read_parquet, report_files, write_text};
 use crate::rundir::{DirLock, RunDir, refuse_symlink, write_json};
 
 /// Files a run must hold for its report to be redrawn.
@@ -74,6 +74,7 @@ pub fn load_analysis(dir: &Path) -> Result<(Value, Analysis)> {
     // Complete, as `gate` reads it, except for the files this redraws.
     let mut redrawn = crate::rundir::REPORT_PLOTS.to_vec();
     redrawn.push("report.md");
+    redrawn.push(crate::report::html::FILE);
     let manifest = RunDir::new(dir).read_complete_but(&redrawn, |m| Ok(m.clone()))?;
     if !manifest.is_object() {
         return Err(Error::input(dir.join("run.json"), "expected a JSON object"));
@@ -153,7 +154,8 @@ pub fn regenerate_locked_with(dir: &Path, lock: &DirLock, sections: &[String]) -
         .and_then(|f| f.as_array())
         .map(|f| f.iter().filter_map(|n| n.as_str().map(str::to_string)).collect())
         .unwrap_or_default();
-    let drawn = report_md_files(&manifest, &analysis, sections)?;
+    let gold = Gold::from_manifest(&manifest, &crate::report::explore::ran_episodes(&analysis));
+    let drawn = report_files(&manifest, &analysis, sections, Inputs::read(dir, gold)?)?;
     let names: BTreeSet<String> = drawn.iter().map(|(n, _)| n.to_string()).collect();
     for name in names.iter().map(String::as_str).chain(plots.iter().copied()) {
         let p = dir.join(name);
@@ -190,7 +192,7 @@ pub fn regenerate_locked_with(dir: &Path, lock: &DirLock, sections: &[String]) -
     if !removed.is_empty() {
         set_files(&files)?;
     }
-    let mut written = vec![dir.join("report.md")];
+    let mut written = vec![dir.join("report.md"), dir.join(crate::report::html::FILE)];
     written.extend(plots.iter().filter(|p| names.contains(**p)).map(|p| dir.join(p)));
     Ok(Regenerated { written, removed })
 }

@@ -18,6 +18,10 @@ use polars::prelude::{AnyValue, DataFrame, IntoLazy, SortMultipleOptions, col};
 use serde_json::Value;
 
 pub mod caveats;
+pub mod explore;
+pub mod html;
+
+pub use explore::{Explore, Gold, Inputs};
 
 use crate::error::{Error, Result};
 use crate::metrics::{Analysis, Formula, METRICS, Needs};
@@ -37,36 +41,58 @@ pub fn write_run_reports(dir: &Path, manifest: &Value, analysis: &Analysis) -> R
 
 /// [`write_run_reports`] with extra sections (Markdown, each starting with
 /// its `## ` heading) put into `report.md` before its files and timings.
+/// The gold labels are read from the dataset `run.json` names
+/// ([`Gold::from_manifest`]).
 pub fn write_run_reports_with(dir: &Path, manifest: &Value, analysis: &Analysis, sections: &[String]) -> Result<()> {
+    let gold = Gold::from_manifest(manifest, &explore::ran_episodes(analysis));
+    write_run_reports_gold(dir, manifest, analysis, sections, gold)
+}
+
+/// [`write_run_reports_with`] with the dataset's gold labels given (a run
+/// has its dataset in memory).
+pub fn write_run_reports_gold(dir: &Path, manifest: &Value, analysis: &Analysis, sections: &[String], gold: Gold) -> Result<()> {
     write_parquet(&dir.join("facts.parquet"), &analysis.facts)?;
     write_csv(&dir.join("facts.csv"), &analysis.facts)?;
     write_parquet(&dir.join("episodes.parquet"), &analysis.episodes)?;
     write_csv(&dir.join("episodes.csv"), &analysis.episodes)?;
     write_csv(&dir.join("per_conversation.csv"), &analysis.per_conversation)?;
-    write_report_md_with(dir, manifest, analysis, sections)
+    for (name, text) in &report_files(manifest, analysis, sections, Inputs::read(dir, gold)?)? {
+        write_text(&dir.join(name), text)?;
+    }
+    Ok(())
 }
 
-/// Writes `report.md` and its plots into `dir` (`memform report` redraws
-/// them alone).
+/// Writes `report.md`, `report.html` and the plots into `dir` (`memform
+/// report` redraws them alone).
 pub fn write_report_md(dir: &Path, manifest: &Value, analysis: &Analysis) -> Result<()> {
     write_report_md_with(dir, manifest, analysis, &[])
 }
 
 /// [`write_report_md`] with extra sections (see [`write_run_reports_with`]).
 pub fn write_report_md_with(dir: &Path, manifest: &Value, analysis: &Analysis, sections: &[String]) -> Result<()> {
-    for (name, text) in &report_md_files(manifest, analysis, sections)? {
+    let gold = Gold::from_manifest(manifest, &explore::ran_episodes(analysis));
+    for (name, text) in &report_files(manifest, analysis, sections, Inputs::read(dir, gold)?)? {
         write_text(&dir.join(name), text)?;
     }
     Ok(())
 }
 
-/// `report.md` and its plots, drawn: each file's name and content, the
-/// plots first, `report.md` last.
+/// `report.md`, `report.html` and the plots, drawn with no QA rows and the
+/// gold labels of the dataset `run.json` names.
 pub fn report_md_files(manifest: &Value, analysis: &Analysis, sections: &[String]) -> Result<Vec<(&'static str, String)>> {
+    let gold = Gold::from_manifest(manifest, &explore::ran_episodes(analysis));
+    report_files(manifest, analysis, sections, Inputs { qa: None, gold })
+}
+
+/// `report.md`, `report.html` and the plots, drawn: each file's name and
+/// content, the plots first, `report.md` and `report.html` last.
+pub fn report_files(manifest: &Value, analysis: &Analysis, sections: &[String], inputs: Inputs) -> Result<Vec<(&'static str, String)>> {
+    let x = Explore::new(analysis, inputs);
     let mut files = plots(analysis)?;
     let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
-    let md = render_report_with(manifest, analysis, &names, sections)?;
+    let md = render(manifest, analysis, &names, sections, &x)?;
     files.push(("report.md", md));
+    files.push((html::FILE, html::run_page(manifest, analysis, &x)));
     Ok(files)
 }
 
@@ -351,7 +377,7 @@ fn retrieval(o: &mut String, a: &Analysis, plots: &[&str]) {
         let rows: Vec<Vec<String>> = cats
             .iter()
             .map(|(c, v)| {
-                let name = if c == crate::qa::ADVERSARIAL { format!("{c} (adversarial, apart)") } else { c.clone() };
+                let name = if crate::qa::is_adversarial(c) { format!("{c} (adversarial, apart)") } else { c.clone() };
                 let mut row = vec![name, num(v.get("items_scored"))];
                 row.extend(others.iter().map(|src| num(src.get(c).and_then(|x| x.get("recall_any_at_200w")))));
                 row.extend(others.iter().map(|src| num(src.get(c).and_then(|x| x.get("recall_any_at_5")))));
@@ -422,8 +448,14 @@ pub fn render_report(manifest: &Value, a: &Analysis, plots: &[&str]) -> Result<S
     render_report_with(manifest, a, plots, &[])
 }
 
-/// [`render_report`] with extra sections before the files and timings.
+/// [`render_report`] with extra sections before the files and timings
+/// (no QA rows; the gold labels of the dataset `run.json` names).
 pub fn render_report_with(manifest: &Value, a: &Analysis, plots: &[&str], sections: &[String]) -> Result<String> {
+    let gold = Gold::from_manifest(manifest, &explore::ran_episodes(a));
+    render(manifest, a, plots, sections, &Explore::new(a, Inputs { qa: None, gold }))
+}
+
+fn render(manifest: &Value, a: &Analysis, plots: &[&str], sections: &[String], x: &Explore) -> Result<String> {
     let mut o = String::new();
     let dataset = s(manifest, &["dataset", "name"]);
     let mode = manifest["mode"].as_str().unwrap_or("?");
@@ -447,7 +479,7 @@ pub fn render_report_with(manifest: &Value, a: &Analysis, plots: &[&str], sectio
     let _ = writeln!(o, "## What was run\n");
     table(&mut o, &["", ""], &run_rows(manifest, a, dataset, mode));
     headline(&mut o, a, plots);
-    formation(&mut o, a, plots)?;
+    formation(&mut o, a, plots, manifest["profile"].as_str().unwrap_or(crate::config::DEFAULT_PROFILE))?;
     if manifest["extract_mode"].as_str() == Some("gold") {
         ended_list(&mut o, a);
     }
@@ -479,8 +511,8 @@ pub fn render_report_with(manifest: &Value, a: &Analysis, plots: &[&str], sectio
 
     let _ = writeln!(o, "## Example stored facts\n");
     stored_examples(&mut o, a)?;
-    if a.labels.gold_facts {
-        unmatched_stored(&mut o, a)?;
+    if a.labels.gold_facts || a.labels.contradictions || !x.qa.is_empty() {
+        explore::error_section(&mut o, a, x);
     }
 
     for section in sections {
@@ -679,7 +711,7 @@ fn headline(o: &mut String, a: &Analysis, plots: &[&str]) {
 }
 
 /// "Formation": every formation metric, the outcomes, contradictions and warnings.
-fn formation(o: &mut String, a: &Analysis, plots: &[&str]) -> Result<()> {
+fn formation(o: &mut String, a: &Analysis, plots: &[&str], profile: &str) -> Result<()> {
     let get = |k: &str| a.summary.metrics.get(k);
     let _ = writeln!(o, "## Formation\n");
     let rows: Vec<Vec<String>> = METRICS
@@ -690,7 +722,10 @@ fn formation(o: &mut String, a: &Analysis, plots: &[&str]) -> Result<()> {
                 Formula::Sum(_) => "count",
                 _ => "rate",
             };
-            vec![format!("`{}`", d.key), num(get(d.key)), kind.to_string(), md(meaning(d.key))]
+            match caveats::not_computed(profile, d.key) {
+                Some(why) => vec![format!("`{}`", d.key), "n/a".to_string(), kind.to_string(), md(&format!("n/a: {why}"))],
+                None => vec![format!("`{}`", d.key), num(get(d.key)), kind.to_string(), md(meaning(d.key))],
+            }
         })
         .collect();
     table(o, &["metric", "value", "kind", "meaning"], &rows);
@@ -1023,45 +1058,6 @@ fn stored_examples(o: &mut String, a: &Analysis) -> Result<()> {
         })
         .collect();
     table(o, &["conversation / episode / turn", "fact", "type", "confidence", "live", "gold"], &rows);
-    Ok(())
-}
-
-/// Most rows of each error-analysis list in `report.md`.
-const ERRORS_SHOWN: usize = 10;
-
-/// Error analysis: the live stored facts that match no gold fact (lexical),
-/// counted, with the first [`ERRORS_SHOWN`] in run order.
-fn unmatched_stored(o: &mut String, a: &Analysis) -> Result<()> {
-    let all = a
-        .facts
-        .clone()
-        .lazy()
-        .filter(col("live").and(col("gold_match").is_null()))
-        .sort(["ord"], SortMultipleOptions::default())
-        .collect()
-        .map_err(polars_err("unmatched stored facts"))?;
-    let live = a.facts.clone().lazy().filter(col("live")).collect().map_err(polars_err("live facts"))?.height();
-    let _ = writeln!(o, "## Error analysis: stored facts that match no gold fact\n");
-    if all.height() == 0 {
-        let _ = writeln!(o, "Every one of the {live} live facts matches a gold fact (lexical).\n");
-        return Ok(());
-    }
-    let _ = writeln!(
-        o,
-        "{} of the {live} live facts match no gold fact (lexical): noise, or a fact the gold set does not hold. The first {}:\n",
-        all.height(),
-        all.height().min(ERRORS_SHOWN)
-    );
-    let rows: Vec<Vec<String>> = (0..all.height().min(ERRORS_SHOWN))
-        .map(|i| {
-            vec![
-                format!("{} / {} / {}", cell(&all, "conversation", i), cell(&all, "episode", i), cell(&all, "turn", i)),
-                cell(&all, "content", i),
-                cell(&all, "outcome", i),
-            ]
-        })
-        .collect();
-    table(o, &["conversation / episode / turn", "fact", "outcome"], &rows);
     Ok(())
 }
 

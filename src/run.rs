@@ -277,7 +277,8 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     }
     let manifest_value = manifest.to_value()?;
     dir.write_records(&analysis.summary, &episodes)?;
-    crate::report::write_run_reports_with(dir.path(), &manifest_value, &analysis, &opts.report_sections)?;
+    let gold = crate::report::Gold::of_dataset(dataset, &crate::report::explore::ran_episodes(&analysis));
+    crate::report::write_run_reports_gold(dir.path(), &manifest_value, &analysis, &opts.report_sections, gold)?;
     let qa_warnings = qa_rows.map(|qa| qa.warnings.into_iter().chain(qa.empty_questions).collect()).unwrap_or_default();
     // Closed, so SQLite's -wal and -shm files are gone before the store moves.
     drop(store);

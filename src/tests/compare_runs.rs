@@ -50,3 +50,35 @@ fn finished_runs_are_compared_as_they_are() {
     assert!(stderr.contains("l/run.json") && stderr.contains("incomplete"), "{stderr}");
     assert!(!tmp.path().join("c2/compare.json").exists());
 }
+
+/// signet has no entity resolution stage: its `entity_resolution_rate`
+/// reads "n/a" with the reason in its report.md and in a comparison of
+/// three variants (its column "n/a", its uplift "–"), never 0.
+#[test]
+fn a_metric_a_profile_does_not_compute_is_na_in_report_md_and_three_variant_compares() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = scenarios_dir().display().to_string();
+    for (profile, out) in [("soda", "a"), ("signet", "b"), ("soda", "c")] {
+        let (code, _, stderr) = memform(&["run", "--dataset", &ds, "--profile", profile, "--out", out], tmp.path());
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+    let report = std::fs::read_to_string(tmp.path().join("b/report.md")).unwrap();
+    let row = report.lines().find(|l| l.starts_with("| `entity_resolution_rate` |")).expect("the metric's row");
+    assert!(row.starts_with("| `entity_resolution_rate` | n/a | rate | n/a: signet links entities inline"), "{row}");
+    let soda = std::fs::read_to_string(tmp.path().join("a/report.md")).unwrap();
+    assert!(!soda.lines().any(|l| l.starts_with("| `entity_resolution_rate` | n/a")), "soda computes it");
+
+    let (code, _, stderr) = memform(&["compare", "a", "b", "c", "--out", "cmp"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    let md = std::fs::read_to_string(tmp.path().join("cmp/compare.md")).unwrap();
+    let row = md.lines().find(|l| l.starts_with("| `entity_resolution_rate`")).expect("the metric's row");
+    let cells: Vec<&str> = row.split(" | ").collect();
+    assert_eq!(cells[2], "n/a", "B is signet: {row}");
+    assert_ne!(cells[1], "n/a", "A is soda: {row}");
+    assert!(cells[4].starts_with("– (") && cells[4].contains("n/a: signet links entities inline"), "B − A: {row}");
+    assert!(cells[5].starts_with("**"), "C − A is compared: {row}");
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(tmp.path().join("cmp/compare.json")).unwrap()).unwrap();
+    let m = json["metrics"].as_array().unwrap().iter().find(|r| r["metric"] == "entity_resolution_rate").unwrap();
+    assert_eq!(m["not_computed"], serde_json::json!([1]));
+    assert!(tmp.path().join("cmp/report.html").is_file(), "the comparison's page");
+}

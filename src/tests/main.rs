@@ -25,6 +25,7 @@ mod provenance;
 mod qa;
 mod recorded;
 mod refusals;
+mod report_html;
 mod reports;
 mod scenarios;
 mod secrets;
