@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::pipeline::Config;
 use crate::store::{Document, DocumentIndex, SearchHit, SearchParams, Searcher, Store};
 use crate::types::{Conversation, Dataset};
+use rustc_hash::FxHashMap;
 
 pub mod budget;
 pub mod interval;
@@ -215,12 +216,14 @@ impl QaResult {
 /// without a clock), for the documents live at an instant.
 struct Corpus {
     /// Document id → its index in `docs`.
-    slot_of: HashMap<String, usize>,
+    slot_of: FxHashMap<String, usize>,
     docs: Vec<Doc>,
     /// Turn id → the documents holding it.
     holding: HashMap<String, Vec<usize>>,
     /// The median words of a document (0 when there is none).
     median_words: usize,
+    /// Documents a search now can return.
+    searchable_now: usize,
 }
 
 struct Doc {
@@ -234,7 +237,13 @@ struct Doc {
 
 impl Corpus {
     fn new(docs: Vec<(String, Doc)>) -> Corpus {
-        let mut c = Corpus { slot_of: HashMap::new(), docs: Vec::with_capacity(docs.len()), holding: HashMap::new(), median_words: 0 };
+        let mut c = Corpus {
+            slot_of: FxHashMap::default(),
+            docs: Vec::with_capacity(docs.len()),
+            holding: HashMap::new(),
+            median_words: 0,
+            searchable_now: 0,
+        };
         for (id, d) in docs {
             let slot = c.docs.len();
             for t in &d.turns {
@@ -249,6 +258,7 @@ impl Corpus {
         let mut lens: Vec<usize> = c.docs.iter().map(|d| d.text.words.len()).collect();
         lens.sort_unstable();
         c.median_words = lens.get(lens.len() / 2).copied().unwrap_or(0);
+        c.searchable_now = c.docs.iter().filter(|d| d.live_now).count();
         c
     }
 
@@ -257,9 +267,9 @@ impl Corpus {
         self.slot_of.get(id).map_or(&[], |&s| self.docs[s].turns.as_slice())
     }
 
-    /// The text of document `id`, if the corpus holds it.
-    fn text_of(&self, id: &str) -> Option<&budget::Text> {
-        self.slot_of.get(id).map(|&s| &self.docs[s].text)
+    /// The texts of the documents `hits` names that the corpus holds, in order.
+    fn texts_of(&self, hits: &[SearchHit]) -> Vec<&budget::Text> {
+        hits.iter().filter_map(|h| self.slot_of.get(h.fact_id.as_str())).map(|&s| &self.docs[s].text).collect()
     }
 
     /// Documents holding an evidence turn that a search (now, or at `as_of`)
@@ -273,7 +283,10 @@ impl Corpus {
 
     /// Documents a search (now, or at `as_of`) can return.
     fn searchable(&self, as_of: Option<&str>) -> usize {
-        self.docs.iter().filter(|d| searchable(d, as_of)).count()
+        match as_of {
+            None => self.searchable_now,
+            Some(_) => self.docs.iter().filter(|d| searchable(d, as_of)).count(),
+        }
     }
 }
 
@@ -474,16 +487,16 @@ fn evaluate_conversation(
                 let n = corpus.docs.len().max(MAX_K);
                 let need = BUDGETS[BUDGETS.len() - 1];
                 let mut deep = (2 * need).div_ceil(corpus.median_words.max(1)).clamp(MAX_K, n);
-                let mut hits = loop {
+                let (mut hits, ranked) = loop {
                     let leg_k = deep.saturating_mul(params.leg_k / MAX_K.max(1));
                     let hits = st.search(*i, &item.question, q, &SearchParams { top_k: deep, leg_k, ..params.clone() })?;
-                    let words: usize = hits.iter().filter_map(|h| corpus.text_of(&h.fact_id)).map(|t| t.words.len()).sum();
+                    let ranked = corpus.texts_of(&hits);
+                    let words: usize = ranked.iter().map(|t| t.words.len()).sum();
                     if words >= need || hits.len() < deep || deep >= n {
-                        break hits;
+                        break (hits, ranked);
                     }
                     deep = deep.saturating_mul(4).min(n);
                 };
-                let ranked: Vec<&budget::Text> = hits.iter().filter_map(|h| corpus.text_of(&h.fact_id)).collect();
                 let relevant = corpus.relevant(evidence, as_of.as_deref());
                 let budgeted = budget::score_budgeted(
                     &ranked,
@@ -569,11 +582,11 @@ fn baselines(conv: &Conversation, embedder: &dyn Embedder) -> Result<((DocumentI
         })
         .collect();
     let (turns, sessions) =
-        rayon::join(|| index(conv, embedder, &turn_docs, "raw_turns"), || index(conv, embedder, &session_docs, "raw_sessions"));
+        rayon::join(|| index(conv, embedder, turn_docs, "raw_turns"), || index(conv, embedder, session_docs, "raw_sessions"));
     Ok((turns?, sessions?))
 }
 
-fn index(conv: &Conversation, embedder: &dyn Embedder, docs: &[RawDoc], what: &str) -> Result<(DocumentIndex, Corpus)> {
+fn index(conv: &Conversation, embedder: &dyn Embedder, docs: Vec<RawDoc>, what: &str) -> Result<(DocumentIndex, Corpus)> {
     let texts: Vec<&str> = docs.iter().map(|d| d.2.as_str()).collect();
     let vectors = if texts.is_empty() { Vec::new() } else { embedder.embed(&texts, &format!("{}/{what}", conv.id))? };
     let documents: Vec<Document<'_>> = docs
@@ -589,9 +602,10 @@ fn index(conv: &Conversation, embedder: &dyn Embedder, docs: &[RawDoc], what: &s
         })
         .collect();
     let index = DocumentIndex::build(&documents)?;
+    drop(documents);
     let corpus = Corpus::new(
-        docs.iter()
-            .map(|d| (d.0.clone(), Doc { turns: d.3.clone(), text: d.5.clone(), created_at: d.4.clone(), ended_at: None, live_now: true }))
+        docs.into_iter()
+            .map(|(id, _, _, turns, created_at, text)| (id, Doc { turns, text, created_at, ended_at: None, live_now: true }))
             .collect(),
     );
     Ok((index, corpus))

@@ -31,16 +31,40 @@ pub struct Text {
     pub turns: Vec<String>,
     /// The sessions of its turns, in order of first appearance.
     pub sessions: Vec<String>,
-    /// Each word's normalised [`tokens`] (computed once: answer
+    /// The words' normalised [`tokens`], in order (computed once: answer
     /// containment looks in them for every item).
-    pub norm: Vec<Vec<String>>,
+    pub norm: Vec<Token>,
+}
+
+/// One normalised token of a [`Text`]: its text, the word it is in, and a
+/// hash of its text (compared first; the texts decide).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Token {
+    pub hash: u64,
+    pub word: usize,
+    pub text: String,
+}
+
+/// The hash of a [`Token`]'s text.
+pub fn token_hash(t: &str) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(t)
+}
+
+/// Every normalised token of `words`, in order.
+fn norm_of(words: &[String]) -> Vec<Token> {
+    words
+        .iter()
+        .enumerate()
+        .flat_map(|(word, w)| tokens(w).into_iter().map(move |text| Token { hash: token_hash(&text), word, text }))
+        .collect()
 }
 
 impl Text {
     /// A document whose text does not follow its turns (a formed fact).
     pub fn whole(text: &str, turns: Vec<String>, sessions: Vec<String>) -> Text {
         let words = split(text);
-        let norm = words.iter().map(|w| tokens(w)).collect();
+        let norm = norm_of(&words);
         Text { words, spans: Vec::new(), turns, sessions, norm }
     }
 
@@ -56,7 +80,7 @@ impl Text {
                 t.turns.push(id.to_string());
             }
         }
-        t.norm = t.words.iter().map(|w| tokens(w)).collect();
+        t.norm = norm_of(&t.words);
         t
     }
 }
@@ -110,7 +134,10 @@ fn turns_read<'a>(taken: &[(&'a Text, usize)]) -> BTreeSet<&'a str> {
 
 /// [`holds`] over the words [`taken`], with their precomputed tokens.
 fn holds_taken(answer: &[String], taken: &[(&Text, usize)]) -> bool {
-    answer.iter().all(|a| taken.iter().any(|(d, n)| d.norm[..*n].iter().any(|ts| ts.iter().any(|t| t == a))))
+    answer.iter().all(|a| {
+        let h = token_hash(a);
+        taken.iter().any(|(d, n)| d.norm.iter().take_while(|t| t.word < *n).any(|t| t.hash == h && t.text == *a))
+    })
 }
 
 /// The normalised tokens of an answer or a text: lower-cased, every
@@ -193,7 +220,93 @@ pub struct Item<'a> {
 }
 
 /// Scores one deep ranking (`ranked`, every document the search returned).
+///
+/// One pass over the ranking, in rank order: the words of the ranking
+/// taken in order are what every budget reads a prefix of ([`taken`]), so
+/// each budget's figure follows from where, in that order, an evidence turn
+/// is first read whole and each answer token first appears
+/// ([`score_budgeted_by_budget`] computes the same budget by budget; a test
+/// checks that both agree).
 pub fn score_budgeted(ranked: &[&Text], item: &Item<'_>) -> Budgeted {
+    let mut out = Budgeted::default();
+    let widest = BUDGETS.iter().chain(&ANSWER_BUDGETS).copied().max().unwrap_or(0);
+    let answer_widest = ANSWER_BUDGETS.iter().copied().max().unwrap_or(0);
+    // Each budget `b` reads an evidence turn when some (words before its
+    // document, words of the document up to the turn's end) has
+    // `before < b` and `before + end <= b` (the document read whole, or
+    // cut after the turn).
+    let mut reads: Vec<(usize, usize)> = Vec::new();
+    // Per answer token, the position (in the words taken in rank order) of the first word holding it.
+    let mut first_at: Vec<Option<usize>> = vec![None; item.answer.len()];
+    let answer_hashes: Vec<u64> = item.answer.iter().map(|a| token_hash(a)).collect();
+    let mut found = 0;
+    let mut before = 0usize;
+    let mut first_hit: Option<&Text> = None;
+    let mut sessions: Vec<&str> = Vec::new();
+    let most_sessions = SESSION_KS.iter().copied().max().unwrap_or(0);
+    for (rank, doc) in ranked.iter().enumerate() {
+        let holds_evidence = doc.turns.iter().any(|t| item.evidence.contains(t));
+        if holds_evidence {
+            if out.deep_hit_rank.is_none() {
+                out.deep_hit_rank = Some(rank + 1);
+            }
+            if first_hit.is_none() && rank < super::MAX_K {
+                first_hit = Some(doc);
+            }
+            if before < widest {
+                reads.push((before, doc.words.len()));
+                reads.extend(doc.spans.iter().filter(|(t, _, _)| item.evidence.contains(t)).map(|(_, _, end)| (before, *end)));
+            }
+        }
+        if before < answer_widest && found < first_at.len() {
+            let limit = answer_widest - before;
+            for t in doc.norm.iter().take_while(|t| t.word < limit) {
+                for ((a, h), at) in item.answer.iter().zip(&answer_hashes).zip(first_at.iter_mut()) {
+                    if at.is_none() && t.hash == *h && t.text == *a {
+                        *at = Some(before + t.word);
+                        found += 1;
+                    }
+                }
+            }
+        }
+        if sessions.len() < most_sessions {
+            for s in &doc.sessions {
+                if sessions.len() < most_sessions && !sessions.contains(&s.as_str()) {
+                    sessions.push(s);
+                }
+            }
+        }
+        before = before.saturating_add(doc.words.len());
+        let done_reading = before >= widest;
+        if done_reading && out.deep_hit_rank.is_some() && sessions.len() >= most_sessions {
+            break;
+        }
+    }
+    for (j, &b) in BUDGETS.iter().enumerate() {
+        out.recall_any_w[j] = f64::from(u8::from(reads.iter().any(|&(pre, end)| pre < b && pre + end <= b)));
+    }
+    if !item.answer.is_empty() {
+        for (j, &b) in ANSWER_BUDGETS.iter().enumerate() {
+            out.answer_in_w[j] = Some(f64::from(u8::from(first_at.iter().all(|at| at.is_some_and(|p| p < b)))));
+        }
+        out.hit_holds_answer = first_hit.map(|d| f64::from(u8::from(holds_taken(item.answer, &[(d, d.words.len())]))));
+    }
+    for (j, &k) in SESSION_KS.iter().enumerate() {
+        out.session_recall_any[j] = f64::from(u8::from(sessions.iter().take(k).any(|s| item.evidence_sessions.contains(*s))));
+    }
+    for (j, &k) in super::KS.iter().enumerate() {
+        out.chance_recall_any[j] = chance_any(item.searchable, item.relevant, k);
+    }
+    for (j, &k) in READ_KS.iter().enumerate() {
+        out.words_read[j] = ranked.iter().take(k).map(|d| d.words.len()).sum::<usize>() as f64;
+    }
+    out.relevant = item.relevant;
+    out
+}
+
+/// [`score_budgeted`] computed budget by budget, each budget's words
+/// [`taken`] afresh (the definition; the oracle the one pass is checked against).
+pub fn score_budgeted_by_budget(ranked: &[&Text], item: &Item<'_>) -> Budgeted {
     let mut out = Budgeted::default();
     for (j, &b) in BUDGETS.iter().enumerate() {
         let turns = turns_read(&taken(ranked, b));
@@ -313,6 +426,45 @@ mod tests {
         let none = Item { answer: &[], ..item };
         let b = score_budgeted(&ranked, &none);
         assert_eq!((b.answer_in_w, b.hit_holds_answer), ([None; 3], None));
+    }
+
+    #[test]
+    fn the_one_pass_agrees_with_the_budget_by_budget_definition() {
+        // Random rankings of facts (no spans) and sessions (spans, a header)
+        // of random lengths around the budgets' boundaries, random evidence
+        // and answers: every figure of the one pass equals the definition's.
+        let mut rng = crate::qa::interval::SplitMix64::new(26);
+        let vocab = ["porto", "may", "7", "ann", "bo", "moved", "cat", "2023", "blah", "sunday"];
+        let word = |rng: &mut crate::qa::interval::SplitMix64| vocab[rng.below(vocab.len() as u64) as usize].to_string();
+        for case in 0..400 {
+            let mut docs = Vec::new();
+            for d in 0..(1 + rng.below(40)) {
+                let session = format!("s{}", rng.below(14));
+                if rng.below(2) == 0 {
+                    let n = rng.below(if case % 3 == 0 { 300 } else { 40 }) as usize;
+                    let text: Vec<String> = (0..n).map(|_| word(&mut rng)).collect();
+                    let turns = (0..1 + rng.below(3)).map(|_| format!("t{}", rng.below(60))).collect();
+                    docs.push(Text::whole(&text.join(" "), turns, vec![session]));
+                } else {
+                    let header = if rng.below(2) == 0 { "[8 May 2023]".to_string() } else { String::new() };
+                    let turns: Vec<(String, String)> = (0..1 + rng.below(8))
+                        .map(|i| {
+                            let n = rng.below(60) as usize;
+                            (format!("t{}", (d * 7 + i) % 60), (0..n).map(|_| word(&mut rng)).collect::<Vec<_>>().join(" "))
+                        })
+                        .collect();
+                    let mut parts: Vec<(Option<&str>, &str)> = vec![(None, header.as_str())];
+                    parts.extend(turns.iter().map(|(t, x)| (Some(t.as_str()), x.as_str())));
+                    docs.push(Text::of_parts(&parts, vec![session]));
+                }
+            }
+            let ranked: Vec<&Text> = docs.iter().collect();
+            let evidence: BTreeSet<String> = (0..1 + rng.below(3)).map(|_| format!("t{}", rng.below(60))).collect();
+            let sessions: BTreeSet<String> = (0..1 + rng.below(2)).map(|_| format!("s{}", rng.below(14))).collect();
+            let answer: Vec<String> = (0..rng.below(4)).map(|_| word(&mut rng)).collect();
+            let item = Item { evidence: &evidence, evidence_sessions: &sessions, answer: &answer, searchable: 50, relevant: 3 };
+            assert_eq!(score_budgeted(&ranked, &item), score_budgeted_by_budget(&ranked, &item), "case {case}");
+        }
     }
 
     #[test]

@@ -92,23 +92,31 @@ pub fn normalise_bm25(raw: f64) -> f64 {
 /// scored (a score of 0 counts as not scored), else the one present; drops
 /// scores below `min_score`; ranks by score, ties to the smaller id (byte
 /// order); keeps `top_k`.
-pub fn merge(bm25: &[(String, f64)], vector: &[(String, f64)], alpha: f64, min_score: f64, top_k: usize) -> Vec<SearchHit> {
-    // Both legs' positive scores, by id (each leg names an id once).
-    let mut by_id: Vec<(&str, Option<f64>, Option<f64>)> = bm25
-        .iter()
-        .filter(|(_, s)| *s > 0.0)
-        .map(|(id, s)| (id.as_str(), Some(*s), None))
-        .chain(vector.iter().filter(|(_, s)| *s > 0.0).map(|(id, s)| (id.as_str(), None, Some(*s))))
-        .collect();
-    by_id.sort_by(|a, b| a.0.cmp(b.0));
-    by_id.dedup_by(|later, first| {
-        let same = later.0 == first.0;
-        if same {
-            first.1 = first.1.or(later.1);
-            first.2 = first.2.or(later.2);
+pub fn merge<A: AsRef<str>, V: AsRef<str>>(
+    bm25: &[(A, f64)],
+    vector: &[(V, f64)],
+    alpha: f64,
+    min_score: f64,
+    top_k: usize,
+) -> Vec<SearchHit> {
+    // Both legs' positive scores, by id (each leg names an id once; were
+    // one named twice, its first score would hold).
+    let mut by_id: Vec<(&str, Option<f64>, Option<f64>)> = Vec::with_capacity(bm25.len() + vector.len());
+    let mut slot_of: FxHashMap<&str, usize> = FxHashMap::with_capacity_and_hasher(by_id.capacity(), Default::default());
+    let legs = bm25.iter().filter(|(_, s)| *s > 0.0).map(|(id, s)| (id.as_ref(), Some(*s), None));
+    for (id, b, v) in legs.chain(vector.iter().filter(|(_, s)| *s > 0.0).map(|(id, s)| (id.as_ref(), None, Some(*s)))) {
+        match slot_of.entry(id) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                let first = &mut by_id[*e.get()];
+                first.1 = first.1.or(b);
+                first.2 = first.2.or(v);
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(by_id.len());
+                by_id.push((id, b, v));
+            }
         }
-        same
-    });
+    }
     let mut hits: Vec<(&str, f64, Option<f64>, Option<f64>)> = by_id
         .into_iter()
         .filter_map(|(id, b, v)| {
@@ -120,8 +128,16 @@ pub fn merge(bm25: &[(String, f64)], vector: &[(String, f64)], alpha: f64, min_s
             (score >= min_score).then_some((id, score, b, v))
         })
         .collect();
-    hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-    hits.truncate(top_k);
+    // Best first, ties to the smaller id: a total order (the ids are
+    // distinct), so only the first `top_k` need ordering.
+    let better = |a: &(&str, f64, Option<f64>, Option<f64>), b: &(&str, f64, Option<f64>, Option<f64>)| {
+        b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0))
+    };
+    if top_k < hits.len() {
+        hits.select_nth_unstable_by(top_k, better);
+        hits.truncate(top_k);
+    }
+    hits.sort_unstable_by(better);
     hits.into_iter().map(|(id, score, bm25, vector)| SearchHit { fact_id: id.to_string(), score, bm25, vector }).collect()
 }
 
@@ -313,7 +329,10 @@ impl Store {
             let conv = self.topped_up_vectors(conversation)?;
             let conv = conv.read().unwrap_or_else(|p| p.into_inner());
             let ranked = conv.ranked(query_vector, leg_k);
-            Ok(first_live(&conv, ranked, leg_k, |s| live.live_ids.contains(&conv.ids[s])))
+            Ok(first_live(&conv, ranked, leg_k, |s| live.live_ids.contains(&conv.ids[s]))
+                .into_iter()
+                .map(|(id, s)| (id.to_string(), s))
+                .collect::<Vec<_>>())
         })
     }
 
@@ -388,10 +407,11 @@ impl Searcher<'_> {
         let (live, slots) = self.live_at(&params.as_of)?;
         let store = self.store;
         let phrases = store.live.phrases(query_text).map_err(|e| crate::error::Error::Store { path: store.path.clone(), source: e })?;
+        let guard = self.vectors.read().unwrap_or_else(|p| p.into_inner());
+        let conv: &ConvVectors = &guard;
         hybrid(&live.text, &phrases, query_vector, params, |leg_k| {
-            let conv = self.vectors.read().unwrap_or_else(|p| p.into_inner());
             let ranked = conv.ranked(query_vector, leg_k);
-            Ok(first_live(&conv, ranked, leg_k, |s| slots.get(s).copied().unwrap_or(false)))
+            Ok(first_live(conv, ranked, leg_k, |s| slots.get(s).copied().unwrap_or(false)))
         })
     }
 }
@@ -399,12 +419,12 @@ impl Searcher<'_> {
 /// The search once the live set is known: the BM25 leg over `text`, the
 /// vector leg (`vector_leg(leg_k)`, not called for an empty query vector),
 /// merged.
-fn hybrid(
+fn hybrid<V: AsRef<str>>(
     text: &TextIndex,
     phrases: &QueryPhrases,
     query_vector: &[f32],
     params: &SearchParams,
-    vector_leg: impl FnOnce(usize) -> Result<Vec<(String, f64)>>,
+    vector_leg: impl FnOnce(usize) -> Result<Vec<(V, f64)>>,
 ) -> Result<Vec<SearchHit>> {
     let leg_k = params.leg_k.max(params.top_k);
     let bm25 = bm25_leg(text, phrases, leg_k);
@@ -653,7 +673,7 @@ impl ConvVectors {
 }
 
 /// The vector leg's hits: the first `k` slots of the ranking that are live.
-fn first_live(conv: &ConvVectors, mut r: Ranked, k: usize, live: impl Fn(usize) -> bool) -> Vec<(String, f64)> {
+fn first_live(conv: &ConvVectors, mut r: Ranked, k: usize, live: impl Fn(usize) -> bool) -> Vec<(&str, f64)> {
     let mut out = Vec::with_capacity(k);
     let mut chunk = k.max(1);
     let mut i = 0;
@@ -664,7 +684,7 @@ fn first_live(conv: &ConvVectors, mut r: Ranked, k: usize, live: impl Fn(usize) 
         }
         let s = r.order[i];
         if live(s) {
-            out.push((conv.ids[s].clone(), f64::from(r.scores[s])));
+            out.push((conv.ids[s].as_str(), f64::from(r.scores[s])));
         }
         i += 1;
     }
@@ -836,12 +856,12 @@ const B: f64 = 0.75;
 /// every phrase is a hit (FTS5's implicit AND), a phrase's hits in it are
 /// its instances, and its length is its token count (what FTS5 stores in
 /// `facts_fts_docsize`). Scores normalised with [`normalise_bm25`].
-fn bm25_leg(text: &TextIndex, phrases: &QueryPhrases, k: usize) -> Vec<(String, f64)> {
+fn bm25_leg<'a>(text: &'a TextIndex, phrases: &QueryPhrases, k: usize) -> Vec<(&'a str, f64)> {
     bm25_raw(text, phrases, k).into_iter().map(|(id, raw)| (id, normalise_bm25(raw))).collect()
 }
 
 /// [`bm25_leg`]'s hits with their raw scores (as `bm25()` returns them).
-fn bm25_raw(text: &TextIndex, phrases: &QueryPhrases, k: usize) -> Vec<(String, f64)> {
+fn bm25_raw<'a>(text: &'a TextIndex, phrases: &QueryPhrases, k: usize) -> Vec<(&'a str, f64)> {
     let Some(phrases) = phrases else { return Vec::new() };
     if phrases.is_empty() || text.ids.is_empty() {
         return Vec::new();
@@ -873,7 +893,7 @@ fn bm25_raw(text: &TextIndex, phrases: &QueryPhrases, k: usize) -> Vec<(String, 
         .collect();
     out.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(b.0)));
     out.truncate(k);
-    out.into_iter().map(|(id, s)| (id.to_string(), s)).collect()
+    out
 }
 
 /// The BM25 leg computed afresh from the store, nothing cached (the
@@ -1057,9 +1077,9 @@ mod tests {
     #[test]
     fn min_score_drops_and_top_k_keeps() {
         let b = scored(&[("a", 0.5), ("b", 0.1), ("c", 0.09999), ("d", 0.3)]);
-        assert_eq!(ids(&merge(&b, &[], 0.7, 0.1, 10)), vec!["a", "d", "b"]);
-        assert_eq!(ids(&merge(&b, &[], 0.7, 0.1, 2)), vec!["a", "d"]);
-        assert_eq!(ids(&merge(&b, &[], 0.7, 0.6, 10)), Vec::<&str>::new());
+        assert_eq!(ids(&merge(&b, &[] as &[(String, f64)], 0.7, 0.1, 10)), vec!["a", "d", "b"]);
+        assert_eq!(ids(&merge(&b, &[] as &[(String, f64)], 0.7, 0.1, 2)), vec!["a", "d"]);
+        assert_eq!(ids(&merge(&b, &[] as &[(String, f64)], 0.7, 0.6, 10)), Vec::<&str>::new());
     }
 
     #[test]
@@ -1539,7 +1559,7 @@ mod tests {
         as_of: &Option<String>,
     ) -> rusqlite::Result<Vec<(String, f64)>> {
         let live = s.live.get(c, conv, as_of)?;
-        Ok(bm25_raw(&live.text, &s.live.phrases(text)?, k))
+        Ok(bm25_raw(&live.text, &s.live.phrases(text)?, k).into_iter().map(|(id, s)| (id.to_string(), s)).collect())
     }
 
     /// The cached search against the uncached oracle and against a store
