@@ -19,8 +19,8 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use super::Store;
 use crate::error::{Error, Result};
 use crate::model::ontology::{
-    Cardinality, ClaimStatus, Effect, OntoCaps, OntoPlan, OntoWrite, OntologyView, OpOutcome, PassRecord, PlannedOp, ViewAspect, ViewClaim,
-    ViewEntity, ViewLink,
+    Cardinality, ClaimFact, ClaimStatus, Effect, OntoCaps, OntoPlan, OntoWrite, OntologyView, OpOutcome, PassRecord, PlannedOp,
+    ProjectedClaim, ViewAspect, ViewClaim, ViewEntity, ViewLink,
 };
 
 /// The tables that hold evidence: the apply path may not write them.
@@ -212,6 +212,98 @@ impl Store {
         })
     }
 
+    /// Every claim of `conversation` (any status), in creation order, with
+    /// its entity and aspect names, its citations and its pass's episode.
+    pub fn claim_projection(&self, conversation: &str) -> Result<Vec<ProjectedClaim>> {
+        self.with(|c| {
+            let mut st =
+                c.prepare("SELECT op_id, episode_id, turn_id, quote FROM onto_evidence WHERE conversation_id = ?1 ORDER BY op_id, seq")?;
+            let mut cited: std::collections::HashMap<String, Vec<(String, String, String)>> = std::collections::HashMap::new();
+            for row in st.query_map([conversation], |r| Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))))? {
+                let (op, citation) = row?;
+                cited.entry(op).or_default().push(citation);
+            }
+            let mut st = c.prepare(
+                "SELECT c.id, e.name, a.name, c.claim_key, c.content, c.normalized_content, c.confidence, c.status,
+                        c.superseded_by, c.created_op, p.after_episode
+                 FROM onto_claims c
+                 JOIN onto_aspects a ON a.id = c.aspect_id
+                 JOIN onto_entities e ON e.id = a.entity_id
+                 LEFT JOIN onto_ops o ON o.id = c.created_op
+                 LEFT JOIN dream_passes p ON p.id = o.pass_id
+                 WHERE c.conversation_id = ?1 ORDER BY c.rowid",
+            )?;
+            st.query_map([conversation], |r| {
+                let op: String = r.get(9)?;
+                Ok(ProjectedClaim {
+                    id: r.get(0)?,
+                    entity: r.get(1)?,
+                    aspect: r.get(2)?,
+                    claim_key: r.get(3)?,
+                    content: r.get(4)?,
+                    normalized_content: r.get(5)?,
+                    confidence: r.get(6)?,
+                    status: super::parse_column(r, 7, ClaimStatus::parse)?,
+                    superseded_by: r.get(8)?,
+                    citations: cited.get(&op).cloned().unwrap_or_default(),
+                    pass_after_episode: r.get(10)?,
+                })
+            })?
+            .collect()
+        })
+    }
+
+    /// Writes `claims` into `facts` (and their vectors into `embeddings`) in
+    /// one transaction, so the QA search reads a dreaming run's claims as it
+    /// reads other profiles' facts. The ontology is the source: these rows
+    /// are its read model, never read back by the planner. Per claim: true
+    /// when its row was written (false: a live row of the conversation
+    /// already holds the same content hash, or the id exists).
+    pub fn write_claim_facts(&self, conversation: &str, claims: &[ClaimFact]) -> Result<Vec<bool>> {
+        self.write_with(Some(conversation), |c| {
+            let sp = c.savepoint()?;
+            let mut out = Vec::with_capacity(claims.len());
+            {
+                let mut ins = sp.prepare_cached(
+                    "INSERT INTO facts (id, conversation_id, subject, predicate, object, kind, fact_type, content,
+                        normalized_content, content_hash, confidence, valid_from, valid_until, invalid_at,
+                        superseded_by, source_episode, source_turns, source_quote, pinned, subject_entity,
+                        object_entity, created_at)
+                     VALUES (?1, ?2, ?3, ?4, '', 'literal', 'fact', ?5, ?6, ?7, ?8, NULL, NULL, ?9, ?10, ?11, ?12, ?13, 0,
+                        NULL, NULL, ?14)
+                     ON CONFLICT DO NOTHING",
+                )?;
+                let mut vec = sp
+                    .prepare_cached("INSERT OR REPLACE INTO embeddings (fact_id, conversation_id, dims, vector) VALUES (?1, ?2, ?3, ?4)")?;
+                for f in claims {
+                    let turns = serde_json::to_string(&f.source_turns).unwrap_or_else(|_| "[]".into());
+                    let n = ins.execute(params![
+                        f.id,
+                        conversation,
+                        f.subject,
+                        f.predicate,
+                        f.content,
+                        f.normalized_content,
+                        f.content_hash,
+                        f.confidence,
+                        f.ended_at,
+                        f.superseded_by,
+                        f.source_episode,
+                        turns,
+                        f.source_quote,
+                        f.created_at,
+                    ])?;
+                    if n == 1 && !f.embedding.is_empty() {
+                        vec.execute(params![f.id, conversation, f.embedding.len() as i64, super::search::vector_to_blob(&f.embedding)])?;
+                    }
+                    out.push(n == 1);
+                }
+            }
+            sp.commit()?;
+            Ok(out)
+        })
+    }
+
     /// The conversations with an ontology, sorted.
     pub fn onto_conversations(&self) -> Result<Vec<String>> {
         self.with(|c| {
@@ -293,6 +385,12 @@ fn read_view(c: &Connection, conversation: &str) -> rusqlite::Result<OntologyVie
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
+    let mut st = c.prepare(
+        "SELECT json_extract(payload, '$.attentionId') FROM onto_ops
+         WHERE conversation_id = ?1 AND operation = 'decline_attention' AND effect = 'applied' ORDER BY rowid",
+    )?;
+    view.resolved_attention =
+        st.query_map([conversation], |r| r.get::<_, Option<String>>(0))?.filter_map(|r| r.transpose()).collect::<rusqlite::Result<_>>()?;
     Ok(view)
 }
 

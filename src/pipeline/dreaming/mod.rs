@@ -18,6 +18,8 @@
 
 pub mod config;
 pub mod contract;
+pub mod hygiene;
+pub mod metrics;
 pub mod pass;
 pub mod plan;
 pub mod profile;
