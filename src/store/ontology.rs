@@ -14,7 +14,7 @@
 use std::collections::HashSet;
 
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Savepoint, params};
 
 use super::Store;
 use crate::error::{Error, Result};
@@ -80,13 +80,17 @@ impl Store {
         self.with_evidence_locked(|tx| apply_in_tx(tx, plan, caps))
     }
 
-    /// Runs `f` in one transaction under the authorizer that denies writes
-    /// to the evidence tables; commits when `f` succeeds.
-    fn with_evidence_locked<T>(&self, f: impl FnOnce(&mut Transaction<'_>) -> rusqlite::Result<T>) -> Result<T> {
+    /// Runs `f` in one savepoint under the authorizer that denies writes
+    /// to the evidence tables; releases it when `f` succeeds. A savepoint,
+    /// not a transaction: a run's private store keeps a batch transaction
+    /// open between units (`Store::open_for_run`), inside which a
+    /// transaction cannot begin; outside one the savepoint is the
+    /// transaction.
+    fn with_evidence_locked<T>(&self, f: impl FnOnce(&mut Savepoint<'_>) -> rusqlite::Result<T>) -> Result<T> {
         self.write_with(None, |c| {
             c.authorizer(Some(deny_evidence_writes))?;
             let out = (|| {
-                let mut tx = c.transaction()?;
+                let mut tx = c.savepoint()?;
                 let out = f(&mut tx)?;
                 tx.commit()?;
                 Ok(out)
@@ -394,7 +398,7 @@ fn read_view(c: &Connection, conversation: &str) -> rusqlite::Result<OntologyVie
     Ok(view)
 }
 
-fn apply_in_tx(tx: &mut Transaction<'_>, plan: &OntoPlan, caps: OntoCaps) -> rusqlite::Result<Vec<OpOutcome>> {
+fn apply_in_tx(tx: &mut Savepoint<'_>, plan: &OntoPlan, caps: OntoCaps) -> rusqlite::Result<Vec<OpOutcome>> {
     let (mut applied, mut created): (i64, i64) = tx.query_row(
         "SELECT COUNT(*), COALESCE(SUM(new_entities), 0) FROM onto_ops WHERE pass_id = ?1 AND effect = 'applied'",
         [&plan.pass_id],
@@ -883,5 +887,36 @@ mod tests {
             events.contains(&("c1/c1".into(), "superseded".into())) && events.contains(&("c1/c2".into(), "created".into())),
             "{events:?}"
         );
+    }
+
+    /// A run's private store keeps its batch transaction open between
+    /// units: the apply path and the pass records write inside it (a
+    /// transaction could not begin there), and the batch commits them.
+    #[test]
+    fn the_apply_path_writes_inside_a_runs_open_batch() {
+        let dir = std::env::temp_dir().join(format!("memform-onto-batch-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("store.sqlite");
+        let s = Store::open_for_run(&path).unwrap();
+        s.write_conversation("c1", &["Ann".into()], &[]).unwrap();
+        let episode = Episode {
+            id: "e1".into(),
+            timestamp: None,
+            turns: vec![Turn { id: "t1".into(), speaker: "Ann".into(), text: "I moved to Lisbon.".into() }],
+            observations: Vec::new(),
+        };
+        s.write_evidence("c1", 0, &episode).unwrap();
+        let plan = OntoPlan { conversation_id: "c1".into(), pass_id: "c1/p1".into(), call_seq: 1, ops: vec![op(0, vec![entity(1)])] };
+        let out = s.apply_ontology_ops(&plan, caps()).unwrap();
+        assert_eq!(out[0].effect, Effect::Applied);
+        let pass = PassRecord { id: "c1/p1".into(), conversation_id: "c1".into(), mode: "content".into(), trigger: "every-episodes".into(), status: "completed".into(), after_episode: "e1".into(), ..PassRecord::default() };
+        s.record_pass(&pass, &[("t1".into(), "r".into(), "consumed")]).unwrap();
+        s.finish().unwrap();
+        drop(s);
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.ontology_view("c1").unwrap().entities.len(), 1);
+        assert_eq!(s.dream_passes(Some("c1")).unwrap().len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
