@@ -910,7 +910,15 @@ mod tests {
         let plan = OntoPlan { conversation_id: "c1".into(), pass_id: "c1/p1".into(), call_seq: 1, ops: vec![op(0, vec![entity(1)])] };
         let out = s.apply_ontology_ops(&plan, caps()).unwrap();
         assert_eq!(out[0].effect, Effect::Applied);
-        let pass = PassRecord { id: "c1/p1".into(), conversation_id: "c1".into(), mode: "content".into(), trigger: "every-episodes".into(), status: "completed".into(), after_episode: "e1".into(), ..PassRecord::default() };
+        let pass = PassRecord {
+            id: "c1/p1".into(),
+            conversation_id: "c1".into(),
+            mode: "content".into(),
+            trigger: "every-episodes".into(),
+            status: "completed".into(),
+            after_episode: "e1".into(),
+            ..PassRecord::default()
+        };
         s.record_pass(&pass, &[("t1".into(), "r".into(), "consumed")]).unwrap();
         s.finish().unwrap();
         drop(s);

@@ -9,8 +9,9 @@
 //!
 //! Dreamers: `rules` (the rules extractor's triples become operations) and
 //! `gold` (the dataset's gold facts become operations). Both are scripted
-//! clients of the same apply path as a model would be; the `llm` dreamer
-//! and the capability registry are not built yet.
+//! clients of the same apply path as a model would be; in a hygiene pass
+//! both decline the pending attention. The `llm` dreamer and the
+//! capability registry are not built yet.
 
 use std::collections::{HashMap, HashSet};
 
@@ -38,7 +39,7 @@ impl Profile for Dreaming {
         "dreaming"
     }
     fn summary(&self) -> &'static str {
-        "Signet's Dreaming (in progress: rules and gold dreamers; its claims are not yet scored): evidence kept as it arrives, later passes submit ontology operations through validate_proposal and one audited apply path"
+        "Signet's Dreaming (rules and gold dreamers; no llm dreamer yet): evidence kept as it arrives, content and hygiene passes submit ontology operations through validate_proposal and one audited apply path; its claims are scored as the run's facts"
     }
     fn back(
         &self,
