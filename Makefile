@@ -66,9 +66,9 @@ build:
 ## (report.md with plots in each) and compare those two runs (no third or fourth run) in
 ## reports/scenarios-compare/.
 run: build
-	$(BIN) run --dataset $(SCENARIOS) --mode rules --embedder minilm --out reports/scenarios-rules > /dev/null
-	$(BIN) run --dataset $(SCENARIOS) --mode llm --embedder minilm --out reports/scenarios-llm > /dev/null
-	$(BIN) compare reports/scenarios-rules reports/scenarios-llm --out reports/scenarios-compare > /dev/null
+	$(BIN) run --dataset $(SCENARIOS) --mode rules --embedder minilm --out reports/scenarios-soda-rules-minilm > /dev/null
+	$(BIN) run --dataset $(SCENARIOS) --mode llm --embedder minilm --out reports/scenarios-soda-llm-minilm > /dev/null
+	$(BIN) compare reports/scenarios-soda-rules-minilm reports/scenarios-soda-llm-minilm --out reports/scenarios-compare > /dev/null
 
 ## Every test: unit, snapshots, CLI errors, determinism, kill-and-rerun, the
 ## MiniLM reference, the live llama.cpp record/replay test, the CI outputs
@@ -118,7 +118,7 @@ lint:
 ## GATE_FLAGS adds output for CI systems, e.g. GATE_FLAGS="--junit reports/gate.xml --format github".
 GATE_FLAGS ?=
 gate: run
-	$(BIN) gate --baseline reports/baseline.json --run reports/scenarios-rules --run reports/scenarios-llm $(GATE_FLAGS)
+	$(BIN) gate --baseline reports/baseline.json --run reports/scenarios-soda-rules-minilm --run reports/scenarios-soda-llm-minilm $(GATE_FLAGS)
 
 ## `cargo install --locked --path .` into a temporary root (reusing this build's target
 ## directory), then the installed binary runs.
@@ -128,8 +128,8 @@ install-check:
 
 ## Rewrite reports/baseline.json from a fresh `make run` (deliberately).
 update-baseline: run
-	$(BIN) gate --update-baseline --baseline reports/baseline.json --run reports/scenarios-rules
-	$(BIN) gate --update-baseline --baseline reports/baseline.json --run reports/scenarios-llm
+	$(BIN) gate --update-baseline --baseline reports/baseline.json --run reports/scenarios-soda-rules-minilm
+	$(BIN) gate --update-baseline --baseline reports/baseline.json --run reports/scenarios-soda-llm-minilm
 
 ## Criterion benches (MEMFORM_BENCH_DATASET picks the dataset; default datasets/scenarios).
 bench: models
@@ -168,15 +168,15 @@ pairs-check:
 
 ## The LoCoMo conversations (read from LOCOMO, $(LOCOMO_DATA) or $(LOCOMO_FALLBACK); never copied into the repository).
 locomo: build $(LOCOMO_PREREQ)
-	@$(call LOCOMO_RUN,--mode rules --out reports/locomo-rules) > /dev/null
+	@$(call LOCOMO_RUN,--mode rules --out reports/locomo-soda-rules) > /dev/null
 
 locomo-llm: build $(LOCOMO_PREREQ)
-	@$(call LOCOMO_RUN,--mode llm --out reports/locomo-llm) > /dev/null
+	@$(call LOCOMO_RUN,--mode llm --out reports/locomo-soda-llm) > /dev/null
 
 ## Record LoCoMo's MiniLM vectors into git-ignored locomo-fixtures/ (for the warm-cache bench and --embedder minilm):
 ## the facts', and (the QA evaluation being on) the questions', turns' and sessions'.
 locomo-embeddings: build models $(LOCOMO_PREREQ)
-	@$(call LOCOMO_RUN,--mode rules --embedder minilm --embed record --out reports/locomo-rules-minilm) > /dev/null
+	@$(call LOCOMO_RUN,--mode rules --embedder minilm --embed record --out reports/locomo-soda-rules-minilm) > /dev/null
 
 ## LongMemEval: LONGMEMEVAL=path/to/longmemeval_s_cleaned.json (downloaded by you; its
 ## text is never committed) in rules mode, QA retrieval included, into reports/longmemeval/.
@@ -188,19 +188,19 @@ longmemeval: build
 ## Re-record the scenarios' LLM answers against the local llama.cpp server (and the MiniLM
 ## vectors of the texts the new answers bring).
 record: build models llm-server-start
-	$(BIN) run --dataset $(SCENARIOS) --mode llm --llm record --embedder minilm --embed record --out reports/scenarios-llm > /dev/null; \
+	$(BIN) run --dataset $(SCENARIOS) --mode llm --llm record --embedder minilm --embed record --out reports/scenarios-soda-llm-minilm > /dev/null; \
 	status=$$?; $(MAKE) --no-print-directory llm-server-stop; exit $$status
 
 ## Re-record the scenarios' MiniLM vectors (loads the model).
 record-embeddings: build models
-	$(BIN) run --dataset $(SCENARIOS) --mode rules --embedder minilm --embed record --out reports/scenarios-rules > /dev/null
-	$(BIN) run --dataset $(SCENARIOS) --mode llm --embedder minilm --embed record --out reports/scenarios-llm > /dev/null
+	$(BIN) run --dataset $(SCENARIOS) --mode rules --embedder minilm --embed record --out reports/scenarios-soda-rules-minilm > /dev/null
+	$(BIN) run --dataset $(SCENARIOS) --mode llm --embedder minilm --embed record --out reports/scenarios-soda-llm-minilm > /dev/null
 
 ## Record LoCoMo's LLM answers into git-ignored locomo-fixtures/ (LoCoMo text is never committed):
 ## both stages by the model, then the judge alone over rules extraction (what locomo-compare replays).
 record-locomo: build $(LOCOMO_PREREQ) llm-server-start
-	@$(call LOCOMO_RUN,--mode llm --llm record --out reports/locomo-llm) > /dev/null && \
-	$(call LOCOMO_RUN,--extract rules --judge llm --llm record --out reports/locomo-rules-llm) > /dev/null; \
+	@$(call LOCOMO_RUN,--mode llm --llm record --out reports/locomo-soda-llm) > /dev/null && \
+	$(call LOCOMO_RUN,--extract rules --judge llm --llm record --out reports/locomo-soda-rules-llm) > /dev/null; \
 	status=$$?; $(MAKE) --no-print-directory llm-server-stop; exit $$status
 
 ## One table: rules extraction and judge, the gold oracle's extraction, and rules extraction with

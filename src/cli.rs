@@ -194,6 +194,21 @@ pub struct SweepArgs {
     /// Skip the retrieval (QA) evaluation: the rows have no qa_* metrics.
     #[arg(long)]
     pub no_qa: bool,
+    /// Hold these conversations out (comma-separated ids): the grid runs on
+    /// the others (or on --tune-conversations), the best point is chosen
+    /// there, and it is reported on these (sweep.md's held-out check).
+    #[arg(long, value_delimiter = ',', value_name = "ID,ID")]
+    pub holdout_conversations: Vec<String>,
+    /// Run the grid on only these conversations (alone: every other one is held out).
+    #[arg(long, value_delimiter = ',', value_name = "ID,ID")]
+    pub tune_conversations: Vec<String>,
+    /// Hold out this fraction of the conversations (0 < F < 1, at least one
+    /// on each side), chosen by a hash of their ids and --split-seed.
+    #[arg(long, value_name = "F", conflicts_with_all = ["holdout_conversations", "tune_conversations"])]
+    pub holdout_fraction: Option<f64>,
+    /// The seed of --holdout-fraction's choice.
+    #[arg(long, default_value_t = 0, requires = "holdout_fraction")]
+    pub split_seed: u64,
     /// A label recorded in sweep.json (repeatable): --tag experiment=thresholds
     #[arg(long = "tag", value_name = "KEY=VALUE")]
     pub tag: Vec<String>,
@@ -431,7 +446,8 @@ pub struct RunArgs {
     pub write_mode: WriteMode,
     #[command(flatten)]
     pub config: ConfigArgs,
-    /// Output directory (default: reports/<dataset>-<mode>, e.g. scenarios-gold-rules). Its previous run files are replaced.
+    /// Output directory (default: reports/<dataset>-<profile>-<modes>[-<embedder>][+KEY=VALUE…], e.g.
+    /// scenarios-soda-gold-rules). Its previous run files are replaced.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Skip a conversation that fails, count it, and exit 2 at the end.

@@ -409,6 +409,80 @@ pub fn subset(ds: &mut Dataset, ids: &[String], limit: Option<usize>) -> Result<
     Ok(())
 }
 
+/// How a sweep divides a dataset's conversations into a tune set (where the
+/// best point is chosen) and a held-out set (where it is reported).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum Split {
+    /// Named conversations are held out; the tune set is the named one, or
+    /// every other conversation when none is named.
+    Named { tune: Vec<String>, holdout: Vec<String> },
+    /// A fraction of the conversations, chosen by a seeded hash of their ids
+    /// (the same ids, fraction and seed give the same split on any machine),
+    /// at least one on each side.
+    Fraction { holdout: f64, seed: u64 },
+}
+
+/// The tune and held-out datasets of `split`, each in the dataset's order
+/// and with its own digest (as [`subset`] gives it).
+pub fn split(ds: &Dataset, split: &Split) -> Result<(Dataset, Dataset)> {
+    let ids: Vec<&str> = ds.conversations.iter().map(|c| c.id.as_str()).collect();
+    let known = |flag: &str, id: &String| -> Result<()> {
+        if ids.contains(&id.as_str()) {
+            return Ok(());
+        }
+        let hint = crate::config::did_you_mean(id, ids.iter().copied()).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default();
+        Err(Error::Config(format!("{flag}: dataset {} has no conversation `{id}`{hint}", ds.name)))
+    };
+    let holdout: Vec<String> = match split {
+        Split::Named { tune, holdout } => {
+            for id in tune {
+                known("--tune-conversations", id)?;
+            }
+            for id in holdout {
+                known("--holdout-conversations", id)?;
+            }
+            if let Some(both) = tune.iter().find(|t| holdout.contains(t)) {
+                return Err(Error::Config(format!("--tune-conversations and --holdout-conversations both name `{both}`")));
+            }
+            if holdout.is_empty() {
+                ids.iter().filter(|i| !tune.iter().any(|t| t == *i)).map(|i| i.to_string()).collect()
+            } else {
+                holdout.clone()
+            }
+        }
+        Split::Fraction { holdout, seed } => {
+            if !(holdout.is_finite() && *holdout > 0.0 && *holdout < 1.0) {
+                return Err(Error::Config(format!("--holdout-fraction: {holdout} is not between 0 and 1 (exclusive)")));
+            }
+            let n = ids.len();
+            let take = ((n as f64 * holdout).round() as usize).clamp(1, n.saturating_sub(1).max(1));
+            let mut keyed: Vec<(String, &str)> =
+                ids.iter().map(|id| (crate::normalize::sha256_hex(format!("{seed}\n{id}").as_bytes()), *id)).collect();
+            keyed.sort();
+            keyed.into_iter().take(take).map(|(_, id)| id.to_string()).collect()
+        }
+    };
+    let tune: Vec<String> = match split {
+        Split::Named { tune, .. } if !tune.is_empty() => tune.clone(),
+        _ => ids.iter().filter(|i| !holdout.iter().any(|h| h == *i)).map(|i| i.to_string()).collect(),
+    };
+    if tune.is_empty() || holdout.is_empty() {
+        return Err(Error::Config(format!(
+            "a held-out split needs at least one conversation on each side: dataset {} has {} ({} to tune on, {} held out)",
+            ds.name,
+            ids.len(),
+            tune.len(),
+            holdout.len()
+        )));
+    }
+    let mut a = ds.clone();
+    subset(&mut a, &tune, None)?;
+    let mut b = ds.clone();
+    subset(&mut b, &holdout, None)?;
+    Ok((a, b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -441,6 +515,48 @@ mod tests {
         assert_eq!(ids(&d), ["alpha", "beta"]);
         let err = subset(&mut full.clone(), &["gamme".into()], None).unwrap_err().to_string();
         assert!(err.contains("no conversation `gamme` (did you mean `gamma`?)"), "{err}");
+    }
+
+    #[test]
+    fn a_split_holds_out_named_or_hashed_conversations_and_never_leaves_a_side_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = ["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9"];
+        for id in names {
+            write(dir.path(), &format!("conversations/{id}.json"), &NATIVE.replace("\"ID\"", &format!("\"{id}\"")));
+        }
+        let full = load(dir.path()).unwrap();
+        let ids = |d: &Dataset| d.conversations.iter().map(|c| c.id.clone()).collect::<Vec<_>>();
+        let named = |tune: &[&str], holdout: &[&str]| Split::Named {
+            tune: tune.iter().map(|s| s.to_string()).collect(),
+            holdout: holdout.iter().map(|s| s.to_string()).collect(),
+        };
+        let (t, h) = split(&full, &named(&[], &["c7", "c2"])).unwrap();
+        assert_eq!(ids(&h), ["c2", "c7"], "in the dataset's order");
+        assert_eq!(ids(&t), ["c0", "c1", "c3", "c4", "c5", "c6", "c8", "c9"], "the rest is tuned on");
+        assert!(t.digest != h.digest && t.digest != full.digest);
+        let (t, h) = split(&full, &named(&["c0"], &["c1"])).unwrap();
+        assert_eq!((ids(&t), ids(&h)), (vec!["c0".to_string()], vec!["c1".to_string()]), "both named: the others are unused");
+        let err = split(&full, &named(&["c1"], &["c1"])).unwrap_err().to_string();
+        assert!(err.contains("both name `c1`"), "{err}");
+        let err = split(&full, &named(&[], &["c11"])).unwrap_err().to_string();
+        assert!(err.contains("--holdout-conversations") && err.contains("no conversation `c11`"), "{err}");
+        let err = split(&full, &named(&[], &names)).unwrap_err().to_string();
+        assert!(err.contains("at least one conversation on each side"), "{err}");
+
+        let (t, h) = split(&full, &Split::Fraction { holdout: 0.3, seed: 7 }).unwrap();
+        assert_eq!((t.conversations.len(), h.conversations.len()), (7, 3));
+        assert!(ids(&h).iter().all(|i| !ids(&t).contains(i)));
+        let (_, again) = split(&full, &Split::Fraction { holdout: 0.3, seed: 7 }).unwrap();
+        assert_eq!(ids(&again), ids(&h), "the same seed, the same split");
+        let other: Vec<Vec<String>> = (0..8).map(|seed| ids(&split(&full, &Split::Fraction { holdout: 0.3, seed }).unwrap().1)).collect();
+        assert!(other.iter().any(|o| *o != ids(&h)), "another seed, another split: {other:?}");
+        let (t, h) = split(&full, &Split::Fraction { holdout: 0.01, seed: 0 }).unwrap();
+        assert_eq!((t.conversations.len(), h.conversations.len()), (9, 1), "at least one held out");
+        let (t, h) = split(&full, &Split::Fraction { holdout: 0.99, seed: 0 }).unwrap();
+        assert_eq!((t.conversations.len(), h.conversations.len()), (1, 9), "at least one to tune on");
+        for bad in [0.0, 1.0, f64::NAN, -0.5] {
+            assert!(split(&full, &Split::Fraction { holdout: bad, seed: 0 }).is_err(), "{bad}");
+        }
     }
 
     fn write(dir: &Path, relative: &str, text: &str) {

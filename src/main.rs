@@ -335,7 +335,10 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
         .collect();
     let modes = args.modes.modes();
     let mode = modes.name();
-    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-{}", dataset.name, modes.slug())));
+    let out = args.out.clone().unwrap_or_else(|| {
+        let embedder = args.stage.embedder.as_deref().unwrap_or(&cfg.embedder);
+        PathBuf::from("reports").join(memform::names::run_dir_name(&dataset.name, &cfg.profile, &modes.slug(), embedder, &args.config.set))
+    });
     memform::paths::check_out_dir("--out", &out, Some(&args.dataset))?;
     let lock = Arc::new(memform::rundir::DirLock::acquire(&out)?);
     let bar = ProgressBar::new(0);
@@ -779,6 +782,9 @@ struct SweepMeta {
     /// False for `sweep --no-qa` (written only then; absent: true).
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     qa: bool,
+    /// The held-out check of a sweep with a split (written only then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    holdout: Option<memform::sweep::Holdout>,
 }
 
 fn yes() -> bool {
@@ -797,6 +803,7 @@ fn write_sweep(dir: &std::path::Path, rows: &[memform::sweep::Row], meta: &Sweep
         pareto_x: &meta.pareto_x,
         pareto_y: &meta.pareto_y,
         defaults: meta.defaults.clone(),
+        holdout: meta.holdout.as_ref(),
     };
     // sweep.json first: it makes the files memform's should the sweep die
     // while writing them (a later sweep into the directory replaces them).
@@ -817,6 +824,9 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
             })
             .collect::<Result<_>>()?;
         let Some(first) = metas.first() else { bail!("merge: no shard directories given") };
+        if let Some((d, _)) = dirs.iter().zip(&metas).find(|(_, m)| m.holdout.is_some()) {
+            bail!("merge: {} is a sweep with a held-out split, not a shard", d.display());
+        }
         if let Some((d, _)) = dirs.iter().zip(&metas).find(|(_, m)| {
             m.grid != first.grid || m.dataset != first.dataset || m.mode != first.mode || m.profile != first.profile || m.qa != first.qa
         }) {
@@ -852,7 +862,19 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
     memform::sweep::check_metrics(&args.objective, px.trim(), py.trim())?;
     let mut dataset = memform::dataset::load(&dataset_dir)?;
     memform::dataset::subset(&mut dataset, &args.subset.conversations, args.subset.limit)?;
-    let defaults = axes.iter().map(|a| (a.key.clone(), cfg.value_of(&a.key).map(|v| v.to_string()).unwrap_or_default())).collect();
+    let split = match args.holdout_fraction {
+        Some(f) => Some(memform::dataset::Split::Fraction { holdout: f, seed: args.split_seed }),
+        None if !args.holdout_conversations.is_empty() || !args.tune_conversations.is_empty() => {
+            Some(memform::dataset::Split::Named { tune: args.tune_conversations.clone(), holdout: args.holdout_conversations.clone() })
+        }
+        None => None,
+    };
+    if split.is_some() && args.shard.is_some() {
+        bail!("sweep: a held-out split chooses on the whole grid: run it without --shard");
+    }
+    let halves = split.as_ref().map(|s| memform::dataset::split(&dataset, s)).transpose()?;
+    let defaults: Vec<(String, String)> =
+        axes.iter().map(|a| (a.key.clone(), cfg.value_of(&a.key).map(|v| v.to_string()).unwrap_or_default())).collect();
     let modes = args.modes.modes();
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(format!("{}-sweep", dataset.name)));
     memform::paths::check_out_dir("--out", &out, Some(&dataset_dir))?;
@@ -876,12 +898,30 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         eb.set_draw_target(indicatif::ProgressDrawTarget::stderr());
     };
     let hooks = memform::sweep::Hooks { done: Some(&done), estimate: Some(&estimate), no_qa: args.no_qa };
-    let work = || memform::sweep::run_sweep_with(&dataset, &cfg, stages, &points, &hooks);
+    let tune = halves.as_ref().map_or(&dataset, |(t, _)| t);
+    let work = || memform::sweep::run_sweep_with(tune, &cfg, stages, &points, &hooks);
     let (rows, shared) = match args.threads {
         Some(n) => rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build().context("start threads")?.install(work)?,
         None => work()?,
     };
     bar.finish_and_clear();
+    let holdout = match (&split, &halves) {
+        (Some(split), Some((tune, held_out))) => {
+            let ids = |d: &memform::types::Dataset| d.conversations.iter().map(|c| c.id.clone()).collect::<Vec<_>>();
+            eprintln!(
+                "held-out check: the best point on {} tune conversation(s), on {} held out",
+                tune.conversations.len(),
+                held_out.conversations.len()
+            );
+            let check = || memform::sweep::holdout_check(held_out, &cfg, stages, &rows, &args.objective, &defaults, args.no_qa);
+            let (chosen, held) = match args.threads {
+                Some(n) => rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build().context("start threads")?.install(check)?,
+                None => check()?,
+            };
+            Some(memform::sweep::Holdout { split: split.clone(), tune: ids(tune), holdout: ids(held_out), chosen, rows: held })
+        }
+        _ => None,
+    };
     let meta = SweepMeta {
         dataset: dataset.name.clone(),
         mode: modes.name(),
@@ -895,6 +935,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         recorded: built.digests.clone(),
         tags: memform::provenance::tags_value(&tags),
         qa: !args.no_qa,
+        holdout,
     };
     write_sweep(&out, &rows, &meta)?;
     eprintln!(
@@ -1249,27 +1290,18 @@ fn compare_variants(args: &CompareArgs, config_profile: &str) -> Result<Vec<Vari
     Ok(out)
 }
 
-/// A label and a directory-safe slug for one side of a comparison.
-fn side_label(variant: &Variant, show_profile: bool, sets: &[String], embedder: Option<&str>) -> (String, String) {
+/// The label of one side of a comparison, as compare.md shows it.
+fn side_label(variant: &Variant, show_profile: bool, sets: &[String], embedder: Option<&str>) -> String {
     let mut label = if show_profile { format!("{}:{}", variant.profile, variant.modes.name()) } else { variant.modes.name() };
     if let Some(e) = embedder {
         label.push_str(&format!("+embedder={e}"));
     }
     for s in sets {
         label.push('+');
-        // The label names the run's directory and is printed: no URL's password.
+        // The label is printed: no URL's password.
         label.push_str(&memform::redact::urls_in(s.trim()));
     }
-    // `gold/rules` → `gold-rules`, as `run`'s default output directory spells it.
-    let slug = label
-        .chars()
-        .map(|c| match c {
-            '/' => '-',
-            c if c.is_ascii_alphanumeric() || "._=+-".contains(c) => c,
-            _ => '_',
-        })
-        .collect();
-    (label, slug)
+    label
 }
 
 /// The run directories a `compare.json` in `out` compared, if there is one.
@@ -1375,12 +1407,15 @@ fn cmd_compare(args: CompareArgs) -> Result<ExitCode> {
         }
         cfg.set_write_mode(args.write_mode);
         cfg.validate()?;
-        let (label, slug) = side_label(variant, show_profile, sets, args.stage.embedder.as_deref());
+        let label = side_label(variant, show_profile, sets, args.stage.embedder.as_deref());
+        let overrides: Vec<String> = args.config.set.iter().chain(sets.iter()).cloned().collect();
+        let embedder = args.stage.embedder.as_deref().unwrap_or(&cfg.embedder);
+        let dir_name = memform::names::run_dir_name(&dataset.name, &variant.profile, &variant.modes.slug(), embedder, &overrides);
         if let Some((_, _, other, _, _)) = sides.iter().find(|s: &&(Modes, Config, String, PathBuf, Built)| s.2 == label) {
             bail!("two variants are both {other:?}: give different modes or profiles, or --set-a/--set-b to vary the config");
         }
         let built = build_stages(variant.modes, &args.stage, &mut cfg, &dataset_dir, &dataset, None, &record_run(&dataset_dir))?;
-        sides.push((variant.modes, cfg, label, runs_dir.join(format!("{}-{slug}", dataset.name)), built));
+        sides.push((variant.modes, cfg, label, runs_dir.join(dir_name), built));
     }
     check_same_comparison(&out, &sides.iter().map(|s| s.3.clone()).collect::<Vec<_>>(), args.force)?;
     if !args.calibration.is_empty() && args.calibration.len() != sides.len() {

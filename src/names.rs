@@ -70,3 +70,41 @@ pub const PLOT_QA: &str = "plot_qa_recall.svg";
 
 /// The plots `report.md` links and `memform report` redraws.
 pub const REPORT_PLOTS: &[&str] = &[PLOT_STORED, PLOT_OUTCOMES, PLOT_VERDICTS, PLOT_WARNINGS, PLOT_SCORES, PLOT_QA];
+
+/// The one name a run's directory gets when none is given, by `run` and by
+/// `compare` for each variant it runs: `<dataset>-<profile>-<modes>`, then
+/// `-<embedder>` unless the embedder is the default `hashed`, then
+/// `+KEY=VALUE` for each config override (`--set`, `--set-a`/`--set-b`).
+/// Modes are spelled as `Modes::slug` gives them (`gold/rules` →
+/// `gold-rules`); any other character outside `[A-Za-z0-9._=+-]` becomes `_`.
+/// A URL in an override keeps no password.
+pub fn run_dir_name(dataset: &str, profile: &str, modes_slug: &str, embedder: &str, sets: &[String]) -> String {
+    let mut name = format!("{dataset}-{profile}-{modes_slug}");
+    if embedder != "hashed" {
+        name.push('-');
+        name.push_str(embedder);
+    }
+    for s in sets {
+        name.push('+');
+        name.push_str(&crate::redact::urls_in(s.trim()));
+    }
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || "._=+-".contains(c) { c } else { '_' }).collect()
+}
+
+#[cfg(test)]
+mod run_dir_tests {
+    use super::run_dir_name;
+
+    #[test]
+    fn one_scheme_names_every_run_directory() {
+        assert_eq!(run_dir_name("locomo", "soda", "rules", "hashed", &[]), "locomo-soda-rules");
+        assert_eq!(run_dir_name("locomo", "signet", "gold-rules", "minilm", &[]), "locomo-signet-gold-rules-minilm");
+        assert_eq!(
+            run_dir_name("x", "soda", "llm", "hashed", &["soda.near_dup_threshold=0.9".into(), " a b ".into()]),
+            "x-soda-llm+soda.near_dup_threshold=0.9+a_b"
+        );
+        let with_url = run_dir_name("x", "soda", "llm", "openai", &["llm_url=http://u:secret@h/v1".into()]);
+        assert!(!with_url.contains("secret"), "{with_url}");
+        assert!(with_url.starts_with("x-soda-llm-openai+llm_url=http___"), "{with_url}");
+    }
+}

@@ -741,6 +741,7 @@ mod tests {
             pareto_x: "p",
             pareto_y: "r",
             defaults: vec![("a".into(), "0.2".into()), ("b".into(), "x".into())],
+            holdout: None,
         };
         let one: Vec<Row> = ["0.1", "0.2", "0.3"]
             .iter()
@@ -823,6 +824,78 @@ mod tests {
     }
 }
 
+/// A sweep with a held-out split: the grid runs on the tune conversations,
+/// the best point is chosen there ([`best_near_default`]), and that point
+/// and the seed defaults run again on the held-out conversations, which
+/// no choice has seen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Holdout {
+    pub split: crate::dataset::Split,
+    /// The conversations the grid ran on.
+    pub tune: Vec<String>,
+    /// The conversations the chosen point is reported on.
+    pub holdout: Vec<String>,
+    /// The grid point chosen on tune.
+    pub chosen: usize,
+    /// On the held-out conversations: the chosen point, then the seed
+    /// defaults (one row when the defaults were chosen).
+    pub rows: Vec<HeldOutRow>,
+}
+
+/// One configuration's figures on the held-out conversations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldOutRow {
+    /// `best on tune` or `seed defaults`.
+    pub label: String,
+    pub settings: Vec<(String, String)>,
+    /// The objective on the tune conversations (none for seed defaults
+    /// that are not a grid point).
+    pub tune_objective: Option<f64>,
+    /// Every metric on the held-out conversations.
+    pub metrics: BTreeMap<String, f64>,
+}
+
+/// Runs the point chosen on `rows` (the grid on the tune conversations) and
+/// the seed `defaults` on `held_out`, as a sweep of those two points.
+pub fn holdout_check(
+    held_out: &Dataset,
+    base: &Config,
+    stages: Stages<'_>,
+    rows: &[Row],
+    objective: &str,
+    defaults: &[(String, String)],
+    no_qa: bool,
+) -> Result<(usize, Vec<HeldOutRow>)> {
+    let chosen = best_near_default(rows, objective, false, defaults)
+        .ok_or_else(|| Error::Other(format!("sweep: no grid point has `{objective}` to choose on")))?;
+    let Some(best) = rows.iter().find(|r| r.index == chosen) else {
+        return Err(Error::Other(format!("sweep: grid point {chosen} has no row")));
+    };
+    let is_default =
+        |settings: &[(String, String)]| settings.iter().all(|(k, v)| defaults.iter().any(|(dk, dv)| dk == k && values_equal(dv, v)));
+    let mut points = vec![Point { index: 0, settings: best.settings.clone() }];
+    let mut labels = vec![("best on tune", best.metrics.get(objective).copied())];
+    let defaults_known = !defaults.is_empty() && defaults.iter().all(|(_, v)| !v.is_empty());
+    if !is_default(&best.settings) && defaults_known {
+        points.push(Point { index: 1, settings: defaults.to_vec() });
+        let tuned = rows.iter().find(|r| is_default(&r.settings)).and_then(|r| r.metrics.get(objective).copied());
+        labels.push(("seed defaults", tuned));
+    }
+    let (out, _) = run_sweep_with(held_out, base, stages, &points, &Hooks { no_qa, ..Hooks::default() })?;
+    let rows = out
+        .into_iter()
+        .zip(labels)
+        .zip(&points)
+        .map(|((r, (label, tune_objective)), p)| HeldOutRow {
+            label: label.to_string(),
+            settings: p.settings.clone(),
+            tune_objective,
+            metrics: r.metrics,
+        })
+        .collect();
+    Ok((chosen, rows))
+}
+
 /// What `sweep.md` is about.
 #[derive(Debug, Clone)]
 pub struct SweepReport<'a> {
@@ -833,6 +906,8 @@ pub struct SweepReport<'a> {
     pub pareto_y: &'a str,
     /// Each swept key's value in the base config (the seed default unless overridden).
     pub defaults: Vec<(String, String)>,
+    /// The held-out check, when the sweep was run with a split.
+    pub holdout: Option<&'a Holdout>,
 }
 
 /// The files a sweep writes into its `--out` (and its plots, `sweep-*.svg`).
@@ -1009,7 +1084,17 @@ pub fn render_md(rows: &[Row], rep: &SweepReport<'_>, plots: &[&str]) -> String 
             cols.iter().map(|c| metric(r, c)).collect::<Vec<_>>().join(" | ")
         )
     };
-    out.push_str(&format!("## Best for `{}`\n\n", rep.objective));
+    match rep.holdout {
+        Some(h) => out.push_str(&format!(
+            "## Best for `{}`, chosen on the tune conversations\n\nThe grid ran on {} tune conversation(s) ({}); the held-out check below \
+             reports the chosen point on the {} held-out one(s).\n\n",
+            rep.objective,
+            h.tune.len(),
+            h.tune.join(", "),
+            h.holdout.len()
+        )),
+        None => out.push_str(&format!("## Best for `{}`\n\n", rep.objective)),
+    }
     out.push_str(&header);
     let by_index = |i: usize| rows.iter().find(|r| r.index == i);
     let chosen = best_near_default(rows, rep.objective, false, &rep.defaults);
@@ -1049,6 +1134,9 @@ pub fn render_md(rows: &[Row], rep: &SweepReport<'_>, plots: &[&str]) -> String 
             rep.objective
         ));
     }
+    if let Some(h) = rep.holdout {
+        out.push_str(&holdout_md(h, rep.objective, &cols));
+    }
     out.push_str(&format!("\n## Pareto front: `{}` vs `{}`\n\n", rep.pareto_x, rep.pareto_y));
     out.push_str(&header);
     for r in pareto(rows, rep.pareto_x, rep.pareto_y).into_iter().filter_map(by_index) {
@@ -1063,6 +1151,45 @@ pub fn render_md(rows: &[Row], rep: &SweepReport<'_>, plots: &[&str]) -> String 
         out.push_str("\nNo plots: they are drawn for 1-D and 2-D grids only.\n");
     }
     out.push_str("\nEvery point, with every metric, is in `sweep.csv` and `sweep.parquet`.\n");
+    out
+}
+
+/// `sweep.md`'s held-out check: the chosen point and the seed defaults on
+/// the held-out conversations, beside their tune figure.
+fn holdout_md(h: &Holdout, objective: &str, cols: &[String]) -> String {
+    let mut out = format!(
+        "\n## Held-out check\n\nOn the {} held-out conversation(s) ({}), which chose nothing:\n\n\
+         | | settings | `{objective}` on tune | `{objective}` held out | {} |\n|---|---|---:|---:|{}\n",
+        h.holdout.len(),
+        h.holdout.join(", "),
+        cols.iter().filter(|c| *c != objective).map(|c| format!("{c} held out")).collect::<Vec<_>>().join(" | "),
+        "---:|".repeat(cols.iter().filter(|c| *c != objective).count())
+    );
+    for r in &h.rows {
+        let row = Row { index: 0, settings: r.settings.clone(), metrics: r.metrics.clone() };
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            r.label,
+            settings_text(&r.settings),
+            r.tune_objective.map_or("–".to_string(), |v| format!("{v:.4}")),
+            metric(&row, objective),
+            cols.iter().filter(|c| *c != objective).map(|c| metric(&row, c)).collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    let value = |label: &str| h.rows.iter().find(|r| r.label == label).and_then(|r| r.metrics.get(objective).copied());
+    match (value("best on tune"), value("seed defaults")) {
+        (Some(b), Some(d)) if b == d => out.push_str(&format!(
+            "\nHeld out, the chosen point ties the seed defaults on `{objective}`: the change gains nothing there.\n"
+        )),
+        (Some(b), Some(d)) => out.push_str(&format!(
+            "\nHeld out, the chosen point {} the seed defaults by {:+.4} `{objective}`{}.\n",
+            if b > d { "beats" } else { "trails" },
+            b - d,
+            if b < d { ": held out, the change loses" } else { "" }
+        )),
+        (Some(_), None) if h.rows.len() == 1 => out.push_str("\nThe seed defaults were chosen on tune: no change is recommended.\n"),
+        _ => {}
+    }
     out
 }
 

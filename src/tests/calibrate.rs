@@ -329,7 +329,7 @@ fn compare_calibrates_each_variant_and_adds_decision_quality() {
     let section = md.split("## Decision quality").nth(1).expect("the section");
     assert!(section.contains("`pairs_update_recall` (higher is better)") && section.contains("`pairs_false_merge_rate` (lower is better)"));
     // One calibration per variant, each a complete run directory.
-    for label in ["rules", "gold-rules"] {
+    for label in ["soda-rules", "soda-gold-rules"] {
         let cal = calibrate::read(&tmp.path().join(format!("runs/calibrate-pairs-all-{label}"))).unwrap();
         assert_eq!(cal.pairs.len(), 7);
         assert!(cal.curves.is_empty());

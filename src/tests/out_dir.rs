@@ -316,12 +316,12 @@ fn compare_reruns_an_incomplete_run_instead_of_reusing_it() {
         ["compare", "--dataset", &ds, "--modes", "rules,rules", "--set-b", "dedup_enabled=false", "--runs-dir", "runs", "--out", "cmp"];
     let (code, _, stderr) = memform(&args, tmp.path());
     assert_eq!(code, Some(0), "{stderr}");
-    let a = tmp.path().join("runs/scenarios-rules");
+    let a = tmp.path().join("runs/scenarios-soda-rules");
     std::fs::remove_file(a.join("report.md")).expect("rm report.md");
     let (code, _, stderr) = memform(&args, tmp.path());
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stderr.contains("running rules into runs/scenarios-rules"), "the damaged side runs again: {stderr}");
-    assert!(stderr.contains("reusing runs/scenarios-rules+dedup_enabled=false"), "the complete side is reused: {stderr}");
+    assert!(stderr.contains("running rules into runs/scenarios-soda-rules"), "the damaged side runs again: {stderr}");
+    assert!(stderr.contains("reusing runs/scenarios-soda-rules+dedup_enabled=false"), "the complete side is reused: {stderr}");
     consistent_run(&a);
 }
 

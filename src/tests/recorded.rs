@@ -196,9 +196,9 @@ fn compare_reruns_when_fixtures_or_vectors_changed() {
     let (code, _, stderr) = memform(&["fixtures", "rehash", "--dataset", "scenarios"], tmp.path());
     assert_eq!(code, Some(0), "{stderr}");
     let stderr = compare(tmp.path());
-    assert!(stderr.contains("reusing runs/scenarios-rules+embedder=minilm"), "{stderr}");
+    assert!(stderr.contains("reusing runs/scenarios-soda-rules-minilm+llm_url=http___127.0.0.1_9"), "{stderr}");
     assert!(stderr.contains("running llm+embedder=minilm"), "{stderr}");
-    let manifest = read_json(&tmp.path().join("runs/scenarios-llm+embedder=minilm/run.json"));
+    let manifest = read_json(&tmp.path().join("runs/scenarios-soda-llm-minilm+llm_url=http___127.0.0.1_9/run.json"));
     let digest = memform::provenance::fixture_set_digest(&fixtures_dir(Path::new(&ds))).expect("digest");
     assert_eq!(manifest["recorded"]["fixtures"]["sha256"], digest["sha256"]);
     assert_eq!(manifest["recorded"]["fixtures"]["files"], digest["files"]);

@@ -120,7 +120,7 @@ fn compare_runs_both_sides_then_reuses_them() {
     assert_eq!(json["b"]["label"], "rules+dedup_enabled=false");
     assert_eq!(json["b"]["config_changes"][0], "soda.dedup_enabled = false");
     assert!(tmp.path().join("cmp/compare.md").is_file());
-    assert!(tmp.path().join("runs/scenarios-rules/report.md").is_file());
+    assert!(tmp.path().join("runs/scenarios-soda-rules/report.md").is_file());
     let first = std::fs::read_to_string(tmp.path().join("cmp/compare.md")).expect("compare.md");
 
     let (code, _, stderr) = memform(&args, tmp.path());
@@ -130,10 +130,16 @@ fn compare_runs_both_sides_then_reuses_them() {
     assert_eq!(without_timings_section(&first), without_timings_section(&second));
 
     let mut changed = args.to_vec();
-    changed.extend(["--set", "near_dup_threshold=0.9"]);
+    changed.extend(["--set", "soda.near_dup_threshold=0.9"]);
+    let (code, _, stderr) = memform(&changed, tmp.path());
+    assert_eq!(code, Some(2), "another comparison is not written over the first without --force: {stderr}");
+    changed.push("--force");
     let (code, _, stderr) = memform(&changed, tmp.path());
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(stderr.matches("running ").count(), 2, "a config change re-runs both: {stderr}");
+    // Each under its own name: the first runs are kept.
+    assert!(stderr.contains("into runs/scenarios-soda-rules+soda.near_dup_threshold=0.9\n"), "{stderr}");
+    assert!(tmp.path().join("runs/scenarios-soda-rules/report.md").is_file());
 }
 
 #[test]
@@ -180,7 +186,7 @@ fn compare_puts_three_variants_in_one_table_against_the_first_and_matches_runs_b
     let ds = scenarios_dir();
     let ds = ds.to_str().expect("utf-8 path");
     // A gold run where the rules run would go: compare must not take it for the rules run.
-    let (code, _, stderr) = memform(&["run", "--dataset", ds, "--extract", "gold", "--out", "runs/scenarios-rules"], tmp.path());
+    let (code, _, stderr) = memform(&["run", "--dataset", ds, "--extract", "gold", "--out", "runs/scenarios-soda-rules"], tmp.path());
     assert_eq!(code, Some(0), "{stderr}");
     let args =
         ["compare", "--dataset", ds, "--modes", "rules,gold,rules", "--set-a", "dedup_enabled=false", "--runs-dir", "runs", "--out", "cmp"];
@@ -192,7 +198,7 @@ fn compare_puts_three_variants_in_one_table_against_the_first_and_matches_runs_b
     let labels: Vec<&str> = json["variants"].as_array().unwrap().iter().map(|v| v["label"].as_str().unwrap()).collect();
     assert_eq!(labels, ["rules+dedup_enabled=false", "gold/rules", "rules"]);
     assert_eq!(json["variants"][1]["mode"], "gold/rules");
-    assert_eq!(json["variants"][1]["dir"], "../runs/scenarios-gold-rules");
+    assert_eq!(json["variants"][1]["dir"], "../runs/scenarios-soda-gold-rules");
     let f1 = json["metrics"].as_array().unwrap().iter().find(|r| r["metric"] == "content_f1").expect("content_f1 row");
     assert_eq!(f1["values"].as_array().unwrap().len(), 3);
     assert_eq!(f1["against_first"].as_array().unwrap().len(), 2);
@@ -206,7 +212,7 @@ fn compare_puts_three_variants_in_one_table_against_the_first_and_matches_runs_b
     assert!(md.contains("| metric | A | B | C | B − A | C − A |"), "{md}");
     assert!(md.contains("**Extraction in B was the oracle**"), "{md}");
     let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("runs/scenarios-gold-rules/run.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("runs/scenarios-soda-gold-rules/run.json")).unwrap()).unwrap();
     assert_eq!((manifest["extract_mode"].as_str(), manifest["judge_mode"].as_str()), (Some("gold"), Some("rules")));
     let (code, _, stderr) = memform(&args, tmp.path());
     assert_eq!(code, Some(0), "{stderr}");

@@ -253,3 +253,46 @@ fn sharded_and_merged_equals_unsharded() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn a_held_out_split_chooses_on_tune_and_reports_the_choice_on_conversations_it_never_saw() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let ds = scenarios_dir().display().to_string();
+    let grid = ["--grid", "near_dup_threshold=0.80:0.95:0.05", "--objective", "content_precision"];
+    let held = "budgets,job-change,noise";
+    cli(&[&["sweep", "--dataset", &ds][..], &grid, &["--holdout-conversations", held, "--out", "split"]].concat(), tmp.path());
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("split/sweep.json")).expect("sweep.json")).expect("json");
+    let h = &meta["holdout"];
+    let tune: Vec<String> = h["tune"].as_array().expect("tune").iter().map(|v| v.as_str().unwrap().to_string()).collect();
+    assert_eq!(h["holdout"], serde_json::json!(["budgets", "job-change", "noise"]));
+    assert!(!tune.is_empty() && tune.iter().all(|t| !held.contains(t.as_str())), "{tune:?}");
+    // The grid ran on the tune conversations alone: the same rows as a sweep of them.
+    cli(&[&["sweep", "--dataset", &ds][..], &grid, &["--conversations", &tune.join(","), "--out", "tune"]].concat(), tmp.path());
+    let csv = |d: &str| std::fs::read_to_string(tmp.path().join(d).join("sweep.csv")).expect("sweep.csv");
+    assert_eq!(csv("split"), csv("tune"));
+    // The chosen point is the best on tune, and its held-out figures are a run of it on the held-out conversations.
+    let rows = memform::sweep::read_rows(&[tmp.path().join("tune").as_path()]).expect("rows");
+    let defaults = vec![("near_dup_threshold".to_string(), "0.95".to_string())];
+    let chosen = memform::sweep::best_near_default(&rows, "content_precision", false, &defaults).expect("best");
+    assert_eq!(h["chosen"], chosen, "chosen on tune");
+    let value = rows[chosen].settings[0].1.clone();
+    assert_ne!(value, "0.95", "the grid must choose a change for this test to check both held-out rows");
+    let one = format!("near_dup_threshold={value}");
+    cli(&["sweep", "--dataset", &ds, "--grid", &one, "--conversations", held, "--out", "held"], tmp.path());
+    let held_rows = memform::sweep::read_rows(&[tmp.path().join("held").as_path()]).expect("rows");
+    let first = &h["rows"][0];
+    assert_eq!(first["label"], "best on tune");
+    for (k, v) in &held_rows[0].metrics {
+        assert_eq!(first["metrics"][k].as_f64(), Some(*v), "{k}");
+    }
+    assert_eq!(h["rows"][1]["label"], "seed defaults");
+    assert_eq!(h["rows"][1]["settings"][0][1], "0.95");
+    let md = std::fs::read_to_string(tmp.path().join("split/sweep.md")).expect("sweep.md");
+    assert!(md.contains("chosen on the tune conversations") && md.contains("## Held-out check"), "{md}");
+    assert!(md.contains("| best on tune |") && md.contains("| seed defaults |"), "{md}");
+    // A split is not a shard.
+    let out = Command::new(bin()).args(["sweep", "merge", "split", "--out", "m"]).current_dir(tmp.path()).output().expect("spawn");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("held-out split"), "{}", String::from_utf8_lossy(&out.stderr));
+}
