@@ -1357,11 +1357,24 @@ fn match_content(
     gold_tokens: Option<&GoldTokens<'_>>,
 ) -> Result<ContentMatches> {
     let gold: HashMap<&str, &crate::types::Conversation> = convs.iter().map(|c| (c.id.as_str(), *c)).collect();
+    // Stored facts by the episode each names (a dreaming claim is recorded
+    // with the record of the conversation's last episode but names the
+    // episode of its first citation), in first-seen order.
+    let mut order: Vec<(&str, &str)> = Vec::new();
+    let mut stored: HashMap<(&str, &str), Vec<&crate::pipeline::CandidateRecord>> = HashMap::new();
+    for f in episodes.iter().flat_map(|e| &e.facts).filter(|f| f.stored) {
+        let key = (f.conversation.as_str(), f.episode.as_str());
+        stored.entry(key).or_insert_with(|| {
+            order.push(key);
+            Vec::new()
+        });
+        stored.entry(key).or_default().push(f);
+    }
     let mut work = Vec::new();
-    for e in episodes {
-        let Some(c) = gold.get(e.conversation.as_str()) else { continue };
-        let g: Vec<_> = c.gold.facts.iter().filter(|g| g.episode == e.episode).collect();
-        let s: Vec<_> = e.facts.iter().filter(|f| f.stored).collect();
+    for key in order {
+        let Some(c) = gold.get(key.0) else { continue };
+        let g: Vec<_> = c.gold.facts.iter().filter(|g| g.episode == key.1).collect();
+        let s = stored.remove(&key).unwrap_or_default();
         if !g.is_empty() && !s.is_empty() {
             work.push((c.id.as_str(), s, g));
         }

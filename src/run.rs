@@ -275,6 +275,13 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         analysis.summary.timings.insert("qa_write_ms".into(), write_ms);
         qa_rows = Some(qa);
     }
+    if cfg.profile == "dreaming" {
+        // The ontology's own figures (docs/metrics.md, "The dreaming profile").
+        analysis
+            .summary
+            .metrics
+            .insert("dreaming".into(), serde_json::json!(crate::pipeline::dreaming::metrics::summary_metrics(&store, dataset)?));
+    }
     let manifest_value = manifest.to_value()?;
     dir.write_records(&analysis.summary, &episodes)?;
     let gold = crate::report::Gold::of_dataset(dataset, &crate::report::explore::ran_episodes(&analysis));

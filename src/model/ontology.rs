@@ -217,12 +217,56 @@ pub struct OntologyView {
     pub aspects: Vec<ViewAspect>,
     pub claims: Vec<ViewClaim>,
     pub links: Vec<ViewLink>,
+    /// Attention ids an applied `decline_attention` resolved, in order.
+    #[serde(default)]
+    pub resolved_attention: Vec<String>,
 }
 
 /// Ids are `<conversation>/<prefix><n>`; the next free `n` of a prefix.
 pub fn next_seq<'a>(conversation: &str, prefix: &str, ids: impl Iterator<Item = &'a str>) -> usize {
     let head = format!("{conversation}/{prefix}");
     ids.filter_map(|id| id.strip_prefix(&head)).filter_map(|n| n.parse::<usize>().ok()).max().map(|n| n + 1).unwrap_or(1)
+}
+
+/// A claim as the run's memory reads it (`Store::claim_projection`): its
+/// entity and aspect by name, its citations and the pass that created it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProjectedClaim {
+    pub id: String,
+    pub entity: String,
+    pub aspect: String,
+    pub claim_key: String,
+    pub content: String,
+    pub normalized_content: String,
+    pub confidence: f64,
+    pub status: ClaimStatus,
+    pub superseded_by: Option<String>,
+    /// The creating operation's citations: (episode, turn, quote), in order.
+    pub citations: Vec<(String, String, String)>,
+    /// The episode after which the creating pass ran.
+    pub pass_after_episode: Option<String>,
+}
+
+/// A claim written into `facts` for the QA search (`Store::write_claim_facts`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimFact {
+    pub id: String,
+    pub subject: String,
+    pub predicate: String,
+    pub content: String,
+    pub normalized_content: String,
+    pub content_hash: String,
+    pub confidence: f64,
+    /// The claim that superseded it (the row is then not live).
+    pub superseded_by: Option<String>,
+    /// `retracted`: the row is written ended (`invalid_at`).
+    pub ended_at: Option<String>,
+    pub source_episode: String,
+    pub source_turns: Vec<String>,
+    pub source_quote: String,
+    pub created_at: Option<String>,
+    /// Empty: no vector row.
+    pub embedding: Vec<f32>,
 }
 
 /// A pass record (docs/dreaming.md, 8.1).

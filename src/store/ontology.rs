@@ -14,13 +14,13 @@
 use std::collections::HashSet;
 
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Savepoint, params};
 
 use super::Store;
 use crate::error::{Error, Result};
 use crate::model::ontology::{
-    Cardinality, ClaimStatus, Effect, OntoCaps, OntoPlan, OntoWrite, OntologyView, OpOutcome, PassRecord, PlannedOp, ViewAspect, ViewClaim,
-    ViewEntity, ViewLink,
+    Cardinality, ClaimFact, ClaimStatus, Effect, OntoCaps, OntoPlan, OntoWrite, OntologyView, OpOutcome, PassRecord, PlannedOp,
+    ProjectedClaim, ViewAspect, ViewClaim, ViewEntity, ViewLink,
 };
 
 /// The tables that hold evidence: the apply path may not write them.
@@ -80,13 +80,17 @@ impl Store {
         self.with_evidence_locked(|tx| apply_in_tx(tx, plan, caps))
     }
 
-    /// Runs `f` in one transaction under the authorizer that denies writes
-    /// to the evidence tables; commits when `f` succeeds.
-    fn with_evidence_locked<T>(&self, f: impl FnOnce(&mut Transaction<'_>) -> rusqlite::Result<T>) -> Result<T> {
+    /// Runs `f` in one savepoint under the authorizer that denies writes
+    /// to the evidence tables; releases it when `f` succeeds. A savepoint,
+    /// not a transaction: a run's private store keeps a batch transaction
+    /// open between units (`Store::open_for_run`), inside which a
+    /// transaction cannot begin; outside one the savepoint is the
+    /// transaction.
+    fn with_evidence_locked<T>(&self, f: impl FnOnce(&mut Savepoint<'_>) -> rusqlite::Result<T>) -> Result<T> {
         self.write_with(None, |c| {
             c.authorizer(Some(deny_evidence_writes))?;
             let out = (|| {
-                let mut tx = c.transaction()?;
+                let mut tx = c.savepoint()?;
                 let out = f(&mut tx)?;
                 tx.commit()?;
                 Ok(out)
@@ -212,6 +216,98 @@ impl Store {
         })
     }
 
+    /// Every claim of `conversation` (any status), in creation order, with
+    /// its entity and aspect names, its citations and its pass's episode.
+    pub fn claim_projection(&self, conversation: &str) -> Result<Vec<ProjectedClaim>> {
+        self.with(|c| {
+            let mut st =
+                c.prepare("SELECT op_id, episode_id, turn_id, quote FROM onto_evidence WHERE conversation_id = ?1 ORDER BY op_id, seq")?;
+            let mut cited: std::collections::HashMap<String, Vec<(String, String, String)>> = std::collections::HashMap::new();
+            for row in st.query_map([conversation], |r| Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))))? {
+                let (op, citation) = row?;
+                cited.entry(op).or_default().push(citation);
+            }
+            let mut st = c.prepare(
+                "SELECT c.id, e.name, a.name, c.claim_key, c.content, c.normalized_content, c.confidence, c.status,
+                        c.superseded_by, c.created_op, p.after_episode
+                 FROM onto_claims c
+                 JOIN onto_aspects a ON a.id = c.aspect_id
+                 JOIN onto_entities e ON e.id = a.entity_id
+                 LEFT JOIN onto_ops o ON o.id = c.created_op
+                 LEFT JOIN dream_passes p ON p.id = o.pass_id
+                 WHERE c.conversation_id = ?1 ORDER BY c.rowid",
+            )?;
+            st.query_map([conversation], |r| {
+                let op: String = r.get(9)?;
+                Ok(ProjectedClaim {
+                    id: r.get(0)?,
+                    entity: r.get(1)?,
+                    aspect: r.get(2)?,
+                    claim_key: r.get(3)?,
+                    content: r.get(4)?,
+                    normalized_content: r.get(5)?,
+                    confidence: r.get(6)?,
+                    status: super::parse_column(r, 7, ClaimStatus::parse)?,
+                    superseded_by: r.get(8)?,
+                    citations: cited.get(&op).cloned().unwrap_or_default(),
+                    pass_after_episode: r.get(10)?,
+                })
+            })?
+            .collect()
+        })
+    }
+
+    /// Writes `claims` into `facts` (and their vectors into `embeddings`) in
+    /// one transaction, so the QA search reads a dreaming run's claims as it
+    /// reads other profiles' facts. The ontology is the source: these rows
+    /// are its read model, never read back by the planner. Per claim: true
+    /// when its row was written (false: a live row of the conversation
+    /// already holds the same content hash, or the id exists).
+    pub fn write_claim_facts(&self, conversation: &str, claims: &[ClaimFact]) -> Result<Vec<bool>> {
+        self.write_with(Some(conversation), |c| {
+            let sp = c.savepoint()?;
+            let mut out = Vec::with_capacity(claims.len());
+            {
+                let mut ins = sp.prepare_cached(
+                    "INSERT INTO facts (id, conversation_id, subject, predicate, object, kind, fact_type, content,
+                        normalized_content, content_hash, confidence, valid_from, valid_until, invalid_at,
+                        superseded_by, source_episode, source_turns, source_quote, pinned, subject_entity,
+                        object_entity, created_at)
+                     VALUES (?1, ?2, ?3, ?4, '', 'literal', 'fact', ?5, ?6, ?7, ?8, NULL, NULL, ?9, ?10, ?11, ?12, ?13, 0,
+                        NULL, NULL, ?14)
+                     ON CONFLICT DO NOTHING",
+                )?;
+                let mut vec = sp
+                    .prepare_cached("INSERT OR REPLACE INTO embeddings (fact_id, conversation_id, dims, vector) VALUES (?1, ?2, ?3, ?4)")?;
+                for f in claims {
+                    let turns = serde_json::to_string(&f.source_turns).unwrap_or_else(|_| "[]".into());
+                    let n = ins.execute(params![
+                        f.id,
+                        conversation,
+                        f.subject,
+                        f.predicate,
+                        f.content,
+                        f.normalized_content,
+                        f.content_hash,
+                        f.confidence,
+                        f.ended_at,
+                        f.superseded_by,
+                        f.source_episode,
+                        turns,
+                        f.source_quote,
+                        f.created_at,
+                    ])?;
+                    if n == 1 && !f.embedding.is_empty() {
+                        vec.execute(params![f.id, conversation, f.embedding.len() as i64, super::search::vector_to_blob(&f.embedding)])?;
+                    }
+                    out.push(n == 1);
+                }
+            }
+            sp.commit()?;
+            Ok(out)
+        })
+    }
+
     /// The conversations with an ontology, sorted.
     pub fn onto_conversations(&self) -> Result<Vec<String>> {
         self.with(|c| {
@@ -293,10 +389,16 @@ fn read_view(c: &Connection, conversation: &str) -> rusqlite::Result<OntologyVie
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
+    let mut st = c.prepare(
+        "SELECT json_extract(payload, '$.attentionId') FROM onto_ops
+         WHERE conversation_id = ?1 AND operation = 'decline_attention' AND effect = 'applied' ORDER BY rowid",
+    )?;
+    view.resolved_attention =
+        st.query_map([conversation], |r| r.get::<_, Option<String>>(0))?.filter_map(|r| r.transpose()).collect::<rusqlite::Result<_>>()?;
     Ok(view)
 }
 
-fn apply_in_tx(tx: &mut Transaction<'_>, plan: &OntoPlan, caps: OntoCaps) -> rusqlite::Result<Vec<OpOutcome>> {
+fn apply_in_tx(tx: &mut Savepoint<'_>, plan: &OntoPlan, caps: OntoCaps) -> rusqlite::Result<Vec<OpOutcome>> {
     let (mut applied, mut created): (i64, i64) = tx.query_row(
         "SELECT COUNT(*), COALESCE(SUM(new_entities), 0) FROM onto_ops WHERE pass_id = ?1 AND effect = 'applied'",
         [&plan.pass_id],
@@ -785,5 +887,44 @@ mod tests {
             events.contains(&("c1/c1".into(), "superseded".into())) && events.contains(&("c1/c2".into(), "created".into())),
             "{events:?}"
         );
+    }
+
+    /// A run's private store keeps its batch transaction open between
+    /// units: the apply path and the pass records write inside it (a
+    /// transaction could not begin there), and the batch commits them.
+    #[test]
+    fn the_apply_path_writes_inside_a_runs_open_batch() {
+        let dir = std::env::temp_dir().join(format!("memform-onto-batch-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("store.sqlite");
+        let s = Store::open_for_run(&path).unwrap();
+        s.write_conversation("c1", &["Ann".into()], &[]).unwrap();
+        let episode = Episode {
+            id: "e1".into(),
+            timestamp: None,
+            turns: vec![Turn { id: "t1".into(), speaker: "Ann".into(), text: "I moved to Lisbon.".into() }],
+            observations: Vec::new(),
+        };
+        s.write_evidence("c1", 0, &episode).unwrap();
+        let plan = OntoPlan { conversation_id: "c1".into(), pass_id: "c1/p1".into(), call_seq: 1, ops: vec![op(0, vec![entity(1)])] };
+        let out = s.apply_ontology_ops(&plan, caps()).unwrap();
+        assert_eq!(out[0].effect, Effect::Applied);
+        let pass = PassRecord {
+            id: "c1/p1".into(),
+            conversation_id: "c1".into(),
+            mode: "content".into(),
+            trigger: "every-episodes".into(),
+            status: "completed".into(),
+            after_episode: "e1".into(),
+            ..PassRecord::default()
+        };
+        s.record_pass(&pass, &[("t1".into(), "r".into(), "consumed")]).unwrap();
+        s.finish().unwrap();
+        drop(s);
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.ontology_view("c1").unwrap().entities.len(), 1);
+        assert_eq!(s.dream_passes(Some("c1")).unwrap().len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

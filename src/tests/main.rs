@@ -9,6 +9,7 @@ mod ci;
 mod cli;
 mod compare_runs;
 mod determinism;
+mod dreaming;
 mod gate;
 mod hints;
 mod judging;

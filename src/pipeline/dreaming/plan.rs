@@ -5,10 +5,12 @@
 //! (`Store::apply_ontology_ops`, which adds the write caps). [`apply`] is the
 //! whole path: parse, the pure checks, read, plan, apply.
 //!
-//! Operations this planner does not carry out yet (`flag`,
-//! `decline_attention`, the archives and merges, the renames,
-//! `update_link`) are recorded `failed` with kind `unsupported`: memform has
-//! no attention queue yet (docs/dreaming.md, 14).
+//! `decline_attention` resolves a pending hygiene attention record
+//! ([`super::hygiene`]). Operations this planner does not carry out yet
+//! (`flag`, the archives and merges, the renames,
+//! `update_link`) are recorded `failed` with kind `unsupported`: memform's
+//! attention is derived from the graph, not minted by `flag`
+//! (docs/dreaming.md, 14).
 
 use std::collections::HashSet;
 
@@ -271,6 +273,7 @@ fn payload_json(op: &Op) -> String {
         Op::CreateAspect(p) => serde_json::to_value(p),
         Op::CreatePolicy(p) => serde_json::to_value(p),
         Op::CreateActionType(p) | Op::CreateInterface(p) => serde_json::to_value(p),
+        Op::DeclineAttention(p) => serde_json::to_value(p),
         _ => Ok(json!({})),
     };
     v.map(|v| v.to_string()).unwrap_or_else(|_| "{}".into())
@@ -341,6 +344,15 @@ fn plan_one(work: &mut Work, operation: &Operation, cfg: &PlanConfig) -> Decisio
                 reason,
             };
             Decision::applied(vec![w], json!({"linkId": id, "updated": existing.is_some()}))
+        }
+        Op::DeclineAttention(p) => {
+            let id = p.attention_id.trim();
+            let pending = super::hygiene::pending_attention(&work.view, cfg.max_claims_per_aspect);
+            if !pending.iter().any(|a| a.subject_ref == id) {
+                return Decision::failed("attention_not_pending", format!("Attention record is not pending in this agent scope: {id}"));
+            }
+            work.view.resolved_attention.push(id.to_string());
+            Decision::applied(Vec::new(), json!({"attentionId": id, "resolved": true}))
         }
         other => Decision::failed("unsupported", format!("{} is not carried out by memform's planner yet", other.kind())),
     }
@@ -717,5 +729,92 @@ mod tests {
         }
         assert!(store.ontology_view(CONV).unwrap().entities.is_empty());
         assert_eq!(store.onto_op_counts().unwrap().iter().map(|c| c.3).sum::<usize>(), 2);
+    }
+
+    // Signet's `dreaming-agent-tools.test.ts`: "decline_attention resolves a
+    // pending flag and is one-use and scoped".
+    #[test]
+    fn decline_attention_resolves_pending_attention_once() {
+        let (store, turns) = setup();
+        call(
+            &store,
+            &turns,
+            1,
+            json!([{"operation": "create_entity", "payload": {"name": "Porto", "type": "place"}, "evidence": cite("D1:1", "Porto")}]),
+        );
+        let pending = super::super::hygiene::pending_attention(&store.ontology_view(CONV).unwrap(), 50);
+        assert_eq!(pending.len(), 1);
+        let decline = json!([{"operation": "decline_attention", "payload": {"attentionId": pending[0].subject_ref}}]);
+        let a = call(&store, &turns, 2, decline.clone());
+        assert_eq!(effects(&a), vec![("applied".into(), None)]);
+        assert!(super::super::hygiene::pending_attention(&store.ontology_view(CONV).unwrap(), 50).is_empty());
+        let a = call(&store, &turns, 3, decline);
+        assert_eq!(effects(&a), vec![("failed".into(), Some("attention_not_pending".into()))]);
+        // Another conversation's record is not pending here.
+        let a = call(&store, &turns, 4, json!([{"operation": "decline_attention", "payload": {"attentionId": "entity:conv-b/o1"}}]));
+        assert_eq!(effects(&a), vec![("failed".into(), Some("attention_not_pending".into()))]);
+    }
+
+    // Signet's `dreaming-operations.test.ts`: "supersedes the current active
+    // claim for a key without an explicit attribute id".
+    #[test]
+    fn supersedes_the_current_active_claim_for_a_key_without_an_attribute_id() {
+        let (store, turns) = setup();
+        call(
+            &store,
+            &turns,
+            1,
+            json!([
+                {"operation": "create_entity", "payload": {"name": "Ann", "type": "person"}, "evidence": cite("D1:1", "Ann")},
+                {"operation": "add_claim_value", "payload": {"entityId": "Ann", "aspectId": "home", "claimKey": "status", "value": "Old claim value."}, "evidence": cite("D1:1", "Ann lives in Porto")}
+            ]),
+        );
+        let a = call(
+            &store,
+            &turns,
+            2,
+            json!([{"operation": "supersede_claim_value", "payload": {"entityId": "Ann", "aspectId": "home", "claimKey": "status", "value": "Lisbon"}, "evidence": cite("D1:2", "Ann moved to Lisbon")}]),
+        );
+        assert_eq!(effects(&a), vec![("applied".into(), None)]);
+        let view = store.ontology_view(CONV).unwrap();
+        let got: Vec<(&str, ClaimStatus)> = view.claims.iter().map(|c| (c.content.as_str(), c.status)).collect();
+        assert_eq!(got, vec![("Old claim value.", ClaimStatus::Superseded), ("Lisbon", ClaimStatus::Active)]);
+    }
+
+    // Signet's `dreaming-operations.test.ts`: "bounds large apply requests
+    // across yielding writer transactions (#1337)": 25 entities each citing
+    // its own source come back as 25 items in order (memform: one
+    // transaction per call).
+    #[test]
+    fn a_request_of_25_cited_entities_applies_all_in_order() {
+        let store = Store::in_memory().unwrap();
+        const WORDS: [&str; 25] = [
+            "Amber", "Birch", "Cedar", "Delta", "Ember", "Fjord", "Garnet", "Harbor", "Indigo", "Juniper", "Kestrel", "Lagoon", "Maple",
+            "Nimbus", "Onyx", "Pebble", "Quartz", "Raven", "Sierra", "Tundra", "Umber", "Violet", "Willow", "Xenon", "Yarrow",
+        ];
+        let episode = Episode {
+            id: "s1".into(),
+            timestamp: None,
+            turns: WORDS
+                .iter()
+                .enumerate()
+                .map(|(i, w)| Turn { id: format!("D1:{i}"), speaker: "Ann".into(), text: format!("Project {w} ships next week.") })
+                .collect(),
+            observations: Vec::new(),
+        };
+        store.write_conversation(CONV, &["Ann".into()], &[]).unwrap();
+        store.write_evidence(CONV, 0, &episode).unwrap();
+        let mut turns = TurnIndex::new(CONV);
+        turns.add_episode(&episode, |_| false);
+        let ops: Vec<serde_json::Value> = WORDS
+            .iter()
+            .enumerate()
+            .map(|(i, w)| json!({"operation": "create_entity", "payload": {"name": format!("Project {w}"), "type": "project"}, "evidence": cite(&format!("D1:{i}"), &format!("Project {w}"))}))
+            .collect();
+        let a = call(&store, &turns, 1, json!(ops));
+        assert!(a.ok);
+        assert_eq!(a.items.iter().map(|i| i.index).collect::<Vec<_>>(), (0..25).collect::<Vec<_>>());
+        assert!(a.items.iter().all(|i| i.effect == Effect::Applied));
+        assert_eq!(store.ontology_view(CONV).unwrap().entities.len(), 25);
     }
 }

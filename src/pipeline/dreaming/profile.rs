@@ -9,8 +9,9 @@
 //!
 //! Dreamers: `rules` (the rules extractor's triples become operations) and
 //! `gold` (the dataset's gold facts become operations). Both are scripted
-//! clients of the same apply path as a model would be; the `llm` dreamer
-//! and the capability registry are not built yet.
+//! clients of the same apply path as a model would be; in a hygiene pass
+//! both decline the pending attention. The `llm` dreamer and the
+//! capability registry are not built yet.
 
 use std::collections::{HashMap, HashSet};
 
@@ -38,7 +39,7 @@ impl Profile for Dreaming {
         "dreaming"
     }
     fn summary(&self) -> &'static str {
-        "Signet's Dreaming (in progress: rules and gold dreamers; its claims are not yet scored): evidence kept as it arrives, later passes submit ontology operations through validate_proposal and one audited apply path"
+        "Signet's Dreaming (rules and gold dreamers; no llm dreamer yet): evidence kept as it arrives, content and hygiene passes submit ontology operations through validate_proposal and one audited apply path; its claims are scored as the run's facts"
     }
     fn back(
         &self,
@@ -71,7 +72,38 @@ fn empty_record(conv: &Conversation, episode: &Episode) -> EpisodeRecord {
     r
 }
 
-/// After `episode` is stored: evaluate the triggers and run the passes they call for.
+/// The evidence side of a pass: the turns no pass settled, by episode.
+struct Backlog<'a> {
+    settled: HashSet<String>,
+    episodes: Vec<(&'a Episode, usize)>,
+    state: TriggerState,
+}
+
+fn backlog<'a>(
+    store: &Store,
+    conv: &Conversation,
+    ingested: &'a [Episode],
+    since: usize,
+    ended: bool,
+    pending: bool,
+) -> Result<Backlog<'a>> {
+    let settled = store.settled_turns(&conv.id)?;
+    let episodes: Vec<(&Episode, usize)> =
+        ingested.iter().enumerate().filter(|(_, e)| e.turns.iter().any(|t| !settled.contains(&t.id))).map(|(i, e)| (e, i)).collect();
+    let turns: Vec<&crate::types::Turn> = ingested.iter().flat_map(|e| e.turns.iter()).filter(|t| !settled.contains(&t.id)).collect();
+    let state = TriggerState {
+        backlog_turns: turns.len(),
+        backlog_tokens: turns.iter().map(|t| turn_tokens(&t.text)).sum(),
+        pending_attention: pending,
+        episodes_since_pass: since,
+        conversation_ended: ended,
+    };
+    Ok(Backlog { settled, episodes, state })
+}
+
+/// After `episode` is stored: evaluate the triggers and run the passes they
+/// call for, each in the mode Signet's `selectDreamingPassMode` picks from
+/// the last pass's focus and the work pending (hygiene attention, backlog).
 pub fn dream_episode(stages: Stages<'_>, conv: &Conversation, episode: &Episode, cfg: &Config, store: &Store) -> Result<EpisodeRecord> {
     let mut record = empty_record(conv, episode);
     let k = conv.episodes.iter().position(|e| e.id == episode.id).unwrap_or(0);
@@ -84,31 +116,19 @@ pub fn dream_episode(stages: Stages<'_>, conv: &Conversation, episode: &Episode,
         None => k + 1,
     };
     let ended = k + 1 == conv.episodes.len();
-    let mut seq = passes.len();
-    let mut watermark = passes.last().and_then(|p| p.watermark_after);
+    let mut last_focus = passes.last().map(|p| focus_of(&p.mode));
     let mut ran = 0usize;
     loop {
-        let settled = store.settled_turns(&conv.id)?;
-        let backlog: Vec<(&Episode, usize)> =
-            ingested.iter().enumerate().filter(|(_, e)| e.turns.iter().any(|t| !settled.contains(&t.id))).map(|(i, e)| (e, i)).collect();
-        let backlog_turns: Vec<&crate::types::Turn> =
-            ingested.iter().flat_map(|e| e.turns.iter()).filter(|t| !settled.contains(&t.id)).collect();
-        let state = TriggerState {
-            backlog_turns: backlog_turns.len(),
-            backlog_tokens: backlog_turns.iter().map(|t| turn_tokens(&t.text)).sum(),
-            pending_attention: false,
-            episodes_since_pass: since,
-            conversation_ended: ended,
-        };
+        let pending = !super::hygiene::pending_attention(&store.ontology_view(&conv.id)?, dcfg.max_claims_per_aspect).is_empty();
+        let state = backlog(store, conv, ingested, since, ended, pending)?.state;
         let Some(reason) = evaluate_trigger(&state, &triggers) else { break };
-        if ran >= dcfg.max_final_passes || (ran > 0 && reason != TriggerReason::EndOfConversation && !ended) {
+        if ran >= dcfg.max_final_passes || (ran > 0 && !ended) {
             break;
         }
-        seq += 1;
         ran += 1;
-        let mode = select_mode(Some(super::pass::Focus::Content), false, true);
-        let pass = run_pass(stages, conv, ingested, &backlog, &settled, state, reason, mode, seq, watermark, episode, cfg, store)?;
-        watermark = pass.watermark_after;
+        let mode = select_mode(last_focus, state.pending_attention, state.backlog_turns > 0);
+        let pass = run_pass_in_mode(stages, conv, k, mode, reason, since, cfg, store, None)?;
+        last_focus = Some(focus_of(&pass.mode));
         record.warnings.push(Warning::new(
             "dreaming_pass",
             format!(
@@ -125,40 +145,66 @@ pub fn dream_episode(stages: Stages<'_>, conv: &Conversation, episode: &Episode,
         ));
         record.stored += pass.ops_applied;
         since = 0;
-        if pass.evidence_consumed == 0 {
+        if pass.evidence_consumed == 0 && pass.ops_applied == 0 {
             break;
         }
+    }
+    if ended {
+        project_claims(stages, conv, store, &mut record)?;
     }
     Ok(record)
 }
 
+fn focus_of(mode: &str) -> super::pass::Focus {
+    if mode == PassMode::Hygiene.as_str() { super::pass::Focus::Hygiene } else { super::pass::Focus::Content }
+}
+
+/// One pass in `mode` after the `k`-th episode (0-based) is stored, recorded
+/// in the store. A pass whose own work is empty exits early (Signet's
+/// `dreamingEarlyExitSummary`): no dreamer runs, a completed pass with zero
+/// counts is recorded. A `hygiene` pass works through the pending attention
+/// only and consumes no evidence, so the watermark and the backlog it leaves
+/// are the ones it found. `script`: the requests of a scripted dreamer
+/// (Signet's scripted executor in its pass tests), instead of the
+/// configured dreamer's.
 #[allow(clippy::too_many_arguments)]
-fn run_pass(
+pub fn run_pass_in_mode(
     stages: Stages<'_>,
     conv: &Conversation,
-    ingested: &[Episode],
-    backlog: &[(&Episode, usize)],
-    settled: &HashSet<String>,
-    state: TriggerState,
-    reason: TriggerReason,
+    k: usize,
     mode: PassMode,
-    seq: usize,
-    watermark: Option<usize>,
-    after: &Episode,
+    reason: TriggerReason,
+    since: usize,
     cfg: &Config,
     store: &Store,
+    script: Option<&[String]>,
 ) -> Result<PassRecord> {
+    let ingested = &conv.episodes[..=k.min(conv.episodes.len().saturating_sub(1))];
+    let ended = k + 1 >= conv.episodes.len();
     let dcfg = &cfg.dreaming;
+    let attention = super::hygiene::pending_attention(&store.ontology_view(&conv.id)?, dcfg.max_claims_per_aspect);
+    let work = backlog(store, conv, ingested, since, ended, !attention.is_empty())?;
+    let passes = store.dream_passes(Some(&conv.id))?;
+    let seq = passes.len() + 1;
+    let watermark = passes.last().and_then(|p| p.watermark_after);
+    let after = &ingested[ingested.len() - 1];
+    let early = super::pass::early_exit_summary(mode, !attention.is_empty(), work.state.backlog_turns > 0);
+    let requests = match (early, mode, script) {
+        (Some(_), _, _) => Vec::new(),
+        (None, _, Some(script)) => script.iter().map(|json| (json.clone(), cited_turns(json))).collect(),
+        (None, PassMode::Hygiene, None) => hygiene_requests(conv, &attention, dcfg.max_ops_per_call),
+        (None, _, None) => match dcfg.dreamer() {
+            Dreamer::Rules => rules_requests(stages, conv, &work.episodes, cfg, store)?,
+            Dreamer::Gold => gold_requests(conv, &work.episodes, cfg, store)?,
+        },
+    };
     let pass_id = format!("{}/p{seq}", conv.id);
     let mut turns = TurnIndex::new(&conv.id);
     for e in ingested {
         turns.add_episode(e, |_| false);
     }
-    let requests = match dcfg.dreamer() {
-        Dreamer::Rules => rules_requests(stages, conv, backlog, cfg, store)?,
-        Dreamer::Gold => gold_requests(conv, backlog, cfg),
-    };
     let (limits, plan_cfg, caps) = (dcfg.limits(), dcfg.plan(cfg.shadow_mode, cfg.mutations_frozen), dcfg.caps());
+    let state = work.state;
     let mut pass = PassRecord {
         id: pass_id.clone(),
         conversation_id: conv.id.clone(),
@@ -187,10 +233,12 @@ fn run_pass(
             }
         }
     }
-    // Mutations frozen: nothing is consumed (docs/dreaming.md, 8.5).
-    let consume = !cfg.mutations_frozen;
+    // Mutations frozen: nothing is consumed (docs/dreaming.md, 8.5); a
+    // hygiene pass never consumes (Signet's `dreamingModeAdvancesEvidence`).
+    let consume = !cfg.mutations_frozen && early.is_none() && super::pass::consumes_evidence(mode);
+    let settled = &work.settled;
     let mut now_settled = Vec::new();
-    for (e, _) in backlog {
+    for (e, _) in &work.episodes {
         for t in &e.turns {
             if consume && !settled.contains(&t.id) && !excluded.contains(&t.id) {
                 now_settled.push((t.id.clone(), sha256_hex(t.text.as_bytes()), "consumed"));
@@ -216,9 +264,126 @@ fn run_pass(
         .filter(|t| !settled.contains(&t.id) && !done.contains(t.id.as_str()))
         .map(|t| turn_tokens(&t.text))
         .sum();
-    pass.summary = format!("{} requests, {} operations applied", pass.tool_calls, pass.ops_applied);
+    pass.summary = match early {
+        Some(s) => s.to_string(),
+        None => format!("{} requests, {} operations applied", pass.tool_calls, pass.ops_applied),
+    };
     store.record_pass(&pass, &now_settled)?;
     Ok(pass)
+}
+
+/// The turns a request cites (`turn:<id>` source refs), for a scripted request.
+fn cited_turns(json: &str) -> Vec<String> {
+    let v: Value = serde_json::from_str(json).unwrap_or(Value::Null);
+    let mut out = Vec::new();
+    for op in v.get("operations").and_then(Value::as_array).into_iter().flatten() {
+        for c in op.get("evidence").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(t) = c.get("source_ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("turn:")) {
+                out.push(t.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The scripted dreamers' hygiene pass: they have no judgement to archive
+/// or merge, so each pending attention record is declined
+/// (`decline_attention`), which resolves it; an llm dreamer would act on it.
+fn hygiene_requests(conv: &Conversation, attention: &[super::hygiene::Attention], max: usize) -> Vec<(String, Vec<String>)> {
+    attention
+        .chunks(max.max(1))
+        .map(|chunk| {
+            let ops: Vec<Value> = chunk
+                .iter()
+                .map(|a| json!({"operation": "decline_attention", "payload": {"attentionId": a.subject_ref}, "reason": a.reason}))
+                .collect();
+            (json!({"agentId": conv.id, "operations": ops}).to_string(), Vec::new())
+        })
+        .collect()
+}
+
+/// At the end of a conversation: its claims become the run's memory as the
+/// metrics and the QA evaluation read every profile's (docs/metrics.md,
+/// "The dreaming profile's claims"): one row of `facts` per claim (any
+/// status; a superseded one carries its successor, so it is not live), with
+/// its vector from the run's embedder, and one candidate per claim in this
+/// episode's record, attributed to the episode and turn of its first
+/// citation. The vectors are computed before the store's transaction.
+fn project_claims(stages: Stages<'_>, conv: &Conversation, store: &Store, record: &mut EpisodeRecord) -> Result<()> {
+    use crate::model::ontology::{ClaimFact, ClaimStatus};
+    use crate::pipeline::CandidateRecord;
+    use crate::pipeline::records::CandidateOutcome;
+    use crate::types::{FactKind, FactType, ValueTier};
+
+    let claims = store.claim_projection(&conv.id)?;
+    if claims.is_empty() {
+        return Ok(());
+    }
+    let stamp: HashMap<&str, Option<&str>> = conv.episodes.iter().map(|e| (e.id.as_str(), e.timestamp.as_deref())).collect();
+    let texts: Vec<&str> = claims.iter().map(|c| c.content.as_str()).collect();
+    let vectors = stages.embedder.embed(&texts, &format!("{}/dreaming claims", conv.id))?;
+    let mut rows = Vec::with_capacity(claims.len());
+    for (c, v) in claims.iter().zip(vectors.into_iter().chain(std::iter::repeat_with(Vec::new))) {
+        let (episode, quote) = match c.citations.first() {
+            Some((e, _, q)) => (e.clone(), q.clone()),
+            None => (c.pass_after_episode.clone().unwrap_or_default(), String::new()),
+        };
+        let created_at = c.pass_after_episode.as_deref().and_then(|e| stamp.get(e).copied().flatten()).map(str::to_string);
+        let mut turns: Vec<String> = Vec::new();
+        for (_, t, _) in &c.citations {
+            if !turns.contains(t) {
+                turns.push(t.clone());
+            }
+        }
+        rows.push(ClaimFact {
+            id: c.id.clone(),
+            subject: c.entity.clone(),
+            predicate: c.aspect.clone(),
+            content: c.content.clone(),
+            normalized_content: c.normalized_content.clone(),
+            content_hash: sha256_hex(c.normalized_content.as_bytes()),
+            confidence: c.confidence,
+            superseded_by: c.superseded_by.clone(),
+            ended_at: (c.status == ClaimStatus::Retracted).then(|| created_at.clone().unwrap_or_default()),
+            source_episode: episode,
+            source_turns: turns,
+            source_quote: quote,
+            created_at,
+            embedding: v,
+        });
+    }
+    let written = store.write_claim_facts(&conv.id, &rows)?;
+    for (row, stored) in rows.into_iter().zip(written) {
+        record.facts.push(CandidateRecord {
+            id: row.id,
+            conversation: conv.id.clone(),
+            episode: row.source_episode,
+            turn: row.source_turns.first().cloned().unwrap_or_default(),
+            subject: row.subject,
+            predicate: row.predicate,
+            object: String::new(),
+            kind: FactKind::Literal,
+            fact_type: FactType::Fact,
+            content: row.content,
+            confidence: row.confidence,
+            value_score: row.confidence,
+            tier: ValueTier::Core,
+            content_hash: row.content_hash,
+            outcome: if stored { CandidateOutcome::Created } else { CandidateOutcome::Deduped },
+            reason: "claim".into(),
+            related: row.superseded_by,
+            subject_entity: None,
+            object_entity: None,
+            verdicts: Vec::new(),
+            neither_unlisted: 0,
+            unlisted: Vec::new(),
+            ended: Vec::new(),
+            stored,
+            decision: None,
+            formed: None,
+        });
+    }
+    Ok(())
 }
 
 /// The ontology's entity type for stage 1's (docs/dreaming.md, 3.3).
@@ -313,8 +478,15 @@ fn fact_ops(
     ops
 }
 
+/// The canonical names and aliases of the conversation's active entities.
 fn known_names(store: &Store, conv: &str) -> Result<HashSet<String>> {
-    Ok(store.ontology_view(conv)?.entities.into_iter().filter(|e| e.active).map(|e| e.canonical_name).collect())
+    Ok(store
+        .ontology_view(conv)?
+        .entities
+        .into_iter()
+        .filter(|e| e.active)
+        .flat_map(|e| std::iter::once(e.canonical_name).chain(e.aliases))
+        .collect())
 }
 
 /// The rules dreamer: stage 1's rules extraction of each backlog episode,
@@ -365,10 +537,12 @@ fn rules_requests(
 /// The gold dreamer: each gold fact of a backlog episode becomes a claim of
 /// its subject (the gold subject, else the speaker of its first evidence
 /// turn), quoting that turn.
-fn gold_requests(conv: &Conversation, backlog: &[(&Episode, usize)], cfg: &Config) -> Vec<(String, Vec<String>)> {
+fn gold_requests(conv: &Conversation, backlog: &[(&Episode, usize)], cfg: &Config, store: &Store) -> Result<Vec<(String, Vec<String>)>> {
     let dcfg = &cfg.dreaming;
     let single = dcfg.plan(false, false).single_valued;
-    let mut known = HashSet::new();
+    // The entities earlier passes created: proposed again, each would be
+    // skipped as a duplicate.
+    let mut known = known_names(store, &conv.id)?;
     let mut req = Requests { conv: &conv.id, max: dcfg.max_ops_per_call, out: Vec::new(), ops: Vec::new(), cited: Vec::new() };
     let episodes: HashSet<&str> = backlog.iter().map(|(e, _)| e.id.as_str()).collect();
     let turns: HashMap<&str, &crate::types::Turn> = backlog.iter().flat_map(|(e, _)| e.turns.iter()).map(|t| (t.id.as_str(), t)).collect();
@@ -382,5 +556,267 @@ fn gold_requests(conv: &Conversation, backlog: &[(&Episode, usize)], cfg: &Confi
         req.push(group, &turn.id);
     }
     req.flush();
-    req.out
+    Ok(req.out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::embed::hashed::HashedEmbedder;
+    use crate::pipeline::extract::RulesExtractor;
+    use crate::pipeline::judge::RulesJudge;
+    use crate::types::{Gold, GoldFact, Turn};
+
+    fn episode(id: &str, turns: &[(&str, &str)]) -> Episode {
+        Episode {
+            id: id.into(),
+            timestamp: None,
+            turns: turns.iter().map(|(t, text)| Turn { id: (*t).into(), speaker: "Ann".into(), text: (*text).into() }).collect(),
+            observations: Vec::new(),
+        }
+    }
+
+    fn gold(id: &str, episode: &str, turn: &str, text: &str, predicate: &str) -> GoldFact {
+        GoldFact {
+            id: id.into(),
+            episode: episode.into(),
+            text: text.into(),
+            evidence: vec![turn.into()],
+            subject: Some("Ann".into()),
+            predicate: Some(predicate.into()),
+            object: None,
+        }
+    }
+
+    /// Two episodes about one speaker, a pass after each.
+    fn two_passes(dreamer: &str) -> (Store, Conversation) {
+        let conv = Conversation {
+            id: "c1".into(),
+            speakers: vec!["Ann".into()],
+            episodes: vec![
+                episode("s1", &[("D1:1", "I adopted a dog named Rex last week.")]),
+                episode("s2", &[("D2:1", "I started painting landscapes on Sundays.")]),
+            ],
+            gold: Gold {
+                facts: vec![
+                    gold("g1", "s1", "D1:1", "Ann adopted a dog named Rex.", "has_pet"),
+                    gold("g2", "s2", "D2:1", "Ann paints landscapes on Sundays.", "hobby"),
+                ],
+                ..Gold::default()
+            },
+        };
+        let mut cfg = Config::default();
+        cfg.profile = "dreaming".into();
+        cfg.dreaming.dreamer = dreamer.into();
+        cfg.dreaming.every_episodes = 1;
+        let store = Store::in_memory().unwrap();
+        store.write_conversation(&conv.id, &conv.speakers, &[]).unwrap();
+        store.write_evidence_from(&conv.id, 0, &conv.episodes).unwrap();
+        let (extractor, embedder, judge) =
+            (RulesExtractor::new(cfg.max_input_chars), HashedEmbedder::new(cfg.hashed_dims), RulesJudge::new(&cfg));
+        let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
+        for e in &conv.episodes {
+            dream_episode(stages, &conv, e, &cfg, &store).unwrap();
+        }
+        (store, conv)
+    }
+
+    /// The gold dreamer knows the entities earlier passes created: the second
+    /// pass adds its claim to the same entity instead of proposing the entity
+    /// again (which the planner skipped as `duplicate_entity`).
+    #[test]
+    fn the_gold_dreamer_remembers_its_entities_between_passes() {
+        let (store, _) = two_passes("gold");
+        assert_eq!(store.dream_passes(Some("c1")).unwrap().len(), 2);
+        let counts = store.onto_op_counts().unwrap();
+        let dup: usize = counts.iter().filter(|c| c.2.as_deref() == Some("duplicate_entity")).map(|c| c.3).sum();
+        assert_eq!(dup, 0, "{counts:?}");
+        let creates: usize = counts.iter().filter(|c| c.0 == "create_entity").map(|c| c.3).sum();
+        assert_eq!(creates, 1, "{counts:?}");
+        let view = store.ontology_view("c1").unwrap();
+        assert_eq!(view.entities.len(), 1);
+        assert_eq!(view.claims.len(), 2);
+    }
+
+    // --- Signet's pass tests (`dreaming.test.ts`, Signet-AI/signetai), run
+    // with a scripted dreamer (Signet's scripted executor). ---
+
+    fn conv3() -> Conversation {
+        Conversation {
+            id: "c1".into(),
+            speakers: vec!["Ann".into()],
+            episodes: vec![
+                episode("s1", &[("D1:1", "Aster is the name of my new boat."), ("D1:2", "Rex the dog came along too.")]),
+                episode("s2", &[("D2:1", "We sailed Aster to the island on Sunday.")]),
+                episode("s3", &[("D3:1", "Next month I start a pottery class.")]),
+            ],
+            gold: Gold::default(),
+        }
+    }
+
+    fn pass_env(conv: &Conversation) -> (Store, Config) {
+        let mut cfg = Config::default();
+        cfg.profile = "dreaming".into();
+        let store = Store::in_memory().unwrap();
+        store.write_conversation(&conv.id, &conv.speakers, &[]).unwrap();
+        store.write_evidence_from(&conv.id, 0, &conv.episodes).unwrap();
+        (store, cfg)
+    }
+
+    fn pass(conv: &Conversation, store: &Store, cfg: &Config, k: usize, mode: PassMode, script: Option<&[String]>) -> PassRecord {
+        let (extractor, embedder, judge) =
+            (RulesExtractor::new(cfg.max_input_chars), HashedEmbedder::new(cfg.hashed_dims), RulesJudge::new(cfg));
+        let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
+        run_pass_in_mode(stages, conv, k, mode, TriggerReason::EveryEpisodes, 1, cfg, store, script).unwrap()
+    }
+
+    fn request(ops: Value) -> String {
+        json!({"agentId": "c1", "operations": ops}).to_string()
+    }
+
+    fn create(name: &str, turn: &str, quote: &str) -> Value {
+        json!({"operation": "create_entity", "payload": {"name": name, "type": "project"}, "evidence": [{"source_ref": format!("turn:{turn}"), "quote": quote}]})
+    }
+
+    // "applies cited operations only through the daemon-owned tool surface"
+    #[test]
+    fn applies_cited_operations_through_the_apply_path_and_counts_the_call() {
+        let conv = conv3();
+        let (store, cfg) = pass_env(&conv);
+        let script = [request(json!([create("Aster", "D1:1", "Aster is the name of my new boat.")]))];
+        let p = pass(&conv, &store, &cfg, 0, PassMode::Content, Some(&script));
+        assert_eq!((p.ops_applied, p.ops_failed, p.tool_calls), (1, 0, 1));
+        assert_eq!(store.ontology_view("c1").unwrap().entities[0].name, "Aster");
+        assert_eq!(p.evidence_consumed, 2);
+        assert_eq!(p.watermark_after, Some(0));
+    }
+
+    // "does not advance the evidence watermark for hygiene-only work (#1098)"
+    #[test]
+    fn a_hygiene_pass_leaves_the_watermark_and_the_backlog_it_found() {
+        let conv = conv3();
+        let (store, cfg) = pass_env(&conv);
+        let script = [request(json!([create("Aster", "D1:1", "Aster")]))];
+        let first = pass(&conv, &store, &cfg, 0, PassMode::Content, Some(&script));
+        assert_eq!(first.watermark_after, Some(0));
+        // Aster has no claim: a hygiene record is pending; episode s2 is backlog.
+        let view = store.ontology_view("c1").unwrap();
+        let pending = super::super::hygiene::pending_attention(&view, cfg.dreaming.max_claims_per_aspect);
+        assert_eq!(
+            pending.iter().map(|a| (a.subject_ref.as_str(), a.reason.as_str())).collect::<Vec<_>>(),
+            vec![("entity:c1/o1", "zero_active_attributes")]
+        );
+        assert_eq!(select_mode(Some(super::super::pass::Focus::Content), true, true), PassMode::Hygiene);
+        let settled_before = store.settled_turns("c1").unwrap();
+        let h = pass(&conv, &store, &cfg, 1, PassMode::Hygiene, None);
+        assert_eq!((h.mode.as_str(), h.ops_applied, h.evidence_consumed), ("hygiene", 1, 0));
+        assert_eq!(h.watermark_before, Some(0));
+        assert_eq!(h.watermark_after, Some(0), "a hygiene pass never moves the watermark");
+        assert_eq!(h.evidence_remaining, 1);
+        assert_eq!(h.backlog_tokens_after, h.backlog_tokens_before);
+        assert!(h.backlog_tokens_after > 0);
+        assert_eq!(store.settled_turns("c1").unwrap(), settled_before);
+        assert!(super::super::hygiene::pending_attention(&store.ontology_view("c1").unwrap(), 50).is_empty());
+        // The content pass that follows consumes s2 and moves it.
+        let c = pass(&conv, &store, &cfg, 1, PassMode::Content, Some(&[request(json!([create("Island Trip", "D2:1", "island")]))]));
+        assert_eq!((c.watermark_after, c.evidence_remaining), (Some(1), 0));
+    }
+
+    // "does not advance the evidence watermark when a hygiene pass early-exits (#1098, #1149)"
+    #[test]
+    fn a_hygiene_pass_with_no_attention_exits_early_and_keeps_the_watermark() {
+        let conv = conv3();
+        let (store, cfg) = pass_env(&conv);
+        let p = pass(&conv, &store, &cfg, 0, PassMode::Hygiene, Some(&[request(json!([create("Aster", "D1:1", "Aster")]))]));
+        assert_eq!(p.summary, "No hygiene attention to process");
+        assert_eq!((p.tool_calls, p.ops_applied, p.evidence_consumed), (0, 0, 0), "the dreamer is not invoked");
+        assert_eq!(p.watermark_after, None);
+        assert!(store.ontology_view("c1").unwrap().entities.is_empty());
+    }
+
+    // "consumes the rest of a completed pass's evidence when one cited operation is rejected"
+    #[test]
+    fn a_rejected_citation_leaves_its_turn_pending_and_the_rest_is_consumed() {
+        let conv = conv3();
+        let (store, cfg) = pass_env(&conv);
+        let script = [request(json!([create("Aster", "D1:1", "Aster")])), request(json!([create("Rex", "D1:2", "Rex the cat")]))];
+        let p = pass(&conv, &store, &cfg, 0, PassMode::Content, Some(&script));
+        assert!(p.ops_failed > 0);
+        let settled = store.settled_turns("c1").unwrap();
+        assert!(settled.contains("D1:1") && !settled.contains("D1:2"));
+        assert_eq!(p.watermark_after, None, "s1 is not wholly settled");
+        assert_eq!(p.evidence_remaining, 1);
+    }
+
+    // "reports a rejected unsupported operation as a failed mutation"
+    #[test]
+    fn an_unsupported_operation_is_a_failed_mutation_and_its_source_is_not_consumed() {
+        let conv = conv3();
+        let (store, cfg) = pass_env(&conv);
+        let op = json!({"operation": "drop_everything", "payload": {}, "evidence": [{"source_ref": "turn:D1:1", "quote": "Aster"}]});
+        let p = pass(&conv, &store, &cfg, 0, PassMode::Content, Some(&[request(json!([op]))]));
+        assert_eq!((p.ops_applied, p.ops_failed), (0, 1));
+        assert!(!store.settled_turns("c1").unwrap().contains("D1:1"));
+        let counts = store.onto_op_counts().unwrap();
+        assert_eq!(counts, vec![("request".into(), "failed".into(), Some("unknown_operation".into()), 1)]);
+    }
+
+    // Bad input is a counted rejection and nothing is half-applied: a
+    // malformed operation, a payload over the size cap, a quote not in the
+    // turn, each after a good operation in the same request.
+    #[test]
+    fn bad_input_in_a_request_is_counted_and_nothing_of_it_is_applied() {
+        let conv = conv3();
+        let (store, cfg) = pass_env(&conv);
+        let good = create("Aster", "D1:1", "Aster");
+        let huge = "x".repeat(cfg.dreaming.max_request_chars + 1);
+        let script = [
+            request(json!([good, {"operation": "create_entity", "payload": {"name": 7}}])),
+            request(json!([good, create(&huge, "D1:1", "Aster")])),
+            request(json!([good, create("Rex", "D1:2", "Rex the cat")])),
+        ];
+        let p = pass(&conv, &store, &cfg, 0, PassMode::Content, Some(&script));
+        assert_eq!((p.ops_applied, p.ops_failed, p.tool_calls), (0, 3, 3));
+        assert!(store.ontology_view("c1").unwrap().entities.is_empty(), "the good operation of each request is not applied either");
+        let kinds: Vec<Option<String>> = store.onto_op_counts().unwrap().into_iter().map(|c| c.2).collect();
+        assert_eq!(kinds, vec![Some("payload_too_large".into()), Some("quote_not_found".into()), Some("schema".into())]);
+    }
+
+    // "runs a pass when attention is pending": hygiene attention alone
+    // triggers a pass, which is a hygiene pass.
+    #[test]
+    fn pending_attention_triggers_a_hygiene_pass_after_the_next_episode() {
+        let conv = conv3();
+        let (store, mut cfg) = pass_env(&conv);
+        cfg.dreaming.every_episodes = 0;
+        cfg.dreaming.end_of_conversation = false;
+        pass(&conv, &store, &cfg, 1, PassMode::Content, Some(&[request(json!([create("Aster", "D1:1", "Aster")]))]));
+        let (extractor, embedder, judge) =
+            (RulesExtractor::new(cfg.max_input_chars), HashedEmbedder::new(cfg.hashed_dims), RulesJudge::new(&cfg));
+        let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
+        dream_episode(stages, &conv, &conv.episodes[2], &cfg, &store).unwrap();
+        let passes = store.dream_passes(Some("c1")).unwrap();
+        assert_eq!(
+            passes.iter().map(|p| (p.mode.as_str(), p.trigger.as_str())).collect::<Vec<_>>(),
+            vec![("content", "every-episodes"), ("hygiene", "attention")]
+        );
+        assert_eq!(passes[1].watermark_after, passes[0].watermark_after);
+    }
+
+    /// The claims of a finished conversation become the run's memory: one
+    /// fact per claim, live unless superseded, attributed to the episode of
+    /// its first citation.
+    #[test]
+    fn the_claims_are_projected_into_the_memory_at_the_end() {
+        let (store, conv) = two_passes("gold");
+        let facts = store.facts_of("c1").unwrap();
+        let got: Vec<(&str, &str, &str)> =
+            facts.iter().map(|f| (f.content.as_str(), f.source_episode.as_str(), f.source_turns.as_str())).collect();
+        assert_eq!(
+            got,
+            vec![("Ann adopted a dog named Rex.", "s1", "[\"D1:1\"]"), ("Ann paints landscapes on Sundays.", "s2", "[\"D2:1\"]")]
+        );
+        assert_eq!(store.live_fact_ids().unwrap().len(), 2);
+        assert_eq!(conv.episodes.len(), 2);
+    }
 }
