@@ -292,7 +292,7 @@ $(MEM0_STAMP): $(MEM0_DIR)/requirements.txt
 	@rm -f $(MEM0_DIR)/.venv/.memform-*; touch $@
 
 ## Re-record mem0's model calls on the scenarios through the proxy, against the
-## local llama.cpp server (into datasets/scenarios/fixtures/proxy-mem0/).
+## local llama.cpp server (into datasets/scenarios/proxy-fixtures/mem0/).
 record-mem0: LLM_CTX := 16384
 record-mem0: build mem0 llm-server-start
 	$(BIN) run --dataset $(SCENARIOS) --profile mem0 --mode llm --llm record --set 'llm_url="http://127.0.0.1:$(LLM_PORT)"' \

@@ -197,7 +197,9 @@ fn build_stages(
                     .into());
                 }
             };
-            let dir = args.fixtures.clone().unwrap_or_else(|| root.join("fixtures").join(format!("proxy-{name}")));
+            // Beside the dataset's pipeline fixtures, not among them: `fixtures
+            // check`/`prune` replay memform's own stages and would call these unused.
+            let dir = args.fixtures.clone().unwrap_or_else(|| root.join("proxy-fixtures").join(name));
             let mut pc = ProxyConfig::new(mode, dir.clone());
             pc.embedder = embedder.clone();
             pc.normalise = Normalise::named(rules)?;

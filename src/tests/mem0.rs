@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::support::{bin, jsonl_without_timings, root, snapshots_dir, without_timings};
 
-/// The conversations whose mem0 calls are recorded in datasets/scenarios/fixtures/proxy-mem0.
+/// The conversations whose mem0 calls are recorded in datasets/scenarios/proxy-fixtures/mem0.
 const RECORDED: &str = "job-change,historical";
 
 fn mem0_installed() {
@@ -97,7 +97,7 @@ fn a_deleted_fixture_fails_the_run_naming_its_key() {
     // job-change's first episode opens with this turn: its extraction call's fixture goes.
     let first_turn = "I work at Google.";
     let mut deleted = None;
-    for e in std::fs::read_dir(root().join("datasets/scenarios/fixtures/proxy-mem0")).unwrap() {
+    for e in std::fs::read_dir(root().join("datasets/scenarios/proxy-fixtures/mem0")).unwrap() {
         let p = e.unwrap().path();
         let text = std::fs::read_to_string(&p).unwrap();
         let key = p.file_stem().unwrap().to_string_lossy().into_owned();
