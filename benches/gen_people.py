@@ -22,6 +22,9 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_longmem import Rng  # noqa: E402  (the same deterministic generator)
+
 FIRST = ["Olivia", "Liam", "Emma", "Noah", "Amara", "Kenji", "Sofia", "Mateo", "Priya", "Lars", "Chloe", "Tariq",
          "Ingrid", "Diego", "Mei", "Oskar", "Leila", "Jonas", "Aisha", "Pavel", "Nadia", "Hugo", "Zara", "Felix",
          "Yara", "Marco", "Elena", "Kofi", "Hanna", "Rafael", "Ines", "Tomas", "Lucia", "Anders", "Rosa", "Dmitri",
@@ -45,27 +48,6 @@ SAYS = [
 ]
 
 ASSISTANT = ["That sounds nice.", "Thanks for telling me.", "I see. Tell me more.", "How lovely!"]
-
-
-class Rng:
-    """xorshift64*: deterministic, independent of Python's random module."""
-
-    def __init__(self, seed):
-        self.s = (seed * 0x9E3779B97F4A7C15 + 1) & 0xFFFFFFFFFFFFFFFF or 1
-
-    def next(self):
-        s = self.s
-        s ^= (s >> 12)
-        s ^= (s << 25) & 0xFFFFFFFFFFFFFFFF
-        s ^= (s >> 27)
-        self.s = s
-        return (s * 0x2545F4914F6CDD1D) & 0xFFFFFFFFFFFFFFFF
-
-    def below(self, n):
-        return (self.next() >> 11) % n
-
-    def pick(self, items):
-        return items[self.below(len(items))]
 
 
 def main():
