@@ -129,6 +129,21 @@ pub struct AuditRow {
     pub reason: String,
 }
 
+impl AuditRow {
+    /// A row for `candidate`: what was done to it, with the fact it made or
+    /// touched and the fact it targeted, and why.
+    pub fn new(candidate: &str, action: AuditAction, outcome: Outcome, fact: Option<&str>, target: Option<&str>, reason: &str) -> AuditRow {
+        AuditRow {
+            candidate_id: candidate.to_string(),
+            action,
+            outcome,
+            fact_id: fact.map(str::to_string),
+            target_fact_id: target.map(str::to_string),
+            reason: reason.to_string(),
+        }
+    }
+}
+
 /// Where an audit row's proposal came from (`signet`: every audit row has
 /// one, in the store's `audit_provenance` table).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

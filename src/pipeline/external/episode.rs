@@ -123,17 +123,6 @@ fn decision_record(d: &Decision, target: Option<&str>) -> DecisionRecord {
     }
 }
 
-fn audit(candidate: &str, action: AuditAction, outcome: Outcome, fact: Option<&str>, target: Option<&str>, reason: &str) -> AuditRow {
-    AuditRow {
-        candidate_id: candidate.to_string(),
-        action,
-        outcome,
-        fact_id: fact.map(str::to_string),
-        target_fact_id: target.map(str::to_string),
-        reason: reason.to_string(),
-    }
-}
-
 fn apply(tx: &mut dyn WriteTx, ops: &[Op], date: Option<&str>, mode: WriteMode) -> Result<WriteResult> {
     let mut out = WriteResult::default();
     for op in ops {
@@ -141,14 +130,21 @@ fn apply(tx: &mut dyn WriteTx, ops: &[Op], date: Option<&str>, mode: WriteMode) 
             Op::Insert(row, turns) => {
                 let id = row.id.as_str();
                 if mode == WriteMode::Shadow {
-                    out.audit.push(audit(id, AuditAction::Insert, Outcome::Recorded, Some(id), None, "shadow: would be created"));
+                    out.audit.push(AuditRow::new(id, AuditAction::Insert, Outcome::Recorded, Some(id), None, "shadow: would be created"));
                 } else if tx.insert_fact(row)? {
                     if turns.len() > 1 {
                         tx.add_source_turns(id, turns, None)?;
                     }
-                    out.audit.push(audit(id, AuditAction::Insert, Outcome::Created, Some(id), None, "the system holds a new memory"));
+                    out.audit.push(AuditRow::new(
+                        id,
+                        AuditAction::Insert,
+                        Outcome::Created,
+                        Some(id),
+                        None,
+                        "the system holds a new memory",
+                    ));
                 } else {
-                    out.audit.push(audit(
+                    out.audit.push(AuditRow::new(
                         id,
                         AuditAction::Insert,
                         Outcome::Skipped,
@@ -165,7 +161,7 @@ fn apply(tx: &mut dyn WriteTx, ops: &[Op], date: Option<&str>, mode: WriteMode) 
                     WriteMode::Full if tx.update_memory(target, update)? => (Outcome::Updated, "the system rewrote the memory"),
                     WriteMode::Full => (Outcome::Skipped, "rewrite refused: the target is not live, or a live memory has its content"),
                 };
-                out.audit.push(audit(candidate, AuditAction::Update, outcome, None, Some(target), reason));
+                out.audit.push(AuditRow::new(candidate, AuditAction::Update, outcome, None, Some(target), reason));
             }
             Op::Delete { candidate, target } => {
                 let (outcome, reason) = match mode {
@@ -177,7 +173,7 @@ fn apply(tx: &mut dyn WriteTx, ops: &[Op], date: Option<&str>, mode: WriteMode) 
                     }
                     WriteMode::Full => (Outcome::Skipped, "the memory is no longer live"),
                 };
-                out.audit.push(audit(candidate, AuditAction::Invalidate, outcome, None, Some(target), reason));
+                out.audit.push(AuditRow::new(candidate, AuditAction::Invalidate, outcome, None, Some(target), reason));
             }
         }
     }

@@ -47,17 +47,6 @@ enum Applied {
     Merged { id: String, update: MemoryUpdate },
 }
 
-fn audit(candidate: &str, action: AuditAction, outcome: Outcome, fact: Option<&str>, target: Option<&str>, reason: &str) -> AuditRow {
-    AuditRow {
-        candidate_id: candidate.to_string(),
-        action,
-        outcome,
-        fact_id: fact.map(str::to_string),
-        target_fact_id: target.map(str::to_string),
-        reason: reason.to_string(),
-    }
-}
-
 fn apply(tx: &mut dyn WriteTx, plan: &Plan, mode: WriteMode, applied: &mut Vec<Applied>) -> Result<WriteResult> {
     let mut out = WriteResult::default();
     let date = plan.now.as_deref().map(|t| t.get(..10).unwrap_or(t).to_string());
@@ -72,7 +61,7 @@ fn apply(tx: &mut dyn WriteTx, plan: &Plan, mode: WriteMode, applied: &mut Vec<A
             Op::Insert { row, importance, decay, supersedes } => {
                 let id = row.id.as_str();
                 if mode == WriteMode::Shadow {
-                    out.audit.push(audit(
+                    out.audit.push(AuditRow::new(
                         id,
                         AuditAction::Insert,
                         Outcome::Recorded,
@@ -89,11 +78,11 @@ fn apply(tx: &mut dyn WriteTx, plan: &Plan, mode: WriteMode, applied: &mut Vec<A
                     && tx.pinned(target)?.is_some()
                 {
                     let reason = format!("controlled mode: evolve of {target} blocked; the rewrite is not written");
-                    out.audit.push(audit(id, AuditAction::Insert, Outcome::Blocked, None, Some(target), &reason));
+                    out.audit.push(AuditRow::new(id, AuditAction::Insert, Outcome::Blocked, None, Some(target), &reason));
                     continue;
                 }
                 if !tx.insert_fact(row)? {
-                    out.audit.push(audit(
+                    out.audit.push(AuditRow::new(
                         id,
                         AuditAction::Insert,
                         Outcome::Skipped,
@@ -108,15 +97,22 @@ fn apply(tx: &mut dyn WriteTx, plan: &Plan, mode: WriteMode, applied: &mut Vec<A
                 if let Some(target) = supersedes {
                     tx.add_source_turns(id, &[], Some(target))?;
                 }
-                out.audit.push(audit(id, AuditAction::Insert, Outcome::Created, Some(id), None, importance));
+                out.audit.push(AuditRow::new(id, AuditAction::Insert, Outcome::Created, Some(id), None, importance));
                 applied.push(Applied::Inserted(row.clone()));
                 let Some(target) = supersedes else { continue };
                 if tx.pinned(target)?.is_some() {
                     tx.invalidate(target, date.as_deref(), Some(id))?;
-                    out.audit.push(audit(id, AuditAction::Invalidate, Outcome::Invalidated, Some(id), Some(target), "evolve: superseded"));
+                    out.audit.push(AuditRow::new(
+                        id,
+                        AuditAction::Invalidate,
+                        Outcome::Invalidated,
+                        Some(id),
+                        Some(target),
+                        "evolve: superseded",
+                    ));
                     applied.push(Applied::Superseded { id: target.clone(), by: id.to_string(), at: date.clone() });
                 } else {
-                    out.audit.push(audit(
+                    out.audit.push(AuditRow::new(
                         id,
                         AuditAction::Invalidate,
                         Outcome::Skipped,
@@ -138,7 +134,7 @@ fn apply(tx: &mut dyn WriteTx, plan: &Plan, mode: WriteMode, applied: &mut Vec<A
                         (Outcome::Skipped, "merge refused: the target is no longer live, or a live memory has the merged content")
                     }
                 };
-                out.audit.push(audit(candidate, AuditAction::Update, outcome, None, Some(target), reason));
+                out.audit.push(AuditRow::new(candidate, AuditAction::Update, outcome, None, Some(target), reason));
             }
         }
     }
