@@ -1096,7 +1096,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
         eprintln!("{}", e.describe());
         eb.set_draw_target(indicatif::ProgressDrawTarget::stderr());
     };
-    let hooks = memform::sweep::Hooks { done: Some(&done), estimate: Some(&estimate), no_qa: args.no_qa };
+    let hooks = memform::sweep::Hooks { done: Some(&done), estimate: Some(&estimate), no_qa: args.no_qa, full_runs: false };
     let tune = halves.as_ref().map_or(&dataset, |(t, _)| t);
     let work = || memform::sweep::run_sweep_with(tune, &cfg, stages, &points, &hooks);
     let (rows, shared) = match args.threads {
@@ -1138,10 +1138,12 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
     };
     write_sweep(&out, &rows, &meta)?;
     eprintln!(
-        "swept {} of {total} points ({} front set(s), {} episode fronts computed once, {} formed-memory QA evaluation(s)) into {}",
+        "swept {} of {total} points ({} front set(s), {} episode fronts computed once, {} conversation(s) formed, {} reused from decision traces, {} formed-memory QA evaluation(s)) into {}",
         rows.len(),
         shared.front_sets,
         shared.fronts_computed,
+        shared.conversations_formed,
+        shared.conversations_reused,
         shared.formed_qa_evaluated,
         out.display()
     );

@@ -12,6 +12,8 @@ pub use crate::model::fact::{EntityRec, FactKeys, FactRec, KeyCache};
 use crate::model::polarity::{Antonyms, PolarityKeys};
 use crate::model::proposition::Reading;
 
+pub mod trace;
+
 /// A fact's keys are computed with the content normaliser (a layer above
 /// the model types).
 impl FactKeys {
@@ -305,14 +307,14 @@ impl ScanIndex {
     pub fn cosine_at_least(&self, state: &ConvState, a: Vector<'_>, an: &Norms, i: usize, b: Vector<'_>, threshold: f64) -> Option<f64> {
         let row = &self.rows[i];
         if let Some(c) = state.sims.as_ref().and_then(|t| t.get(a, b)) {
-            return (c >= threshold).then_some(c);
+            return trace::at_least(c, threshold).then_some(c);
         }
         let head = &self.heads[row.head.0..row.head.0 + row.head.1];
-        if an.below_with_head(&row.norms, a.values, b.values, head, threshold) {
+        if !trace::active() && an.below_with_head(&row.norms, a.values, b.values, head, threshold) {
             return None;
         }
         let c = cosine(a.values, b.values);
-        (c >= threshold).then_some(c)
+        trace::at_least(c, threshold).then_some(c)
     }
 }
 
@@ -376,13 +378,13 @@ impl ConvState {
     /// is skipped without computing the cosine.
     pub fn cosine_at_least(&self, a: Vector<'_>, an: &Norms, b: Vector<'_>, bn: &Norms, threshold: f64) -> Option<f64> {
         if let Some(c) = self.sims.as_ref().and_then(|t| t.get(a, b)) {
-            return (c >= threshold).then_some(c);
+            return trace::at_least(c, threshold).then_some(c);
         }
-        if an.below(bn, a.values, b.values, threshold) {
+        if !trace::active() && an.below(bn, a.values, b.values, threshold) {
             return None;
         }
         let c = cosine(a.values, b.values);
-        (c >= threshold).then_some(c)
+        trace::at_least(c, threshold).then_some(c)
     }
 
     pub fn entity(&self, id: &str) -> Option<&EntityRec> {

@@ -230,6 +230,12 @@ pub struct SharedWork {
     /// Formed-memory QA evaluations run: at most one per distinct store
     /// (points whose stores QA reads alike share one), 0 with `--no-qa`.
     pub formed_qa_evaluated: usize,
+    /// Conversations formed, over all points (points × conversations when
+    /// no decision trace is reused).
+    pub conversations_formed: usize,
+    /// Conversations whose result a point took from an earlier point's
+    /// decision trace instead of forming them.
+    pub conversations_reused: usize,
 }
 
 /// What a sweep will take, known once the fronts and one point have run.
@@ -289,6 +295,9 @@ pub struct Hooks<'a> {
     pub estimate: Option<&'a (dyn Fn(&Estimate) + Send + Sync)>,
     /// Skip the QA evaluation (`sweep --no-qa`): the rows have no `qa_*` metrics.
     pub no_qa: bool,
+    /// Form every conversation at every point, reusing no decision trace
+    /// (the same rows; for checking the reuse and measuring it).
+    pub full_runs: bool,
 }
 
 /// Runs `points` of the grid over `dataset`, on top of `base`.
@@ -299,7 +308,7 @@ pub fn run_sweep(
     points: &[Point],
     done: Option<&PointDone>,
 ) -> Result<(Vec<Row>, SharedWork)> {
-    run_sweep_with(dataset, base, stages, points, &Hooks { done, estimate: None, no_qa: false })
+    run_sweep_with(dataset, base, stages, points, &Hooks { done, ..Hooks::default() })
 }
 
 /// [`run_sweep`], reporting through `hooks`: the first point runs alone,
@@ -346,10 +355,11 @@ pub fn run_sweep_with(
     }
     let fronts_took = started.elapsed();
     let formed_qa = FormedQa::default();
+    let traces = if hooks.full_runs { None } else { Traces::for_grid(base, stages, points, dataset.conversations.len()) };
     let run_one = |i: usize| {
         let fronts = &front_sets[&front_key(&cfgs[i])];
         let qa = baselines.get(&qa_key(&cfgs[i])).map(|raw| (raw, &formed_qa));
-        let row = run_point(dataset, &cfgs[i], stages, fronts, &gold, &points[i], qa);
+        let row = run_point(dataset, &cfgs[i], stages, fronts, &gold, &points[i], qa, traces.as_ref());
         if let Some(d) = done {
             d(points[i].index);
         }
@@ -378,6 +388,9 @@ pub fn run_sweep_with(
     let mut out = first.into_iter().chain(rows).collect::<Result<Vec<_>>>()?;
     out.sort_by_key(|r| r.index);
     shared.formed_qa_evaluated = formed_qa.evaluated.load(std::sync::atomic::Ordering::Relaxed);
+    let per_point = dataset.conversations.len() * points.len();
+    shared.conversations_formed = traces.as_ref().map_or(per_point, |t| t.formed.load(std::sync::atomic::Ordering::Relaxed));
+    shared.conversations_reused = traces.as_ref().map_or(0, |t| t.reused.load(std::sync::atomic::Ordering::Relaxed));
     Ok((out, shared))
 }
 
@@ -462,6 +475,123 @@ fn compute_fronts(dataset: &Dataset, cfg: &Config, stages: Stages<'_>) -> Result
         .collect()
 }
 
+/// A swept key every use of which in a profile's formation is a recorded
+/// comparison ([`crate::state::trace`]): its profile, its name in that
+/// profile's section, and the value the comparisons read.
+struct TracedKey {
+    profile: &'static str,
+    name: &'static str,
+    read: fn(&Config) -> f64,
+}
+
+/// The keys whose decision traces a sweep reuses. A grid over any other key
+/// (or another profile, or a judge other than the rules judge) forms every
+/// conversation at every point.
+const TRACED_KEYS: &[TracedKey] = &[
+    TracedKey { profile: "soda", name: "near_dup_threshold", read: |c| c.soda.near_dup_threshold },
+    TracedKey { profile: "soda", name: "contradiction_band_min", read: |c| c.soda.contradiction_band_min },
+];
+
+/// The traced key a grid key names for `profile` (flat or section-qualified).
+fn traced_key(profile: &str, key: &str) -> Option<&'static TracedKey> {
+    let name = key.strip_prefix(profile).and_then(|r| r.strip_prefix('.')).unwrap_or(key);
+    TRACED_KEYS.iter().find(|t| t.profile == profile && t.name == name)
+}
+
+/// Whether a sweep over `keys` with profile `profile` may reuse decision
+/// traces: every key is one of [`TRACED_KEYS`] for that profile.
+pub fn traced_grid<'k>(profile: &str, mut keys: impl Iterator<Item = &'k str>) -> bool {
+    keys.all(|k| traced_key(profile, k).is_some())
+}
+
+/// What forming one conversation at a point left: its records and its live
+/// facts, all a point's metrics read of it.
+struct Formed {
+    records: Vec<EpisodeRecord>,
+    live: Vec<String>,
+}
+
+/// A conversation formed at some point, with the interval of each swept
+/// key's values that its comparisons allow.
+struct Trace {
+    id: usize,
+    intervals: Vec<crate::state::trace::Interval>,
+    formed: Arc<Formed>,
+}
+
+/// The decision traces of a sweep, per conversation, and the metrics of
+/// each combination of traces already evaluated.
+struct Traces {
+    read: Vec<fn(&Config) -> f64>,
+    convs: Vec<std::sync::Mutex<Vec<Arc<Trace>>>>,
+    next: std::sync::atomic::AtomicUsize,
+    /// A point's metrics by the traces its conversations took.
+    metrics: std::sync::Mutex<BTreeMap<Vec<usize>, BTreeMap<String, f64>>>,
+    formed: std::sync::atomic::AtomicUsize,
+    reused: std::sync::atomic::AtomicUsize,
+}
+
+impl Traces {
+    /// Traces for a sweep of `points` over `base`, when its grid allows.
+    fn for_grid(base: &Config, stages: Stages<'_>, points: &[Point], conversations: usize) -> Option<Traces> {
+        let keys = &points.first()?.settings;
+        if stages.judge.id() != RulesJudge::ID {
+            return None;
+        }
+        let read = keys.iter().map(|(k, _)| traced_key(&base.profile, k).map(|t| t.read)).collect::<Option<Vec<_>>>()?;
+        Some(Traces {
+            read,
+            convs: (0..conversations).map(|_| std::sync::Mutex::new(Vec::new())).collect(),
+            next: std::sync::atomic::AtomicUsize::new(0),
+            metrics: std::sync::Mutex::new(BTreeMap::new()),
+            formed: std::sync::atomic::AtomicUsize::new(0),
+            reused: std::sync::atomic::AtomicUsize::new(0),
+        })
+    }
+
+    fn values(&self, cfg: &Config) -> Vec<f64> {
+        self.read.iter().map(|r| r(cfg)).collect()
+    }
+
+    /// A trace of conversation `conv` whose intervals hold `values`.
+    fn find(&self, conv: usize, values: &[f64]) -> Option<Arc<Trace>> {
+        let traces = self.convs[conv].lock().unwrap_or_else(|p| p.into_inner());
+        traces.iter().find(|t| t.intervals.iter().zip(values).all(|(i, v)| i.contains(*v))).cloned()
+    }
+
+    fn add(&self, conv: usize, intervals: Vec<crate::state::trace::Interval>, formed: Formed) -> Arc<Trace> {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let t = Arc::new(Trace { id, intervals, formed: Arc::new(formed) });
+        self.convs[conv].lock().unwrap_or_else(|p| p.into_inner()).push(t.clone());
+        t
+    }
+}
+
+/// Forms one conversation at a point into `store`: its records and live facts.
+#[allow(clippy::too_many_arguments)]
+fn form_conversation(
+    conv: &crate::types::Conversation,
+    conv_fronts: &ConversationFronts,
+    cfg: &Config,
+    profile: &dyn profiles::Profile,
+    stages: Stages<'_>,
+    store: &Store,
+) -> Result<Formed> {
+    let mut state = ConvState { entities: conv_fronts.speakers.clone(), sims: conv_fronts.sims.clone(), ..ConvState::default() };
+    let mut records = Vec::with_capacity(conv.episodes.len());
+    for (episode, f) in conv.episodes.iter().zip(&conv_fronts.episodes) {
+        if !cfg.enabled {
+            records.push(EpisodeRecord::disabled(&conv.id, episode));
+            continue;
+        }
+        records.push(profile.back(f, conv, episode, &mut state, cfg, stages, store)?);
+    }
+    // The state mirrors what the store applied, so its live facts are the store's.
+    let live = state.facts.iter().filter(|f| f.is_live()).map(|f| f.id.clone()).collect();
+    Ok(Formed { records, live })
+}
+
+#[allow(clippy::too_many_arguments)]
 fn run_point(
     dataset: &Dataset,
     cfg: &Config,
@@ -470,14 +600,9 @@ fn run_point(
     gold: &GoldIndex<'_>,
     point: &Point,
     qa: Option<(&crate::qa::QaResult, &FormedQa)>,
+    traces: Option<&Traces>,
 ) -> Result<Row> {
-    let store = Store::in_memory()?;
     let profile = profiles::by_name(&cfg.profile)?;
-    if !profile.searches_while_forming() {
-        // Indexed only if the QA evaluation searches it.
-        store.defer_search_index()?;
-    }
-    let mut records: Vec<EpisodeRecord> = Vec::new();
     // The rules judge is built from config keys a grid may sweep (antonyms,
     // single-valued predicates, shared tokens), so each point builds its own.
     let rules_judge = (stages.judge.id() == RulesJudge::ID).then(|| RulesJudge::new(cfg));
@@ -485,23 +610,64 @@ fn run_point(
         Some(j) => j,
         None => stages.judge,
     };
-    let mut live = std::collections::BTreeSet::new();
-    for (conv, conv_fronts) in dataset.conversations.iter().zip(fronts) {
-        let mut state = ConvState { entities: conv_fronts.speakers.clone(), sims: conv_fronts.sims.clone(), ..ConvState::default() };
-        for (episode, f) in conv.episodes.iter().zip(&conv_fronts.episodes) {
-            if !cfg.enabled {
-                records.push(EpisodeRecord::disabled(&conv.id, episode));
-                continue;
-            }
-            records.push(profile.back(f, conv, episode, &mut state, cfg, Stages { judge, ..stages }, &store)?);
-        }
-        // The state mirrors what the store applied, so its live facts are the store's.
-        live.extend(state.facts.iter().filter(|f| f.is_live()).map(|f| f.id.clone()));
+    let stages = Stages { judge, ..stages };
+    let values = traces.map(|t| t.values(cfg)).unwrap_or_default();
+    // The traces this point's values fall in, per conversation.
+    let found: Vec<Option<Arc<Trace>>> = (0..fronts.len()).map(|c| traces.and_then(|t| t.find(c, &values))).collect();
+    let known = |ids: &[usize]| traces.and_then(|t| t.metrics.lock().unwrap_or_else(|p| p.into_inner()).get(ids).cloned());
+    if let Some(t) = traces
+        && let Some(ids) = found.iter().map(|f| f.as_ref().map(|f| f.id)).collect::<Option<Vec<usize>>>()
+        && let Some(metrics) = known(&ids)
+    {
+        t.reused.fetch_add(fronts.len(), std::sync::atomic::Ordering::Relaxed);
+        return Ok(row_of(point, metrics));
     }
+    // The store is made only where QA reads it or a conversation is formed.
+    let mut made: Option<Store> = None;
+    let mut taken: Vec<Arc<Formed>> = Vec::with_capacity(fronts.len());
+    let mut ids = Vec::with_capacity(fronts.len());
+    for (c, (conv, conv_fronts)) in dataset.conversations.iter().zip(fronts).enumerate() {
+        match (traces, &found[c]) {
+            // Without QA a reused conversation needs no store.
+            (Some(t), Some(hit)) if qa.is_none() => {
+                t.reused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                ids.push(hit.id);
+                taken.push(hit.formed.clone());
+            }
+            (Some(t), hit) => {
+                let store = point_store(&mut made, profile)?;
+                let recorder = crate::state::trace::Recorder::new(values.clone());
+                let (formed, recorded) =
+                    crate::state::trace::recording(recorder, || form_conversation(conv, conv_fronts, cfg, profile, stages, store));
+                let formed = formed?;
+                t.formed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                match (hit, recorded) {
+                    // Formed again for the store QA reads: the same result as the trace's.
+                    (Some(hit), _) => {
+                        ids.push(hit.id);
+                        taken.push(hit.formed.clone());
+                    }
+                    (None, Some(r)) => {
+                        let added = t.add(c, r.intervals().to_vec(), formed);
+                        ids.push(added.id);
+                        taken.push(added.formed.clone());
+                    }
+                    (None, None) => taken.push(Arc::new(formed)),
+                }
+            }
+            (None, _) => taken.push(Arc::new(form_conversation(conv, conv_fronts, cfg, profile, stages, point_store(&mut made, profile)?)?)),
+        }
+    }
+    if let Some(metrics) = (ids.len() == fronts.len()).then(|| known(&ids)).flatten() {
+        return Ok(row_of(point, metrics));
+    }
+    let records: Vec<EpisodeRecord> = taken.iter().flat_map(|f| f.records.iter().cloned()).collect();
+    let live: std::collections::BTreeSet<String> = taken.iter().flat_map(|f| f.live.iter().cloned()).collect();
     let mut metrics = point_metrics(dataset, gold, &records, &live)?;
     // Retrieval over the point's store, as a run's QA evaluation (its numeric figures).
     // Evaluated once per distinct store (what QA reads of it) and search keys.
     if let Some((raw, memo)) = qa {
+        let store = point_store(&mut made, profile)?;
         let figures = memo.figures((qa_key(cfg), store.qa_digest()?), || {
             store.resume_search_index()?;
             let formed = crate::qa::evaluate_sources(dataset, Some(&store), stages.embedder, cfg, false)?.with_sources_of(raw);
@@ -509,9 +675,31 @@ fn run_point(
         })?;
         metrics.extend(figures);
     }
-    // The row is written out (sweep.csv, sweep.md): a URL keeps no password.
+    if let Some(t) = traces
+        && ids.len() == fronts.len()
+    {
+        t.metrics.lock().unwrap_or_else(|p| p.into_inner()).insert(ids, metrics.clone());
+    }
+    Ok(row_of(point, metrics))
+}
+
+/// The point's store, made on first use.
+fn point_store<'s>(made: &'s mut Option<Store>, profile: &dyn profiles::Profile) -> Result<&'s Store> {
+    if made.is_none() {
+        let s = Store::in_memory()?;
+        if !profile.searches_while_forming() {
+            // Indexed only if the QA evaluation searches it.
+            s.defer_search_index()?;
+        }
+        *made = Some(s);
+    }
+    made.as_ref().ok_or_else(|| Error::Other("sweep: no store".into()))
+}
+
+/// A point's row; the row is written out (sweep.csv, sweep.md): a URL keeps no password.
+fn row_of(point: &Point, metrics: BTreeMap<String, f64>) -> Row {
     let settings = point.settings.iter().map(|(k, v)| (k.clone(), crate::redact::urls_in(v))).collect();
-    Ok(Row { index: point.index, settings, metrics })
+    Row { index: point.index, settings, metrics }
 }
 
 /// The rows as CSV: index, each swept key, then every metric (sorted).

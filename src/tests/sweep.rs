@@ -149,7 +149,7 @@ fn point_metric_names_are_a_points_keys_and_estimating_changes_no_row() {
 
         let estimates = std::sync::Mutex::new(Vec::new());
         let report = |e: &memform::sweep::Estimate| estimates.lock().expect("lock").push(*e);
-        let hooks = memform::sweep::Hooks { done: None, estimate: Some(&report), no_qa: false };
+        let hooks = memform::sweep::Hooks { done: None, estimate: Some(&report), ..Default::default() };
         let (timed, _) = memform::sweep::run_sweep_with(&dataset, &cfg, stages, &pts, &hooks).expect("sweep");
         assert_eq!(timed, rows);
         let estimates = estimates.into_inner().expect("lock");
@@ -295,4 +295,60 @@ fn a_held_out_split_chooses_on_tune_and_reports_the_choice_on_conversations_it_n
     let out = Command::new(bin()).args(["sweep", "merge", "split", "--out", "m"]).current_dir(tmp.path()).output().expect("spawn");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("held-out split"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Sweeps a grid over `dataset` with and without reusing decision traces:
+/// the rows, and so every file written from them, are the same.
+fn reuse_matches_full_runs(dir: &Path, grid: &[&str], no_qa: bool) -> memform::sweep::SharedWork {
+    let dataset = memform::dataset::load(dir).expect("load");
+    let cfg = Config::default();
+    let extractor = RulesExtractor::new(cfg.max_input_chars);
+    let embedder = HashedEmbedder::new(cfg.hashed_dims);
+    let judge = RulesJudge::new(&cfg);
+    let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
+    let axes: Vec<_> = grid.iter().map(|g| parse_axis(g).expect("axis")).collect();
+    let pts = points(&axes);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("pool");
+    let sweep = |full_runs: bool| {
+        let hooks = memform::sweep::Hooks { no_qa, full_runs, ..Default::default() };
+        pool.install(|| run_sweep_with(&dataset, &cfg, stages, &pts, &hooks)).expect("sweep")
+    };
+    let (full, full_work) = sweep(true);
+    let (reused, work) = sweep(false);
+    assert_eq!(full_work.conversations_reused, 0);
+    assert_eq!(full_work.conversations_formed, pts.len() * dataset.conversations.len());
+    let json = |rows: &[memform::sweep::Row]| rows.iter().map(|r| serde_json::to_string(r).expect("json")).collect::<Vec<_>>().join("\n");
+    assert_eq!(to_csv(&full), to_csv(&reused), "{}: {grid:?}, no_qa {no_qa}", dir.display());
+    assert_eq!(json(&full), json(&reused), "{}: {grid:?}, no_qa {no_qa}", dir.display());
+    let distinct: std::collections::BTreeSet<String> = full.iter().map(|r| format!("{:?}", r.metrics)).collect();
+    assert!(distinct.len() > 1, "the grid changes some metric, so the comparison means something");
+    work
+}
+
+/// Reusing a conversation's result wherever the point's thresholds fall
+/// inside the intervals its comparisons allow changes no row, on the
+/// scenarios and on LoCoMo-shaped conversations, with and without QA; a
+/// grid over a key no comparison records forms every conversation.
+#[test]
+fn decision_trace_reuse_changes_no_row() {
+    let grid = ["near_dup_threshold=0.60:0.98:0.02", "contradiction_band_min=0.30:0.58:0.04"];
+    for no_qa in [true, false] {
+        let work = reuse_matches_full_runs(&scenarios_dir(), &grid, no_qa);
+        assert!(work.conversations_reused > 0, "no_qa {no_qa}: {work:?}");
+        assert!(work.conversations_formed < 160 * 20, "no_qa {no_qa}: {work:?}");
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // LoCoMo-shaped: two speakers, dated sessions of alternating turns, facts that repeat and change.
+    let status = Command::new("python3")
+        .arg(crate::support::root().join("benches/gen_longmem.py"))
+        .arg(tmp.path().join("long"))
+        .args(["3", "8", "10"])
+        .status()
+        .expect("python3");
+    assert!(status.success());
+    let work = reuse_matches_full_runs(&tmp.path().join("long"), &grid, true);
+    assert!(work.conversations_reused > 0, "{work:?}");
+    let untraced = ["near_dup_threshold=0.80,0.95", "entity_merge_threshold=0.80,0.95"];
+    let work = reuse_matches_full_runs(&scenarios_dir(), &untraced, true);
+    assert_eq!(work.conversations_reused, 0, "entity_merge_threshold is compared unrecorded: no reuse");
 }

@@ -166,7 +166,7 @@ pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&
             };
             let cos = if reason == PairReason::SimilarContent {
                 match scan.cosine_at_least(state, c.embedding, &norms[ci], pos, live.vector(), rules.band_min) {
-                    Some(cos) if cos < rules.band_max => cos,
+                    Some(cos) if crate::state::trace::below(cos, rules.band_max) => cos,
                     _ => continue,
                 }
             } else {
