@@ -655,7 +655,9 @@ fn run_point(
                     (None, None) => taken.push(Arc::new(formed)),
                 }
             }
-            (None, _) => taken.push(Arc::new(form_conversation(conv, conv_fronts, cfg, profile, stages, point_store(&mut made, profile)?)?)),
+            (None, _) => {
+                taken.push(Arc::new(form_conversation(conv, conv_fronts, cfg, profile, stages, point_store(&mut made, profile)?)?))
+            }
         }
     }
     if let Some(metrics) = (ids.len() == fronts.len()).then(|| known(&ids)).flatten() {
