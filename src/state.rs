@@ -240,6 +240,48 @@ pub struct ScanIndex {
     heads: Vec<f32>,
     /// Lower-cased subjects and predicates and normalised objects ([`FactKeys`]), interned.
     ids: HashMap<String, u32>,
+    /// Positions of the indexed facts (ascending) by the [`hash64`] of their
+    /// content hash, of their s|p|o key, and by their interned subject.
+    by_hash: HashMap<u64, Vec<u32>>,
+    by_spo: HashMap<u64, Vec<u32>>,
+    by_subject: HashMap<u32, Vec<u32>>,
+    by_subject_object: HashMap<(u32, u32), Vec<u32>>,
+    /// The facts' readings' keys, per way of reading them ([`ReadingIndex`]).
+    readings: Vec<ReadingIndex>,
+}
+
+/// Positions of facts (ascending) by the [`hash64`] of their reading's
+/// keys: the restatement key, the proposition key and the keys
+/// [`change`](crate::model::proposition::change) can answer on
+/// ([`Reading::change_keys`]). Readings depend on the antonym list and on
+/// which predicates are single-valued, so an index is kept per `sig` (the
+/// caller's name for how it reads a fact).
+#[derive(Debug, Clone, Default)]
+pub struct ReadingIndex {
+    sig: (u64, usize),
+    /// Facts indexed: `ConvState::facts[..upto]`.
+    upto: usize,
+    restatement: HashMap<u64, Vec<u32>>,
+    proposition: HashMap<u64, Vec<u32>>,
+    change: HashMap<u64, Vec<u32>>,
+}
+
+/// An empty list, for keys no fact has.
+const NONE: &[u32] = &[];
+
+impl ReadingIndex {
+    /// Facts whose restatement key is `key` (a superset: hashes may collide).
+    pub fn restatement(&self, key: &str) -> &[u32] {
+        self.restatement.get(&hash64(key)).map_or(NONE, Vec::as_slice)
+    }
+    /// Facts whose proposition key is `key` (a superset).
+    pub fn proposition(&self, key: &str) -> &[u32] {
+        self.proposition.get(&hash64(key)).map_or(NONE, Vec::as_slice)
+    }
+    /// Facts with a [`Reading::change_keys`] key equal to `key` (a superset).
+    pub fn change(&self, key: &str) -> &[u32] {
+        self.change.get(&hash64(key)).map_or(NONE, Vec::as_slice)
+    }
 }
 
 /// One fact's row of the [`ScanIndex`].
@@ -275,15 +317,13 @@ impl ScanIndex {
                 *self.ids.entry(s.to_string()).or_insert(next)
             };
             let (subject, predicate, object) = (intern(&k.subject), intern(&k.predicate), intern(&k.object));
-            self.rows.push(ScanRow {
-                hash: hash64(&f.hash),
-                spo: hash64(&k.spo),
-                subject,
-                predicate,
-                object,
-                norms,
-                head: (at, head.len()),
-            });
+            let pos = self.rows.len() as u32;
+            let (hash, spo) = (hash64(&f.hash), hash64(&k.spo));
+            self.by_hash.entry(hash).or_default().push(pos);
+            self.by_spo.entry(spo).or_default().push(pos);
+            self.by_subject.entry(subject).or_default().push(pos);
+            self.by_subject_object.entry((subject, object)).or_default().push(pos);
+            self.rows.push(ScanRow { hash, spo, subject, predicate, object, norms, head: (at, head.len()) });
         }
         if let Some(f) = facts.last() {
             self.last_id.clone_from(&f.id);
@@ -293,6 +333,69 @@ impl ScanIndex {
     /// The row of fact `i` (its position in `ConvState::facts`).
     pub fn row(&self, i: usize) -> &ScanRow {
         &self.rows[i]
+    }
+
+    /// Positions of the facts (ascending) whose content hash has the
+    /// [`hash64`] `h` (a superset of those with an equal hash).
+    pub fn with_hash(&self, h: u64) -> &[u32] {
+        self.by_hash.get(&h).map_or(NONE, Vec::as_slice)
+    }
+
+    /// Positions of the facts (ascending) whose s|p|o key has the [`hash64`] `h`.
+    pub fn with_spo(&self, h: u64) -> &[u32] {
+        self.by_spo.get(&h).map_or(NONE, Vec::as_slice)
+    }
+
+    /// Positions of the facts (ascending) whose subject key has the interned id `subject`.
+    pub fn with_subject(&self, subject: u32) -> &[u32] {
+        self.by_subject.get(&subject).map_or(NONE, Vec::as_slice)
+    }
+
+    /// Positions of the facts (ascending) with the interned subject and object ids.
+    pub fn with_subject_object(&self, subject: u32, object: u32) -> &[u32] {
+        self.by_subject_object.get(&(subject, object)).map_or(NONE, Vec::as_slice)
+    }
+
+    /// Brings the [`ReadingIndex`] named `sig` up to `facts` (the facts this
+    /// index follows), reading each new fact with `read`. A caller passes
+    /// the same `read` for the same `sig`.
+    pub fn sync_readings<'f>(&mut self, sig: (u64, usize), facts: &'f [FactRec], read: impl Fn(&'f FactRec) -> Cow<'f, Reading>) {
+        let at = match self.readings.iter().position(|r| r.sig == sig) {
+            Some(at) => at,
+            None => {
+                // A few ways of reading at most (a run has one config).
+                if self.readings.len() >= 4 {
+                    self.readings.remove(0);
+                }
+                self.readings.push(ReadingIndex { sig, ..ReadingIndex::default() });
+                self.readings.len() - 1
+            }
+        };
+        let index = &mut self.readings[at];
+        let upto = self.rows.len().min(facts.len());
+        if index.upto > upto {
+            *index = ReadingIndex { sig, ..ReadingIndex::default() };
+        }
+        for (pos, f) in facts.iter().enumerate().take(upto).skip(index.upto) {
+            let r = read(f);
+            let pos = pos as u32;
+            index.restatement.entry(hash64(r.restatement())).or_default().push(pos);
+            if let Some(p) = r.proposition() {
+                index.proposition.entry(hash64(p)).or_default().push(pos);
+            }
+            let mut keys: Vec<u64> = r.change_keys().iter().map(|k| hash64(k)).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            for k in keys {
+                index.change.entry(k).or_default().push(pos);
+            }
+        }
+        index.upto = upto;
+    }
+
+    /// The [`ReadingIndex`] named `sig`, if [`ScanIndex::sync_readings`] made one.
+    pub fn readings(&self, sig: (u64, usize)) -> Option<&ReadingIndex> {
+        self.readings.iter().find(|r| r.sig == sig)
     }
 
     /// The interned id of a subject, predicate or object key, if any
@@ -330,6 +433,83 @@ impl Clone for ScanCache {
     }
 }
 
+/// What entity resolution looks up among a conversation's entities, kept
+/// up to date as entities are appended and aliases added
+/// ([`ConvState::entity_index`]): positions in `ConvState::entities`
+/// (ascending) by lower-cased name or alias, and by type, with each
+/// entity's vector [`Norms`]. Derived data, like [`ScanIndex`].
+#[derive(Debug, Clone, Default)]
+pub struct EntityIndex {
+    /// Per indexed entity: its id and how many of its aliases are indexed.
+    seen: Vec<(String, usize)>,
+    names: HashMap<String, Vec<u32>>,
+    by_type: HashMap<crate::types::EntityType, Vec<u32>>,
+    norms: Vec<Norms>,
+}
+
+impl EntityIndex {
+    fn sync(&mut self, entities: &[EntityRec]) {
+        // Entities are only appended and aliases only added (the write's
+        // mirror): anything else (fewer entities, another last entity, fewer
+        // aliases) starts over. Integer checks only: this runs per lookup.
+        let last = self.seen.len().checked_sub(1);
+        if self.seen.len() > entities.len()
+            || last.is_some_and(|l| self.seen[l].0 != entities[l].id)
+            || self.seen.iter().zip(entities).any(|((_, n), e)| *n > e.aliases.len())
+        {
+            *self = EntityIndex::default();
+        }
+        let add = |names: &mut HashMap<String, Vec<u32>>, name: &str, pos: u32| {
+            let list = names.entry(name.to_lowercase()).or_default();
+            // Positions stay ascending: an older entity's new alias goes in its place.
+            if let Err(at) = list.binary_search(&pos) {
+                list.insert(at, pos);
+            }
+        };
+        for (pos, ((_, n), e)) in self.seen.iter_mut().zip(entities).enumerate() {
+            for alias in &e.aliases[*n..] {
+                add(&mut self.names, alias, pos as u32);
+            }
+            *n = e.aliases.len();
+        }
+        for (pos, e) in entities.iter().enumerate().skip(self.seen.len()) {
+            let pos = pos as u32;
+            add(&mut self.names, &e.name, pos);
+            for alias in &e.aliases {
+                add(&mut self.names, alias, pos);
+            }
+            self.by_type.entry(e.entity_type).or_default().push(pos);
+            self.norms.push(Norms::of(&e.embedding));
+            self.seen.push((e.id.clone(), e.aliases.len()));
+        }
+    }
+
+    /// Positions of the entities whose lower-cased name or an alias is `key`.
+    pub fn named(&self, key: &str) -> &[u32] {
+        self.names.get(key).map_or(NONE, Vec::as_slice)
+    }
+
+    /// Positions of the entities of type `t`.
+    pub fn of_type(&self, t: crate::types::EntityType) -> &[u32] {
+        self.by_type.get(&t).map_or(NONE, Vec::as_slice)
+    }
+
+    /// The vector norms of the entity at `pos`.
+    pub fn norms(&self, pos: usize) -> &Norms {
+        &self.norms[pos]
+    }
+}
+
+/// An [`EntityIndex`] behind a lock, like [`ScanCache`].
+#[derive(Debug, Default)]
+pub struct EntityCache(Mutex<EntityIndex>);
+
+impl Clone for EntityCache {
+    fn clone(&self) -> EntityCache {
+        EntityCache(Mutex::new(self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()))
+    }
+}
+
 /// One conversation's entities and facts, in creation order.
 #[derive(Debug, Clone, Default)]
 pub struct ConvState {
@@ -339,6 +519,8 @@ pub struct ConvState {
     pub sims: Option<Arc<SimTable>>,
     /// The facts' [`ScanIndex`], brought up to date by [`ConvState::scan`].
     pub scan: ScanCache,
+    /// The entities' [`EntityIndex`], brought up to date by [`ConvState::entity_index`].
+    pub entity_cache: EntityCache,
     /// What a profile keeps for the conversation between its episodes
     /// beside the memory (the external profile's adapter process).
     pub companion: Companion,
@@ -369,6 +551,13 @@ impl ConvState {
     pub fn scan(&self) -> MutexGuard<'_, ScanIndex> {
         let mut index = self.scan.0.lock().unwrap_or_else(|p| p.into_inner());
         index.sync(&self.facts);
+        index
+    }
+
+    /// The entities' [`EntityIndex`], up to date with `entities`.
+    pub fn entity_index(&self) -> MutexGuard<'_, EntityIndex> {
+        let mut index = self.entity_cache.0.lock().unwrap_or_else(|p| p.into_inner());
+        index.sync(&self.entities);
         index
     }
 
@@ -534,5 +723,86 @@ mod tests {
         check(&st);
         st.facts.clear();
         check(&st);
+    }
+}
+
+/// Random conversations' facts for the tests that check an indexed search
+/// against a scan of every fact: sentences of the kinds the evidence rules
+/// read (slots, endings, negations, preferences, plans, restatements),
+/// about a few subjects spelt several ways.
+#[cfg(test)]
+pub(crate) mod random {
+    use super::FactRec;
+
+    /// xorshift64*: deterministic.
+    pub(crate) struct Rng(pub u64);
+
+    impl Rng {
+        pub(crate) fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+        pub(crate) fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+        pub(crate) fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+            xs[self.below(xs.len())]
+        }
+        pub(crate) fn chance(&mut self, percent: u64) -> bool {
+            self.next() % 100 < percent
+        }
+    }
+
+    const SUBJECTS: &[&str] = &["Lena", "lena", " Lena ", "LENA", "Omar", "User", "Lena's sister"];
+    const NAMES: &[&str] = &["Felix", "Priya", "Olivia Kowalski", "Bruno", "Mei Tanaka"];
+    const PLACES: &[&str] = &["Oslo", "Berlin", "Google", "Acme", "the choir", "the band"];
+    const THINGS: &[&str] = &["camping", "jazz", "the cello", "two dogs", "2 dogs", "three dogs", "coffee", "running"];
+
+    /// A fact (subject, predicate, object, content).
+    pub(crate) fn fact(r: &mut Rng) -> (String, String, String, String) {
+        let s = r.pick(SUBJECTS).to_string();
+        let (n, p, t) = (r.pick(NAMES), r.pick(PLACES), r.pick(THINGS));
+        let (pred, obj, content) = match r.below(16) {
+            0 => ("works at", p.to_string(), format!("{s} works at {p}")),
+            1 => ("lives in", p.to_string(), format!("{s} lives in {p}")),
+            2 => ("states", t.to_string(), format!("{s} quit {t}")),
+            3 => ("states", t.to_string(), format!("{s} no longer likes {t}")),
+            4 => ("likes", t.to_string(), format!("{s} loves {t}")),
+            5 => ("dislikes", t.to_string(), format!("{s} hates {t}")),
+            6 => ("states", t.to_string(), format!("{s} doesn't enjoy {t} anymore")),
+            7 => ("has manager", n.to_string(), format!("{s}'s manager is {n}")),
+            8 => ("has", t.to_string(), format!("{s} has {t}")),
+            9 => ("states", p.to_string(), format!("{s} is planning to move to {p}")),
+            10 => ("is married to", n.to_string(), format!("{s} is married to {n}")),
+            11 => ("met", n.to_string(), format!("{s} met {n}")),
+            12 => ("has friend", n.to_string(), format!("{s}'s friend is {n}")),
+            13 => ("has neighbour", n.to_string(), format!("{s}'s neighbour is {n}")),
+            14 => ("states", p.to_string(), format!("{s} left {p}")),
+            _ => ("states", t.to_string(), format!("{s} plays {t}")),
+        };
+        (s, pred.to_string(), obj, content)
+    }
+
+    /// A live fact `f{i}` of [`fact`], embedded with the hashed embedder
+    /// (`dims`), with a content hash shared by equal contents; some expire
+    /// on a date, some are invalidated.
+    pub(crate) fn fact_rec(r: &mut Rng, i: usize, dims: usize) -> FactRec {
+        let (s, p, o, content) = fact(r);
+        let mut f = FactRec::for_test(&format!("f{i}"), &s, &p, &o);
+        f.hash = content.to_lowercase();
+        f.embedding = crate::embed::hashed::HashedEmbedder::new(dims).embed_one(&content);
+        f.content = content;
+        if r.chance(10) {
+            f.valid_until = Some(if r.chance(50) { "2024-01-01" } else { "2025-01-01" }.into());
+        }
+        if r.chance(10) {
+            f.invalid_at = Some("2024-02-01".into());
+        }
+        if r.chance(30) {
+            f.kind = crate::types::FactKind::Relationship;
+        }
+        f
     }
 }

@@ -154,6 +154,41 @@ impl Reading {
         &self.restatement
     }
 
+    /// The proposition key: a fact of one proposition with an object, its
+    /// holder, family, polarity, object, slot and ending ([`Reading::restates`]
+    /// compares it beside the restatement key).
+    pub fn proposition(&self) -> Option<&str> {
+        self.proposition.as_deref()
+    }
+
+    /// Keys of this reading as the *earlier* fact of [`change`]: one per
+    /// proposition for its holder's slot (when it names one) and one for its
+    /// holder, family and object. [`change`] answers only where a key of the
+    /// earlier fact equals one of [`Reading::change_probe`] of the later one,
+    /// so an index over these finds every earlier fact it can answer for
+    /// (a speed aid only: it decides nothing).
+    pub fn change_keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = Vec::with_capacity(2 * self.props.len());
+        for p in &self.props {
+            if let Some((slot, _)) = &p.slot {
+                keys.push(format!("s\u{1f}{}\u{1f}{slot}", p.holder));
+            }
+            keys.push(format!("f\u{1f}{}\u{1f}{}\u{1f}{}", p.holder, p.family, p.object.join("\u{1e}")));
+        }
+        keys
+    }
+
+    /// Keys of this reading as the *later* fact of [`change`] (see
+    /// [`Reading::change_keys`]); `None` when some proposition is an ending
+    /// or negative, for which any earlier fact with the same holder may
+    /// show a change.
+    pub fn change_probe(&self) -> Option<Vec<String>> {
+        if self.props.iter().any(|p| p.ends.is_some() || !p.positive) {
+            return None;
+        }
+        Some(self.change_keys())
+    }
+
     /// Whether this fact restates `other`: equal restatement keys, or one
     /// proposition each with the same holder, predicate family, polarity,
     /// non-empty object and slot value.
@@ -1381,6 +1416,37 @@ mod tests {
     //! Each decision rule pinned with the kinds of pair it is for, and the
     //! kinds it must leave alone (memform's own sentences).
     use super::*;
+
+    /// [`change`] answers only where the later fact's probe is `None` or
+    /// shares a key with the earlier fact's [`Reading::change_keys`]: what
+    /// the pairing index relies on. Random facts of every kind the rules read.
+    #[test]
+    fn change_answers_only_on_shared_change_keys() {
+        use crate::state::random::{Rng, fact};
+        let antonyms = antonyms();
+        let mut r = Rng(0x51_7cc1_b727_220a);
+        let facts: Vec<Reading> = (0..300)
+            .map(|_| {
+                let (s, p, o, c) = fact(&mut r);
+                let single = ["works at", "lives in", "is married to", "has manager"].contains(&p.as_str());
+                Reading::of_fact(&s, &p, single.then_some(o.as_str()), &c, &antonyms)
+            })
+            .collect();
+        let (mut changes, mut probed) = (0, 0);
+        for a in &facts {
+            let keys = a.change_keys();
+            for b in &facts {
+                if change(a, b).is_some() {
+                    changes += 1;
+                    if let Some(probe) = b.change_probe() {
+                        probed += 1;
+                        assert!(probe.iter().any(|k| keys.contains(k)), "{a:?} / {b:?}");
+                    }
+                }
+            }
+        }
+        assert!(changes > 500 && probed > 200, "{changes} changes, {probed} through keys");
+    }
 
     fn antonyms() -> Vec<[String; 2]> {
         [("enabled", "disabled"), ("love", "hate"), ("likes", "dislikes")].iter().map(|(a, b)| [a.to_string(), b.to_string()]).collect()

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::extract::Extraction;
 use crate::embed::cosine;
 use crate::pipeline::Config;
-use crate::state::{ConvState, EntityRec};
+use crate::state::{ConvState, EntityIndex, EntityRec, Norms, Vector};
 use crate::types::{CandidateEntity, CandidateFact, EntityType, FactKind};
 
 /// What happened to one extracted entity.
@@ -70,6 +70,7 @@ pub fn resolve_entities(
     merge_threshold: f64,
 ) -> Resolution {
     let mut res = Resolution::default();
+    let index = state.entity_index();
     for (i, ent) in entities.iter().enumerate() {
         let raw = ent.name.trim().to_string();
         let key = raw.to_lowercase();
@@ -78,20 +79,39 @@ pub fn resolve_entities(
             continue;
         }
         let emb = embeddings.get(i).cloned().unwrap_or_default();
-        let known = state.entities.iter().chain(res.new_entities.iter());
-        let exact = known.clone().find(|e| e.entity_type == ent.entity_type && names_match(e, &key));
+        // The conversation's entities from the index (by name, by type),
+        // then the episode's new ones: the first exact match, else the
+        // nearest by cosine (the first of equal best) at or above the threshold.
+        let exact = index
+            .named(&key)
+            .iter()
+            .map(|&p| &state.entities[p as usize])
+            .chain(res.new_entities.iter())
+            .find(|e| e.entity_type == ent.entity_type && names_match(e, &key));
         if let Some(e) = exact {
             res.map.insert(map_key, (e.name.clone(), e.id.clone()));
             res.decisions.push(EntityDecision::Reuse { raw, entity_id: e.id.clone() });
             continue;
         }
-        let nearest = known.filter(|e| e.entity_type == ent.entity_type).map(|e| (cosine(&emb, &e.embedding), e)).fold(
-            None::<(f64, &EntityRec)>,
-            |best, (c, e)| match best {
+        let norms = Norms::of(&emb);
+        let probe = Vector { slot: None, values: &emb };
+        let near_known = index.of_type(ent.entity_type).iter().filter_map(|&p| {
+            let e = &state.entities[p as usize];
+            let c = state.cosine_at_least(
+                probe,
+                &norms,
+                Vector { slot: None, values: &e.embedding },
+                index.norms(p as usize),
+                merge_threshold,
+            )?;
+            Some((c, e))
+        });
+        let nearest = near_known
+            .chain(res.new_entities.iter().filter(|e| e.entity_type == ent.entity_type).map(|e| (cosine(&emb, &e.embedding), e)))
+            .fold(None::<(f64, &EntityRec)>, |best, (c, e)| match best {
                 Some((bc, _)) if bc >= c => best,
                 _ => Some((c, e)),
-            },
-        );
+            });
         if let Some((c, e)) = nearest.filter(|(c, _)| *c >= merge_threshold) {
             let (id, canonical) = (e.id.clone(), e.name.clone());
             res.new_aliases.push((id.clone(), raw.clone()));
@@ -138,16 +158,17 @@ pub fn apply_map<'f>(
             .or_else(|| entities.iter().find(|e| e.name.trim().eq_ignore_ascii_case(n)))
             .map(|e| e.entity_type)
     };
+    let index = state.entity_index();
     facts
         .into_iter()
         .map(|f| {
             let mut fact = f.clone();
-            let subject_entity = lookup(&fact.subject, res, state, type_of(&f.subject)).map(|(name, id)| {
+            let subject_entity = lookup(&fact.subject, res, state, &index, type_of(&f.subject)).map(|(name, id)| {
                 fact.subject = name;
                 id
             });
             let object_entity = if fact.kind == FactKind::Relationship {
-                lookup(&fact.object, res, state, type_of(&f.object)).map(|(name, id)| {
+                lookup(&fact.object, res, state, &index, type_of(&f.object)).map(|(name, id)| {
                     fact.object = name;
                     id
                 })
@@ -159,7 +180,7 @@ pub fn apply_map<'f>(
         .collect()
 }
 
-fn lookup(name: &str, res: &Resolution, state: &ConvState, ty: Option<EntityType>) -> Option<(String, String)> {
+fn lookup(name: &str, res: &Resolution, state: &ConvState, index: &EntityIndex, ty: Option<EntityType>) -> Option<(String, String)> {
     let key = name.trim().to_lowercase();
     let mapped = match ty {
         Some(t) => res.map.get(&(key.clone(), t)),
@@ -168,9 +189,10 @@ fn lookup(name: &str, res: &Resolution, state: &ConvState, ty: Option<EntityType
     if let Some((canonical, id)) = mapped {
         return Some((canonical.clone(), id.clone()));
     }
-    state
-        .entities
+    index
+        .named(&key)
         .iter()
+        .map(|&p| &state.entities[p as usize])
         .chain(res.new_entities.iter())
         .find(|e| ty.is_none_or(|t| t == e.entity_type) && names_match(e, &key))
         .map(|e| (e.name.clone(), e.id.clone()))
@@ -196,6 +218,120 @@ mod tests {
             });
         }
         s
+    }
+
+    /// Entity resolution as it was before the index: every known entity
+    /// compared, in order.
+    fn resolve_scan(entities: &[CandidateEntity], embeddings: &[Vec<f32>], state: &ConvState, merge_threshold: f64) -> Resolution {
+        let mut res = Resolution::default();
+        for (i, ent) in entities.iter().enumerate() {
+            let raw = ent.name.trim().to_string();
+            let key = raw.to_lowercase();
+            let map_key = (key.clone(), ent.entity_type);
+            if raw.is_empty() || res.map.contains_key(&map_key) {
+                continue;
+            }
+            let emb = embeddings.get(i).cloned().unwrap_or_default();
+            let known = state.entities.iter().chain(res.new_entities.iter());
+            if let Some(e) = known.clone().find(|e| e.entity_type == ent.entity_type && names_match(e, &key)) {
+                res.map.insert(map_key, (e.name.clone(), e.id.clone()));
+                res.decisions.push(EntityDecision::Reuse { raw, entity_id: e.id.clone() });
+                continue;
+            }
+            let nearest = known.filter(|e| e.entity_type == ent.entity_type).map(|e| (cosine(&emb, &e.embedding), e)).fold(
+                None::<(f64, &EntityRec)>,
+                |best, (c, e)| match best {
+                    Some((bc, _)) if bc >= c => best,
+                    _ => Some((c, e)),
+                },
+            );
+            if let Some((c, e)) = nearest.filter(|(c, _)| *c >= merge_threshold) {
+                let (id, canonical) = (e.id.clone(), e.name.clone());
+                res.new_aliases.push((id.clone(), raw.clone()));
+                if let Some(pending) = res.new_entities.iter_mut().find(|p| p.id == id) {
+                    pending.aliases.push(raw.clone());
+                }
+                res.map.insert(map_key, (canonical.clone(), id.clone()));
+                res.decisions.push(EntityDecision::Merge { raw, entity_id: id, canonical, cosine: c });
+                continue;
+            }
+            let id = format!("c/e{}", state.entities.len() + res.new_entities.len());
+            res.new_entities.push(EntityRec {
+                id: id.clone(),
+                name: raw.clone(),
+                entity_type: ent.entity_type,
+                aliases: vec![],
+                embedding: emb,
+            });
+            res.map.insert(map_key, (raw.clone(), id.clone()));
+            res.decisions.push(EntityDecision::Insert { raw, entity_id: id });
+        }
+        res
+    }
+
+    /// Random episodes resolved against a growing state (entities and
+    /// aliases mirrored as a write would) decide exactly as the scan of
+    /// every entity does, and map every name as it did.
+    #[test]
+    fn the_indexed_resolution_decides_as_the_scan_does() {
+        use crate::state::random::Rng;
+        const NAMES: &[&str] = &[
+            "Olivia Kowalski",
+            "olivia kowalski",
+            "Olivia Kowalsky",
+            "Olivia",
+            "Liam Okafor",
+            "Liam Okafr",
+            "Apple",
+            "apple",
+            "Google",
+            "Google LLC",
+            " Mei Tanaka ",
+            "Mei",
+            "",
+        ];
+        const TYPES: &[EntityType] = &[EntityType::Person, EntityType::Org, EntityType::Food];
+        let embedder = crate::embed::hashed::HashedEmbedder::new(64);
+        let mut r = Rng(0x1234_5678_9abc_def1);
+        let (mut merged, mut reused) = (0, 0);
+        for round in 0..20 {
+            let mut st = ConvState::default();
+            let threshold = [0.88, 0.6, 0.3][round % 3];
+            for _ in 0..25 {
+                let ents: Vec<CandidateEntity> = (0..r.below(5) + 1).map(|_| ent(r.pick(NAMES), TYPES[r.below(TYPES.len())])).collect();
+                let embs: Vec<Vec<f32>> = ents.iter().map(|e| embedder.embed_one(&e.name)).collect();
+                let got = resolve_entities("c", &ents, &embs, &st, threshold);
+                let want = resolve_scan(&ents, &embs, &st, threshold);
+                assert_eq!(
+                    (&got.decisions, &got.new_entities, &got.new_aliases, &got.map),
+                    (&want.decisions, &want.new_entities, &want.new_aliases, &want.map)
+                );
+                merged += got.decisions.iter().filter(|d| matches!(d, EntityDecision::Merge { .. })).count();
+                reused += got.decisions.iter().filter(|d| matches!(d, EntityDecision::Reuse { .. })).count();
+                for name in NAMES {
+                    for t in [None, Some(EntityType::Person)] {
+                        let scanned = st
+                            .entities
+                            .iter()
+                            .chain(got.new_entities.iter())
+                            .find(|e| t.is_none_or(|t| t == e.entity_type) && names_match(e, &name.trim().to_lowercase()))
+                            .map(|e| (e.name.clone(), e.id.clone()));
+                        let mapped = lookup(name, &Resolution { map: Default::default(), ..got.clone() }, &st, &st.entity_index(), t);
+                        assert_eq!(mapped, scanned, "{name:?} {t:?}");
+                    }
+                }
+                // The write's mirror: new entities, then the aliases.
+                st.entities.extend(got.new_entities.iter().cloned());
+                for (id, alias) in &got.new_aliases {
+                    if let Some(e) = st.entities.iter_mut().find(|e| &e.id == id)
+                        && !e.aliases.contains(alias)
+                    {
+                        e.aliases.push(alias.clone());
+                    }
+                }
+            }
+        }
+        assert!(merged > 10 && reused > 50, "{merged} merged, {reused} reused");
     }
 
     #[test]

@@ -154,7 +154,7 @@ pub fn dedupe(
     near_dup_threshold: f64,
     evidence: Option<Evidence<'_>>,
 ) -> Vec<DedupeOutcome> {
-    let current: Vec<_> = state.facts.iter().filter(|f| f.is_current(now)).collect();
+    let current = &state.facts;
     let mut out: Vec<DedupeOutcome> = Vec::with_capacity(items.len());
     // Batch survivors' validUntil as closures of this batch set it.
     let mut batch_until: Vec<Option<String>> = items.iter().map(|i| i.valid_until.map(str::to_string)).collect();
@@ -163,7 +163,7 @@ pub fn dedupe(
     for (i, item) in items.iter().enumerate() {
         let key = item.spo;
         if let Some((k, by)) = live_exact[i] {
-            let f = current[k];
+            let f = &current[k];
             out.push(match item.valid_until {
                 Some(until) if f.valid_until.as_deref() != Some(until) => DedupeOutcome::Closure {
                     of: Target::Live(f.id.clone()),
@@ -221,7 +221,7 @@ pub fn dedupe(
         out.push(match near {
             // Evidence of change is no duplicate, however near.
             Some((_, Near::Live(k)))
-                if evidence.zip(item.reading.as_ref()).is_some_and(|(e, r)| change(&e.read(current[k]), r).is_some()) =>
+                if evidence.zip(item.reading.as_ref()).is_some_and(|(e, r)| change(&e.read(&current[k]), r).is_some()) =>
             {
                 DedupeOutcome::Survivor
             }
@@ -238,16 +238,33 @@ pub fn dedupe(
     out
 }
 
-/// A current fact (its position among them) an item matches exactly, and how.
+/// A current fact (its position in `ConvState::facts`) an item matches exactly, and how.
 type ExactLive = (usize, MatchBy);
 /// The cosine of the nearest current fact at or above the threshold, and its position.
 type NearLive = (f64, usize);
 
-/// Per item, what the current facts (positions among them, in order) hold
-/// for it: the first with the same content hash or, failing that, the same
-/// s|p|o; and the nearest at or above `threshold` (the first of equal best).
-/// One pass over the facts, reading the state's [`ScanIndex`], with the
-/// items inside; a string is compared only where its hash agrees.
+impl Evidence<'_> {
+    /// The name of this way of reading facts in the [`ScanIndex`]'s reading
+    /// indexes: the single-valued predicates (the antonym list is the other half).
+    ///
+    /// [`ScanIndex`]: crate::state::ScanIndex
+    fn sig(&self) -> (u64, usize) {
+        let list = self.cfg.single_valued_predicates.join("\u{1f}");
+        (hash64(&format!("dedupe\u{1e}{list}")), self.antonyms.id())
+    }
+}
+
+/// Per item, what the current facts (by position, in order) hold for it:
+/// the first with the same content hash or, failing that, the same s|p|o
+/// (unless the contents show a change) or a restatement; and, for an item
+/// with none, the nearest at or above `threshold` (the first of equal best).
+///
+/// The exact matches are looked up in the state's [`ScanIndex`] (by hash,
+/// by s|p|o, and by the readings' restatement and proposition keys): only
+/// facts found there can match, and each is checked as a scan of every fact
+/// would check it, in order. The near search then passes over the current
+/// facts once for the items left, reading each fact's norms and first half
+/// from the index.
 ///
 /// [`ScanIndex`]: crate::state::ScanIndex
 fn against_live(
@@ -258,34 +275,97 @@ fn against_live(
     threshold: f64,
     evidence: Option<Evidence<'_>>,
 ) -> (Vec<Option<ExactLive>>, Vec<Option<NearLive>>) {
-    let keys: Vec<(u64, u64)> = items.iter().map(|i| (hash64(i.hash), hash64(i.spo))).collect();
     let mut exact: Vec<Option<ExactLive>> = vec![None; items.len()];
     let mut near: Vec<Option<NearLive>> = vec![None; items.len()];
-    let scan = state.scan();
-    for (k, (pos, f)) in state.facts.iter().enumerate().filter(|(_, f)| f.is_current(now)).enumerate() {
-        let row = scan.row(pos);
+    let mut scan = state.scan();
+    if let Some(e) = evidence {
+        scan.sync_readings(e.sig(), &state.facts, |f| e.read(f));
+    }
+    let readings = evidence.and_then(|e| scan.readings(e.sig()));
+    let mut found: Vec<u32> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        found.clear();
+        found.extend_from_slice(scan.with_hash(hash64(item.hash)));
+        found.extend_from_slice(scan.with_spo(hash64(item.spo)));
+        if let (Some(ri), Some(r)) = (readings, &item.reading) {
+            found.extend_from_slice(ri.restatement(r.restatement()));
+            if let Some(p) = r.proposition() {
+                found.extend_from_slice(ri.proposition(p));
+            }
+        }
+        found.sort_unstable();
+        found.dedup();
+        exact[i] = found.iter().map(|&p| p as usize).find_map(|pos| {
+            let f = &state.facts[pos];
+            if !f.is_current(now) {
+                return None;
+            }
+            exact_match(item, f, evidence).map(|by| (pos, by))
+        });
+    }
+    if exact.iter().all(Option::is_some) {
+        return (exact, near);
+    }
+    for (pos, f) in state.facts.iter().enumerate().filter(|(_, f)| f.is_current(now)) {
         for (i, item) in items.iter().enumerate() {
             if exact[i].is_some() {
                 continue;
             }
-            if row.hash == keys[i].0 && f.hash == item.hash {
-                exact[i] = Some((k, MatchBy::Hash));
-            } else if row.spo == keys[i].1
-                && f.spo_key() == item.spo
-                && (item.valid_until.is_some() || evidence.zip(item.reading.as_ref()).is_none_or(|(e, r)| change(&e.read(f), r).is_none()))
-            {
-                // The same s|p|o, unless the contents show a change ("… is 7" /
-                // "… is 8"); with a validUntil it is a closure, the extractor's own ending.
-                exact[i] = Some((k, MatchBy::Spo));
-            } else if let (Some(e), Some(r)) = (evidence, &item.reading)
-                && f.subject.trim().eq_ignore_ascii_case(item.subject.trim())
-                && e.read(f).restates(r)
-            {
-                exact[i] = Some((k, MatchBy::Restatement));
-            } else if let Some(c) = scan.cosine_at_least(state, item.embedding, &norms[i], pos, f.vector(), threshold)
+            if let Some(c) = scan.cosine_at_least(state, item.embedding, &norms[i], pos, f.vector(), threshold)
                 && near[i].is_none_or(|(best, _)| c > best)
             {
-                near[i] = Some((c, k));
+                near[i] = Some((c, pos));
+            }
+        }
+    }
+    (exact, near)
+}
+
+/// How `item` matches the current fact `f` exactly, if it does: the same
+/// content hash, else the same s|p|o (unless the contents show a change,
+/// "… is 7" / "… is 8"; with a validUntil it is a closure, the extractor's
+/// own ending), else (with `evidence`) the same subject and a restatement.
+fn exact_match(item: &DedupeItem<'_>, f: &crate::state::FactRec, evidence: Option<Evidence<'_>>) -> Option<MatchBy> {
+    if f.hash == item.hash {
+        Some(MatchBy::Hash)
+    } else if f.spo_key() == item.spo
+        && (item.valid_until.is_some() || evidence.zip(item.reading.as_ref()).is_none_or(|(e, r)| change(&e.read(f), r).is_none()))
+    {
+        Some(MatchBy::Spo)
+    } else if let (Some(e), Some(r)) = (evidence, &item.reading)
+        && f.subject.trim().eq_ignore_ascii_case(item.subject.trim())
+        && e.read(f).restates(r)
+    {
+        Some(MatchBy::Restatement)
+    } else {
+        None
+    }
+}
+
+/// [`against_live`] as one scan of every current fact, in order, with the
+/// items inside: what the index must answer exactly as.
+#[cfg(test)]
+fn against_live_scan(
+    items: &[DedupeItem<'_>],
+    norms: &[Norms],
+    now: Option<&str>,
+    state: &ConvState,
+    threshold: f64,
+    evidence: Option<Evidence<'_>>,
+) -> (Vec<Option<ExactLive>>, Vec<Option<NearLive>>) {
+    let mut exact: Vec<Option<ExactLive>> = vec![None; items.len()];
+    let mut near: Vec<Option<NearLive>> = vec![None; items.len()];
+    for (pos, f) in state.facts.iter().enumerate().filter(|(_, f)| f.is_current(now)) {
+        for (i, item) in items.iter().enumerate() {
+            if exact[i].is_some() {
+                continue;
+            }
+            if let Some(by) = exact_match(item, f, evidence) {
+                exact[i] = Some((pos, by));
+            } else if let Some(c) = state.cosine_at_least(item.embedding, &norms[i], f.vector(), &Norms::of(&f.embedding), threshold)
+                && near[i].is_none_or(|(best, _)| c > best)
+            {
+                near[i] = Some((c, pos));
             }
         }
     }
@@ -461,6 +541,79 @@ mod tests {
         st.facts.push(color);
         assert!(closure_cascade(&st, &["f1"], None).is_empty());
         assert_eq!(closure_cascade(&st, &["f1", "f3"], None), vec!["f2".to_string()]);
+    }
+
+    /// The indexed search answers exactly as a scan of every current fact,
+    /// on random conversations: with and without the evidence rules, at
+    /// several thresholds, for items that restate, repeat or resemble facts.
+    #[test]
+    fn the_indexed_search_answers_as_the_scan_does() {
+        use crate::state::random::{Rng, fact, fact_rec};
+        let cfg = SodaConfig::default();
+        let antonyms = Antonyms::interned(&cfg.antonyms);
+        let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+        let (mut hits, mut restated, mut near) = (0, 0, 0);
+        for round in 0..60 {
+            let dims = [64, 256][round % 2];
+            let mut st = ConvState::default();
+            let facts = r.below(80) + 1;
+            st.facts.extend((0..facts).map(|i| fact_rec(&mut r, i, dims)));
+            let evidence = (round % 3 != 0).then_some(Evidence { antonyms: &antonyms, cfg: &cfg });
+            let threshold = [0.95, 0.8, 0.5][round % 3];
+            // Items: copies of facts (some respelt), and fresh ones.
+            let raw: Vec<(String, String, String, String, Option<&str>)> = (0..r.below(12) + 1)
+                .map(|_| {
+                    let (s, p, o, c) = if r.chance(50) {
+                        let f = &st.facts[r.below(facts)];
+                        let c = if r.chance(30) { c_respelt(&f.content) } else { f.content.clone() };
+                        (f.subject.clone(), f.predicate.clone(), f.object.clone(), c)
+                    } else {
+                        fact(&mut r)
+                    };
+                    (s, p, o, c, r.chance(10).then_some("2024-06-01"))
+                })
+                .collect();
+            let embs: Vec<Vec<f32>> = raw.iter().map(|x| crate::embed::hashed::HashedEmbedder::new(dims).embed_one(&x.3)).collect();
+            let items: Vec<DedupeItem<'_>> = raw
+                .iter()
+                .zip(&embs)
+                .map(|((s, p, o, c, until), e)| {
+                    let hash: &str = Box::leak(c.to_lowercase().into_boxed_str());
+                    DedupeItem {
+                        reading: evidence.map(|ev| {
+                            let object = ev.cfg.is_single_valued(p).then_some(o.as_str());
+                            Reading::of_fact(s, p, object, c, ev.antonyms.pairs())
+                        }),
+                        ..item(hash, s, p, o, *until, e)
+                    }
+                })
+                .collect();
+            let norms: Vec<Norms> = items.iter().map(|i| Norms::of(i.embedding.values)).collect();
+            // The near match is read only for an item without an exact one:
+            // the scan's partial near match of the others is left out.
+            let decided = |(exact, near): (Vec<Option<ExactLive>>, Vec<Option<NearLive>>)| {
+                let near: Vec<Option<NearLive>> = exact.iter().zip(near).map(|(e, n)| if e.is_some() { None } else { n }).collect();
+                (exact, near)
+            };
+            for now in [None, Some("2024-03-01")] {
+                let indexed = decided(against_live(&items, &norms, now, &st, threshold, evidence));
+                let scanned = decided(against_live_scan(&items, &norms, now, &st, threshold, evidence));
+                assert_eq!(indexed, scanned, "round {round}, now {now:?}");
+                hits += indexed.0.iter().flatten().count();
+                restated += indexed.0.iter().flatten().filter(|(_, by)| *by == MatchBy::Restatement).count();
+                near += indexed.1.iter().flatten().count();
+            }
+            // Facts appended after a search are found by the next one.
+            st.facts.push(fact_rec(&mut r, facts, dims));
+            let indexed = decided(against_live(&items, &norms, None, &st, threshold, evidence));
+            assert_eq!(indexed, decided(against_live_scan(&items, &norms, None, &st, threshold, evidence)), "round {round}, appended");
+        }
+        assert!(hits > 100 && restated > 5 && near > 20, "the inputs exercise every match: {hits} exact, {restated} restated, {near} near");
+    }
+
+    /// The same sentence said another way: number words, articles.
+    fn c_respelt(content: &str) -> String {
+        content.replace("two", "2").replace(" the ", " a ").replace("loves", "really loves")
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::{JudgePair, PairFact};
 pub use crate::model::outcome::PairReason;
 use crate::model::proposition::{Reading, change};
 use crate::pipeline::Config;
-use crate::state::{ConvState, FactKeys, FactRec, Norms, Vector};
+use crate::state::{ConvState, FactKeys, FactRec, Norms, ScanRow, Vector, hash64};
 
 /// A candidate's view for pairing.
 #[derive(Debug, Clone)]
@@ -66,6 +66,17 @@ impl PairRules {
         }
     }
 
+    /// The name of this way of reading facts in the scan index's reading
+    /// indexes: the single-valued predicates and the antonym list.
+    fn sig(&self) -> (u64, usize) {
+        (hash64(&format!("pairs\u{1e}{}", self.single_valued.join("\u{1f}"))), self.antonyms.id())
+    }
+
+    /// A live fact's reading, as pairing reads it.
+    fn read<'f>(&self, live: &'f FactRec) -> std::borrow::Cow<'f, Reading> {
+        live.reading(&self.antonyms, self.is_single_valued(&live.keys().predicate))
+    }
+
     /// Whether a (lower-cased) predicate holds one object at a time.
     pub fn is_single_valued(&self, predicate: &str) -> bool {
         self.single_valued.iter().any(|p| p == predicate.trim())
@@ -85,12 +96,13 @@ impl PairRules {
 /// kept in live-fact order. Pairs are indexed in candidate, then live-fact
 /// order.
 pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&str>, rules: &PairRules) -> Vec<FoundPair> {
-    let current: Vec<(usize, &FactRec)> = state.facts.iter().enumerate().filter(|(_, f)| f.is_current(now)).collect();
-    let scan = state.scan();
+    let mut scan = state.scan();
     // A multi-valued candidate's polarity keys, and every candidate's norms, computed once.
+    let multi: Vec<bool> = candidates.iter().map(|c| rules.is_multi_valued(&c.keys.predicate)).collect();
     let polarity: Vec<Option<PolarityKeys>> = candidates
         .iter()
-        .map(|c| (!rules.evidence && rules.is_multi_valued(&c.keys.predicate)).then(|| PolarityKeys::of(&c.fact.content, &rules.antonyms)))
+        .zip(&multi)
+        .map(|(c, &m)| (!rules.evidence && m).then(|| PolarityKeys::of(&c.fact.content, &rules.antonyms)))
         .collect();
     let norms: Vec<Norms> = candidates.iter().map(|c| Norms::of(c.embedding.values)).collect();
     // With `evidence_of_change`, every candidate's reading, once.
@@ -103,66 +115,60 @@ pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&
             })
         })
         .collect();
-    // Per candidate: (cosine, position in `current`, reason). One pass over
-    // the facts with the candidates inside, so each fact is read once.
+    // Per candidate with a reading, the facts against which `change` can
+    // answer (ascending; `None`: any of them), from the readings' index.
+    if rules.evidence {
+        scan.sync_readings(rules.sig(), &state.facts, |f| rules.read(f));
+    }
+    let may_change: Vec<Option<Vec<u32>>> = readings
+        .iter()
+        .map(|r| {
+            let (r, index) = (r.as_ref()?, scan.readings(rules.sig())?);
+            let keys = r.change_probe()?;
+            let mut found: Vec<u32> = keys.iter().flat_map(|k| index.change(k).iter().copied()).collect();
+            found.sort_unstable();
+            found.dedup();
+            Some(found)
+        })
+        .collect();
+    // Per candidate: (cosine, position in `state.facts`, reason), visiting
+    // only the facts with the candidate's subject (from the index).
     let mut found: Vec<Vec<(f64, usize, PairReason)>> = vec![Vec::new(); candidates.len()];
-    // The candidates' keys as the index's ids (none: no fact has that key).
-    let ids: Vec<[Option<u32>; 3]> =
-        candidates.iter().map(|c| [scan.id(&c.keys.subject), scan.id(&c.keys.predicate), scan.id(&c.keys.object)]).collect();
-    for (li, &(pos, live)) in current.iter().enumerate() {
-        let row = scan.row(pos);
-        let mut live_polarity = None;
-        let mut live_reading = None;
-        for (ci, c) in candidates.iter().enumerate() {
-            let [subject, predicate, object] = ids[ci];
-            if subject != Some(row.subject) {
+    for (ci, c) in candidates.iter().enumerate() {
+        let [subject, predicate, object] = [scan.id(&c.keys.subject), scan.id(&c.keys.predicate), scan.id(&c.keys.object)];
+        let Some(subject) = subject else { continue };
+        // With the evidence rules, a multi-valued candidate pairs only to end
+        // a relationship (the same object) or on evidence of change: only
+        // those facts are visited when the readings' index can name them.
+        let few: Option<Vec<u32>> = match &may_change[ci] {
+            Some(m) if rules.evidence && multi[ci] => {
+                let mut v: Vec<u32> = m.iter().copied().filter(|&p| scan.row(p as usize).subject == subject).collect();
+                if c.fact.valid_until.is_some()
+                    && let Some(o) = object
+                {
+                    v.extend_from_slice(scan.with_subject_object(subject, o));
+                    v.sort_unstable();
+                    v.dedup();
+                }
+                Some(v)
+            }
+            _ => None,
+        };
+        let visit: &[u32] = few.as_deref().unwrap_or_else(|| scan.with_subject(subject));
+        for &pos in visit {
+            let pos = pos as usize;
+            let live = &state.facts[pos];
+            if !live.is_current(now) {
                 continue;
             }
+            let row = scan.row(pos);
             // Evidence of change: the same slot with another value, an
             // explicit ending or a polarity flip of the same proposition.
             let evidence = readings[ci].as_ref().is_some_and(|r| {
-                let read = || live.reading(&rules.antonyms, rules.is_single_valued(&live.keys().predicate));
-                change(live_reading.get_or_insert_with(read), r).is_some()
+                may_change[ci].as_ref().is_none_or(|m| m.binary_search(&(pos as u32)).is_ok()) && change(&rules.read(live), r).is_some()
             });
-            let reason = if rules.evidence {
-                if object == Some(row.object) && c.fact.valid_until.is_some() {
-                    PairReason::EndsRelationship
-                } else if evidence {
-                    PairReason::EvidenceOfChange
-                } else if object == Some(row.object) || rules.is_multi_valued(&c.keys.predicate) {
-                    // Multi-valued, or the same object without an ending: both stand.
-                    continue;
-                } else if predicate == Some(row.predicate) {
-                    PairReason::SamePredicate
-                } else {
-                    PairReason::SimilarContent
-                }
-            } else if object == Some(row.object) {
-                if c.fact.valid_until.is_some() {
-                    PairReason::EndsRelationship
-                } else if rules.preference_pairing && opposite_preferences(&c.keys.predicate, &live.keys().predicate) {
-                    PairReason::OppositePreference
-                } else {
-                    continue;
-                }
-            } else if let Some(p) = &polarity[ci]
-                && !polarity_conflict(
-                    p,
-                    live_polarity.get_or_insert_with(|| live.polarity(&rules.antonyms)),
-                    &SharedWords {
-                        min: rules.min_shared_tokens,
-                        content_only: rules.content_words_only,
-                        facts: [(&c.fact.subject, &c.fact.object), (&live.subject, &live.object)],
-                    },
-                )
-            {
-                // Multi-valued: both facts can stand.
+            let Some(reason) = reason(c, live, row, [predicate, object], evidence, multi[ci], polarity[ci].as_ref(), rules) else {
                 continue;
-            } else if predicate == Some(row.predicate) {
-                PairReason::SamePredicate
-            } else {
-                // Paired only if the cosine falls in the band (below).
-                PairReason::SimilarContent
             };
             let cos = if reason == PairReason::SimilarContent {
                 match scan.cosine_at_least(state, c.embedding, &norms[ci], pos, live.vector(), rules.band_min) {
@@ -172,15 +178,85 @@ pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&
             } else {
                 state.cosine(c.embedding, live.vector())
             };
-            found[ci].push((cos, li, reason));
+            found[ci].push((cos, pos, reason));
         }
     }
     drop(scan);
+    collect(candidates, state, found, rules)
+}
+
+/// Why candidate `c` pairs with the live fact `live` (with the same
+/// subject; `row` its index row, `ids` the candidate's predicate and object
+/// as the index's ids), or `None` when it does not. `evidence`: whether the
+/// contents show a change; `multi`: whether the candidate's predicate is
+/// multi-valued; `polarity`: a multi-valued candidate's polarity keys (off
+/// `evidence_of_change`). A [`PairReason::SimilarContent`] pairs only if the
+/// cosine falls in the band (the caller's).
+#[allow(clippy::too_many_arguments)]
+fn reason(
+    c: &PairInput<'_>,
+    live: &FactRec,
+    row: &ScanRow,
+    [predicate, object]: [Option<u32>; 2],
+    evidence: bool,
+    multi: bool,
+    polarity: Option<&PolarityKeys>,
+    rules: &PairRules,
+) -> Option<PairReason> {
+    Some(if rules.evidence {
+        if object == Some(row.object) && c.fact.valid_until.is_some() {
+            PairReason::EndsRelationship
+        } else if evidence {
+            PairReason::EvidenceOfChange
+        } else if object == Some(row.object) || multi {
+            // Multi-valued, or the same object without an ending: both stand.
+            return None;
+        } else if predicate == Some(row.predicate) {
+            PairReason::SamePredicate
+        } else {
+            PairReason::SimilarContent
+        }
+    } else if object == Some(row.object) {
+        if c.fact.valid_until.is_some() {
+            PairReason::EndsRelationship
+        } else if rules.preference_pairing && opposite_preferences(&c.keys.predicate, &live.keys().predicate) {
+            PairReason::OppositePreference
+        } else {
+            return None;
+        }
+    } else if let Some(p) = polarity
+        && !polarity_conflict(
+            p,
+            &live.polarity(&rules.antonyms),
+            &SharedWords {
+                min: rules.min_shared_tokens,
+                content_only: rules.content_words_only,
+                facts: [(&c.fact.subject, &c.fact.object), (&live.subject, &live.object)],
+            },
+        )
+    {
+        // Multi-valued: both facts can stand.
+        return None;
+    } else if predicate == Some(row.predicate) {
+        PairReason::SamePredicate
+    } else {
+        PairReason::SimilarContent
+    })
+}
+
+/// Each candidate's pairs capped ([`keep_nearest`]) and numbered, in
+/// candidate, then live-fact order.
+fn collect(
+    candidates: &[PairInput<'_>],
+    state: &ConvState,
+    found: Vec<Vec<(f64, usize, PairReason)>>,
+    rules: &PairRules,
+) -> Vec<FoundPair> {
     let mut out = Vec::new();
     for (ci, (c, mut pairs)) in candidates.iter().zip(found).enumerate() {
         keep_nearest(&mut pairs, rules.max_per_candidate);
-        for (cos, li, reason) in pairs {
-            let live = current[li].1;
+        for (cos, pos, reason) in pairs {
+            let live = &state.facts[pos];
             let index = out.len();
             out.push(FoundPair {
                 candidate: ci,
@@ -191,6 +267,39 @@ pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&
         }
     }
     out
+}
+
+/// [`find_pairs`] as one scan of every current fact with every candidate,
+/// computing every reading's change: what the indexed search must answer
+/// exactly as.
+#[cfg(test)]
+pub(crate) fn find_pairs_scan(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&str>, rules: &PairRules) -> Vec<FoundPair> {
+    let scan = state.scan();
+    let mut found: Vec<Vec<(f64, usize, PairReason)>> = vec![Vec::new(); candidates.len()];
+    for (pos, live) in state.facts.iter().enumerate().filter(|(_, f)| f.is_current(now)) {
+        let row = scan.row(pos);
+        for (ci, c) in candidates.iter().enumerate() {
+            if scan.id(&c.keys.subject) != Some(row.subject) {
+                continue;
+            }
+            let multi = rules.is_multi_valued(&c.keys.predicate);
+            let polarity = (!rules.evidence && multi).then(|| PolarityKeys::of(&c.fact.content, &rules.antonyms));
+            let evidence = rules.evidence && {
+                let object = rules.is_single_valued(&c.keys.predicate).then_some(c.fact.object.as_str());
+                let r = Reading::of_fact(&c.fact.subject, &c.fact.predicate, object, &c.fact.content, rules.antonyms.pairs());
+                change(&rules.read(live), &r).is_some()
+            };
+            let ids = [scan.id(&c.keys.predicate), scan.id(&c.keys.object)];
+            let Some(reason) = reason(c, live, row, ids, evidence, multi, polarity.as_ref(), rules) else { continue };
+            let cos = state.cosine(c.embedding, live.vector());
+            if reason == PairReason::SimilarContent && !(cos >= rules.band_min && cos < rules.band_max) {
+                continue;
+            }
+            found[ci].push((cos, pos, reason));
+        }
+    }
+    drop(scan);
+    collect(candidates, state, found, rules)
 }
 
 /// Keeps the `cap` nearest of one candidate's pairs (cosine, live-fact
@@ -211,4 +320,53 @@ fn keep_nearest(pairs: &mut Vec<(f64, usize, PairReason)>, cap: usize) {
     });
     pairs.truncate(cap);
     pairs.sort_by_key(|p| p.1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::random::{Rng, fact, fact_rec};
+
+    /// The indexed pairing (by subject, and by the readings' change keys)
+    /// finds exactly the pairs a scan of every current fact finds, on
+    /// random conversations, with and without the evidence rules.
+    #[test]
+    fn the_indexed_pairing_finds_what_the_scan_finds() {
+        let mut r = Rng(0x2545_f491_4f6c_dd1d);
+        let mut found = [0usize; 2];
+        let mut reasons = std::collections::BTreeSet::new();
+        for round in 0..60 {
+            let dims = [64, 256][round % 2];
+            let mut cfg = Config::default();
+            cfg.soda.evidence_of_change = round % 3 != 0;
+            cfg.soda.max_pairs_per_candidate = [16, 2][round % 2];
+            cfg.soda.contradiction_band_min = [0.8, 0.3][round % 2];
+            let rules = PairRules::new(&cfg);
+            let mut st = ConvState::default();
+            let facts = r.below(80) + 1;
+            st.facts.extend((0..facts).map(|i| fact_rec(&mut r, i, dims)));
+            let raw: Vec<PairFact> = (0..r.below(8) + 1)
+                .map(|_| {
+                    let (subject, predicate, object, content) = fact(&mut r);
+                    PairFact { subject, predicate, object, content, valid_until: r.chance(15).then(|| "2024-06-01".to_string()) }
+                })
+                .collect();
+            let embs: Vec<Vec<f32>> = raw.iter().map(|f| crate::embed::hashed::HashedEmbedder::new(dims).embed_one(&f.content)).collect();
+            let keys: Vec<FactKeys> = raw.iter().map(|f| FactKeys::of(&f.subject, &f.predicate, &f.object)).collect();
+            let inputs: Vec<PairInput<'_>> = raw
+                .iter()
+                .zip(&embs)
+                .zip(&keys)
+                .map(|((f, e), k)| PairInput { fact: f.clone(), embedding: Vector { slot: None, values: e }, keys: k })
+                .collect();
+            for now in [None, Some("2024-03-01")] {
+                let indexed = find_pairs(&inputs, &st, now, &rules);
+                assert_eq!(indexed, find_pairs_scan(&inputs, &st, now, &rules), "round {round}, now {now:?}");
+                found[usize::from(cfg.soda.evidence_of_change)] += indexed.len();
+                reasons.extend(indexed.iter().map(|p| format!("{:?}", p.reason)));
+            }
+        }
+        assert!(found[0] > 50 && found[1] > 50, "pairs found: {found:?}");
+        assert!(reasons.len() >= 5, "the inputs reach most reasons: {reasons:?}");
+    }
 }
