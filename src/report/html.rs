@@ -153,3 +153,22 @@ pub fn run_page(manifest: &Value, a: &Analysis, x: &Explore) -> String {
     }
     page_raw(&title, &data, "facts", &facts)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The page written with a key's JSON given apart is the page written
+    /// from the whole value: same key order, separators and escaping (`<`
+    /// inside the given JSON included).
+    #[test]
+    fn a_key_serialised_apart_gives_the_same_page() {
+        let facts = json!([{"x": "a </script> b", "p": [["f1", "old", null]], "cf": 0.9}, {"x": "ünï \"q\"", "cf": null}]);
+        let whole = json!({"budgeted": null, "errors": {"n": 1}, "facts": facts, "facts_total": 2, "qa": [], "title": "t <b>"});
+        let mut apart = whole.clone();
+        apart["facts"] = Value::Null;
+        let raw = serde_json::to_string(&facts).unwrap();
+        assert_eq!(page_raw("T", &apart, "facts", &raw), page("T", &whole));
+        assert_ne!(page_raw("T", &apart, "facts", "[]"), page("T", &whole));
+    }
+}
