@@ -133,7 +133,7 @@ update-baseline: run
 
 ## Criterion benches (MEMFORM_BENCH_DATASET picks the dataset; default datasets/scenarios).
 bench: models
-	$(CARGO) bench --locked --bench run --bench embed --bench judging --bench search --bench qa --bench calibrate --bench people
+	$(CARGO) bench --locked --bench run --bench embed --bench judging --bench search --bench qa --bench calibrate --bench people --bench longmem
 
 ## Download LoCoMo's locomo10.json, check its SHA-256 and split it per
 ## conversation into git-ignored $(LOCOMO_DATA)/ (once; idempotent). When the

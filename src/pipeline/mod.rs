@@ -172,7 +172,7 @@ pub fn front(stages: Stages<'_>, conv: &Conversation, episode: &Episode, state: 
 /// names (at most [`MAX_KNOWN_ENTITIES`]) and its latest facts current at
 /// the episode (at most [`MAX_RECENT_FACTS`]).
 pub(crate) fn known_context(episode: &Episode, state: &ConvState) -> (Vec<String>, Vec<String>) {
-    let known: Vec<String> = state.entity_names().into_iter().take(MAX_KNOWN_ENTITIES).collect();
+    let known: Vec<String> = state.entities.iter().take(MAX_KNOWN_ENTITIES).map(|e| e.name.clone()).collect();
     let recent: Vec<String> = state
         .facts
         .iter()

@@ -323,30 +323,33 @@ fn cause_text(table: &[(&str, &str)], key: &str) -> String {
 impl Explore {
     pub fn new(a: &Analysis, inputs: Inputs) -> Explore {
         let f = &a.facts;
-        let (ids, convs, eps, turns, contents) =
+        // Each column's strings are moved into the candidates, not copied
+        // (two copies of every candidate's strings at once, before).
+        let (mut ids, mut convs, mut eps, mut turns, mut contents) =
             (strs(f, "id"), strs(f, "conversation"), strs(f, "episode"), strs(f, "turn"), strs(f, "content"));
-        let (types, outcomes, reasons, related, gold) =
+        let (mut types, mut outcomes, mut reasons, mut related, mut gold) =
             (strs(f, "fact_type"), strs(f, "outcome"), strs(f, "reason"), strs(f, "related"), strs(f, "gold_match"));
         let (stored, live, ended, conf) = (bools(f, "stored"), bools(f, "live"), strs(f, "ended"), nums(f, "confidence"));
         let mut cands: Vec<Cand> = (0..f.height())
             .map(|i| Cand {
-                id: ids[i].clone().unwrap_or_default(),
-                conversation: convs[i].clone().unwrap_or_default(),
-                episode: eps[i].clone().unwrap_or_default(),
-                turn: turns[i].clone().unwrap_or_default(),
-                content: contents[i].clone().unwrap_or_default(),
-                fact_type: types[i].clone().unwrap_or_default(),
+                id: ids[i].take().unwrap_or_default(),
+                conversation: convs[i].take().unwrap_or_default(),
+                episode: eps[i].take().unwrap_or_default(),
+                turn: turns[i].take().unwrap_or_default(),
+                content: contents[i].take().unwrap_or_default(),
+                fact_type: types[i].take().unwrap_or_default(),
                 confidence: conf[i],
-                outcome: outcomes[i].clone().unwrap_or_default(),
-                reason: reasons[i].clone().unwrap_or_default(),
-                related: related[i].clone().filter(|r| !r.is_empty()),
+                outcome: outcomes[i].take().unwrap_or_default(),
+                reason: reasons[i].take().unwrap_or_default(),
+                related: related[i].take().filter(|r| !r.is_empty()),
                 stored: stored[i],
                 live: live[i],
-                gold_match: gold[i].clone(),
+                gold_match: gold[i].take(),
                 ended: ended[i].as_deref().unwrap_or("").split_whitespace().map(str::to_string).collect(),
                 pairs: Vec::new(),
             })
             .collect();
+        drop((ids, convs, eps, turns, contents, types, outcomes, reasons, related, gold, ended));
         let index: HashMap<String, usize> = cands.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
         let v = &a.verdicts;
         let (listed, cand, live_id, verdict, judged, reason, review, guard) = (
@@ -693,10 +696,20 @@ fn is_evidence(x: &Explore, turn_of: &HashMap<&str, &str>, q: &QaItem, source: &
     }
 }
 
-/// The page data of a run: what [`super::html`] embeds.
-pub fn run_data(x: &Explore) -> Value {
+/// The page data of a run: what [`super::html`] embeds. Its `facts` (up to
+/// [`MAX_CANDIDATES`] candidates) come apart, serialised as a JSON array,
+/// one candidate's value tree at a time (the trees of 20,000 candidates
+/// took about 100 MB); the object holds `null` in their place.
+pub fn run_data(x: &Explore) -> (Value, String) {
     let turn_of: HashMap<&str, &str> = x.cands.iter().map(|c| (c.id.as_str(), c.turn.as_str())).collect();
-    let cands: Vec<Value> = x.cands.iter().take(MAX_CANDIDATES).map(|c| cand_json(x, c)).collect();
+    let mut cands = String::from("[");
+    for (i, c) in x.cands.iter().take(MAX_CANDIDATES).enumerate() {
+        if i > 0 {
+            cands.push(',');
+        }
+        cands.push_str(&serde_json::to_string(&cand_json(x, c)).unwrap_or_else(|_| "null".to_string()));
+    }
+    cands.push(']');
     let missed: HashMap<(&str, &str), &Missed> =
         x.errors.missed_gold.iter().map(|m| ((m.gold.conversation.as_str(), m.gold.id.as_str()), m)).collect();
     let by_turn: HashMap<(&str, &str), Vec<&str>> = x.cands.iter().fold(HashMap::new(), |mut m, c| {
@@ -763,8 +776,9 @@ pub fn run_data(x: &Explore) -> Value {
         "never_judged": e.never_judged.iter().take(MAX_ERRORS).map(|u| json!([u.pair.conversation, u.pair.old_turn, u.pair.new_turn, u.pair.verdict, cause_text(&UNJUDGED_CAUSES, u.cause)])).collect::<Vec<_>>(),
         "causes": CAUSES.iter().map(|(k, t)| json!([k, t])).collect::<Vec<_>>(),
     });
-    json!({
-        "facts": cands, "facts_total": x.cands.len(), "gold": gold, "gold_note": gold_note,
+    let data = json!({
+        "facts": null, "facts_total": x.cands.len(), "gold": gold, "gold_note": gold_note,
         "qa": qa, "qa_total": x.qa.len(), "errors": errors,
-    })
+    });
+    (data, cands)
 }

@@ -25,7 +25,36 @@ fn escape(s: &str) -> String {
 /// The page with `data` embedded: `<` is written `\u003c` in the JSON, so
 /// no text in the data can close its element.
 pub fn page(title: &str, data: &Value) -> String {
-    let json = serde_json::to_string(data).unwrap_or_else(|_| "{}".to_string()).replace('<', "\\u003c");
+    page_json(title, &serde_json::to_string(data).unwrap_or_else(|_| "{}".to_string()))
+}
+
+/// [`page`] with `data`'s `key` (an object's, set to any placeholder)
+/// written as `raw`, JSON serialised already: the bytes [`page`] writes
+/// when `data[key]` holds that JSON, without the value tree in memory (a
+/// run's candidates, [`run_data`]).
+fn page_raw(title: &str, data: &Value, key: &str, raw: &str) -> String {
+    let Value::Object(o) = data else { return page(title, data) };
+    let mut json = String::with_capacity(raw.len() + 4096);
+    json.push('{');
+    for (i, (k, v)) in o.iter().enumerate() {
+        if i > 0 {
+            json.push(',');
+        }
+        json.push_str(&serde_json::to_string(k).unwrap_or_default());
+        json.push(':');
+        if k == key {
+            json.push_str(raw);
+        } else {
+            json.push_str(&serde_json::to_string(v).unwrap_or_else(|_| "null".to_string()));
+        }
+    }
+    json.push('}');
+    page_json(title, &json)
+}
+
+/// The page with `json` (the data, serialised) embedded.
+fn page_json(title: &str, json: &str) -> String {
+    let json = json.replace('<', "\\u003c");
     TEMPLATE.replace("{{TITLE}}", &escape(title)).replace("/*STYLE*/", STYLE).replace("/*SCRIPT*/", SCRIPT).replace("{{DATA}}", &json)
 }
 
@@ -112,7 +141,7 @@ pub fn run_page(manifest: &Value, a: &Analysis, x: &Explore) -> String {
             Value::Array(r)
         })
         .collect();
-    let mut data = run_data(x);
+    let (mut data, facts) = run_data(x);
     if let Value::Object(o) = &mut data {
         o.insert("kind".into(), json!("run"));
         o.insert("title".into(), json!(title));
@@ -122,5 +151,24 @@ pub fn run_page(manifest: &Value, a: &Analysis, x: &Explore) -> String {
         o.insert("budgeted".into(), if m.contains_key("qa_recall_any_at_200w") { budgeted(m) } else { Value::Null });
         o.insert("conversations".into(), json!({"cols": cols, "rows": conv_rows}));
     }
-    page(&title, &data)
+    page_raw(&title, &data, "facts", &facts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The page written with a key's JSON given apart is the page written
+    /// from the whole value: same key order, separators and escaping (`<`
+    /// inside the given JSON included).
+    #[test]
+    fn a_key_serialised_apart_gives_the_same_page() {
+        let facts = json!([{"x": "a </script> b", "p": [["f1", "old", null]], "cf": 0.9}, {"x": "ünï \"q\"", "cf": null}]);
+        let whole = json!({"budgeted": null, "errors": {"n": 1}, "facts": facts, "facts_total": 2, "qa": [], "title": "t <b>"});
+        let mut apart = whole.clone();
+        apart["facts"] = Value::Null;
+        let raw = serde_json::to_string(&facts).unwrap();
+        assert_eq!(page_raw("T", &apart, "facts", &raw), page("T", &whole));
+        assert_ne!(page_raw("T", &apart, "facts", "[]"), page("T", &whole));
+    }
 }

@@ -62,7 +62,7 @@ impl Extractor for RulesExtractor {
     fn extract(&self, input: &ExtractInput<'_>) -> Result<RawExtraction> {
         let mut b = Builder::new(input);
         let turns = limit_turns(&input.episode.turns, self.max_input_chars, &mut b.out.warnings);
-        for turn in &turns {
+        for turn in turns.iter() {
             b.turn(turn);
         }
         b.out.entities.sort_by(|a, c| a.name.cmp(&c.name).then(a.entity_type.cmp(&c.entity_type)));
@@ -72,10 +72,10 @@ impl Extractor for RulesExtractor {
 
 /// The turns that fit in `max_chars` (each counted as `speaker: text` plus a
 /// line break); a first turn that alone is too long is cut.
-fn limit_turns(turns: &[Turn], max_chars: usize, warnings: &mut Vec<Warning>) -> Vec<Turn> {
+fn limit_turns<'t>(turns: &'t [Turn], max_chars: usize, warnings: &mut Vec<Warning>) -> std::borrow::Cow<'t, [Turn]> {
     let total: usize = turns.iter().map(line_chars).sum();
     if total <= max_chars {
-        return turns.to_vec();
+        return std::borrow::Cow::Borrowed(turns);
     }
     let mut used = 0;
     let mut kept = Vec::new();
@@ -98,7 +98,7 @@ fn limit_turns(turns: &[Turn], max_chars: usize, warnings: &mut Vec<Warning>) ->
         "input_truncated",
         format!("transcript is {total} chars, over the {max_chars} limit; read {used} chars ({} of {} turns)", kept.len(), turns.len()),
     ));
-    kept
+    std::borrow::Cow::Owned(kept)
 }
 
 fn line_chars(t: &Turn) -> usize {
@@ -727,17 +727,29 @@ fn is_question(s: &str) -> bool {
 fn is_injection(s: &str) -> bool {
     let lower = s.to_lowercase().replace(['\u{2019}', '\u{2018}'], "'");
     let collapsed = lower.split_whitespace().collect::<Vec<_>>().join(" ");
-    let padded = format!("{collapsed} ");
+    let mut padded = String::with_capacity(collapsed.len() + 1);
+    padded.push_str(&collapsed);
+    padded.push(' ');
     INJECTIONS.iter().any(|p| padded.contains(p))
         || ROLE_PREFIXES.iter().any(|p| collapsed.starts_with(p))
         || collapsed.starts_with("you are now")
 }
 
+/// [`HEDGES`], each between spaces (built once, not per sentence).
+static PADDED_HEDGES: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| HEDGES.iter().map(|h| format!(" {h} ")).collect());
+
 fn is_hedged(s: &str) -> bool {
     let lower = s.to_lowercase().replace(['\u{2019}', '\u{2018}'], "'");
-    let padded =
-        format!(" {} ", lower.split(|c: char| !(c.is_alphanumeric() || c == '\'')).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" "));
-    HEDGES.iter().any(|h| padded.contains(&format!(" {h} ")))
+    let mut padded = String::with_capacity(lower.len() + 2);
+    padded.push(' ');
+    for w in lower.split(|c: char| !(c.is_alphanumeric() || c == '\'')).filter(|w| !w.is_empty()) {
+        padded.push_str(w);
+        padded.push(' ');
+    }
+    if padded.len() == 1 {
+        padded.push(' ');
+    }
+    PADDED_HEDGES.iter().any(|h| padded.contains(h.as_str()))
 }
 
 /// Who a clause is about.
@@ -1086,6 +1098,11 @@ struct Builder<'a> {
     input: &'a ExtractInput<'a>,
     date: Option<String>,
     out: RawExtraction,
+    /// The known entities' names lower-cased, in their order (computed once
+    /// per episode, not per lookup).
+    known_lower: Vec<String>,
+    /// The recent facts lower-cased, computed on the first lookup.
+    recent_lower: std::cell::OnceCell<Vec<String>>,
 }
 
 /// One fact before it is filed as a relationship or a literal.
@@ -1141,7 +1158,8 @@ impl<'a> Builder<'a> {
             let ok = d.len() == 10 && d.as_bytes()[4] == b'-' && d.as_bytes()[7] == b'-';
             ok.then(|| d.to_string())
         });
-        Builder { input, date, out: RawExtraction::default() }
+        let known_lower = input.known_entities.iter().map(|n| n.to_lowercase()).collect();
+        Builder { input, date, out: RawExtraction::default(), known_lower, recent_lower: std::cell::OnceCell::new() }
     }
 
     fn turn(&mut self, turn: &Turn) {
@@ -1224,7 +1242,10 @@ impl<'a> Builder<'a> {
     /// this episode, matched case-insensitively.
     fn entity_name(&self, name: &str) -> Option<String> {
         let key = name.to_lowercase();
-        self.out.entities.iter().map(|e| &e.name).chain(self.input.known_entities.iter()).find(|n| n.to_lowercase() == key).cloned()
+        if let Some(e) = self.out.entities.iter().find(|e| e.name.to_lowercase() == key) {
+            return Some(e.name.clone());
+        }
+        self.known_lower.iter().position(|n| *n == key).map(|i| self.input.known_entities[i].clone())
     }
 
     /// Drops a trailing ", Bob" that addresses a speaker.
@@ -1252,10 +1273,11 @@ impl<'a> Builder<'a> {
             .chain(self.out.literal_facts.iter())
             .any(|f| f.subject == subject && f.predicate == p && f.object.to_lowercase() == o);
         let needle = format!("{} {p} ", subject.to_lowercase());
-        here || self.input.recent_facts.iter().any(|c| {
-            let c = c.to_lowercase();
-            c.contains(&needle) && c.contains(&o)
-        })
+        here || self
+            .recent_lower
+            .get_or_init(|| self.input.recent_facts.iter().map(|c| c.to_lowercase()).collect())
+            .iter()
+            .any(|c| c.contains(&needle) && c.contains(&o))
     }
 
     // ---- technical sentences ----
