@@ -11,10 +11,10 @@ SCENARIOS := datasets/scenarios
 # ---- LoCoMo: `make locomo-data` fetches it, `LOCOMO=DIR` points anywhere ----
 # Upstream's one-file release, split per conversation into git-ignored data/locomo/.
 LOCOMO_URL ?= https://raw.githubusercontent.com/snap-research/locomo/main/data/locomo10.json
-# The pinned SHA-256 of locomo10.json. NOT YET CONFIRMED here: the machines this
-# was written on cannot reach GitHub; the value is the digest other projects
-# record for this file. Confirm it (or correct it, deliberately) on the first
-# successful download: a mismatch stops `make locomo-data` and writes nothing.
+# The pinned SHA-256 of locomo10.json, confirmed independently: the LoCoMo
+# audit (dial481/locomo-audit) ships a copy of this file and its
+# scripts/verify_sha256.py checks that copy against this same digest. A
+# mismatch stops `make locomo-data` and writes nothing.
 LOCOMO_SHA256 ?= 79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4
 LOCOMO_DATA ?= data/locomo
 LOCOMO_FALLBACK ?= ../shared/datasets/locomo

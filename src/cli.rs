@@ -529,11 +529,27 @@ pub struct RunArgs {
     /// Skip the retrieval evaluation.
     #[arg(long)]
     pub no_qa: bool,
+    /// The QA items' evidence and answers: as the dataset gives them, or
+    /// corrected by the LoCoMo audit (`--evidence-audit`; docs/metrics.md).
+    #[arg(long, value_enum, default_value = "given")]
+    pub evidence: EvidenceSource,
+    /// The audit file `--evidence audited` applies (`make locomo-audit-data`).
+    #[arg(long, value_name = "FILE", default_value = "data/locomo-audit/errors.json")]
+    pub evidence_audit: PathBuf,
     /// A finished `memform calibrate` directory: report.md gets its "Decision quality" section.
     #[arg(long, value_name = "DIR")]
     pub calibration: Option<PathBuf>,
     #[command(flatten)]
     pub stage: StageArgs,
+}
+
+/// Which QA evidence a run scores.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EvidenceSource {
+    /// The dataset's own evidence turns and answers.
+    Given,
+    /// Corrected by an audit of the gold (LoCoMo's: `correct_evidence`, `correct_answer`).
+    Audited,
 }
 
 /// How stages are built: embedder and LLM boundary.

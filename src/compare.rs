@@ -333,6 +333,8 @@ pub fn compare_runs(a: &Side, b: &Side, out: &Path, opts: CompareOptions) -> Res
         let (Some(va), Some(vb)) = (la.summary["metrics"][&key].as_f64(), lb.summary["metrics"][&key].as_f64()) else { continue };
         let (ci_low, ci_high) = qa_ci.get(&key).map_or((None, None), |(lo, hi)| (Some(*lo), Some(*hi)));
         let fixed = key.starts_with("qa_raw_")
+            || key.starts_with("qa_gold_facts_")
+            || key == "qa_items_audited"
             || key == "qa_evidence_unknown_turns"
             || key == "qa_items_excluded"
             || key == "qa_questions_empty"

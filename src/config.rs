@@ -75,6 +75,10 @@ pub struct Shared {
     /// `final` (the final store) or `question` (the facts live when each item
     /// with an `asked_at` is asked).
     pub qa_as_of: String,
+    /// The QA evaluation's retriever, the same for every source
+    /// (docs/search.md, "Retrievers"): `and` (Signet's hybrid, keyword leg
+    /// AND), `or` (keyword leg OR) or `vector` (the vector leg alone).
+    pub qa_retriever: String,
 
     // ---- embedder ----
     /// `hashed` (built-in, deterministic, no model) or a real embedder.
@@ -152,6 +156,7 @@ impl Default for Shared {
             search_top_k: 5,
             search_leg_factor: 2,
             qa_as_of: "final".to_string(),
+            qa_retriever: "and".to_string(),
             embedder: "hashed".to_string(),
             hashed_dims: 256,
             llm_provider: "openai".to_string(),
@@ -252,6 +257,9 @@ impl Shared {
         }
         if !["final", "question"].contains(&self.qa_as_of.as_str()) {
             return Err(format!("qa_as_of = {:?}: unknown value, expected \"final\" or \"question\"", self.qa_as_of));
+        }
+        if !["and", "or", "vector"].contains(&self.qa_retriever.as_str()) {
+            return Err(format!("qa_retriever = {:?}: unknown value, expected \"and\", \"or\" or \"vector\"", self.qa_retriever));
         }
         if self.min_fact_chars > self.max_fact_chars {
             return Err(format!("min_fact_chars = {} is above max_fact_chars = {}", self.min_fact_chars, self.max_fact_chars));

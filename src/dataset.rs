@@ -9,6 +9,7 @@
 //!
 //! The format reference is `datasets/README.md`.
 
+pub mod audit;
 pub mod locomo;
 pub mod longmemeval;
 pub mod native;

@@ -438,6 +438,18 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode> {
     };
     memform::dataset::subset(&mut dataset, &args.subset.conversations, args.subset.limit)?;
     report_load_warnings(&load_warnings);
+    if args.evidence == EvidenceSource::Audited {
+        let entries = memform::dataset::audit::load(&args.evidence_audit)?;
+        let a = memform::dataset::audit::apply(&mut dataset, &entries);
+        eprintln!(
+            "evidence audited ({}): {} items matched, {} evidence and {} answers corrected, {} entries for conversations not in the dataset",
+            args.evidence_audit.display(),
+            a.matched,
+            a.evidence_changed,
+            a.answers_changed,
+            a.unmatched
+        );
+    }
     let skipped_inputs: Vec<Skipped> = bad
         .into_iter()
         .map(|b| Skipped {

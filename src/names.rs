@@ -10,6 +10,15 @@ pub const SOURCES: [&str; 3] = ["formed", "raw_turns", "raw_sessions"];
 /// only for a run of a profile built on the adapter protocol.
 pub const SYSTEM_SOURCE: &str = "system";
 
+/// The QA ablation and ceiling sources a run adds beside the three: the
+/// raw turns that yielded a fact (`selected_turns`, `qa_selected_turns_*`)
+/// and, when the dataset has gold facts, those facts as the memory
+/// (`gold_facts`, `qa_gold_facts_*`).
+pub const EXTRA_SOURCES: [&str; 2] = ["selected_turns", "gold_facts"];
+
+/// Every QA source in row order: [`SOURCES`], the system's, [`EXTRA_SOURCES`].
+pub const ROW_ORDER: [&str; 6] = ["formed", "raw_turns", "raw_sessions", SYSTEM_SOURCE, "selected_turns", "gold_facts"];
+
 /// The QA evaluation's numeric summary keys (`qa::summary_metrics`: what a
 /// sweep point reports and `--objective` may name).
 pub fn qa_metric_names() -> Vec<String> {
@@ -17,10 +26,12 @@ pub fn qa_metric_names() -> Vec<String> {
         "qa_evidence_unknown_turns".to_string(),
         "qa_items_excluded".to_string(),
         "qa_questions_empty".to_string(),
+        // Items the audit corrected (`--evidence audited` only).
+        "qa_items_audited".to_string(),
         // How many conversations the QA intervals resample (context).
         "qa_interval_clusters".to_string(),
     ];
-    for source in SOURCES {
+    for source in SOURCES.into_iter().chain(EXTRA_SOURCES) {
         let prefix = if source == "formed" { "qa_".to_string() } else { format!("qa_{source}_") };
         for k in ["recall_any_at_1", "recall_any_at_5", "recall_any_at_10", "recall_all_at_5", "recall_all_at_10", "ndcg_any_at_5"] {
             names.push(format!("{prefix}{k}"));

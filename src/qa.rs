@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::pipeline::Config;
-use crate::store::{Document, DocumentIndex, SearchHit, SearchParams, Searcher, Store};
+use crate::store::{Document, DocumentIndex, Retriever, SearchHit, SearchParams, Store};
 use crate::types::{Conversation, Dataset};
 use rustc_hash::FxHashMap;
 
@@ -73,7 +73,7 @@ pub fn in_headline(r: &QaRow) -> bool {
 /// The largest k reported (the rows keep this many retrieved ids); every
 /// search goes as deep as the corpus, for the budgeted figures.
 pub const MAX_K: usize = 10;
-pub use crate::names::{SOURCES, SYSTEM_SOURCE, qa_metric_names as metric_names};
+pub use crate::names::{EXTRA_SOURCES, ROW_ORDER, SOURCES, SYSTEM_SOURCE, qa_metric_names as metric_names};
 
 /// One ranked retrieval scored against one item's evidence.
 #[derive(Debug, Clone, PartialEq)]
@@ -162,6 +162,9 @@ pub struct QaResult {
     /// Items whose question is empty or only whitespace (one warning each;
     /// excluded, and counted in `excluded` too).
     pub empty_questions: Vec<String>,
+    /// `Some(n)` when the items' gold was audited (`--evidence audited`):
+    /// `n` items the audit corrected; `None`: the evidence as the dataset gives it.
+    pub audited: Option<usize>,
 }
 
 impl QaResult {
@@ -197,15 +200,18 @@ impl QaResult {
         self.warnings.extend(part.warnings);
         self.excluded += part.excluded;
         self.empty_questions.extend(part.empty_questions);
+        if let Some(n) = part.audited {
+            self.audited = Some(self.audited.unwrap_or(0) + n);
+        }
     }
 
     /// [`QaResult::with_sources_of`] taking `other`'s rows, then ordered as
     /// [`evaluate`] orders them: by conversation (in `dataset`'s order),
-    /// item, and source (in [`SOURCES`] order).
+    /// item, and source (in [`ROW_ORDER`]).
     pub fn joined(self, other: QaResult, dataset: &Dataset) -> QaResult {
         let mut out = self.taking_sources_of(other);
         let conv_order: HashMap<&str, usize> = dataset.conversations.iter().enumerate().map(|(i, c)| (c.id.as_str(), i)).collect();
-        let source_order = |s: &str| SOURCES.iter().position(|x| *x == s).unwrap_or(SOURCES.len());
+        let source_order = |s: &str| ROW_ORDER.iter().position(|x| *x == s).unwrap_or(ROW_ORDER.len());
         out.rows.sort_by_key(|r| (conv_order.get(r.conversation.as_str()).copied().unwrap_or(usize::MAX), r.item, source_order(r.source)));
         out
     }
@@ -308,7 +314,7 @@ pub fn evaluate(dataset: &Dataset, store: &Store, embedder: &dyn Embedder, cfg: 
 /// [`evaluate`] over the formed memory (when `store` is given) and the
 /// baselines (when `baselines`): a sweep evaluates the baselines once per
 /// search configuration and the formed memory at every point. The rows come
-/// in dataset order, each item's sources in [`SOURCES`] order.
+/// in dataset order, each item's sources in [`ROW_ORDER`].
 pub fn evaluate_sources(
     dataset: &Dataset,
     store: Option<&Store>,
@@ -324,8 +330,10 @@ pub fn evaluate_sources(
     };
     let convs: Vec<&Conversation> = dataset.conversations.iter().filter(|c| !c.gold.qa.is_empty()).collect();
     // Conversations in parallel (each baseline is an index of its own), merged in dataset order.
-    let parts: Vec<Result<QaResult>> =
-        convs.par_iter().map(|conv| evaluate_conversation(conv, &facts, store, embedder, &params, at_question, baselines)).collect();
+    let parts: Vec<Result<QaResult>> = convs
+        .par_iter()
+        .map(|conv| evaluate_conversation(conv, &facts, store, embedder, (&params, retriever(cfg)), at_question, baselines))
+        .collect();
     let mut out = QaResult::default();
     for part in parts {
         out.absorb(part?);
@@ -342,7 +350,7 @@ pub fn evaluate_formed(conv: &Conversation, store: &Store, embedder: &dyn Embedd
     }
     let params = SearchParams::with_top_k(cfg, MAX_K);
     let facts = store.facts_of(&conv.id)?;
-    evaluate_conversation(conv, &facts, Some(store), embedder, &params, cfg.qa_as_of == "question", false)
+    evaluate_conversation(conv, &facts, Some(store), embedder, (&params, retriever(cfg)), cfg.qa_as_of == "question", false)
 }
 
 /// [`evaluate_sources`]' baseline rows (raw turns, raw sessions) of one
@@ -353,17 +361,22 @@ pub fn evaluate_baselines(conv: &Conversation, embedder: &dyn Embedder, cfg: &Co
         return Ok(QaResult::default());
     }
     let params = SearchParams::with_top_k(cfg, MAX_K);
-    evaluate_conversation(conv, &[], None, embedder, &params, cfg.qa_as_of == "question", true)
+    evaluate_conversation(conv, &[], None, embedder, (&params, retriever(cfg)), cfg.qa_as_of == "question", true)
 }
 
 use rayon::prelude::{IntoParallelRefIterator, ParallelIterator};
+
+/// The config's `qa_retriever` (checked when the config loads).
+fn retriever(cfg: &Config) -> Retriever {
+    Retriever::parse(&cfg.qa_retriever).unwrap_or_default()
+}
 
 fn evaluate_conversation(
     conv: &Conversation,
     facts: &[crate::store::StoredFact],
     store: Option<&Store>,
     embedder: &dyn Embedder,
-    params: &SearchParams,
+    (params, retriever): (&SearchParams, Retriever),
     at_question: bool,
     with_baselines: bool,
 ) -> Result<QaResult> {
@@ -383,22 +396,55 @@ fn evaluate_conversation(
         out
     };
     let mine: Vec<&crate::store::StoredFact> = facts.iter().filter(|f| f.conversation_id == conv.id).collect();
+    // Each fact's text with the date of the session of its first source
+    // turn in front, as the baselines' texts carry theirs: searched and read.
+    let dated: Vec<(Vec<String>, Vec<String>, String)> = mine
+        .iter()
+        .map(|f| {
+            let turns = serde_json::from_str::<Vec<String>>(&f.source_turns).unwrap_or_default();
+            let sessions = sessions(&turns);
+            let text = match sessions.first().and_then(|s| date_of.get(s.as_str())) {
+                Some(date) => format!("{date} {}", f.content),
+                None => f.content.clone(),
+            };
+            (turns, sessions, text)
+        })
+        .collect();
+    // Superseded without a clock: ended (as the search's live-at rule).
+    let ended = |f: &crate::store::StoredFact| f.invalid_at.clone().or_else(|| f.superseded_by.as_ref().map(|_| String::new()));
+    let formed_index = match store {
+        Some(s) => {
+            let vectors = s.fact_vectors(&conv.id)?;
+            let ends: Vec<Option<String>> = mine.iter().map(|f| ended(f)).collect();
+            let documents: Vec<Document<'_>> = mine
+                .iter()
+                .zip(&dated)
+                .zip(&ends)
+                .map(|((f, (turns, _, text)), end)| Document {
+                    id: &f.id,
+                    episode: &f.source_episode,
+                    text,
+                    turns,
+                    vector: vectors.get(&f.id).map_or(&[][..], Vec::as_slice),
+                    written_at: f.created_at.as_deref(),
+                    ended_at: end.as_deref(),
+                })
+                .collect();
+            Some(DocumentIndex::build(&documents)?)
+        }
+        None => None,
+    };
+    // The turns that yielded a fact (any fact of the conversation), for the ablation.
+    let yielded: BTreeSet<String> = dated.iter().flat_map(|(turns, _, _)| turns.iter().cloned()).collect();
     let formed = Corpus::new(
         mine.iter()
-            .map(|f| {
-                let turns = serde_json::from_str::<Vec<String>>(&f.source_turns).unwrap_or_default();
-                let sessions = sessions(&turns);
-                // The date of the session of its first source turn, as the baselines' texts carry theirs.
-                let text = match sessions.first().and_then(|s| date_of.get(s.as_str())) {
-                    Some(date) => format!("{date} {}", f.content),
-                    None => f.content.clone(),
-                };
+            .zip(dated)
+            .map(|(f, (turns, sessions, text))| {
                 let doc = Doc {
                     text: budget::Text::whole(&text, turns.clone(), sessions),
                     turns,
                     created_at: f.created_at.clone(),
-                    // Superseded without a clock: ended (as the search's live-at rule).
-                    ended_at: f.invalid_at.clone().or_else(|| f.superseded_by.as_ref().map(|_| String::new())),
+                    ended_at: ended(f),
                     live_now: f.invalid_at.is_none() && f.superseded_by.is_none(),
                 };
                 (f.id.clone(), doc)
@@ -406,15 +452,33 @@ fn evaluate_conversation(
             .collect(),
     );
     let raw = if with_baselines { Some(baselines(conv, embedder)?) } else { None };
-    let searcher = match store {
-        Some(s) => Some(s.searcher(&conv.id)?),
+    // The ablation: the raw turns that yielded a fact (any fact of the
+    // conversation), searched as the raw turns are.
+    let selected = match store {
+        Some(_) => {
+            let docs: Vec<RawDoc> = turn_docs(conv).into_iter().filter(|d| yielded.contains(&d.id)).collect();
+            Some(index(conv, embedder, docs, "selected_turns")?)
+        }
         None => None,
     };
+    // The ceiling: the dataset's gold facts as the memory, each with its
+    // evidence turns and its episode's date.
+    let gold =
+        if with_baselines && !conv.gold.facts.is_empty() { Some(index(conv, embedder, gold_docs(conv), "gold_facts")?) } else { None };
     let mut sources: Vec<(&'static str, Searched<'_>, &Corpus)> = Vec::new();
-    if let Some(searcher) = &searcher {
-        out.indexed.insert("formed", formed.docs.iter().filter(|d| d.live_now).count());
-        out.words_indexed.insert("formed", formed.docs.iter().filter(|d| d.live_now).map(|d| d.text.words.len()).sum());
-        sources.push(("formed", Searched::Store(searcher), &formed));
+    let mut count = |name: &'static str, c: &Corpus| {
+        out.indexed.insert(name, c.docs.iter().filter(|d| d.live_now).count());
+        out.words_indexed.insert(name, c.docs.iter().filter(|d| d.live_now).map(|d| d.text.words.len()).sum());
+    };
+    if let Some(index) = &formed_index {
+        count("formed", &formed);
+        sources.push(("formed", Searched::Documents(index), &formed));
+    }
+    if let Some((turns, sessions)) = &raw {
+        count("raw_turns", &turns.1);
+        count("raw_sessions", &sessions.1);
+        sources.push(("raw_turns", Searched::Documents(&turns.0), &turns.1));
+        sources.push(("raw_sessions", Searched::Documents(&sessions.0), &sessions.1));
     }
     // The external system's own search: its recorded hits, read over the
     // same corpus (the facts its memories became).
@@ -432,18 +496,19 @@ fn evaluate_conversation(
         None => HashMap::new(),
     };
     if !system.is_empty() {
-        out.indexed.insert(SYSTEM_SOURCE, formed.docs.iter().filter(|d| d.live_now).count());
-        out.words_indexed.insert(SYSTEM_SOURCE, formed.docs.iter().filter(|d| d.live_now).map(|d| d.text.words.len()).sum());
+        count(SYSTEM_SOURCE, &formed);
         sources.push((SYSTEM_SOURCE, Searched::Ranked(&system), &formed));
     }
-    if let Some((turns, sessions)) = &raw {
-        out.indexed.insert("raw_turns", turns.1.docs.len());
-        out.indexed.insert("raw_sessions", sessions.1.docs.len());
-        for (name, c) in [("raw_turns", &turns.1), ("raw_sessions", &sessions.1)] {
-            out.words_indexed.insert(name, c.docs.iter().map(|d| d.text.words.len()).sum());
-        }
-        sources.push(("raw_turns", Searched::Documents(&turns.0), &turns.1));
-        sources.push(("raw_sessions", Searched::Documents(&sessions.0), &sessions.1));
+    if let Some((index, corpus)) = &selected {
+        count("selected_turns", corpus);
+        sources.push(("selected_turns", Searched::Documents(index), corpus));
+    }
+    if let Some((index, corpus)) = &gold {
+        count("gold_facts", corpus);
+        sources.push(("gold_facts", Searched::Documents(index), corpus));
+    }
+    if conv.gold.qa.iter().any(|q| q.audit.is_some()) {
+        out.audited = Some(conv.gold.qa.iter().filter(|q| q.audit.as_deref().is_some_and(|a| !a.is_empty())).count());
     }
     let questions: Vec<&str> = conv.gold.qa.iter().map(|q| q.question.as_str()).collect();
     let vectors = embedder.embed(&questions, &format!("{}/qa", conv.id))?;
@@ -489,7 +554,7 @@ fn evaluate_conversation(
                 let mut deep = (2 * need).div_ceil(corpus.median_words.max(1)).clamp(MAX_K, n);
                 let (mut hits, ranked) = loop {
                     let leg_k = deep.saturating_mul(params.leg_k / MAX_K.max(1));
-                    let hits = st.search(*i, &item.question, q, &SearchParams { top_k: deep, leg_k, ..params.clone() })?;
+                    let hits = st.search(retriever, *i, &item.question, q, &SearchParams { top_k: deep, leg_k, ..params.clone() })?;
                     let ranked = corpus.texts_of(&hits);
                     let words: usize = ranked.iter().map(|t| t.words.len()).sum();
                     if words >= need || hits.len() < deep || deep >= n {
@@ -528,47 +593,104 @@ fn evaluate_conversation(
     Ok(out)
 }
 
-/// What a source is searched in: the run's store (formed memory; the
-/// conversation is formed, so a [`Searcher`] of it), or a baseline's
-/// documents, indexed in memory and searched the same way.
+/// What a source is searched in: its documents indexed in memory (the
+/// formed memory's live facts, a baseline's turns or sessions, each with
+/// its session's date in front), all searched the same way.
 #[derive(Clone, Copy)]
 enum Searched<'a> {
-    Store(&'a Searcher<'a>),
     Documents(&'a DocumentIndex),
     /// Hits ranked elsewhere (an external system's own search), per item.
     Ranked(&'a HashMap<usize, Vec<SearchHit>>),
 }
 
 impl Searched<'_> {
-    fn search(&self, item: usize, text: &str, vector: &[f32], params: &SearchParams) -> Result<Vec<SearchHit>> {
+    fn search(&self, retriever: Retriever, item: usize, text: &str, vector: &[f32], params: &SearchParams) -> Result<Vec<SearchHit>> {
         match self {
-            Searched::Store(s) => s.search(text, vector, params),
-            Searched::Documents(d) => d.search(text, vector, params),
+            Searched::Documents(d) => d.search_with(retriever, text, vector, params),
             Searched::Ranked(r) => Ok(r.get(&item).map(|h| h.iter().take(params.top_k).cloned().collect()).unwrap_or_default()),
         }
     }
 }
 
-/// A baseline document: id, episode, text, turns, written at, and its text as read.
-type RawDoc = (String, String, String, Vec<String>, Option<String>, budget::Text);
+/// A baseline document: its id, episode, text as searched (its session's
+/// date in front), text as embedded (without the date, as a fact's vector
+/// is of its content), turns, written at, and its text as read.
+struct RawDoc {
+    id: String,
+    episode: String,
+    searched: String,
+    embedded: String,
+    turns: Vec<String>,
+    written_at: Option<String>,
+    read: budget::Text,
+}
 
-/// The two baselines' in-memory indexes: every turn a document, every session a document.
-fn baselines(conv: &Conversation, embedder: &dyn Embedder) -> Result<((DocumentIndex, Corpus), (DocumentIndex, Corpus))> {
-    let turn_docs: Vec<RawDoc> = conv
-        .episodes
+/// Every turn of `conv` a document, its session's date in front.
+fn turn_docs(conv: &Conversation) -> Vec<RawDoc> {
+    conv.episodes
         .iter()
         .flat_map(|e| {
             e.turns.iter().map(move |t| {
                 let text = format!("{}: {}", t.speaker, t.text);
-                // Read with its session's date in front; searched without (as the store's facts are).
                 let date = date_label(e.timestamp.as_deref());
                 let mut parts: Vec<(Option<&str>, &str)> = date.iter().map(|d| (None, d.as_str())).collect();
                 parts.push((Some(t.id.as_str()), text.as_str()));
                 let read = budget::Text::of_parts(&parts, vec![e.id.clone()]);
-                (t.id.clone(), e.id.clone(), text, vec![t.id.clone()], e.timestamp.clone(), read)
+                let searched = match &date {
+                    Some(d) => format!("{d} {text}"),
+                    None => text.clone(),
+                };
+                RawDoc {
+                    id: t.id.clone(),
+                    episode: e.id.clone(),
+                    searched,
+                    embedded: text,
+                    turns: vec![t.id.clone()],
+                    written_at: e.timestamp.clone(),
+                    read,
+                }
             })
         })
-        .collect();
+        .collect()
+}
+
+/// Every gold fact of `conv` a document (its evidence turns its turns), its
+/// episode's date in front.
+fn gold_docs(conv: &Conversation) -> Vec<RawDoc> {
+    let episode: HashMap<&str, &crate::types::Episode> = conv.episodes.iter().map(|e| (e.id.as_str(), e)).collect();
+    let session_of: HashMap<&str, &str> =
+        conv.episodes.iter().flat_map(|e| e.turns.iter().map(move |t| (t.id.as_str(), e.id.as_str()))).collect();
+    conv.gold
+        .facts
+        .iter()
+        .map(|f| {
+            let timestamp = episode.get(f.episode.as_str()).and_then(|e| e.timestamp.clone());
+            let searched = match date_label(timestamp.as_deref()) {
+                Some(d) => format!("{d} {}", f.text),
+                None => f.text.clone(),
+            };
+            let mut sessions: Vec<String> = Vec::new();
+            for s in f.evidence.iter().filter_map(|t| session_of.get(t.as_str())) {
+                if !sessions.iter().any(|x| x == s) {
+                    sessions.push(s.to_string());
+                }
+            }
+            RawDoc {
+                id: f.id.clone(),
+                episode: f.episode.clone(),
+                read: budget::Text::whole(&searched, f.evidence.clone(), sessions),
+                searched,
+                embedded: f.text.clone(),
+                turns: f.evidence.clone(),
+                written_at: timestamp,
+            }
+        })
+        .collect()
+}
+
+/// The two baselines' in-memory indexes: every turn a document, every session a document.
+fn baselines(conv: &Conversation, embedder: &dyn Embedder) -> Result<((DocumentIndex, Corpus), (DocumentIndex, Corpus))> {
+    let turn_docs: Vec<RawDoc> = turn_docs(conv);
     let session_docs: Vec<RawDoc> = conv
         .episodes
         .iter()
@@ -578,7 +700,16 @@ fn baselines(conv: &Conversation, embedder: &dyn Embedder) -> Result<((DocumentI
             let mut parts: Vec<(Option<&str>, &str)> = date.iter().map(|d| (None, d.as_str())).collect();
             parts.extend(e.turns.iter().zip(&lines).map(|(t, l)| (Some(t.id.as_str()), l.as_str())));
             let read = budget::Text::of_parts(&parts, vec![e.id.clone()]);
-            (e.id.clone(), e.id.clone(), lines.join("\n"), e.turns.iter().map(|t| t.id.clone()).collect(), e.timestamp.clone(), read)
+            let searched = parts.iter().map(|p| p.1).collect::<Vec<_>>().join("\n");
+            RawDoc {
+                id: e.id.clone(),
+                episode: e.id.clone(),
+                searched,
+                embedded: lines.join("\n"),
+                turns: e.turns.iter().map(|t| t.id.clone()).collect(),
+                written_at: e.timestamp.clone(),
+                read,
+            }
         })
         .collect();
     let (turns, sessions) =
@@ -587,25 +718,26 @@ fn baselines(conv: &Conversation, embedder: &dyn Embedder) -> Result<((DocumentI
 }
 
 fn index(conv: &Conversation, embedder: &dyn Embedder, docs: Vec<RawDoc>, what: &str) -> Result<(DocumentIndex, Corpus)> {
-    let texts: Vec<&str> = docs.iter().map(|d| d.2.as_str()).collect();
+    let texts: Vec<&str> = docs.iter().map(|d| d.embedded.as_str()).collect();
     let vectors = if texts.is_empty() { Vec::new() } else { embedder.embed(&texts, &format!("{}/{what}", conv.id))? };
     let documents: Vec<Document<'_>> = docs
         .iter()
         .enumerate()
         .map(|(i, d)| Document {
-            id: &d.0,
-            episode: &d.1,
-            text: &d.2,
-            turns: &d.3,
+            id: &d.id,
+            episode: &d.episode,
+            text: &d.searched,
+            turns: &d.turns,
             vector: vectors.get(i).map_or(&[][..], Vec::as_slice),
-            written_at: d.4.as_deref(),
+            written_at: d.written_at.as_deref(),
+            ended_at: None,
         })
         .collect();
     let index = DocumentIndex::build(&documents)?;
     drop(documents);
     let corpus = Corpus::new(
         docs.into_iter()
-            .map(|(id, _, _, turns, created_at, text)| (id, Doc { turns, text, created_at, ended_at: None, live_now: true }))
+            .map(|d| (d.id, Doc { turns: d.turns, text: d.read, created_at: d.written_at, ended_at: None, live_now: true }))
             .collect(),
     );
     Ok((index, corpus))
@@ -658,8 +790,9 @@ fn figures(m: &mut BTreeMap<String, Value>, rows: &[&QaRow], pre: &str) {
 pub fn summary_metrics(r: &QaResult) -> BTreeMap<String, Value> {
     let mut m = BTreeMap::new();
     let mut intervals = serde_json::Map::new();
-    let system = r.rows.iter().any(|row| row.source == SYSTEM_SOURCE).then_some(SYSTEM_SOURCE);
-    for source in SOURCES.into_iter().chain(system) {
+    let present = |s: &&str| r.rows.iter().any(|row| row.source == *s);
+    let extra: Vec<&str> = [SYSTEM_SOURCE].into_iter().chain(EXTRA_SOURCES).filter(present).collect();
+    for source in SOURCES.into_iter().chain(extra) {
         let prefix = if source == "formed" { "qa_".to_string() } else { format!("qa_{source}_") };
         let rows: Vec<&QaRow> = r.rows.iter().filter(|row| row.source == source && in_headline(row)).collect();
         figures(&mut m, &rows, &prefix);
@@ -704,6 +837,10 @@ pub fn summary_metrics(r: &QaResult) -> BTreeMap<String, Value> {
     m.insert("qa_evidence_unknown_turns".into(), json!(r.warnings.len()));
     m.insert("qa_items_excluded".into(), json!(r.excluded));
     m.insert("qa_questions_empty".into(), json!(r.empty_questions.len()));
+    if let Some(n) = r.audited {
+        // Which evidence was scored: absent, the dataset's own.
+        m.insert("qa_items_audited".into(), json!(n));
+    }
     let conversations: BTreeSet<&str> = r.rows.iter().map(|row| row.conversation.as_str()).collect();
     m.insert("qa_interval_clusters".into(), json!(conversations.len()));
     m.insert("qa_intervals".into(), Value::Object(intervals));
@@ -991,6 +1128,7 @@ mod tests {
             warnings: vec!["w".into()],
             excluded: 3,
             empty_questions: vec!["e".into()],
+            audited: None,
         };
         let m = summary_metrics(&r);
         assert_eq!(m["qa_recall_any_at_5"], json!(0.5));

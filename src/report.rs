@@ -221,6 +221,21 @@ pub fn meaning(key: &str) -> &'static str {
 const QA_SOURCES: [(&str, &str, &str); 3] =
     [("formed memory", "qa_", "live facts"), ("raw turns", "qa_raw_turns_", "turns"), ("raw sessions", "qa_raw_sessions_", "sessions")];
 
+/// The ablation and ceiling rows a run adds when it has them (`qa::EXTRA_SOURCES`).
+const QA_EXTRA_SOURCES: [(&str, &str, &str); 2] = [
+    ("ablation: raw turns that yielded a fact", "qa_selected_turns_", "turns"),
+    ("ceiling: the gold facts as memory", "qa_gold_facts_", "gold facts"),
+];
+
+/// [`QA_SOURCES`] and the rows of [`QA_EXTRA_SOURCES`] the summary has.
+fn qa_rows(m: &std::collections::BTreeMap<String, Value>) -> Vec<(&'static str, &'static str, &'static str)> {
+    QA_SOURCES
+        .iter()
+        .chain(QA_EXTRA_SOURCES.iter().filter(|(_, p, _)| m.get(&format!("{p}recall_any_at_200w")).is_some_and(|v| !v.is_null())))
+        .copied()
+        .collect()
+}
+
 /// A QA figure with its clustered interval when the summary has one
 /// (`0.447 [0.401, 0.493]`).
 fn with_interval(m: &std::collections::BTreeMap<String, Value>, key: &str) -> String {
@@ -249,7 +264,7 @@ fn paired(m: &std::collections::BTreeMap<String, Value>, key: &str) -> String {
 /// cost, answer containment), with clustered intervals and the paired
 /// difference formed − raw turns; then the k-based figures beside their
 /// chance level, per category, the adversarial items apart, and the plot.
-fn retrieval(o: &mut String, a: &Analysis, plots: &[&str]) {
+fn retrieval(o: &mut String, manifest: &Value, a: &Analysis, plots: &[&str]) {
     let m = &a.summary.metrics;
     if !m.contains_key("qa_recall_any_at_5") {
         return;
@@ -265,6 +280,18 @@ fn retrieval(o: &mut String, a: &Analysis, plots: &[&str]) {
          the adversarial items (LoCoMo category 5) and abstention items, reported apart; intervals are 95% bootstrap intervals \
          resampling the {clusters} conversations (none with fewer than two).\n"
     );
+    let evidence = match get("qa_items_audited") {
+        Some(n) => format!(
+            "Evidence: **audited** (`--evidence audited`: the LoCoMo audit's corrected evidence turns and answers; {} items corrected).",
+            num(Some(n))
+        ),
+        None => "Evidence: as the dataset gives it (`--evidence given`).".to_string(),
+    };
+    let _ = writeln!(
+        o,
+        "{evidence} Every source's documents carry their session's date (`[8 May 2023]`), searched and read; retriever `{}`.\n",
+        manifest["config"].get("qa_retriever").and_then(Value::as_str).unwrap_or("and")
+    );
     let _ = writeln!(
         o,
         "**At 200 words read: formed memory recall_any {}, raw turns {}, raw sessions {}; formed − raw turns {}. Answer in 200 words: \
@@ -276,7 +303,7 @@ fn retrieval(o: &mut String, a: &Analysis, plots: &[&str]) {
         with_interval(m, "qa_answer_in_200w"),
         with_interval(m, "qa_raw_turns_answer_in_200w"),
     );
-    let budgeted: Vec<Vec<String>> = QA_SOURCES
+    let budgeted: Vec<Vec<String>> = qa_rows(m)
         .iter()
         .map(|(label, pre, _)| {
             let mut row = vec![label.to_string(), num(get(&format!("{pre}words_indexed")))];
@@ -325,7 +352,7 @@ fn retrieval(o: &mut String, a: &Analysis, plots: &[&str]) {
     .collect();
     let _ = writeln!(o, "Paired difference, formed memory − raw turns, over the same items:\n");
     table(o, &["figure", "formed − raw turns"], &diffs);
-    let rows: Vec<Vec<String>> = QA_SOURCES
+    let rows: Vec<Vec<String>> = qa_rows(m)
         .iter()
         .map(|(label, pre, unit)| {
             let f = |k: &str| num(get(&format!("{pre}{k}")));
@@ -410,6 +437,13 @@ fn retrieval(o: &mut String, a: &Analysis, plots: &[&str]) {
              extraction or write loss); {ranked}.\n",
             num(at.get("misses_at_5")),
             pct(at.get("share_without_evidence_document")),
+        );
+    }
+    if manifest["extract_mode"].as_str() != Some("gold") {
+        let _ = writeln!(
+            o,
+            "The ceiling with the whole pipeline is a `--extract gold` run of the same dataset, profile and embedder (its formed-memory \
+             row; `memform compare` this run with it); the gold-facts row above indexes the gold facts alone, without stages 2–5.\n"
         );
     }
     if let Some(adv) = get("qa_adversarial") {
@@ -501,7 +535,7 @@ fn render(manifest: &Value, a: &Analysis, plots: &[&str], sections: &[String], x
         }
     }
 
-    retrieval(&mut o, a, plots);
+    retrieval(&mut o, manifest, a, plots);
 
     let _ = writeln!(o, "## Per conversation\n");
     per_conversation_table(&mut o, a);
@@ -1478,6 +1512,7 @@ mod tests {
             warnings: vec![],
             excluded: 1,
             empty_questions: vec![],
+            audited: None,
         };
         a.summary.metrics.extend(summary_metrics(&r));
         a

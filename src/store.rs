@@ -25,7 +25,8 @@ use crate::model::write::{
 use crate::types::{Episode, FactKind, Verdict};
 
 pub use search::{
-    Document, DocumentIndex, SearchHit, SearchParams, Searcher, blob_to_vector, fts_match_query, merge, normalise_bm25, vector_to_blob,
+    Document, DocumentIndex, Retriever, SearchHit, SearchParams, Searcher, blob_to_vector, fts_match_query, merge, normalise_bm25,
+    vector_to_blob,
 };
 
 /// One hit of an external system's own search for a QA item
@@ -659,6 +660,14 @@ impl Store {
     /// [`Store::facts`] of one conversation.
     pub fn facts_of(&self, conversation: &str) -> Result<Vec<StoredFact>> {
         self.facts_where(Some(conversation))
+    }
+
+    /// The vectors of `conversation`'s facts (those that have one), by fact id.
+    pub fn fact_vectors(&self, conversation: &str) -> Result<HashMap<String, Vec<f32>>> {
+        self.with(|c| {
+            let mut st = c.prepare_cached("SELECT fact_id, vector FROM embeddings WHERE conversation_id = ?1")?;
+            st.query_map([conversation], |r| Ok((r.get::<_, String>(0)?, blob_to_vector(&r.get::<_, Vec<u8>>(1)?))))?.collect()
+        })
     }
 
     fn facts_where(&self, conversation: Option<&str>) -> Result<Vec<StoredFact>> {

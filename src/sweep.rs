@@ -401,7 +401,7 @@ fn front_key(c: &Config) -> String {
 
 /// The config keys the QA evaluation's baselines depend on.
 fn qa_key(c: &Config) -> String {
-    format!("{}|{}|{}|{}", c.search_alpha, c.search_min_score, c.search_leg_factor, c.qa_as_of)
+    format!("{}|{}|{}|{}|{}", c.search_alpha, c.search_min_score, c.search_leg_factor, c.qa_as_of, c.qa_retriever)
 }
 
 /// A point's formed-memory QA metrics.

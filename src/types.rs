@@ -134,6 +134,12 @@ pub struct GoldQa {
     /// the history): the QA evaluation reports it apart.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub abstention: bool,
+    /// Set when an audit of the gold was applied (`--evidence audited`,
+    /// `dataset::audit`): the error the audit found in the item (its
+    /// evidence and answer replaced by the corrected ones), or empty when
+    /// the audit lists none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<String>,
 }
 
 impl GoldQa {

@@ -297,7 +297,7 @@ fn read_qa(ctx: &mut Ctx, here: &str, raw: &Value, turn_ids: &HashSet<String>) -
         Some(v) => Some(v.as_i64().ok_or_else(|| ctx.err(&format!("{here}.category"), "expected an integer"))?),
     };
     let label = category.and_then(category_label);
-    Ok(GoldQa { question, answer, evidence, category, asked_at: None, unknown_evidence, label, abstention: false })
+    Ok(GoldQa { question, answer, evidence, category, asked_at: None, unknown_evidence, label, abstention: false, audit: None })
 }
 
 /// LoCoMo's QA category with its name (`1 multi-hop`), as every table

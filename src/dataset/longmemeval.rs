@@ -160,6 +160,7 @@ fn instance(path: &Path, i: usize, item: &Value) -> Result<Conversation> {
         unknown_evidence: Vec::new(),
         label: question_type,
         abstention: id.ends_with("_abs"),
+        audit: None,
     };
     Ok(Conversation {
         id: id.to_string(),

@@ -395,6 +395,7 @@ impl File {
                             unknown_evidence,
                             label: None,
                             abstention: false,
+                            audit: None,
                         }
                     })
                     .collect(),

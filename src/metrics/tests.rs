@@ -71,6 +71,7 @@ fn qa(evidence: &[&str], category: i64) -> GoldQa {
         unknown_evidence: vec![],
         label: None,
         abstention: false,
+        audit: None,
     }
 }
 

@@ -52,6 +52,36 @@ impl SearchParams {
     }
 }
 
+/// How the QA evaluation's search ranks (`qa_retriever`, docs/search.md
+/// "Retrievers"): the store's own search is always [`Retriever::And`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Retriever {
+    /// Signet's hybrid: the keyword leg matches documents holding every
+    /// term of the query (FTS5's implicit AND), merged with the vector leg.
+    #[default]
+    And,
+    /// The keyword leg matches documents holding any term, each scored by
+    /// its BM25 over the terms it holds divided by the leg's best, merged
+    /// with the vector leg as `And`'s are.
+    Or,
+    /// The vector leg alone.
+    Vector,
+}
+
+impl Retriever {
+    /// The config's names: `and`, `or`, `vector`.
+    pub const NAMES: [&'static str; 3] = ["and", "or", "vector"];
+
+    pub fn parse(name: &str) -> Option<Retriever> {
+        match name {
+            "and" => Some(Retriever::And),
+            "or" => Some(Retriever::Or),
+            "vector" => Some(Retriever::Vector),
+            _ => None,
+        }
+    }
+}
+
 /// One fact found, with the score of each leg that found it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SearchHit {
@@ -426,8 +456,24 @@ fn hybrid<V: AsRef<str>>(
     params: &SearchParams,
     vector_leg: impl FnOnce(usize) -> Result<Vec<(V, f64)>>,
 ) -> Result<Vec<SearchHit>> {
+    hybrid_with(Retriever::And, text, phrases, query_vector, params, vector_leg)
+}
+
+/// [`hybrid`] with the keyword leg `retriever` asks for (none for [`Retriever::Vector`]).
+fn hybrid_with<V: AsRef<str>>(
+    retriever: Retriever,
+    text: &TextIndex,
+    phrases: &QueryPhrases,
+    query_vector: &[f32],
+    params: &SearchParams,
+    vector_leg: impl FnOnce(usize) -> Result<Vec<(V, f64)>>,
+) -> Result<Vec<SearchHit>> {
     let leg_k = params.leg_k.max(params.top_k);
-    let bm25 = bm25_leg(text, phrases, leg_k);
+    let bm25 = match retriever {
+        Retriever::And => bm25_leg(text, phrases, leg_k),
+        Retriever::Or => bm25_or_leg(text, phrases, leg_k),
+        Retriever::Vector => Vec::new(),
+    };
     let vector = if query_vector.is_empty() { Vec::new() } else { vector_leg(leg_k)? };
     Ok(merge(&bm25, &vector, params.alpha, params.min_score, params.top_k))
 }
@@ -576,6 +622,21 @@ fn query_phrases(tokens: &mut Tokens, text: &str) -> rusqlite::Result<QueryPhras
     Ok(Some(out))
 }
 
+/// [`query_phrases`] for a keyword OR: a phrase no document holds is
+/// dropped instead of ending the match, as is one with no token; `None`
+/// when none is left.
+fn query_phrases_any(tokens: &mut Tokens, text: &str) -> rusqlite::Result<QueryPhrases> {
+    let mut out: Vec<Vec<TermId>> = Vec::new();
+    for term in fts_terms(text) {
+        if let Some(p) = tokens.phrase(&term)?.filter(|p| !p.is_empty()) {
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    Ok((!out.is_empty()).then_some(out))
+}
+
 impl LiveCache {
     /// Called with the connection held, before a write the store accounts for.
     pub(super) fn before_write(&self, c: &Connection) {
@@ -704,6 +765,11 @@ pub struct Document<'a> {
     /// instant holds the documents said by then (as [`LIVE_AT`]: an undated
     /// document is held by none).
     pub written_at: Option<&'a str>,
+    /// When it stopped being live, if it did (a fact invalidated at that
+    /// instant; `Some("")`: ended without a clock, as a fact superseded
+    /// without one): held by no search now, and at an instant only before
+    /// its end. [`Store::insert_documents`] ignores it.
+    pub ended_at: Option<&'a str>,
 }
 
 impl Store {
@@ -745,6 +811,7 @@ impl Store {
 /// same hits for the same documents.
 pub struct DocumentIndex {
     written_at: Vec<Option<String>>,
+    ended_at: Vec<Option<String>>,
     seqs: Vec<Arc<[TermId]>>,
     vectors: ConvVectors,
     tokens: Mutex<Option<Tokens>>,
@@ -775,6 +842,7 @@ impl DocumentIndex {
         }
         Ok(DocumentIndex {
             written_at: docs.iter().map(|d| d.written_at.map(String::from)).collect(),
+            ended_at: docs.iter().map(|d| d.ended_at.map(String::from)).collect(),
             seqs,
             vectors,
             tokens: Mutex::new(Some(tokens)),
@@ -792,9 +860,12 @@ impl DocumentIndex {
     }
 
     fn held(&self, slot: usize, as_of: &Option<String>) -> bool {
+        let ended = self.ended_at[slot].as_deref();
         match as_of {
-            None => true,
-            Some(t) => self.written_at[slot].as_deref().is_some_and(|w| w <= t.as_str()),
+            None => ended.is_none(),
+            Some(t) => {
+                self.written_at[slot].as_deref().is_some_and(|w| w <= t.as_str()) && ended.is_none_or(|e| !e.is_empty() && e > t.as_str())
+            }
         }
     }
 
@@ -811,12 +882,27 @@ impl DocumentIndex {
 
     /// [`Store::search`] over these documents (at `params.as_of`: those said by then).
     pub fn search(&self, query_text: &str, query_vector: &[f32], params: &SearchParams) -> Result<Vec<SearchHit>> {
+        self.search_with(Retriever::And, query_text, query_vector, params)
+    }
+
+    /// [`DocumentIndex::search`] with the keyword leg `retriever` asks for.
+    pub fn search_with(
+        &self,
+        retriever: Retriever,
+        query_text: &str,
+        query_vector: &[f32],
+        params: &SearchParams,
+    ) -> Result<Vec<SearchHit>> {
         if params.top_k == 0 {
             return Ok(Vec::new());
         }
         let text = self.text_at(&params.as_of);
-        let phrases = with_tokens(&self.tokens, |t| query_phrases(t, query_text)).map_err(in_memory)?;
-        hybrid(&text, &phrases, query_vector, params, |leg_k| {
+        let phrases = match retriever {
+            Retriever::Vector => None,
+            Retriever::And => with_tokens(&self.tokens, |t| query_phrases(t, query_text)).map_err(in_memory)?,
+            Retriever::Or => with_tokens(&self.tokens, |t| query_phrases_any(t, query_text)).map_err(in_memory)?,
+        };
+        hybrid_with(retriever, &text, &phrases, query_vector, params, |leg_k| {
             let ranked = self.vectors.ranked(query_vector, leg_k);
             Ok(first_live(&self.vectors, ranked, leg_k, |s| self.held(s, &params.as_of)))
         })
@@ -858,6 +944,45 @@ const B: f64 = 0.75;
 /// `facts_fts_docsize`). Scores normalised with [`normalise_bm25`].
 fn bm25_leg<'a>(text: &'a TextIndex, phrases: &QueryPhrases, k: usize) -> Vec<(&'a str, f64)> {
     bm25_raw(text, phrases, k).into_iter().map(|(id, raw)| (id, normalise_bm25(raw))).collect()
+}
+
+/// The keyword OR leg: the `k` best documents holding any phrase of the
+/// query, each scored with FTS5's `bm25()` formula summed over the phrases
+/// it holds (what FTS5 gives for the phrases joined by `OR`), with the
+/// statistics of [`bm25_leg`]; normalised as `|bm25| / max |bm25|` over the
+/// documents matched, so the best is 1 (Signet's `1 / (1 + |bm25|)` would
+/// rank a match on one common word, whose score is near 0, first).
+fn bm25_or_leg<'a>(text: &'a TextIndex, phrases: &QueryPhrases, k: usize) -> Vec<(&'a str, f64)> {
+    let Some(phrases) = phrases else { return Vec::new() };
+    if phrases.is_empty() || text.ids.is_empty() {
+        return Vec::new();
+    }
+    let n_docs = text.ids.len() as f64;
+    let avgdl = text.n_tokens as f64 / n_docs;
+    let mut score: FxHashMap<u32, f64> = FxHashMap::default();
+    for p in phrases {
+        let posting = text.posting(p);
+        if posting.is_empty() {
+            continue;
+        }
+        let n_hit = posting.len() as f64;
+        let idf = ((n_docs - n_hit + 0.5) / (n_hit + 0.5)).ln();
+        let idf = if idf <= 0.0 { 1e-6 } else { idf };
+        for &(slot, hits) in posting.iter() {
+            let (f, dl) = (f64::from(hits), f64::from(text.lens[slot as usize]));
+            *score.entry(slot).or_default() += idf * (f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * dl / avgdl));
+        }
+    }
+    let mut out: Vec<(&str, f64)> = score.into_iter().map(|(slot, s)| (text.ids[slot as usize].as_str(), s)).collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    out.truncate(k);
+    let best = out.first().map_or(0.0, |x| x.1);
+    if best > 0.0 {
+        for x in &mut out {
+            x.1 /= best;
+        }
+    }
+    out
 }
 
 /// [`bm25_leg`]'s hits with their raw scores (as `bm25()` returns them).
@@ -1342,8 +1467,10 @@ mod tests {
     }
 
     fn documents(s: &Store, conversation: &str, texts: &[(String, String)]) {
-        let docs: Vec<Document<'_>> =
-            texts.iter().map(|(id, text)| Document { id, episode: "e1", text, turns: &[], vector: &[], written_at: None }).collect();
+        let docs: Vec<Document<'_>> = texts
+            .iter()
+            .map(|(id, text)| Document { id, episode: "e1", text, turns: &[], vector: &[], written_at: None, ended_at: None })
+            .collect();
         s.insert_documents(conversation, &docs).unwrap();
     }
 
@@ -1431,7 +1558,15 @@ mod tests {
             .iter()
             .zip(&vectors)
             .zip(&dates)
-            .map(|(((id, text), v), at)| Document { id, episode: "e1", text, turns: &[], vector: v, written_at: at.as_deref() })
+            .map(|(((id, text), v), at)| Document {
+                id,
+                episode: "e1",
+                text,
+                turns: &[],
+                vector: v,
+                written_at: at.as_deref(),
+                ended_at: None,
+            })
             .collect();
         let dir = tempfile::tempdir().unwrap();
         let s = Store::open(&dir.path().join("s.sqlite")).unwrap();
@@ -1454,6 +1589,60 @@ mod tests {
             }
         }
         assert!(compared > 100, "most searches find something: {compared}");
+    }
+
+    /// The QA retrievers: `or` matches any term (the best scaled to 1, a
+    /// shorter document holding the term above a longer one), `and` every
+    /// term, `vector` none by keyword.
+    #[test]
+    fn the_retrievers_keyword_legs() {
+        let texts = owned(&[("d1", "apple banana"), ("d2", "apple"), ("d3", "cherry"), ("d4", "banana cherry plum")]);
+        let docs: Vec<Document<'_>> = texts
+            .iter()
+            .map(|(id, text)| Document { id, episode: "e1", text, turns: &[], vector: &[], written_at: None, ended_at: None })
+            .collect();
+        let index = DocumentIndex::build(&docs).unwrap();
+        let p = SearchParams { min_score: 0.0, ..params(0.7) };
+        let ids = |hits: Vec<SearchHit>| hits.iter().map(|h| h.fact_id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(index.search_with(Retriever::And, "banana cherry", &[], &p).unwrap()), ["d4"]);
+        let or = index.search_with(Retriever::Or, "banana cherry zzz", &[], &p).unwrap();
+        assert_eq!(ids(or.clone()), ["d4", "d3", "d1"], "both terms first, then the shorter single match");
+        assert_eq!(or[0].score, 1.0);
+        assert!(or[1].score < 1.0 && or[2].score < or[1].score, "{or:?}");
+        assert!(index.search_with(Retriever::Vector, "banana cherry", &[], &p).unwrap().is_empty());
+        assert!(index.search_with(Retriever::Or, "zzz", &[], &p).unwrap().is_empty());
+    }
+
+    /// A document's end: ended without a clock is held by no search; ended
+    /// at an instant is held now by none and at an instant only before it.
+    #[test]
+    fn an_ended_document_is_held_only_before_its_end() {
+        let texts = owned(&[("d1", "tea"), ("d2", "tea"), ("d3", "tea")]);
+        let ends = [None, Some(""), Some("2024-06-01")];
+        let docs: Vec<Document<'_>> = texts
+            .iter()
+            .zip(ends)
+            .map(|((id, text), end)| Document {
+                id,
+                episode: "e1",
+                text,
+                turns: &[],
+                vector: &[],
+                written_at: Some("2024-01-01"),
+                ended_at: end,
+            })
+            .collect();
+        let index = DocumentIndex::build(&docs).unwrap();
+        let at = |as_of: Option<&str>| {
+            let p = SearchParams { as_of: as_of.map(String::from), min_score: 0.0, ..params(0.7) };
+            let mut ids: Vec<String> = index.search("tea", &[], &p).unwrap().into_iter().map(|h| h.fact_id).collect();
+            ids.sort();
+            ids
+        };
+        assert_eq!(at(None), ["d1"]);
+        assert_eq!(at(Some("2024-03-01")), ["d1", "d3"]);
+        assert_eq!(at(Some("2024-06-01")), ["d1"], "ended at that instant");
+        assert_eq!(at(Some("2023-12-31")), Vec::<String>::new(), "not yet written");
     }
 
     fn owned(v: &[(&str, &str)]) -> Vec<(String, String)> {

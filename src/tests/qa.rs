@@ -42,7 +42,8 @@ fn on_by_default_and_off_when_asked() {
     }
     let rows = memform::report::read_parquet(&dir.path().join("qa.parquet")).unwrap().height();
     let scored = out.summary.metrics["qa_items_scored"].as_u64().unwrap() as usize;
-    assert_eq!(rows, 3 * scored, "one row per item and source");
+    // The three sources, the selected-turns ablation and the gold-facts ceiling (the scenarios have gold facts).
+    assert_eq!(rows, 5 * scored, "one row per item and source");
     assert!(out.summary.metrics.contains_key("qa_raw_turns_recall_any_at_5"));
 
     let dataset = memform::dataset::load(&scenarios_dir()).unwrap();
@@ -157,7 +158,8 @@ fn unknown_evidence_is_warned_counted_and_scored_on_the_known_turns() {
     assert!(out.qa_warnings[0].contains("QA item 0: evidence turn \"t8\""), "{}", out.qa_warnings[0]);
     let csv = std::fs::read_to_string(dir.path().join("out/qa.csv")).unwrap();
     let evidence: Vec<&str> = csv.lines().skip(1).map(|l| l.split(',').nth(7).unwrap()).collect();
-    assert_eq!(evidence, ["t1", "t1", "t1", "t2", "t2", "t2"], "item 0 scored on t1 alone; item 1 excluded");
+    // Four sources: no gold facts, so no gold-facts row.
+    assert_eq!(evidence, ["t1", "t1", "t1", "t1", "t2", "t2", "t2", "t2"], "item 0 scored on t1 alone; item 1 excluded");
 
     // The CLI prints each warning on one line and exits 0.
     let o = std::process::Command::new(crate::support::bin())
@@ -194,7 +196,7 @@ fn empty_questions_are_warned_counted_and_excluded_not_scored_as_misses() {
     assert_eq!(out.qa_warnings.len(), 2);
     assert!(out.qa_warnings[0].contains("u: QA item 0: the question is empty"), "{}", out.qa_warnings[0]);
     let csv = std::fs::read_to_string(dir.path().join("out/qa.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 1 + 3, "one row per source for the one scored item: {csv}");
+    assert_eq!(csv.lines().count(), 1 + 4, "one row per source (no gold facts: four) for the one scored item: {csv}");
 }
 
 #[test]
@@ -383,4 +385,47 @@ fn a_temporal_question_is_answerable_from_the_retrieved_text() {
         assert_eq!(row.budgeted.recall_any_w[0], 1.0, "{source}: the evidence is read within 100 words");
         assert_eq!(row.budgeted.answer_in_w[0], Some(1.0), "{source}: \"8 May 2023\" is in the words read");
     }
+}
+
+/// The session's date is in every source's **searched** text: three
+/// sessions whose turns say the same words (the baselines' documents tie on
+/// every word and vector) and three facts alike but for a name; a question
+/// naming the month finds May's by keyword (`qa_retriever = "or"`; with
+/// `and` no document holds every question word). The May session and its
+/// turn have the largest ids, so without the date they would lose the tie.
+#[test]
+fn a_question_naming_a_month_finds_that_sessions_documents_by_their_date() {
+    let dir = tempfile::tempdir().unwrap();
+    let conv = dir.path().join("ds/conversations");
+    std::fs::create_dir_all(&conv).unwrap();
+    let body = r#"{"format": "memform-conversation/1", "id": "months", "speakers": ["Ana", "Bo"],
+ "episodes": [
+  {"id": "s1", "timestamp": "2023-01-10T10:00:00", "turns": [
+   {"id": "t1", "speaker": "Ana", "text": "We talked for hours."},
+   {"id": "f1", "speaker": "Bo", "text": "I work at Acme."}]},
+  {"id": "s9", "timestamp": "2023-05-10T10:00:00", "turns": [
+   {"id": "t9", "speaker": "Ana", "text": "We talked for hours."},
+   {"id": "f9", "speaker": "Bo", "text": "I work at Cord."}]},
+  {"id": "s2", "timestamp": "2023-09-10T10:00:00", "turns": [
+   {"id": "t2", "speaker": "Ana", "text": "We talked for hours."},
+   {"id": "f2", "speaker": "Bo", "text": "I work at Bolt."}]}],
+ "gold": {"qa": [
+  {"question": "What did Ana say in May?", "answer": "We talked for hours", "evidence": ["t9"], "category": 2},
+  {"question": "Where did Bo work in May?", "answer": "Cord", "evidence": ["f9"], "category": 2}]}}"#;
+    std::fs::write(conv.join("months.json"), body).unwrap();
+    let mut cfg = Config::default();
+    cfg.qa_retriever = "or".into();
+    let out = tempfile::tempdir().unwrap();
+    run_rules(&dir.path().join("ds"), out.path(), &cfg, None);
+    let store = Store::open(&out.path().join("store.sqlite")).unwrap();
+    let dataset = memform::dataset::load(&dir.path().join("ds")).unwrap();
+    let qa = evaluate(&dataset, &store, &HashedEmbedder::new(cfg.hashed_dims), &cfg).unwrap();
+    let first = |item: usize, source: &str| {
+        let row = qa.rows.iter().find(|r| r.item == item && r.source == source).unwrap();
+        row.retrieved.first().cloned().unwrap_or_default()
+    };
+    assert_eq!(first(0, "raw_turns"), "t9");
+    assert_eq!(first(0, "raw_sessions"), "s9");
+    let formed = qa.rows.iter().find(|r| r.item == 1 && r.source == "formed").unwrap();
+    assert_eq!(formed.scored.recall_any[0], 1.0, "the fact from May's session first: {formed:?}");
 }
