@@ -54,7 +54,7 @@ LOCOMO_AUDIT_FALLBACK ?= ../shared/datasets/locomo-audit
 
 PHONY_EXTRA := locomo-embeddings longmemeval pairs-data pairs-check locomo-audit-data chromium report-screenshots
 .PHONY: all build run test lint install-check fuzz fuzz-build bench locomo locomo-llm locomo-compare locomo-data $(PHONY_EXTRA) record record-embeddings record-locomo \
-        models test-py-deps memorix mem0 record-mem0 llm-server-deps llm-server-start llm-server-stop gate update-baseline clean-reports
+        models test-py-deps memorix mem0 record-mem0 record-dreaming llm-server-deps llm-server-start llm-server-stop gate update-baseline clean-reports
 
 all: build
 
@@ -189,6 +189,14 @@ longmemeval: build
 ## vectors of the texts the new answers bring).
 record: build models llm-server-start
 	$(BIN) run --dataset $(SCENARIOS) --mode llm --llm record --embedder minilm --embed record --out reports/scenarios-soda-llm-minilm > /dev/null; \
+	status=$$?; $(MAKE) --no-print-directory llm-server-stop; exit $$status
+
+## Re-record the dreaming profile's llm dreamer on datasets/dreaming (a pass after every episode,
+## the settings src/tests/dreaming.rs replays with) against the local llama.cpp server.
+record-dreaming: build llm-server-start
+	$(BIN) run --dataset datasets/dreaming --profile dreaming --judge llm --llm record --set 'llm_url="http://127.0.0.1:$(LLM_PORT)"' \
+	  --set 'dreaming.dreamer="llm"' --set dreaming.every_episodes=1 --set dreaming.max_model_turns=4 --set dreaming.max_tool_calls=8 --set max_input_chars=24000 \
+	  --out reports/dreaming-llm > /dev/null; \
 	status=$$?; $(MAKE) --no-print-directory llm-server-stop; exit $$status
 
 ## Re-record the scenarios' MiniLM vectors (loads the model).

@@ -59,6 +59,34 @@ pub enum Command {
     /// Prints its base URL (one line), serves until stdin reaches end of file or SIGINT/SIGTERM,
     /// then prints its figures (one JSON line); exit 2 when a request missed or failed.
     Proxy(ProxyArgs),
+    /// The dreaming profile's capability registry: call one capability on a run's store, or list them.
+    Dream {
+        #[command(subcommand)]
+        command: DreamCommand,
+    },
+}
+
+/// `memform dream`.
+#[derive(Subcommand, Clone)]
+pub enum DreamCommand {
+    /// Call one capability (search_evidence, get_entity, apply_ontology_ops, …) on a run directory's
+    /// store and print its JSON answer (one line). Exit 2: an unknown capability, an input its schema
+    /// refuses, a store without the conversation.
+    Tool {
+        /// The capability's name (`memform dream tools` lists them).
+        name: String,
+        /// The input, a JSON object (its `agentId` names the conversation).
+        #[arg(long, value_name = "JSON")]
+        input: String,
+        /// The run directory (its store.sqlite and run.json's config).
+        #[arg(long, value_name = "RUN_DIR")]
+        store: PathBuf,
+        /// The conversation (the scope); default: the input's `agentId`.
+        #[arg(long, value_name = "ID")]
+        conversation: Option<String>,
+    },
+    /// Print the registry's manifest: each capability's name, description and input schema (JSON).
+    Tools,
 }
 
 /// `memform proxy`.

@@ -45,6 +45,9 @@ pub enum Stage {
     Evaluate,
     /// A call an external system made through `memform proxy` (`llm::proxy`).
     Proxy,
+    /// One model turn of the `dreaming` profile's llm dreamer (an agentic
+    /// loop with tools).
+    Dream,
 }
 
 impl Stage {
@@ -56,16 +59,40 @@ impl Stage {
             Stage::Resolve => "resolve",
             Stage::Evaluate => "evaluate",
             Stage::Proxy => "proxy",
+            Stage::Dream => "dream",
         }
     }
 }
 
 /// A chat message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
-    /// `system`, `user` or `assistant`.
+    /// `system`, `user`, `assistant` or `tool`.
     pub role: String,
     pub content: String,
+    /// An assistant turn's tool calls (OpenAI-style `tools`); absent from
+    /// (and so not changing the key of) every message without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCall>>,
+    /// A `tool` message: the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    /// A plain message.
+    pub fn new(role: &str, content: impl Into<String>) -> Message {
+        Message { role: role.to_string(), content: content.into(), ..Message::default() }
+    }
+}
+
+/// One tool call a model asked for: its id, the function and its arguments
+/// (JSON text, as the model wrote them).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
 }
 
 /// A prompt template's identity; its version is bumped whenever its text changes.
@@ -102,6 +129,10 @@ pub struct LlmRequest {
     /// so its property order (which llama.cpp's grammar follows) is kept.
     /// The key hashes its parsed, canonical form.
     pub schema: Option<String>,
+    /// OpenAI-style `tools` offered to the model (`tool_choice: "auto"`);
+    /// part of the key when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<serde_json::Value>,
     pub context: CallContext,
 }
 
@@ -129,6 +160,9 @@ pub struct LlmResponse {
     /// Why the model stopped, as the server said (`stop`, `length`); `None` when it did not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
+    /// The tool calls the model asked for (a request with `tools`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
 }
 
 impl LlmResponse {

@@ -392,6 +392,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Compare(args) => cmd_compare(args),
         Command::Calibrate(args) => cmd_calibrate(args),
         Command::Proxy(args) => cmd_proxy(args),
+        Command::Dream { command } => cmd_dream(command),
         Command::Profiles => {
             for p in profiles::PROFILES {
                 println!("{:<8} {}", p.name(), p.summary());
@@ -804,6 +805,32 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<ExitCode> {
         out.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `memform dream tool|tools`: one capability of the dreaming registry on
+/// a run directory's store (docs/dreaming.md, section 7), or the manifest.
+fn cmd_dream(command: DreamCommand) -> Result<ExitCode> {
+    use memform::pipeline::dreaming::registry;
+    match command {
+        DreamCommand::Tools => {
+            println!("{}", serde_json::to_string_pretty(&registry::manifest())?);
+            Ok(ExitCode::SUCCESS)
+        }
+        DreamCommand::Tool { name, input, store, conversation } => {
+            let run_json = store.join("run.json");
+            let cfg = if run_json.is_file() {
+                let v = memform::rundir::read_json(&run_json)?;
+                serde_json::from_value::<Config>(v.get("config").cloned().unwrap_or_default())
+                    .with_context(|| format!("{}: config", run_json.display()))?
+            } else {
+                Config::default()
+            };
+            let db = store.join(memform::rundir::RunDir::STORE);
+            let answer = registry::call_on_store(&db, &cfg.dreaming, &name, &input, conversation.as_deref())?;
+            println!("{answer}");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }
 
 /// `memform proxy`: serves until stdin reaches end of file, SIGINT or

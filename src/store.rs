@@ -2,10 +2,12 @@
 //! append-only list of named migrations, each in a transaction; evidence
 //! written raw first; one transaction per episode for everything derived.
 
+mod dream_tools;
 mod ontology;
 mod search;
 mod tokenize;
 
+pub use dream_tools::{EvidenceRow, PassOp, ToolCallRow};
 pub use ontology::EVIDENCE_TABLES;
 
 use std::collections::HashMap;
@@ -235,6 +237,18 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
              conversation_id TEXT NOT NULL, item INTEGER NOT NULL, rank INTEGER NOT NULL,
              fact_id TEXT, system_id TEXT NOT NULL, content TEXT NOT NULL, score REAL,
              PRIMARY KEY (conversation_id, item, rank));",
+    ),
+    (
+        // The `dreaming` profile's capability registry (docs/dreaming.md,
+        // section 7): the runbook each pass wrote (`runbook_write`, the last
+        // write wins) and every tool call of a pass, its input and answer.
+        "0012_dream_tools",
+        "CREATE TABLE dream_runbooks (
+             pass_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, runbook TEXT NOT NULL);
+         CREATE TABLE dream_tool_calls (
+             pass_id TEXT NOT NULL, seq INTEGER NOT NULL, conversation_id TEXT NOT NULL,
+             tool TEXT NOT NULL, input TEXT NOT NULL, output TEXT NOT NULL, ok INTEGER NOT NULL,
+             PRIMARY KEY (pass_id, seq));",
     ),
 ];
 

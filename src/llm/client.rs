@@ -76,7 +76,8 @@ impl HttpLlm {
     /// The request body sent for `req` (no credentials in it). The schema
     /// text is spliced in as written, keeping its property order.
     pub fn body(&self, req: &LlmRequest) -> Result<String> {
-        let messages: Vec<Value> = req.messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect();
+        let ollama = self.settings.provider == Provider::Ollama;
+        let messages: Vec<Value> = req.messages.iter().map(|m| message_json(m, ollama)).collect();
         let s = &req.sampling;
         let base = match self.settings.provider {
             Provider::OpenAi => json!({
@@ -100,6 +101,12 @@ impl HttpLlm {
             match self.settings.provider {
                 Provider::OpenAi => base["chat_template_kwargs"] = json!({"enable_thinking": false}),
                 Provider::Ollama => base["think"] = json!(false),
+            }
+        }
+        if let Some(tools) = &req.tools {
+            base["tools"] = tools.clone();
+            if !ollama {
+                base["tool_choice"] = json!("auto");
             }
         }
         let mut body = base.to_string();
@@ -150,6 +157,7 @@ impl HttpLlm {
         match self.read_answer(&text) {
             Ok((answer, usage, model)) => {
                 let finish_reason = finish_reason(self.settings.provider, &text);
+                let tool_calls = tool_calls(self.settings.provider, &text);
                 Attempt::Done(LlmResponse {
                     text: answer,
                     usage,
@@ -157,6 +165,7 @@ impl HttpLlm {
                     source: AnswerSource::Live,
                     wall: started.elapsed(),
                     finish_reason,
+                    tool_calls,
                 })
             }
             Err(message) => Attempt::Fail(Error::LlmBody {
@@ -206,6 +215,60 @@ impl HttpLlm {
             }
         }
     }
+}
+
+/// A message as the wire carries it: an assistant turn's tool calls
+/// (OpenAI: arguments as JSON text; Ollama: as an object) and a tool
+/// answer's call id.
+fn message_json(m: &crate::llm::Message, ollama: bool) -> Value {
+    let mut v = json!({"role": m.role, "content": m.content});
+    if let Some(calls) = &m.tool_calls {
+        v["tool_calls"] = Value::Array(
+            calls
+                .iter()
+                .map(|c| {
+                    if ollama {
+                        let args: Value = serde_json::from_str(&c.arguments).unwrap_or(Value::Object(Default::default()));
+                        json!({"function": {"name": c.name, "arguments": args}})
+                    } else {
+                        json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}})
+                    }
+                })
+                .collect(),
+        );
+    }
+    if let Some(id) = &m.tool_call_id {
+        v["tool_call_id"] = json!(id);
+    }
+    v
+}
+
+/// The tool calls of an answer: OpenAI's `choices[0].message.tool_calls`
+/// (arguments as text), Ollama's `message.tool_calls` (arguments as an
+/// object, no ids: `call_<n>`).
+fn tool_calls(provider: Provider, body: &str) -> Vec<crate::llm::ToolCall> {
+    let Ok(v) = serde_json::from_str::<Value>(body) else { return Vec::new() };
+    let at = match provider {
+        Provider::OpenAi => "/choices/0/message/tool_calls",
+        Provider::Ollama => "/message/tool_calls",
+    };
+    let Some(calls) = v.pointer(at).and_then(Value::as_array) else { return Vec::new() };
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let arguments = match c.pointer("/function/arguments") {
+                Some(Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            crate::llm::ToolCall {
+                id: c.get("id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("call_{}", i + 1)),
+                name: c.pointer("/function/name").and_then(Value::as_str).unwrap_or_default().to_string(),
+                arguments,
+            }
+        })
+        .collect()
 }
 
 /// Why the model stopped: OpenAI's `choices[0].finish_reason`, Ollama's `done_reason`.

@@ -42,6 +42,10 @@ pub struct KeyMaterial {
     pub messages: Vec<Message>,
     pub sampling: Sampling,
     pub schema: Option<Value>,
+    /// The tools offered (the llm dreamer's requests only; absent from, and
+    /// so not changing the key of, every other request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Value>,
     /// The proxy's requests only (`llm::proxy`): every field of the
     /// client's request but `model` and `messages`, as sent. Absent from
     /// (and so not changing the key of) every pipeline request.
@@ -65,6 +69,7 @@ impl KeyMaterial {
             messages: req.messages.clone(),
             sampling: req.sampling,
             schema,
+            tools: req.tools.clone(),
             params: None,
         })
     }
@@ -127,6 +132,9 @@ pub struct RecordedAnswer {
     /// Why the model stopped, when the server said (`length`: truncated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
+    /// The tool calls the model asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<crate::llm::ToolCall>,
 }
 
 /// One fixture file, `<key>.json`.
@@ -200,6 +208,7 @@ impl FixtureStore {
             usage: resp.usage,
             model: resp.model.clone(),
             finish_reason: resp.finish_reason.clone(),
+            tool_calls: resp.tool_calls.clone(),
         };
         let file = FixtureFile {
             format: FIXTURE_FORMAT.to_string(),
@@ -705,6 +714,7 @@ impl Llm for RecordedLlm {
                 source: AnswerSource::Fixture,
                 wall: Duration::ZERO,
                 finish_reason: f.response.finish_reason,
+                tool_calls: f.response.tool_calls,
             };
             self.answered(req.stage, &resp);
             return Ok(resp);
@@ -725,6 +735,7 @@ impl Llm for RecordedLlm {
                 source: AnswerSource::Fixture,
                 wall: Duration::ZERO,
                 finish_reason: None,
+                tool_calls: Vec::new(),
             });
         }
         Err(Error::FixtureMiss(Box::new(FixtureMiss {

@@ -85,8 +85,8 @@ impl Template {
     /// The template's two messages with `vars` filled in.
     pub fn render(&self, vars: &[(&str, &str)]) -> Result<Vec<Message>> {
         Ok(vec![
-            Message { role: "system".into(), content: fill(&self.id, &self.system, vars)? },
-            Message { role: "user".into(), content: fill(&self.id, &self.user, vars)? },
+            Message::new("system", fill(&self.id, &self.system, vars)?),
+            Message::new("user", fill(&self.id, &self.user, vars)?),
         ])
     }
 }

@@ -588,7 +588,7 @@ impl Inner {
             let Some(Value::String(content)) = m.get("content") else {
                 return Err(Reply::bad(format!("messages[{i}].content: missing or not a string (content parts are not supported)")));
             };
-            messages.push(Message { role: role.clone(), content: self.normalise.apply(content, &mut counts) });
+            messages.push(Message::new(role, self.normalise.apply(content, &mut counts)));
         }
         let number = |name: &str| -> std::result::Result<Option<&Value>, Reply> {
             match obj.get(name) {
@@ -627,6 +627,7 @@ impl Inner {
             messages,
             sampling: Sampling { temperature, seed, max_tokens },
             schema: None,
+            tools: None,
             params: Some(Value::Object(obj)),
         };
         Ok((material, context))
@@ -680,6 +681,7 @@ impl Inner {
             source: AnswerSource::Live,
             wall: started.elapsed(),
             finish_reason: answer.finish_reason.clone(),
+            tool_calls: Vec::new(),
         };
         let model = material.model.clone();
         if let Err(e) = self.store.put_material(material, context, &response) {
@@ -790,6 +792,7 @@ fn read_answer(body: &str) -> std::result::Result<RecordedAnswer, String> {
         },
         model: v.get("model").and_then(Value::as_str).unwrap_or_default().to_string(),
         finish_reason: v.pointer("/choices/0/finish_reason").and_then(Value::as_str).map(str::to_string),
+        tool_calls: Vec::new(),
     })
 }
 

@@ -1,11 +1,17 @@
 //! The `dreaming` profile on the bundled `datasets/dreaming` conversations:
 //! a pass after every episode, and a snapshot of the graph after each pass
 //! (the ontology: entities, aspects, claims with their status, links; the
-//! pass records), in rules mode and with the gold dreamer.
+//! pass records), with the rules and gold dreamers, and with the llm
+//! dreamer replaying its recorded fixtures (`make record-dreaming`).
 
 use std::fmt::Write as _;
 
+use std::sync::Arc;
+
 use memform::embed::hashed::HashedEmbedder;
+use memform::llm::{FixtureStore, LlmSettings, RecordedLlm, default_fixtures_dir};
+use memform::pipeline::dreaming::llm::DreamLlm;
+use memform::pipeline::judge::Judge;
 use memform::pipeline::Config;
 use memform::pipeline::Stages;
 use memform::pipeline::dreaming::profile::dream_episode;
@@ -17,29 +23,52 @@ use crate::support::{root, snapshots_dir};
 
 const CONVERSATIONS: [&str; 2] = ["garden-club", "harbor-move"];
 
+/// The llm dreamer's settings for the bundled fixtures (the recording's:
+/// `make record-dreaming`).
+pub fn llm_cfg() -> Config {
+    let mut cfg = Config::default();
+    cfg.profile = "dreaming".into();
+    cfg.dreaming.dreamer = "llm".into();
+    cfg.dreaming.every_episodes = 1;
+    cfg.dreaming.max_model_turns = 4;
+    cfg.dreaming.max_tool_calls = 8;
+    cfg.max_input_chars = 24_000;
+    cfg
+}
+
 fn render(id: &str, dreamer: &str) -> String {
-    let dataset = memform::dataset::load(&root().join("datasets/dreaming")).unwrap();
-    let conv = dataset.conversations.iter().find(|c| c.id == id).unwrap();
     let mut cfg = Config::default();
     cfg.profile = "dreaming".into();
     cfg.dreaming.dreamer = dreamer.into();
     cfg.dreaming.every_episodes = 1;
+    if dreamer == "llm" {
+        cfg = llm_cfg();
+    }
     let extractor = RulesExtractor::new(cfg.max_input_chars);
     let embedder = HashedEmbedder::new(cfg.hashed_dims);
-    let judge = RulesJudge::new(&cfg);
-    let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
+    let rules_judge = RulesJudge::new(&cfg);
+    let settings = LlmSettings::from_config(&cfg.shared).unwrap();
+    let fixtures = default_fixtures_dir(&root().join("datasets/dreaming"), &settings.model);
+    let llm_judge = DreamLlm::new(Arc::new(RecordedLlm::replay(FixtureStore::new(fixtures))), &settings);
+    let judge: &dyn Judge = if dreamer == "llm" { &llm_judge } else { &rules_judge };
+    render_with(id, &cfg, Stages { extractor: &extractor, embedder: &embedder, judge })
+}
+
+fn render_with(id: &str, cfg: &Config, stages: Stages<'_>) -> String {
+    let dataset = memform::dataset::load(&root().join("datasets/dreaming")).unwrap();
+    let conv = dataset.conversations.iter().find(|c| c.id == id).unwrap();
     let store = Store::in_memory().unwrap();
     store.write_conversation(&conv.id, &conv.speakers, &[]).unwrap();
     store.write_evidence_from(&conv.id, 0, &conv.episodes).unwrap();
     let mut out = String::new();
     let mut seen = 0;
     for episode in &conv.episodes {
-        dream_episode(stages, conv, episode, &cfg, &store).unwrap();
+        dream_episode(stages, conv, episode, cfg, &store).unwrap();
         let passes = store.dream_passes(Some(&conv.id)).unwrap();
         for p in &passes[seen..] {
             let _ = writeln!(
                 out,
-                "== after {}: pass {} ({}, {}): {} calls, {} applied, {} skipped, {} failed; {} turns consumed, {} remaining; watermark {:?} -> {:?}",
+                "== after {}: pass {} ({}, {}): {} calls, {} applied, {} skipped, {} failed; {} turns consumed, {} remaining; watermark {:?} -> {:?}{}",
                 p.after_episode,
                 p.id,
                 p.mode,
@@ -51,8 +80,14 @@ fn render(id: &str, dreamer: &str) -> String {
                 p.evidence_consumed,
                 p.evidence_remaining,
                 p.watermark_before,
-                p.watermark_after
+                p.watermark_after,
+                if cfg.dreaming.dreamer == "llm" { format!("\n   summary: {:?}", p.summary) } else { String::new() }
             );
+            if cfg.dreaming.dreamer == "llm" {
+                for c in store.tool_calls_of(&p.id).unwrap() {
+                    let _ = writeln!(out, "   call {} {} ok={} input {}", c.seq, c.tool, c.ok, c.input);
+                }
+            }
         }
         seen = passes.len();
         let view = store.ontology_view(&conv.id).unwrap();
@@ -103,4 +138,87 @@ fn the_graph_after_each_pass_rules() {
 #[test]
 fn the_graph_after_each_pass_gold() {
     check("gold");
+}
+
+/// The llm dreamer replaying its recorded transcripts: every model turn's
+/// request (the tool answers so far included) finds its fixture, and two
+/// replays are identical.
+#[test]
+fn the_graph_after_each_pass_llm_replay() {
+    for id in CONVERSATIONS {
+        assert_eq!(render(id, "llm"), render(id, "llm"), "{id}: the replay is deterministic");
+    }
+    check("llm");
+}
+
+fn memform(args: &[&str]) -> (Option<i32>, String, String) {
+    let o = std::process::Command::new(crate::support::bin()).args(args).output().expect("spawn");
+    (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// `memform dream tool` on a finished run: a capability answers one JSON
+/// line; an unknown capability and an input its schema refuses are one
+/// error line and exit 2.
+#[test]
+fn dream_tool_answers_and_refuses_an_unknown_capability_or_bad_input_with_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let dataset = root().join("datasets/dreaming");
+    let (code, _, err) = memform(&["run", "--profile", "dreaming", "--dataset", dataset.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    let run = out.to_str().unwrap();
+    let (code, stdout, err) =
+        memform(&["dream", "tool", "search_entities", "--input", r#"{"agentId": "harbor-move", "query": "nadia"}"#, "--store", run]);
+    assert_eq!(code, Some(0), "{err}");
+    let answer: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!((answer["tool"].as_str(), answer["ok"].as_bool()), (Some("search_entities"), Some(true)), "{answer}");
+    assert_eq!(answer["items"][0]["name"], "Nadia", "{answer}");
+    for (name, input, want) in [
+        ("summon", r#"{"agentId": "harbor-move"}"#, "unknown capability \"summon\""),
+        ("get_entity", r#"{"agentId": "harbor-move", "entityId": "Nadia", "depth": 3}"#, "unknown field `depth`"),
+        ("search_evidence", r#"{"agentId": "harbor-move", "limit": 5000}"#, "limit = 5000"),
+        ("search_evidence", "not json", "not JSON"),
+    ] {
+        let (code, stdout, err) = memform(&["dream", "tool", name, "--input", input, "--store", run]);
+        assert_eq!(code, Some(2), "{name}: {err}");
+        assert!(stdout.is_empty(), "{stdout}");
+        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(lines.len(), 1, "{err}");
+        assert!(lines[0].contains(want), "{name}: {err}");
+    }
+    let (code, stdout, _) = memform(&["dream", "tools"]);
+    assert_eq!(code, Some(0));
+    let manifest: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(manifest.as_array().map(Vec::len), Some(12));
+}
+
+/// The llm dreamer replays only: a model turn without its fixture stops
+/// the run with exit 2, naming the stage and the pass.
+#[test]
+fn an_llm_dreamer_replay_miss_exits_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("no-fixtures");
+    std::fs::create_dir_all(&empty).unwrap();
+    let dataset = root().join("datasets/dreaming");
+    let (code, _, err) = memform(&[
+        "run",
+        "--profile",
+        "dreaming",
+        "--judge",
+        "llm",
+        "--set",
+        "dreaming.dreamer=\"llm\"",
+        "--set",
+        "llm_url=\"http://127.0.0.1:9\"",
+        "--fixtures",
+        empty.to_str().unwrap(),
+        "--dataset",
+        dataset.to_str().unwrap(),
+        "--out",
+        tmp.path().join("run").to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("dream") && lines[0].contains("/p1 turn 1"), "{err}");
 }

@@ -44,6 +44,7 @@ impl Llm for Scripted {
             source: AnswerSource::Live,
             wall: Duration::from_millis(3),
             finish_reason: Some("stop".into()),
+            tool_calls: Vec::new(),
         })
     }
 }
@@ -258,9 +259,10 @@ fn base_request() -> LlmRequest {
         stage: Stage::Extract,
         model: "m".into(),
         template: TemplateId { name: "extract".into(), version: 1 },
-        messages: vec![Message { role: "system".into(), content: "sys".into() }, Message { role: "user".into(), content: "hello".into() }],
+        messages: vec![Message::new("system", "sys"), Message::new("user", "hello")],
         sampling: Sampling { temperature: 0.0, seed: 42, max_tokens: 100 },
         schema: Some(r#"{"type": "object", "required": ["a"]}"#.into()),
+        tools: None,
         context: CallContext { conversation: "c".into(), episode: "e".into() },
     }
 }

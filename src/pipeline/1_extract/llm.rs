@@ -60,6 +60,7 @@ impl LlmExtractor {
             messages,
             sampling,
             schema: Some(schema),
+            tools: None,
             context: CallContext { conversation: input.conversation_id.to_string(), episode: input.episode.id.clone() },
         };
         Ok((req, shown, warnings))

@@ -40,6 +40,7 @@ impl LlmJudge {
             messages: self.template.render(&[("pairs", &pairs_text)])?,
             sampling: crate::llm::Sampling { max_tokens: self.settings.budget(pairs.len()), ..self.settings.sampling },
             schema: Some(prompts::judge_schema(&pairs.iter().map(|p| p.index).collect::<Vec<_>>(), strict(&self.settings))?),
+            tools: None,
             context: CallContext { conversation: ctx.conversation_id.to_string(), episode: ctx.episode_id.to_string() },
         })
     }

@@ -89,6 +89,10 @@ pub trait Judge: Send + Sync {
     fn memorix(&self) -> Option<&crate::pipeline::memorix::llm::MemorixLlm> {
         None
     }
+    /// The `dreaming` profile's model (LLM mode: the llm dreamer).
+    fn dreaming(&self) -> Option<&crate::pipeline::dreaming::llm::DreamLlm> {
+        None
+    }
 }
 
 /// Stage 4's answer for one episode.

@@ -18,6 +18,9 @@ string_enum! {
         Rules => "rules",
         /// The dataset's gold facts become operations (the ceiling).
         Gold => "gold",
+        /// A model in an agentic loop over the capability registry (the
+        /// run's judge in LLM mode is the model).
+        Llm => "llm",
     }
 }
 
@@ -25,7 +28,8 @@ string_enum! {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DreamingConfig {
-    /// `rules` or `gold` (the `llm` dreamer is not built yet).
+    /// `rules`, `gold` or `llm` (needs the judge in LLM mode: `--mode llm`
+    /// or `--judge llm`).
     pub dreamer: String,
     /// `paused`: triggers are evaluated, no pass runs (the backlog grows).
     pub paused: bool,
@@ -63,6 +67,12 @@ pub struct DreamingConfig {
     /// Aspects (predicates) that hold one active value: a different value
     /// added beside it is a `contradiction`; `set_claim_value` supersedes.
     pub single_valued_predicates: Vec<String>,
+    /// Capability calls of one pass, at most (memform's; Signet bounds a
+    /// pass by time and output tokens): past it a call is refused and the
+    /// llm dreamer's pass ends.
+    pub max_tool_calls: usize,
+    /// Model turns of one llm pass, at most (memform's).
+    pub max_model_turns: usize,
 }
 
 impl Default for DreamingConfig {
@@ -86,6 +96,8 @@ impl Default for DreamingConfig {
             max_citations: limits.max_citations,
             max_request_chars: limits.max_request_chars,
             single_valued_predicates: crate::pipeline::soda::default_single_valued_predicates(),
+            max_tool_calls: 40,
+            max_model_turns: 40,
         }
     }
 }
@@ -105,11 +117,13 @@ impl Section for DreamingConfig {
         int("max_quote_chars", 1, 100_000),
         int("max_citations", 1, 100),
         int("max_request_chars", 1_000, 10_000_000),
+        int("max_tool_calls", 1, 1_000),
+        int("max_model_turns", 1, 1_000),
     ];
     const FLAT_ALIASES: &'static [(&'static str, &'static str)] = &[];
     fn check_relations(&self) -> std::result::Result<(), String> {
         if Dreamer::parse(&self.dreamer).is_none() {
-            return Err(format!("dreamer = {:?}: expected \"rules\" or \"gold\" (the llm dreamer is not built yet)", self.dreamer));
+            return Err(format!("dreamer = {:?}: expected \"rules\", \"gold\" or \"llm\"", self.dreamer));
         }
         Ok(())
     }

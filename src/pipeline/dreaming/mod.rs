@@ -17,10 +17,13 @@
 
 pub mod config;
 pub mod contract;
+pub mod dreamer;
 pub mod hygiene;
+pub mod llm;
 pub mod metrics;
 pub mod pass;
 pub mod plan;
 pub mod profile;
 pub mod quality;
+pub mod registry;
 pub mod validate;

@@ -17,12 +17,16 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Value, json};
 
-use super::config::Dreamer;
+use super::config::Dreamer as DreamerKind;
+use super::dreamer::{Dreamer, DreamerOutcome, Gold, PassInfo, Rules, Scripted};
+use super::llm::{DreamLlm, LlmDreamer};
+use crate::llm::{Llm, LlmSettings};
+use crate::pipeline::judge::Judge;
+use std::sync::Arc;
+use super::registry::{LivePass, Session};
 use super::pass::{PassMode, TriggerReason, TriggerState, TurnState, evaluate_trigger, next_watermark, select_mode, turn_tokens};
-use super::plan::apply;
-use super::validate::TurnIndex;
 use crate::error::Result;
-use crate::model::ontology::{Effect, PassRecord};
+use crate::model::ontology::PassRecord;
 use crate::normalize::sha256_hex;
 use crate::pipeline::extract::{ExtractInput, postprocess};
 use crate::pipeline::profiles::Profile;
@@ -39,7 +43,7 @@ impl Profile for Dreaming {
         "dreaming"
     }
     fn summary(&self) -> &'static str {
-        "Signet's Dreaming (rules and gold dreamers; no llm dreamer yet): evidence kept as it arrives, content and hygiene passes submit ontology operations through validate_proposal and one audited apply path; its claims are scored as the run's facts"
+        "Signet's Dreaming (rules, gold and llm dreamers): evidence kept as it arrives, content and hygiene passes submit ontology operations through validate_proposal and one audited apply path; its claims are scored as the run's facts"
     }
     fn back(
         &self,
@@ -52,6 +56,9 @@ impl Profile for Dreaming {
         store: &Store,
     ) -> Result<EpisodeRecord> {
         dream_episode(stages, conv, episode, cfg, store)
+    }
+    fn llm_judge(&self, llm: Arc<dyn Llm>, settings: &LlmSettings) -> Result<Box<dyn Judge>> {
+        Ok(Box::new(DreamLlm::new(llm, settings)))
     }
     fn episode(
         &self,
@@ -189,21 +196,7 @@ pub fn run_pass_in_mode(
     let watermark = passes.last().and_then(|p| p.watermark_after);
     let after = &ingested[ingested.len() - 1];
     let early = super::pass::early_exit_summary(mode, !attention.is_empty(), work.state.backlog_turns > 0);
-    let requests = match (early, mode, script) {
-        (Some(_), _, _) => Vec::new(),
-        (None, _, Some(script)) => script.iter().map(|json| (json.clone(), cited_turns(json))).collect(),
-        (None, PassMode::Hygiene, None) => hygiene_requests(conv, &attention, dcfg.max_ops_per_call),
-        (None, _, None) => match dcfg.dreamer() {
-            Dreamer::Rules => rules_requests(stages, conv, &work.episodes, cfg, store)?,
-            Dreamer::Gold => gold_requests(conv, &work.episodes, cfg, store)?,
-        },
-    };
     let pass_id = format!("{}/p{seq}", conv.id);
-    let mut turns = TurnIndex::new(&conv.id);
-    for e in ingested {
-        turns.add_episode(e, |_| false);
-    }
-    let (limits, plan_cfg, caps) = (dcfg.limits(), dcfg.plan(cfg.shadow_mode, cfg.mutations_frozen), dcfg.caps());
     let state = work.state;
     let mut pass = PassRecord {
         id: pass_id.clone(),
@@ -217,22 +210,56 @@ pub fn run_pass_in_mode(
         watermark_before: watermark,
         ..PassRecord::default()
     };
-    let mut excluded: HashSet<String> = HashSet::new();
-    for (call, (json, cited)) in requests.iter().enumerate() {
-        let answer = apply(store, json, &turns, &limits, &plan_cfg, caps, &pass_id, call + 1)?;
-        pass.tool_calls += 1;
-        if answer.rejection_kind.is_some() {
-            pass.ops_failed += 1;
-            excluded.extend(cited.iter().cloned());
-        }
-        for item in &answer.items {
-            match item.effect {
-                Effect::Applied => pass.ops_applied += 1,
-                Effect::Skipped => pass.ops_skipped += 1,
-                Effect::Failed => pass.ops_failed += 1,
-            }
-        }
+    let live = LivePass { id: pass_id.clone(), mode };
+    let mut session = Session::new(store, &conv.id, ingested.to_vec(), dcfg, cfg.shadow_mode, cfg.mutations_frozen, Some(live))?;
+    let kind = dcfg.dreamer();
+    let mut outcome = DreamerOutcome::default();
+    if early.is_none() {
+        let info = PassInfo {
+            stages,
+            conv,
+            pass_id: &pass_id,
+            mode,
+            backlog: &work.episodes,
+            backlog_turns: state.backlog_turns,
+            attention: &attention,
+            cfg,
+            store,
+        };
+        let llm_dreamer;
+        let scripted = Scripted(script.map(<[String]>::to_vec).unwrap_or_default());
+        let dreamer: &dyn Dreamer = match (script, kind) {
+            (Some(_), _) => &scripted,
+            (None, DreamerKind::Rules) => &Rules,
+            (None, DreamerKind::Gold) => &Gold,
+            (None, DreamerKind::Llm) => match stages.judge.dreaming() {
+                Some(model) => {
+                    llm_dreamer = LlmDreamer(model);
+                    &llm_dreamer
+                }
+                None => {
+                    return Err(crate::error::Error::Config(
+                        "dreaming.dreamer = \"llm\" needs the judge in LLM mode (--mode llm, or --judge llm)".into(),
+                    ));
+                }
+            },
+        };
+        outcome = dreamer.run_pass(&info, &mut session)?;
     }
+    let tally = session.into_tally();
+    pass.tool_calls = tally.tool_calls;
+    pass.ops_applied = tally.applied;
+    pass.ops_skipped = tally.skipped;
+    pass.ops_failed = tally.failed;
+    let excluded = &tally.excluded;
+    // The llm dreamer consumes what it was delivered (a scan of
+    // `search_evidence`) or reviewed whole; the scripted dreamers read the
+    // whole backlog. Deferred evidence stays pending.
+    let reviewed: HashSet<&str> =
+        tally.runbook.iter().flat_map(|r| r.reviewed_excluded_evidence.iter().map(|(t, _)| t.as_str())).collect();
+    let deferred: HashSet<&str> = tally.runbook.iter().flat_map(|r| r.deferred_evidence.iter().map(String::as_str)).collect();
+    let delivered: HashSet<&str> = tally.delivered.iter().map(String::as_str).collect();
+    let surfaced = |t: &str| script.is_some() || kind != DreamerKind::Llm || delivered.contains(t) || reviewed.contains(t);
     // Mutations frozen: nothing is consumed (docs/dreaming.md, 8.5); a
     // hygiene pass never consumes (Signet's `dreamingModeAdvancesEvidence`).
     let consume = !cfg.mutations_frozen && early.is_none() && super::pass::consumes_evidence(mode);
@@ -240,7 +267,7 @@ pub fn run_pass_in_mode(
     let mut now_settled = Vec::new();
     for (e, _) in &work.episodes {
         for t in &e.turns {
-            if consume && !settled.contains(&t.id) && !excluded.contains(&t.id) {
+            if consume && !settled.contains(&t.id) && !excluded.contains(&t.id) && !deferred.contains(t.id.as_str()) && surfaced(&t.id) {
                 now_settled.push((t.id.clone(), sha256_hex(t.text.as_bytes()), "consumed"));
             }
         }
@@ -264,32 +291,25 @@ pub fn run_pass_in_mode(
         .filter(|t| !settled.contains(&t.id) && !done.contains(t.id.as_str()))
         .map(|t| turn_tokens(&t.text))
         .sum();
-    pass.summary = match early {
-        Some(s) => s.to_string(),
-        None => format!("{} requests, {} operations applied", pass.tool_calls, pass.ops_applied),
+    pass.summary = match (early, &outcome.summary, &tally.runbook) {
+        (Some(s), _, _) => s.to_string(),
+        (None, Some(s), _) => s.clone(),
+        (None, None, Some(r)) => r.summary.clone(),
+        (None, None, None) => format!("{} requests, {} operations applied", pass.tool_calls, pass.ops_applied),
     };
+    if let Some(stop) = &outcome.stop
+        && stop != "final"
+    {
+        pass.summary = format!("{} (stopped: {stop} after {} model turns)", pass.summary, outcome.model_turns);
+    }
     store.record_pass(&pass, &now_settled)?;
     Ok(pass)
-}
-
-/// The turns a request cites (`turn:<id>` source refs), for a scripted request.
-fn cited_turns(json: &str) -> Vec<String> {
-    let v: Value = serde_json::from_str(json).unwrap_or(Value::Null);
-    let mut out = Vec::new();
-    for op in v.get("operations").and_then(Value::as_array).into_iter().flatten() {
-        for c in op.get("evidence").and_then(Value::as_array).into_iter().flatten() {
-            if let Some(t) = c.get("source_ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("turn:")) {
-                out.push(t.to_string());
-            }
-        }
-    }
-    out
 }
 
 /// The scripted dreamers' hygiene pass: they have no judgement to archive
 /// or merge, so each pending attention record is declined
 /// (`decline_attention`), which resolves it; an llm dreamer would act on it.
-fn hygiene_requests(conv: &Conversation, attention: &[super::hygiene::Attention], max: usize) -> Vec<(String, Vec<String>)> {
+pub(super) fn hygiene_requests(conv: &Conversation, attention: &[super::hygiene::Attention], max: usize) -> Vec<(String, Vec<String>)> {
     attention
         .chunks(max.max(1))
         .map(|chunk| {
@@ -491,7 +511,7 @@ fn known_names(store: &Store, conv: &str) -> Result<HashSet<String>> {
 
 /// The rules dreamer: stage 1's rules extraction of each backlog episode,
 /// each fact's triple as operations.
-fn rules_requests(
+pub(super) fn rules_requests(
     stages: Stages<'_>,
     conv: &Conversation,
     backlog: &[(&Episode, usize)],
@@ -537,7 +557,7 @@ fn rules_requests(
 /// The gold dreamer: each gold fact of a backlog episode becomes a claim of
 /// its subject (the gold subject, else the speaker of its first evidence
 /// turn), quoting that turn.
-fn gold_requests(conv: &Conversation, backlog: &[(&Episode, usize)], cfg: &Config, store: &Store) -> Result<Vec<(String, Vec<String>)>> {
+pub(super) fn gold_requests(conv: &Conversation, backlog: &[(&Episode, usize)], cfg: &Config, store: &Store) -> Result<Vec<(String, Vec<String>)>> {
     let dcfg = &cfg.dreaming;
     let single = dcfg.plan(false, false).single_valued;
     // The entities earlier passes created: proposed again, each would be

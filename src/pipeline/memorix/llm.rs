@@ -313,6 +313,7 @@ impl MemorixLlm {
             messages: t.render(vars)?,
             sampling: Sampling { max_tokens: self.settings.budget(items), ..self.settings.sampling },
             schema: Some(schema),
+            tools: None,
             context: CallContext { conversation: ctx.conversation_id.to_string(), episode: ctx.episode_id.to_string() },
         })
     }

@@ -162,6 +162,7 @@ impl Llm for Canned {
             source: AnswerSource::Fixture,
             wall: std::time::Duration::ZERO,
             finish_reason: Some("stop".into()),
+            tool_calls: Vec::new(),
         })
     }
 }

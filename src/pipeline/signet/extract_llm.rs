@@ -73,6 +73,7 @@ impl SignetLlmExtractor {
                 // The budget of stage 1's extraction: the base plus a share per turn shown.
                 sampling: Sampling { max_tokens: self.settings.budget(input.episode.turns.len()), ..self.settings.sampling },
                 schema: Some(schema(strict)),
+                tools: None,
                 context: CallContext { conversation: input.conversation_id.to_string(), episode: input.episode.id.clone() },
             }),
             warnings,

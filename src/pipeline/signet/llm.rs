@@ -59,6 +59,7 @@ impl LlmDecider {
             // The contract's budget: the base plus a share per candidate shown.
             sampling: crate::llm::Sampling { max_tokens: self.settings.budget(input.candidates.len()), ..self.settings.sampling },
             schema: Some(schema(&ids)),
+            tools: None,
             context: CallContext { conversation: ctx.conversation_id.to_string(), episode: ctx.episode_id.to_string() },
         })
     }
