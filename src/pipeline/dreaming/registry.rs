@@ -757,7 +757,7 @@ impl<'a> Session<'a> {
                 let mut k = 0;
                 for e in &self.episodes {
                     for t in &e.turns {
-                        docs.push(Document { id: &ids[k], episode: &e.id, text: &t.text, turns: &singles[k], vector: &[], written_at: None });
+                        docs.push(Document { id: &ids[k], episode: &e.id, text: &t.text, turns: &singles[k], vector: &[], written_at: None, ended_at: None });
                         k += 1;
                     }
                 }
