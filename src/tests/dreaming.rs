@@ -179,7 +179,7 @@ fn dream_tool_answers_and_refuses_an_unknown_capability_or_bad_input_with_exit_2
         ("search_evidence", r#"{"agentId": "harbor-move", "limit": 5000}"#, "limit = 5000"),
         ("search_evidence", "not json", "not JSON"),
     ] {
-        let (code, stdout, err) = memform(&["dream", "tool", name, "--input", input, "--store", run]);
+        let (code, stdout, err) = memform(&["dream", "tool", name, "--input", input, "--store", run, "--conversation", "harbor-move"]);
         assert_eq!(code, Some(2), "{name}: {err}");
         assert!(stdout.is_empty(), "{stdout}");
         let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();

@@ -1439,8 +1439,19 @@ mod tests {
         let cfg = DreamingConfig::default();
         let mut s = session(&store, live(), &cfg);
         for tool in CAPABILITY_IDS {
-            let input = json!({"agentId": CONV, "entityId": "x", "aspectId": "y", "summary": "s", "ref": {"type": "link", "id": "l"},
-                "operations": [{"operation": "create_entity", "payload": {"name": "Ann", "type": "person"}}], "bogus": 1});
+            // The smallest valid input of each capability, plus one unknown field.
+            let mut input = json!({"agentId": CONV, "bogus": 1});
+            let extra = match tool {
+                "get_entity" | "walk_links" => json!({"entityId": "x"}),
+                "list_aspect_claims" => json!({"entityId": "x", "aspectId": "y"}),
+                "get_evidence" => json!({"ref": {"type": "link", "id": "l"}}),
+                "runbook_write" => json!({"summary": "s"}),
+                "apply_ontology_ops" => json!({"operations": [{"operation": "create_entity", "payload": {"name": "Ann", "type": "person"}}]}),
+                _ => json!({}),
+            };
+            if let (Some(m), Value::Object(e)) = (input.as_object_mut(), extra) {
+                m.extend(e);
+            }
             let out = s.invoke(tool, &input.to_string()).unwrap();
             match tool {
                 // The contract reads the request (unknown fields are a counted `schema` rejection).
@@ -1561,7 +1572,7 @@ mod tests {
         assert_eq!((none["ok"].clone(), none["error"].clone()), (json!(false), json!("Entity not found")));
 
         let v = s
-            .invoke("validate_proposal", &json!({"agentId": CONV, "name": "ann", "entityId": "Ann", "aspectId": "lives in",
+            .invoke("validate_proposal", &json!({"agentId": CONV, "name": "ann", "type": "person", "entityId": "Ann", "aspectId": "lives in",
                 "value": "Ann does not live in Porto"}).to_string())
             .unwrap()
             .unwrap();
