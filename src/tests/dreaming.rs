@@ -10,12 +10,12 @@ use std::sync::Arc;
 
 use memform::embed::hashed::HashedEmbedder;
 use memform::llm::{FixtureStore, LlmSettings, RecordedLlm, default_fixtures_dir};
-use memform::pipeline::dreaming::llm::DreamLlm;
-use memform::pipeline::judge::Judge;
 use memform::pipeline::Config;
 use memform::pipeline::Stages;
+use memform::pipeline::dreaming::llm::DreamLlm;
 use memform::pipeline::dreaming::profile::dream_episode;
 use memform::pipeline::extract::RulesExtractor;
+use memform::pipeline::judge::Judge;
 use memform::pipeline::judge::RulesJudge;
 use memform::store::Store;
 
