@@ -84,10 +84,7 @@ impl Template {
 
     /// The template's two messages with `vars` filled in.
     pub fn render(&self, vars: &[(&str, &str)]) -> Result<Vec<Message>> {
-        Ok(vec![
-            Message::new("system", fill(&self.id, &self.system, vars)?),
-            Message::new("user", fill(&self.id, &self.user, vars)?),
-        ])
+        Ok(vec![Message::new("system", fill(&self.id, &self.system, vars)?), Message::new("user", fill(&self.id, &self.user, vars)?)])
     }
 }
 

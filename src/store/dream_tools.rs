@@ -46,9 +46,8 @@ impl Store {
                 })?
                 .collect::<rusqlite::Result<_>>()?;
             let mut st = c.prepare("SELECT episode_id, id, speaker, text FROM turns WHERE conversation_id = ?1 ORDER BY seq")?;
-            let rows = st.query_map([conversation], |r| {
-                Ok((r.get::<_, String>(0)?, Turn { id: r.get(1)?, speaker: r.get(2)?, text: r.get(3)? }))
-            })?;
+            let rows = st
+                .query_map([conversation], |r| Ok((r.get::<_, String>(0)?, Turn { id: r.get(1)?, speaker: r.get(2)?, text: r.get(3)? })))?;
             for row in rows {
                 let (episode, turn) = row?;
                 if let Some(e) = episodes.iter_mut().find(|e| e.id == episode) {
@@ -78,8 +77,9 @@ impl Store {
         self.with(|c| {
             let op: Option<String> = c.query_row(sql, params![conversation, id], |r| r.get(0)).optional()?;
             let Some(op) = op else { return Ok(None) };
-            let mut st =
-                c.prepare("SELECT episode_id, turn_id, revision, quote FROM onto_evidence WHERE conversation_id = ?1 AND op_id = ?2 ORDER BY seq")?;
+            let mut st = c.prepare(
+                "SELECT episode_id, turn_id, revision, quote FROM onto_evidence WHERE conversation_id = ?1 AND op_id = ?2 ORDER BY seq",
+            )?;
             let rows = st
                 .query_map(params![conversation, op], |r| {
                     Ok(EvidenceRow { episode: r.get(0)?, turn: r.get(1)?, revision: r.get(2)?, quote: r.get(3)? })

@@ -10,12 +10,12 @@ use std::sync::Arc;
 
 use memform::embed::hashed::HashedEmbedder;
 use memform::llm::{FixtureStore, LlmSettings, RecordedLlm, default_fixtures_dir};
-use memform::pipeline::dreaming::llm::DreamLlm;
-use memform::pipeline::judge::Judge;
 use memform::pipeline::Config;
 use memform::pipeline::Stages;
+use memform::pipeline::dreaming::llm::DreamLlm;
 use memform::pipeline::dreaming::profile::dream_episode;
 use memform::pipeline::extract::RulesExtractor;
+use memform::pipeline::judge::Judge;
 use memform::pipeline::judge::RulesJudge;
 use memform::store::Store;
 
@@ -179,7 +179,7 @@ fn dream_tool_answers_and_refuses_an_unknown_capability_or_bad_input_with_exit_2
         ("search_evidence", r#"{"agentId": "harbor-move", "limit": 5000}"#, "limit = 5000"),
         ("search_evidence", "not json", "not JSON"),
     ] {
-        let (code, stdout, err) = memform(&["dream", "tool", name, "--input", input, "--store", run]);
+        let (code, stdout, err) = memform(&["dream", "tool", name, "--input", input, "--store", run, "--conversation", "harbor-move"]);
         assert_eq!(code, Some(2), "{name}: {err}");
         assert!(stdout.is_empty(), "{stdout}");
         let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();

@@ -199,10 +199,20 @@ impl Dreamer for LlmDreamer<'_> {
                 out.stop = Some("final".into());
                 return Ok(out);
             }
-            messages.push(Message { role: "assistant".into(), content: resp.text.clone(), tool_calls: Some(calls.clone()), tool_call_id: None });
+            messages.push(Message {
+                role: "assistant".into(),
+                content: resp.text.clone(),
+                tool_calls: Some(calls.clone()),
+                tool_call_id: None,
+            });
             for c in &calls {
                 let answer = tools.call(&c.name, &with_scope(&c.arguments, &pass.conv.id))?;
-                messages.push(Message { role: "tool".into(), content: cut_answer(&answer), tool_calls: None, tool_call_id: Some(c.id.clone()) });
+                messages.push(Message {
+                    role: "tool".into(),
+                    content: cut_answer(&answer),
+                    tool_calls: None,
+                    tool_call_id: Some(c.id.clone()),
+                });
             }
         }
         out.stop = Some(if tools.capped() { "tool_cap" } else { "turn_cap" }.into());

@@ -20,20 +20,20 @@ use serde_json::{Value, json};
 use super::config::Dreamer as DreamerKind;
 use super::dreamer::{Dreamer, DreamerOutcome, Gold, PassInfo, Rules, Scripted};
 use super::llm::{DreamLlm, LlmDreamer};
-use crate::llm::{Llm, LlmSettings};
-use crate::pipeline::judge::Judge;
-use std::sync::Arc;
-use super::registry::{LivePass, Session};
 use super::pass::{PassMode, TriggerReason, TriggerState, TurnState, evaluate_trigger, next_watermark, select_mode, turn_tokens};
+use super::registry::{LivePass, Session};
 use crate::error::Result;
+use crate::llm::{Llm, LlmSettings};
 use crate::model::ontology::PassRecord;
 use crate::normalize::sha256_hex;
 use crate::pipeline::extract::{ExtractInput, postprocess};
+use crate::pipeline::judge::Judge;
 use crate::pipeline::profiles::Profile;
 use crate::pipeline::{Config, EpisodeFront, EpisodeRecord, Stages};
 use crate::state::ConvState;
 use crate::store::Store;
 use crate::types::{Conversation, EntityType, Episode, Warning};
+use std::sync::Arc;
 
 /// Signet's Dreaming pass (docs/dreaming.md).
 pub struct Dreaming;
@@ -255,8 +255,7 @@ pub fn run_pass_in_mode(
     // The llm dreamer consumes what it was delivered (a scan of
     // `search_evidence`) or reviewed whole; the scripted dreamers read the
     // whole backlog. Deferred evidence stays pending.
-    let reviewed: HashSet<&str> =
-        tally.runbook.iter().flat_map(|r| r.reviewed_excluded_evidence.iter().map(|(t, _)| t.as_str())).collect();
+    let reviewed: HashSet<&str> = tally.runbook.iter().flat_map(|r| r.reviewed_excluded_evidence.iter().map(|(t, _)| t.as_str())).collect();
     let deferred: HashSet<&str> = tally.runbook.iter().flat_map(|r| r.deferred_evidence.iter().map(String::as_str)).collect();
     let delivered: HashSet<&str> = tally.delivered.iter().map(String::as_str).collect();
     let surfaced = |t: &str| script.is_some() || kind != DreamerKind::Llm || delivered.contains(t) || reviewed.contains(t);
@@ -557,7 +556,12 @@ pub(super) fn rules_requests(
 /// The gold dreamer: each gold fact of a backlog episode becomes a claim of
 /// its subject (the gold subject, else the speaker of its first evidence
 /// turn), quoting that turn.
-pub(super) fn gold_requests(conv: &Conversation, backlog: &[(&Episode, usize)], cfg: &Config, store: &Store) -> Result<Vec<(String, Vec<String>)>> {
+pub(super) fn gold_requests(
+    conv: &Conversation,
+    backlog: &[(&Episode, usize)],
+    cfg: &Config,
+    store: &Store,
+) -> Result<Vec<(String, Vec<String>)>> {
     let dcfg = &cfg.dreaming;
     let single = dcfg.plan(false, false).single_valued;
     // The entities earlier passes created: proposed again, each would be

@@ -441,7 +441,9 @@ fn offset(tool: &str, value: Option<usize>) -> Checked<usize> {
 fn text_field(tool: &str, field: &str, value: &Option<String>, max: usize) -> Checked<()> {
     match value {
         Some(v) if v.trim().is_empty() => Err(InputError(format!("{tool}: {field} must not be empty"))),
-        Some(v) if v.chars().count() > max => Err(InputError(format!("{tool}: {field} is {} characters, at most {max}", v.chars().count()))),
+        Some(v) if v.chars().count() > max => {
+            Err(InputError(format!("{tool}: {field} is {} characters, at most {max}", v.chars().count())))
+        }
         _ => Ok(()),
     }
 }
@@ -590,7 +592,9 @@ impl<'a> Session<'a> {
     pub fn call(&mut self, tool: &str, input: &str) -> Result<Value> {
         if self.capped() {
             self.tally.capped = true;
-            return Ok(json!({"tool": tool, "ok": false, "error": format!("tool-call cap reached ({} calls in this pass)", self.max_tool_calls)}));
+            return Ok(
+                json!({"tool": tool, "ok": false, "error": format!("tool-call cap reached ({} calls in this pass)", self.max_tool_calls)}),
+            );
         }
         self.tally.tool_calls += 1;
         let answer = match self.invoke(tool, input)? {
@@ -673,9 +677,7 @@ impl<'a> Session<'a> {
 
     fn scope(&self, tool: &str, agent: Option<&str>) -> Checked<()> {
         match agent {
-            Some(a) if a != self.conv => {
-                Err(InputError(format!("{tool}: scope `{a}` is not this pass's conversation `{}`", self.conv)))
-            }
+            Some(a) if a != self.conv => Err(InputError(format!("{tool}: scope `{a}` is not this pass's conversation `{}`", self.conv))),
             _ => Ok(()),
         }
     }
@@ -687,9 +689,11 @@ impl<'a> Session<'a> {
     /// A live entity by id, or by name or alias (case-insensitive).
     fn find_entity<'v>(view: &'v OntologyView, selector: &str) -> Option<&'v ViewEntity> {
         let canonical = normalize_entity_name(selector);
-        view.entities.iter().filter(|e| e.active).find(|e| e.id == selector).or_else(|| {
-            view.entities.iter().filter(|e| e.active).find(|e| e.canonical_name == canonical || e.aliases.contains(&canonical))
-        })
+        view.entities
+            .iter()
+            .filter(|e| e.active)
+            .find(|e| e.id == selector)
+            .or_else(|| view.entities.iter().filter(|e| e.active).find(|e| e.canonical_name == canonical || e.aliases.contains(&canonical)))
     }
 
     fn turn_item(&self, episode: &Episode, seq: usize, t: &crate::types::Turn, content: String, start: usize) -> Value {
@@ -757,13 +761,22 @@ impl<'a> Session<'a> {
                 let mut k = 0;
                 for e in &self.episodes {
                     for t in &e.turns {
-                        docs.push(Document { id: &ids[k], episode: &e.id, text: &t.text, turns: &singles[k], vector: &[], written_at: None, ended_at: None });
+                        docs.push(Document {
+                            id: &ids[k],
+                            episode: &e.id,
+                            text: &t.text,
+                            turns: &singles[k],
+                            vector: &[],
+                            written_at: None,
+                            ended_at: None,
+                        });
                         k += 1;
                     }
                 }
                 self.index = Some(DocumentIndex::build(&docs)?);
             }
-            let params = SearchParams { alpha: 0.0, min_score: 0.0, top_k: (off + limit).min(1_000), leg_k: (off + limit).min(1_000), as_of: None };
+            let params =
+                SearchParams { alpha: 0.0, min_score: 0.0, top_k: (off + limit).min(1_000), leg_k: (off + limit).min(1_000), as_of: None };
             let hits = match &self.index {
                 Some(index) => index.search(q, &[], &params)?,
                 None => Vec::new(),
@@ -925,7 +938,8 @@ impl<'a> Session<'a> {
             return Ok(Ok(json!({"ok": false, "error": "Entity not found", "items": []})));
         };
         let canonical = normalize_entity_name(&i.aspect_id);
-        let Some(a) = view.aspects.iter().find(|a| a.active && a.entity_id == e.id && (a.id == i.aspect_id || a.canonical_name == canonical))
+        let Some(a) =
+            view.aspects.iter().find(|a| a.active && a.entity_id == e.id && (a.id == i.aspect_id || a.canonical_name == canonical))
         else {
             return Ok(Ok(json!({"ok": false, "error": "Aspect not found", "items": []})));
         };
@@ -1082,7 +1096,9 @@ impl<'a> Session<'a> {
             let mut evidence = Vec::new();
             for id in item["claims"].as_array().cloned().unwrap_or_default().iter().filter_map(Value::as_str) {
                 let rows = self.store.object_evidence(&self.conv, "claim", id)?.unwrap_or_default();
-                evidence.push(json!(rows.iter().map(|r| json!({"sourceRef": format!("turn:{}", r.turn), "quote": r.quote})).collect::<Vec<_>>()));
+                evidence.push(json!(
+                    rows.iter().map(|r| json!({"sourceRef": format!("turn:{}", r.turn), "quote": r.quote})).collect::<Vec<_>>()
+                ));
             }
             item["evidence"] = Value::Array(evidence);
             out.push(item);
@@ -1115,7 +1131,9 @@ impl<'a> Session<'a> {
             && let Some(ent) = Self::find_entity(&view, e)
         {
             let canonical = normalize_entity_name(a);
-            if let Some(asp) = view.aspects.iter().find(|x| x.active && x.entity_id == ent.id && (&x.id == a || x.canonical_name == canonical)) {
+            if let Some(asp) =
+                view.aspects.iter().find(|x| x.active && x.entity_id == ent.id && (&x.id == a || x.canonical_name == canonical))
+            {
                 active = view
                     .claims
                     .iter()
@@ -1157,7 +1175,8 @@ impl<'a> Session<'a> {
         }
         if let Some(ops) = i.operations {
             let request = json!({"agentId": self.conv, "operations": ops}).to_string();
-            let parsed = super::contract::parse_apply_request(&request, &self.limits).and_then(|r| validate_request(&r, &self.turns).map(|v| (r, v)));
+            let parsed = super::contract::parse_apply_request(&request, &self.limits)
+                .and_then(|r| validate_request(&r, &self.turns).map(|v| (r, v)));
             out["items"] = match parsed {
                 Err(r) => {
                     out["error"] = json!(match r.index {
@@ -1230,7 +1249,9 @@ impl<'a> Session<'a> {
                 }
             }
             if i.deferred_evidence.len() > MAX_RUNBOOK_ITEMS || i.reviewed_excluded_evidence.len() > MAX_RUNBOOK_ITEMS {
-                return Err(InputError(format!("{T}: deferredEvidence and reviewedExcludedEvidence hold at most {MAX_RUNBOOK_ITEMS} each")));
+                return Err(InputError(format!(
+                    "{T}: deferredEvidence and reviewedExcludedEvidence hold at most {MAX_RUNBOOK_ITEMS} each"
+                )));
             }
             let turn = |r: &str, agent: Option<&str>| -> Checked<String> {
                 self.scope(T, agent)?;
@@ -1251,7 +1272,13 @@ impl<'a> Session<'a> {
                 text_field(T, "reviewedExcludedEvidence.reason", &Some(r.reason.clone()), MAX_RUNBOOK_ITEM_CHARS)?;
                 reviewed.push((turn(&r.source_ref, r.agent_id.as_deref())?, r.reason.trim().to_string()));
             }
-            Ok(Runbook { summary, open_questions: i.open_questions, deferred: i.deferred, deferred_evidence, reviewed_excluded_evidence: reviewed })
+            Ok(Runbook {
+                summary,
+                open_questions: i.open_questions,
+                deferred: i.deferred,
+                deferred_evidence,
+                reviewed_excluded_evidence: reviewed,
+            })
         })();
         let runbook = match checked {
             Ok(c) => c,
@@ -1439,8 +1466,21 @@ mod tests {
         let cfg = DreamingConfig::default();
         let mut s = session(&store, live(), &cfg);
         for tool in CAPABILITY_IDS {
-            let input = json!({"agentId": CONV, "entityId": "x", "aspectId": "y", "summary": "s", "ref": {"type": "link", "id": "l"},
-                "operations": [{"operation": "create_entity", "payload": {"name": "Ann", "type": "person"}}], "bogus": 1});
+            // The smallest valid input of each capability, plus one unknown field.
+            let mut input = json!({"agentId": CONV, "bogus": 1});
+            let extra = match tool {
+                "get_entity" | "walk_links" => json!({"entityId": "x"}),
+                "list_aspect_claims" => json!({"entityId": "x", "aspectId": "y"}),
+                "get_evidence" => json!({"ref": {"type": "link", "id": "l"}}),
+                "runbook_write" => json!({"summary": "s"}),
+                "apply_ontology_ops" => {
+                    json!({"operations": [{"operation": "create_entity", "payload": {"name": "Ann", "type": "person"}}]})
+                }
+                _ => json!({}),
+            };
+            if let (Some(m), Value::Object(e)) = (input.as_object_mut(), extra) {
+                m.extend(e);
+            }
             let out = s.invoke(tool, &input.to_string()).unwrap();
             match tool {
                 // The contract reads the request (unknown fields are a counted `schema` rejection).
@@ -1521,7 +1561,8 @@ mod tests {
         assert_eq!((item["contentHasPrevious"].clone(), item["contentHasNext"].clone()), (json!(true), json!(false)));
         assert_eq!(item["contentLength"], json!(long.chars().count()));
 
-        let page = s.invoke("search_evidence", &json!({"agentId": CONV, "sourceRef": "turn:t4", "offset": 2000, "chunkSize": 2000}).to_string());
+        let page =
+            s.invoke("search_evidence", &json!({"agentId": CONV, "sourceRef": "turn:t4", "offset": 2000, "chunkSize": 2000}).to_string());
         let page = page.unwrap().unwrap();
         assert_eq!(page["items"][0]["content"].as_str().unwrap(), long.chars().skip(2000).take(2000).collect::<String>());
         assert_eq!(page["items"][0]["contentHasNext"], json!(true));
@@ -1552,17 +1593,23 @@ mod tests {
         let claims = claims.unwrap().unwrap();
         let claim = claims["items"][0]["id"].as_str().unwrap().to_string();
         assert_eq!(claims["items"][0]["evidenceCount"], json!(1));
-        let ev = s.invoke("get_evidence", &json!({"agentId": CONV, "ref": {"type": "claim", "claim": claim}}).to_string()).unwrap().unwrap();
+        let ev =
+            s.invoke("get_evidence", &json!({"agentId": CONV, "ref": {"type": "claim", "claim": claim}}).to_string()).unwrap().unwrap();
         assert_eq!(ev["result"]["items"][0]["evidence"][0]["quote"], json!("I live in Porto"));
-        let missing = s.invoke("get_evidence", &json!({"agentId": CONV, "ref": {"type": "link", "id": "nope"}}).to_string()).unwrap().unwrap();
+        let missing =
+            s.invoke("get_evidence", &json!({"agentId": CONV, "ref": {"type": "link", "id": "nope"}}).to_string()).unwrap().unwrap();
         assert_eq!(missing["ok"], json!(false));
         assert!(missing["error"].is_string());
         let none = s.invoke("get_entity", &json!({"agentId": CONV, "entityId": "Bob"}).to_string()).unwrap().unwrap();
         assert_eq!((none["ok"].clone(), none["error"].clone()), (json!(false), json!("Entity not found")));
 
         let v = s
-            .invoke("validate_proposal", &json!({"agentId": CONV, "name": "ann", "entityId": "Ann", "aspectId": "lives in",
-                "value": "Ann does not live in Porto"}).to_string())
+            .invoke(
+                "validate_proposal",
+                &json!({"agentId": CONV, "name": "ann", "type": "person", "entityId": "Ann", "aspectId": "lives in",
+                "value": "Ann does not live in Porto"})
+                .to_string(),
+            )
             .unwrap()
             .unwrap();
         assert_eq!(v["label"]["ok"], json!(true));
@@ -1570,8 +1617,12 @@ mod tests {
         assert_eq!(v["contradiction"][0]["detected"], json!(true), "{v}");
 
         let w = s
-            .call("runbook_write", &json!({"summary": " Ann's home. ", "reviewedExcludedEvidence": [{"sourceRef": "turn:t2", "reason": "small talk"}],
-                "deferredEvidence": ["turn:t3"]}).to_string())
+            .call(
+                "runbook_write",
+                &json!({"summary": " Ann's home. ", "reviewedExcludedEvidence": [{"sourceRef": "turn:t2", "reason": "small talk"}],
+                "deferredEvidence": ["turn:t3"]})
+                .to_string(),
+            )
             .unwrap();
         assert_eq!(w["ok"], json!(true), "{w}");
         let rb = s.tally().runbook.clone().unwrap();
