@@ -672,7 +672,7 @@ fn run_point(
         let store = point_store(&mut made, profile)?;
         let figures = memo.figures((qa_key(cfg), store.qa_digest()?), || {
             store.resume_search_index()?;
-            let formed = crate::qa::evaluate_sources(dataset, Some(&store), stages.embedder, cfg, false)?.with_sources_of(raw);
+            let formed = crate::qa::evaluate_sources(dataset, Some(store), stages.embedder, cfg, false)?.with_sources_of(raw);
             Ok(crate::qa::summary_metrics(&formed).into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))).collect())
         })?;
         metrics.extend(figures);
