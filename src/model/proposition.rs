@@ -206,8 +206,8 @@ pub fn change(earlier: &Reading, later: &Reading) -> Option<Change> {
                 continue;
             }
             // The same slot with another value.
-            if let (Some((sa, va)), Some((sb, vb))) = (&a.slot, &b.slot)
-                && sa == sb
+            if let (Some(x @ (sa, va)), Some(y @ (_, vb))) = (&a.slot, &b.slot)
+                && same_slot(x, y)
                 && a.state
                 && b.state
                 && (a.positive || b.positive)
@@ -224,20 +224,37 @@ pub fn change(earlier: &Reading, later: &Reading) -> Option<Change> {
                 && a.positive
                 && a.ends.is_none()
                 && !ended.is_empty()
-                && (ended.iter().any(|w| a.object.binary_search(w).is_ok())
-                    || (b.habit && matches!(ended.as_slice(), [w] if a.pred.split(' ').next() == Some(w.as_str()))))
+                && (ends_state(a, ended) || (b.habit && ends_habit(a, ended)))
             {
                 return Some(Change::Ending);
             }
             // "no longer" / "not … anymore": the same predicate, one object
-            // within the other.
+            // within the other (a plan's time words say when, not what).
+            let timeless = |p: &Prop| p.object.iter().filter(|w| !is_time(w)).cloned().collect::<Vec<String>>();
+            let (oa, ob) = (timeless(a), timeless(b));
             if (b.no_longer || a.plan)
                 && !b.positive
                 && a.positive
                 && a.ends.is_none()
                 && a.family == b.family
-                && (subset(&b.object, &a.object) || subset(&a.object, &b.object))
-                && (!b.object.is_empty() || a.object.is_empty())
+                && (subset(&ob, &oa) || subset(&oa, &ob))
+                && (!ob.is_empty() || oa.is_empty())
+            {
+                return Some(Change::Ending);
+            }
+            // "is no longer in the choir", "no longer a member of the club":
+            // out of the group a state is in.
+            if b.no_longer
+                && !b.positive
+                && b.pred == "be"
+                && b.slot.is_none()
+                && a.positive
+                && a.state
+                && a.ends.is_none()
+                && a.pred != "be"
+                && let member = b.object.iter().filter(|w| !matches!(w.as_str(), "member" | "part")).cloned().collect::<Vec<_>>()
+                && !member.is_empty()
+                && subset(&member, &a.object)
             {
                 return Some(Change::Ending);
             }
@@ -254,6 +271,25 @@ pub fn change(earlier: &Reading, later: &Reading) -> Option<Change> {
         }
     }
     None
+}
+
+/// Whether an ending of an activity (`ended`: its verb and object words)
+/// ends the habit `a` states: the same verb, and no object word that `a`
+/// lacks ("retired from running" ends "runs marathons", "stopped being
+/// vegan" ends "is vegan"; "stopped playing football" does not end "plays
+/// tennis").
+fn ends_habit(a: &Prop, ended: &[String]) -> bool {
+    let verb = a.pred.split(' ').next().unwrap_or("");
+    ended.iter().any(|w| w == verb)
+        && ended.iter().filter(|w| *w != verb).all(|w| a.object.binary_search_by(|o| o.as_str().cmp(w.trim_start_matches('@'))).is_ok())
+}
+
+/// Whether two slots are one: the same name, or a job or an employer
+/// against not working at all ("is unemployed" / "works at a supermarket").
+fn same_slot(a: &(String, Vec<String>), b: &(String, Vec<String>)) -> bool {
+    let idle = |(n, v): &(String, Vec<String>)| n == "job" && v.len() == 1 && NOT_WORKING.contains(&v[0].as_str());
+    let work = |(n, _): &(String, Vec<String>)| n == "job" || n == "employer";
+    a.0 == b.0 || (idle(a) && work(b)) || (idle(b) && work(a))
 }
 
 /// Whether every word of `a` is in `b` (both sorted).
@@ -472,6 +508,11 @@ fn normal_words(words: &[String]) -> Vec<String> {
             i += 2;
             continue;
         }
+        if matches!(w, "years" | "year") && next == Some("old") && out.last().is_some_and(|n| n.chars().all(|c| c.is_ascii_digit())) {
+            // "is 40 years old" says "is 40".
+            i += 2;
+            continue;
+        }
         if w == "employed" && next == Some("as") {
             // "is employed as" → "is".
             i += 2;
@@ -612,7 +653,7 @@ const DISLIKE: &[&str] = &["hat", "dislik", "detest", "loath", "avoid"];
 /// particle may follow.
 const ENDINGS: &[&str] = &[
     "quit", "leav", "sell", "stop", "cancel", "cancell", "resign", "retir", "divorc", "abandon", "skipp", "skip", "withdrew", "withdraw",
-    "scrap", "scrapp", "ditch", "shelv", "postpon",
+    "scrap", "scrapp", "ditch", "shelv", "postpon", "rehom", "stolen",
 ];
 /// Endings of a verb and its particles ("moved out of", "broke up with"),
 /// as predicates.
@@ -632,7 +673,47 @@ const ENDING_PHRASES: &[&str] = &[
     "back out of",
     "split from",
     "separat from",
+    "trad in",
+    "step down",
+    "step down as",
+    "step down from",
 ];
+
+/// Words of an outing on one day ("left the party early"): leaving then
+/// is an event, not an ending.
+const SAME_DAY: &[&str] = &["early", "late", "today", "tonight", "yesterday", "morning", "afternoon", "evening"];
+
+/// Verbs of coming to hold a preference ("has grown to love").
+const GROW: &[&str] = &["grown", "grew", "grow", "come", "came", "learned", "learnt"];
+
+/// Not working, as a job slot's value: excludes any job or employer.
+const NOT_WORKING: &[&str] = &["unemploy", "retir", "jobless"];
+
+/// A preference said with a copula ("a big fan of", "keen on", "tired
+/// of"): whether it likes, and the phrase.
+const COPULA_PREFS: &[(&[&str], bool)] = &[
+    (&["fan", "of"], true),
+    (&["keen", "on"], true),
+    (&["fond", "of"], true),
+    (&["crazy", "about"], true),
+    (&["obsessed", "with"], true),
+    (&["passionate", "about"], true),
+    (&["tired", "of"], false),
+    (&["sick", "of"], false),
+    (&["fed", "up", "with"], false),
+    (&["bored", "of"], false),
+    (&["bored", "with"], false),
+];
+
+/// Where a copula preference phrase starts after the copula (only
+/// determiners and intensifiers before it), its length and polarity.
+fn copula_preference(rest: &[String]) -> Option<(usize, usize, bool)> {
+    let k = rest.iter().position(|w| !matches!(w.as_str(), "a" | "an" | "big" | "huge" | "great" | "real" | "massive" | "so"))?;
+    COPULA_PREFS
+        .iter()
+        .find(|(phrase, _)| rest.len() >= k + phrase.len() && rest[k..k + phrase.len()].iter().zip(phrase.iter()).all(|(a, b)| a == b))
+        .map(|(phrase, like)| (k, phrase.len(), *like))
+}
 
 /// Words that close the thing an ending names: a reason, a purpose, a
 /// further clause ("left his job *to* pursue dancing", "*because* …").
@@ -640,6 +721,46 @@ const ENDED_STOP: &[&str] = &[
     "and", "but", "because", "so", "since", "due", "after", "before", "when", "while", "for", "which", "that", "who", "where", "although",
     "though", "if", "to", "into",
 ];
+/// What an ending ends matches a state: a word of the thing it names is in
+/// the state's object or is the state's verb ("cancelled her honeymoon"
+/// ends "plans to honeymoon in Japan"), or the thing is a post, a home or
+/// an outing and its place is the state's ("left her job at the bakery"
+/// ends "works at the bakery"; "left her umbrella at the library" does not
+/// end "volunteers at the library").
+fn ends_state(a: &Prop, ended: &[String]) -> bool {
+    let verb = a.pred.split(' ').next().unwrap_or("");
+    let in_a = |w: &str| a.object.binary_search_by(|o| o.as_str().cmp(w)).is_ok();
+    let (places, things): (Vec<&String>, Vec<&String>) = ended.iter().partition(|w| w.starts_with('@'));
+    things.iter().any(|w| in_a(w) || w.as_str() == verb)
+        || (things.iter().any(|w| POSTS.contains(&w.as_str())) && places.iter().any(|w| in_a(&w[1..])))
+}
+
+/// Things that are where they are held: a post, a home, a course, an outing.
+const POSTS: &[&str] = &[
+    "job",
+    "position",
+    "post",
+    "role",
+    "work",
+    "flat",
+    "apartment",
+    "hous",
+    "house",
+    "home",
+    "room",
+    "cours",
+    "class",
+    "trip",
+    "holiday",
+    "vacation",
+    "visit",
+    "stay",
+    "plan",
+    "place",
+    "shift",
+    "lesson",
+];
+
 /// Nouns whose "to" phrase names where they go ("trip to Japan").
 const TO_NOUNS: &[&str] = &["trip", "visit", "move", "vacation", "holiday", "flight", "journey", "tour", "plan", "plans", "wedding"];
 
@@ -650,16 +771,23 @@ const TO_NOUNS: &[&str] = &["trip", "visit", "move", "vacation", "holiday", "fli
 fn ended(rest: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut heads: Vec<&str> = Vec::new();
+    // After "at", "in", "on", "by", "near": where the ended thing is, not
+    // what it is ("left her umbrella at the library"), marked `@`.
+    let mut place = false;
     for w in rest {
         let w = w.as_str();
         if ENDED_STOP.contains(&w) && !(w == "to" && heads.iter().any(|h| TO_NOUNS.contains(h))) {
             break;
         }
         heads.push(w);
+        // ("gave up on buying a house": an "on" right after the verb is its particle).
+        if matches!(w, "at" | "in" | "on" | "by" | "near") && (heads.len() > 1 || w != "on") {
+            place = true;
+        }
         if FILLER.contains(&w) || TIME_WORDS.contains(&w) || w.chars().all(|c| c.is_ascii_digit()) {
             continue;
         }
-        out.push(stem(w));
+        out.push(if place { format!("@{}", stem(w)) } else { stem(w) });
     }
     out.sort();
     out.dedup();
@@ -669,8 +797,30 @@ fn ended(rest: &[String]) -> Vec<String> {
 /// Verbs that begin a state (a past form of one still holds: "joined a
 /// band", "bought a car"), as stems.
 const INCHOATIVE: &[&str] = &[
-    "join", "start", "buy", "adopt", "get", "mov", "becam", "becom", "sign", "enrol", "enroll", "found", "open", "begin", "book", "turn",
-    "relocat", "settl",
+    "join",
+    "start",
+    "buy",
+    "adopt",
+    "get",
+    "mov",
+    "becam",
+    "becom",
+    "sign",
+    "enrol",
+    "enroll",
+    "found",
+    "open",
+    "begin",
+    "book",
+    "turn",
+    "relocat",
+    "settl",
+    "marry",
+    "promot",
+    "retrain",
+    "qualify",
+    "transferr",
+    "transfer",
 ];
 
 /// Modal and auxiliary words before a main verb.
@@ -763,6 +913,7 @@ const SLOT_NOUNS: &[&str] = &[
     "mentor",
     "birthday",
     "name",
+    "leader",
 ];
 
 /// Occupations, the head nouns of a job ("is a nurse", "is a stay-at-home
@@ -905,6 +1056,7 @@ const PERSON_SLOTS: &[&str] = &[
     "coach",
     "teacher",
     "mentor",
+    "leader",
 ];
 
 /// Nouns of a place of study ("attends Oakfield School").
@@ -918,7 +1070,7 @@ const FILLER: &[&str] = &[
 ];
 
 const PARTICLES: &[&str] =
-    &["at", "as", "for", "in", "to", "with", "out", "of", "up", "off", "from", "on", "into", "rid", "away", "against"];
+    &["at", "as", "for", "in", "to", "with", "out", "of", "up", "off", "from", "on", "into", "rid", "away", "against", "down"];
 
 /// Verbs of intention whose "to" names a planned action ("plans to move").
 const PLAN_VERBS: &[&str] = &["plan", "want", "hop", "intend", "aim", "expect", "decid"];
@@ -930,6 +1082,11 @@ fn propositions(subject: &str, predicate: &str, words: &[String], antonyms: &[[S
     if subject_words.is_empty() {
         return Vec::new();
     }
+    // Stance words before the subject lead nothing ("These days, Ann …").
+    let words = &words[leading_stance(words)..];
+    // "Basketball is now Ann's favourite sport": the attribute named last.
+    let inverted = inverted_attribute(words, &subject_words);
+    let words = inverted.as_deref().unwrap_or(words);
     // Where the subject is first named (after a time lead such as "In May,").
     let Some(at) = (0..words.len().min(TIME_LEAD_MAX + 1)).find(|&i| named_at(words, i, &subject_words)) else {
         return Vec::new();
@@ -943,54 +1100,92 @@ fn propositions(subject: &str, predicate: &str, words: &[String], antonyms: &[[S
     let mut holder = subject.to_string();
     let mut rest: &[String] = &words[after - 1..];
     let mut slot_noun: Option<String> = None;
-    // The words of a possessed thing ("Amara's charity quiz night").
-    let mut possessed: Option<Vec<String>> = None;
+    // The words of a possessed thing ("Amara's charity quiz night"), and
+    // whether it is a person's (someone else's, or a person: "Ann's
+    // sister") rather than a thing or an animal the subject has.
+    let mut possessed: Option<(Vec<String>, bool)> = None;
+    let mut passive_ending = false;
+    let couple: Vec<String>;
+    let tail_words: Vec<String>;
     let last = &words[after - 1];
     if last.ends_with("'s") || last.ends_with('\'') {
         // "Ann's <noun phrase> is/verb …".
-        let tail = &words[after..];
+        // Without stance words ("favourite band these days is …"), "anymore" kept.
+        let (mut tail, anymore) = without_stance(&words[after..]);
+        if anymore {
+            tail.push("anymore".into());
+        }
+        tail_words = tail;
+        let tail = &tail_words[..];
         let verb = tail.iter().position(|w| BE.contains(&w.as_str()) || is_finite(w)).unwrap_or(tail.len());
         let head: Vec<&str> = tail[..verb].iter().map(String::as_str).filter(|w| !matches!(*w, "new" | "current" | "old")).collect();
         if head.is_empty() || verb == tail.len() {
             return Vec::new();
         }
-        let head_text = head.join(" ");
+        let head_text = canonical_slot(&head.join(" "));
         // "… was called off": a passive ending, not an attribute's value.
-        let passive_ending = tail.get(verb + 1).is_some_and(|w| {
+        passive_ending = tail.get(verb + 1).is_some_and(|w| {
             let v = stem(w);
-            ENDINGS.contains(&v.as_str()) || (v == "call" && tail.get(verb + 2).is_some_and(|p| p == "off"))
+            (ENDINGS.contains(&v.as_str()) && !STATUSES.contains(&w.as_str()))
+                || (v == "call" && tail.get(verb + 2).is_some_and(|p| p == "off"))
         });
         let is_copula = BE.contains(&tail[verb].as_str()) && !passive_ending;
-        let person = head.iter().any(|w| HOLDERS.contains(w));
-        let attribute = head.first() == Some(&"favourite")
-            || (!person && (head.iter().any(|w| SLOT_NOUNS.contains(w)) || head_text == predicate || head == ["relationship"]));
+        // A compound whose last word is an attribute ("team leader") names
+        // the attribute, not the person or group before it; the head noun is
+        // the last before a preposition ("manager at work", "birthday party").
+        let last_noun =
+            head.iter().take_while(|w| !matches!(**w, "at" | "of" | "in" | "for" | "on" | "to" | "from")).last().copied().unwrap_or("");
+        let person = head.iter().any(|w| HOLDERS.contains(w)) && !SLOT_NOUNS.contains(&last_noun) && !PERSON_SLOTS.contains(&last_noun);
+        // "Ann's home is in Cork" says where she lives.
+        let home = head == ["home"] && tail.get(verb + 1).is_some_and(|w| matches!(w.as_str(), "in" | "at" | "near"));
+        let attribute = home
+            || head.first() == Some(&"favourite")
+            || (!person && (SLOT_NOUNS.contains(&last_noun) || head_text == predicate || head == ["relationship"]));
         if is_copula && attribute {
-            if head.iter().any(|w| PERSON_SLOTS.contains(w)) {
+            if PERSON_SLOTS.contains(&last_noun) || head_text == "manager" {
                 // "Sam's girlfriend is Mia": the slot's value; "… is vegan": a fact of hers.
                 holder = format!("{subject}'s {head_text}");
             }
             slot_noun = Some(head_text);
         } else {
             holder = format!("{subject}'s {head_text}");
-            possessed = Some(head.iter().map(|w| stem(w)).collect());
+            // Whose it is: the head noun phrase, before a preposition ("surprise
+            // party for her mum" is the subject's party).
+            let someone = head
+                .iter()
+                .take_while(|w| !matches!(**w, "at" | "of" | "in" | "for" | "on" | "to" | "from" | "with"))
+                .any(|w| w.ends_with("'s") || w.ends_with('\'') || (HOLDERS.contains(w) && !ANIMALS.contains(w)));
+            possessed = Some((head.iter().map(|w| stem(w)).collect(), someone));
         }
         rest = &tail[verb..];
     } else {
         rest = &rest[1..];
+        // "Ann and Sam broke up": Ann broke up with Sam.
+        if let Some(c) = couple_ending(rest) {
+            couple = c;
+            rest = &couple;
+        }
     }
     let mut out = Vec::new();
     for clause in split_clauses(rest) {
         if let Some(mut p) = clause_prop(&holder, &clause, slot_noun.as_deref(), antonyms) {
-            // A passive ending of a possessed thing ends it for the subject:
-            // "Amara's quiz night was called off".
-            if let (Some(words), Some(ended)) = (&possessed, &p.ends)
-                && ended.is_empty()
+            // A possessed thing that is gone is no longer had: "Amara's quiz
+            // night was called off", "Omar's dog passed away", "Kira's cat
+            // lives with her mother now", "Jon's trip is off".
+            if let Some((words, someone)) = &possessed
+                && (p.ends.as_ref().is_some_and(Vec::is_empty) || (passive_ending && !*someone) || gone(&p, &clause, *someone))
             {
                 let mut words: Vec<String> = words.iter().filter(|w| !FILLER.contains(&w.as_str())).cloned().collect();
                 words.sort();
                 words.dedup();
                 p.holder = subject.to_string();
                 p.ends = Some(words);
+                p.positive = true;
+                p.slot = None;
+            }
+            // "Ann reports to Julia": Ann's manager is Julia.
+            if p.slot.as_ref().is_some_and(|(n, _)| n == "manager") && holder == subject {
+                p.holder = format!("{subject}'s manager");
             }
             out.push(p);
         }
@@ -998,6 +1193,111 @@ fn propositions(subject: &str, predicate: &str, words: &[String], antonyms: &[[S
         slot_noun = None;
     }
     out
+}
+
+/// Animals: a possessive naming one is about an animal the subject has.
+const ANIMALS: &[&str] = &["dog", "cat", "pet", "puppy", "kitten"];
+
+/// How many words at the start are stance words or phrases.
+fn leading_stance(words: &[String]) -> usize {
+    let mut i = 0;
+    'next: while i < words.len() {
+        for p in STANCE_PHRASES {
+            if words.len() - i >= p.len() && words[i..i + p.len()].iter().zip(p.iter()).all(|(a, b)| a == b) {
+                i += p.len();
+                continue 'next;
+            }
+        }
+        if !STANCE.contains(&words[i].as_str()) {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// "<value> is <Subject>'s favourite <noun>" (or another attribute) said
+/// the other way round: "<Subject>'s favourite <noun> is <value>".
+fn inverted_attribute(words: &[String], subject: &[String]) -> Option<Vec<String>> {
+    if named_at(words, 0, subject) {
+        return None;
+    }
+    let be = words.iter().take(6).position(|w| matches!(w.as_str(), "is" | "was"))?;
+    if be == 0 || words[..be].iter().any(|w| BE.contains(&w.as_str()) || w.ends_with("'s")) {
+        return None;
+    }
+    let at = be + 1 + leading_stance(&words[be + 1..]);
+    if !named_at(words, at, subject) || !words[at + subject.len() - 1].ends_with("'s") {
+        return None;
+    }
+    let np = &words[at + subject.len()..];
+    let head = np.iter().find(|w| !matches!(w.as_str(), "new" | "current" | "old"))?;
+    if head != "favourite" && !SLOT_NOUNS.contains(&head.as_str()) {
+        return None;
+    }
+    let mut out: Vec<String> = words[at..].to_vec();
+    out.push("is".into());
+    out.extend(words[..be].iter().cloned());
+    Some(out)
+}
+
+/// One name for the attributes that are one slot: a boss, a line manager
+/// and a supervisor are one's manager.
+fn canonical_slot(head: &str) -> String {
+    match head {
+        "boss" | "line manager" | "supervisor" | "manager" => "manager".into(),
+        h => h.to_string(),
+    }
+}
+
+/// "and Sam broke up" (after the subject): the words of "broke up with
+/// Sam", so the couple's ending reads as the subject's.
+fn couple_ending(rest: &[String]) -> Option<Vec<String>> {
+    if rest.first().is_none_or(|w| w != "and") {
+        return None;
+    }
+    let k =
+        (2..=3.min(rest.len().saturating_sub(1))).find(|&k| matches!(stem(&rest[k]).as_str(), "break" | "split" | "separat" | "divorc"))?;
+    if rest[1..k].iter().any(|w| is_finite(w) || BE.contains(&w.as_str())) {
+        return None;
+    }
+    let mut out: Vec<String> = vec![rest[k].clone()];
+    let mut tail = k + 1;
+    if rest.get(tail).is_some_and(|w| w == "up") {
+        out.push("up".into());
+        out.push("with".into());
+        tail += 1;
+    } else if stem(&rest[k]) != "divorc" {
+        out.push("from".into());
+    }
+    out.extend(rest[1..k].iter().cloned());
+    out.extend(rest[tail..].iter().cloned());
+    Some(out)
+}
+
+/// Whether a clause about a possessed thing says it is gone for its owner:
+/// it died, it is off or not happening, or (a thing or an animal, not a
+/// person) it now lives with or belongs to someone named.
+fn gone(p: &Prop, clause: &[String], someone: bool) -> bool {
+    let pred = p.pred.as_str();
+    if !someone && matches!(pred, "died" | "di" | "pass away" | "pass on") && p.positive {
+        return true;
+    }
+    if pred == "be" && p.object.is_empty() && clause.iter().any(|w| w == "off") {
+        return true;
+    }
+    if pred == "happen" && !p.positive {
+        return true;
+    }
+    if !someone && p.positive && matches!(pred, "liv with" | "belong to" | "stay with") {
+        // "… lives with her mother", not "… lives with her" (the owner).
+        let k = clause.iter().position(|w| matches!(w.as_str(), "with" | "to")).map_or(clause.len(), |k| k + 1);
+        let named = &clause[k.min(clause.len())..];
+        let bare = named.first().is_some_and(|w| matches!(w.as_str(), "her" | "him" | "them" | "me" | "us"))
+            && named.get(1).is_none_or(|w| matches!(w.as_str(), "and" | "now" | "still"));
+        return !bare && !p.object.is_empty();
+    }
+    false
 }
 
 /// Words that open a time lead before the subject ("In May, Ann …").
@@ -1077,6 +1377,7 @@ fn clause_prop(holder: &str, clause: &[String], slot_noun: Option<&str>, antonym
     let mut saw_have = false;
     let mut aux = false;
     let mut plan = false;
+    let mut began = false;
     // Skip auxiliaries and negations before the main verb.
     while i < ws.len() {
         let w = ws[i].as_str();
@@ -1097,7 +1398,9 @@ fn clause_prop(holder: &str, clause: &[String], slot_noun: Option<&str>, antonym
             i += 1;
             continue;
         }
-        if HAVE.contains(&w) && next.is_some_and(|n| n.ends_with("ed") || n == "been" || matches!(n, "not" | "never" | "no")) {
+        if HAVE.contains(&w)
+            && next.is_some_and(|n| n.ends_with("ed") || n == "been" || matches!(n, "not" | "never" | "no") || GROW.contains(&n))
+        {
             saw_have = true;
             aux = true;
             i += 1;
@@ -1122,6 +1425,30 @@ fn clause_prop(holder: &str, clause: &[String], slot_noun: Option<&str>, antonym
             plan = true;
             i += 2;
         }
+        // A plan given up: "has decided not to study medicine".
+        if stem(&ws[i]) == "decid"
+            && ws.get(i + 1).is_some_and(|w| w == "not")
+            && ws.get(i + 2).is_some_and(|w| w == "to")
+            && i + 3 < ws.len()
+        {
+            plan = true;
+            negations += 1;
+            i += 3;
+        }
+        // A preference one came to hold is held: "has grown to love X".
+        if GROW.contains(&ws[i].as_str())
+            && ws.get(i + 1).is_some_and(|w| w == "to")
+            && ws.get(i + 2).is_some_and(|w| LIKE.contains(&stem(w).as_str()) || DISLIKE.contains(&stem(w).as_str()))
+        {
+            i += 2;
+        }
+        // The start of an activity is the activity, from now on: "started
+        // working at the hospital" works at the hospital.
+        if matches!(stem(&ws[i]).as_str(), "start" | "begin" | "began") && ws.get(i + 1).is_some_and(|w| w.ends_with("ing") && w.len() > 4)
+        {
+            began = true;
+            i += 1;
+        }
         let v = stem(&ws[i]);
         let mut end = i + 1;
         let mut pred = v.clone();
@@ -1136,7 +1463,8 @@ fn clause_prop(holder: &str, clause: &[String], slot_noun: Option<&str>, antonym
             let second = |q: &&String| match q.as_str() {
                 "of" => pred.ends_with(" out") || pred.ends_with(" rid"),
                 "with" => pred.ends_with(" out") || pred.ends_with(" up"),
-                "from" => pred.ends_with(" out"),
+                "from" => pred.ends_with(" out") || pred.ends_with(" down"),
+                "as" => pred.ends_with(" down"),
                 _ => false,
             };
             if let Some(q) = ws.get(end).filter(second) {
@@ -1146,7 +1474,15 @@ fn clause_prop(holder: &str, clause: &[String], slot_noun: Option<&str>, antonym
         }
         (pred, end, ws[i].clone())
     };
-    let rest = &ws[particle_end.min(ws.len())..];
+    let mut rest = &ws[particle_end.min(ws.len())..];
+    // A preference said with a copula: "is a big fan of X", "is tired of X".
+    let mut copula_pref: Option<bool> = None;
+    if pred == "be"
+        && let Some((k, len, like)) = copula_preference(rest)
+    {
+        copula_pref = Some(like);
+        rest = &rest[k + len..];
+    }
     // Objects: antonym second words flip the polarity ("is disabled").
     let mut object: Vec<String> = Vec::new();
     for w in rest {
@@ -1178,29 +1514,59 @@ fn clause_prop(holder: &str, clause: &[String], slot_noun: Option<&str>, antonym
     if dull {
         object.retain(|w| !is_dull(w));
     }
-    let family = if LIKE.contains(&verb_stem.as_str()) || DISLIKE.contains(&verb_stem.as_str()) || cannot_stand || into || dull {
+    let family = if LIKE.contains(&verb_stem.as_str())
+        || DISLIKE.contains(&verb_stem.as_str())
+        || cannot_stand
+        || into
+        || dull
+        || copula_pref.is_some()
+    {
         "pref".to_string()
+    } else if matches!(verb_stem.as_str(), "own" | "possess") {
+        // Owning is having: "owns a boat" / "no longer has a boat".
+        "hav".to_string()
     } else {
         pred.clone()
     };
-    let positive = negations.is_multiple_of(2) != (DISLIKE.contains(&verb_stem.as_str()) || dull);
+    let positive = negations.is_multiple_of(2) != (DISLIKE.contains(&verb_stem.as_str()) || dull || copula_pref == Some(false));
     // Slots, their values without the times they hold at.
     let slot = if let Some(noun) = slot_noun { Some((noun.to_string(), object.clone())) } else { verb_slot(&pred, &ws, rest, &object) }
         .map(|(name, value)| {
-            let timeless = if name == "age" || name == "shift" { value } else { value.into_iter().filter(|w| !is_time(w)).collect() };
+            // A value that is only a time ("favourite season is autumn") keeps it.
+            let timeless = if name == "age" || name == "shift" || value.iter().all(|w| is_time(w)) {
+                value
+            } else {
+                value.into_iter().filter(|w| !is_time(w)).collect()
+            };
+            // An occupation's agent noun is its verb ("teacher", "teaches").
+            let timeless = if name == "job" { agent_nouns(&timeless) } else { timeless };
             (name, timeless)
         });
+    // A birthday tells an age, and a job one got or took is held from then on.
+    let begins = slot.as_ref().is_some_and(|(n, _)| n == "age" || ((n == "employer" || n == "job") && object.iter().any(|w| w == "job")));
     // Endings: what they end.
     // Giving a thing to someone ends having it ("gave his bike to his cousin").
     let given = verb_stem == "giv"
         && rest.windows(2).any(|w| w[0] == "to" && matches!(w[1].as_str(), "his" | "her" | "their" | "a" | "an" | "the" | "my" | "our"));
-    let ends = if (ENDINGS.contains(&verb_stem.as_str()) && !saw_be) || ENDING_PHRASES.contains(&pred.as_str()) || given {
+    // Leaving a place early or today is an event, not an ending.
+    let outing = verb_stem == "leav" && clause.iter().any(|w| SAME_DAY.contains(&w.as_str()));
+    // Dropping a plan or an idea ends it.
+    let dropped = verb_stem == "drop" && pred == "drop" && rest.iter().any(|w| matches!(w.as_str(), "plan" | "plans" | "idea"));
+    // A planned ending ("plans to retire") is a plan: nothing ends until it happens.
+    let ends = if ((ENDINGS.contains(&verb_stem.as_str()) && !saw_be) || ENDING_PHRASES.contains(&pred.as_str()) || given || dropped)
+        && !outing
+        && !plan
+    {
         (negations == 0).then(|| ended(rest))
     } else {
         None
     };
-    let habit = matches!(verb_stem.as_str(), "quit" | "stop") || pred == "giv up";
-    let state = pred == "be" || present_or_plan(&verb_word) || INCHOATIVE.contains(&verb_stem.as_str()) || plan;
+    // An ending of an activity ends its habit: "quit smoking", "retired
+    // from running", "stopped being vegan".
+    let habit = matches!(verb_stem.as_str(), "quit" | "stop")
+        || pred == "giv up"
+        || (ends.is_some() && rest.first().is_some_and(|w| w.ends_with("ing") && w.len() > 4));
+    let state = pred == "be" || present_or_plan(&verb_word) || INCHOATIVE.contains(&verb_stem.as_str()) || plan || began || begins;
     Some(Prop {
         holder: holder.to_string(),
         pred,
@@ -1215,6 +1581,37 @@ fn clause_prop(holder: &str, clause: &[String], slot_noun: Option<&str>, antonym
         state,
     })
 }
+
+/// The number of an ordinal ("46th" → "46").
+fn ordinal(w: &str) -> Option<String> {
+    let n = w.strip_suffix("st").or_else(|| w.strip_suffix("nd")).or_else(|| w.strip_suffix("rd")).or_else(|| w.strip_suffix("th"))?;
+    (!n.is_empty() && n.chars().all(|c| c.is_ascii_digit())).then(|| n.to_string())
+}
+
+/// A job's words with agent nouns as their verb ("teacher" → "teach"), so
+/// "works as a teacher" and "teaches for a living" are one value.
+fn agent_nouns(words: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = words
+        .iter()
+        .map(|w| match w.strip_suffix("er") {
+            Some(r) if r.len() >= 4 => stem(r),
+            _ => w.clone(),
+        })
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Homes one can rent, share, own or buy.
+const DWELLINGS: &[&str] = &["house", "flat", "apartment", "studio", "cottage", "bungalow", "condo", "townhouse", "home", "room"];
+
+/// Businesses one runs for a living.
+const BUSINESSES: &[&str] =
+    &["busines", "business", "company", "firm", "shop", "restaurant", "cafe", "caf", "bakery", "salon", "agency", "startup", "store"];
+
+/// Employers by kind: an activity at or for one is a job.
+const EMPLOYERS: &[&str] = &["company", "firm", "agency", "startup", "corporation", "factory", "warehouse", "consultancy", "contractor"];
 
 /// A time word, a month or a year: when a value holds, not what it is.
 fn is_time(w: &str) -> bool {
@@ -1301,7 +1698,7 @@ fn is_verbish(w: &str) -> bool {
         || (w.ends_with("ed")
             && !STATUSES.contains(&w)
             && w.len() > 4
-            && !matches!(w, "interested" | "excited" | "tired" | "retired" | "employed"))
+            && !matches!(w, "interested" | "excited" | "tired" | "retired" | "employed" | "unemployed" | "based"))
 }
 
 /// The slot a verb clause names: relationship status, age, job, employer,
@@ -1334,6 +1731,64 @@ fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> O
     if (verb == "teach" && rest.iter().any(|w| SCHOOLS.contains(&w.as_str()))) || (verb == "wait" && object.iter().any(|w| w == "tabl")) {
         return Some(("job".into(), with(verb, &[])));
     }
+    // A home one rents, shares, owns or bought ("rents a flat in Camden"):
+    // the place it is in, as "lives in" says (not one bought for someone
+    // else or as an investment).
+    if matches!(verb, "rent" | "shar" | "buy" | "own" | "hav")
+        && let Some(k) = rest.iter().rposition(|w| w == "in")
+        && rest[..k].iter().any(|w| DWELLINGS.contains(&w.as_str()))
+        && !rest.iter().any(|w| matches!(w.as_str(), "for" | "as" | "investment" | "holiday"))
+        && k + 1 < rest.len()
+    {
+        return Some(("home".into(), stems(&rest[k + 1..])));
+    }
+    // "lives near the beach in Brighton", "lives on his own in Bath": the
+    // town one lives in.
+    if matches!(pred, "liv" | "liv near" | "liv with" | "liv on" | "liv by")
+        && let Some(k) = rest.iter().rposition(|w| w == "in")
+        && k + 1 < rest.len()
+    {
+        return Some(("home".into(), stems(&rest[k + 1..])));
+    }
+    // "got a job as a lifeguard": the occupation.
+    if let Some(k) = rest.windows(2).position(|w| w[0] == "job" && w[1] == "as")
+        && matches!(verb, "get" | "tak" | "land" | "accept" | "start" | "hav" | "begin" | "found")
+        && k + 2 < rest.len()
+    {
+        return Some(("job".into(), stems(&rest[k + 2..])));
+    }
+    // Getting, taking or starting a job at a place: that place employs one.
+    if let Some(k) = rest.windows(2).position(|w| w[0] == "job" && matches!(w[1].as_str(), "at" | "with"))
+        && matches!(verb, "get" | "tak" | "land" | "accept" | "start" | "hav" | "begin" | "found")
+        && k + 2 < rest.len()
+    {
+        return Some(("employer".into(), stems(&rest[k + 2..])));
+    }
+    // Becoming an occupation, retraining or being promoted: the job.
+    if (matches!(verb, "becam" | "becom") && object.iter().any(|w| occupation_stems().contains(w)))
+        || matches!(pred, "retrain as" | "qualify as" | "promot to")
+    {
+        return Some(("job".into(), agent_nouns(object)));
+    }
+    // Running or owning a business is one's occupation ("runs her own
+    // catering business").
+    if matches!(verb, "run" | "own") && object.iter().any(|w| BUSINESSES.contains(&w.as_str())) {
+        return Some(("job".into(), with("", &["own"])));
+    }
+    // An activity at or for an employer ("builds hardware at a robotics
+    // startup", "delivers groceries for an app company") is one's job.
+    if pred != "be"
+        && !matches!(verb, "volunteer" | "work" | "visit" | "eat" | "buy" | "shop" | "meet" | "stay" | "go" | "hav" | "liv")
+        && let Some(k) = rest.iter().rposition(|w| matches!(w.as_str(), "at" | "for"))
+        && rest[k + 1..].last().is_some_and(|w| EMPLOYERS.contains(&w.as_str()))
+        && !rest.iter().any(|w| is_time(w) || matches!(w.as_str(), "weekends" | "weekend" | "sometimes" | "occasionally"))
+    {
+        let mut v = vec![verb.to_string()];
+        v.extend(stems(&rest[..k]));
+        v.sort();
+        v.dedup();
+        return Some(("job".into(), v));
+    }
     // A thing one has one of ("has a Pixel phone"): its kind is the slot,
     // the words that tell which one are the value.
     if matches!(verb, "hav" | "own" | "buy" | "get" | "driv")
@@ -1341,8 +1796,9 @@ fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> O
     {
         return Some((format!("own {thing}"), with("", &[stem(thing).as_str(), "new", "old", "current", "second", "hand"])));
     }
-    // A shift or a schedule: one at a time ("works the night shift").
-    if pred != "be" && object.iter().any(|w| w == "shift") {
+    // A shift or a schedule: one at a time ("works the night shift", "is on
+    // the day shift").
+    if (pred != "be" || rest.first().is_some_and(|w| w == "on")) && object.iter().any(|w| w == "shift") {
         return Some(("shift".into(), with("", &["shift"])));
     }
     // Holding a position in a group ("chairs the association"), the same
@@ -1355,9 +1811,19 @@ fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> O
         let (first, second) = (after.next()?, after.next().unwrap_or(""));
         if STATUSES.contains(&first)
             || (first == "back" && STATUSES.contains(&second))
+            || (matches!(first, "a" | "an") && matches!(second, "widow" | "widower"))
             || (first == "in" && object.iter().any(|w| w == "relationship"))
         {
             return slot("relationship");
+        }
+        // Not working: "is unemployed", "is out of work", "is retired".
+        if matches!(first, "unemployed" | "jobless" | "retired") || (first == "out" && second == "of" && object.iter().any(|w| w == "work"))
+        {
+            return Some(("job".into(), vec![if first == "retired" { "retir".into() } else { "unemploy".into() }]));
+        }
+        // Based somewhere (not for a while): where one lives.
+        if first == "based" && second == "in" && !rest.iter().any(|w| is_time(w) || matches!(w.as_str(), "for" | "this" | "until")) {
+            return Some(("home".into(), object.iter().filter(|w| *w != "bas" && *w != "based").cloned().collect()));
         }
         // "is 30", "is 30 years old".
         if object.first().is_some_and(|w| w.chars().all(|c| c.is_ascii_digit()))
@@ -1387,7 +1853,7 @@ fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> O
         return None;
     }
     match pred {
-        "work as" => slot("job"),
+        "work as" => Some(("job".into(), agent_nouns(object))),
         "work at" | "work for" => slot("employer"),
         "work on" if object.iter().any(|w| w == "team") => slot("team"),
         "mov" if rest.first().is_some_and(|w| w == "back") && rest.get(1).is_some_and(|w| w == "to") => {
@@ -1396,10 +1862,21 @@ fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> O
         "liv in" | "mov to" | "mov into" | "reloc to" | "relocat to" | "settl in" | "resid in" => slot("home"),
         "propos to" => Some(("relationship".into(), vec!["engag".into()])),
         "study at" => slot("school"),
+        "report to" if !rest.iter().any(|w| is_time(w) || matches!(w.as_str(), "every" | "weekly" | "quarterly" | "monthly" | "daily")) => {
+            slot("manager")
+        }
+        "sign with" | "sign for" => slot("team"),
+        "transferr to" | "transfer to" | "go to" if rest.iter().any(|w| SCHOOLS.contains(&w.as_str())) => slot("school"),
         "play for" => slot("team"),
         "driv" => slot("car"),
         "turn" if object.first().is_some_and(|w| w.chars().all(|c| c.is_ascii_digit())) => Some(("age".into(), object[..1].to_vec())),
-        "dat" | "marry" => slot("relationship"),
+        // "celebrated his 46th birthday": 46 (not someone else's birthday).
+        _ if object.iter().any(|w| w == "birthday") && !rest.iter().any(|w| w.ends_with("'s") || w.ends_with('\'')) => {
+            let n = object.iter().find_map(|w| ordinal(w))?;
+            Some(("age".into(), vec![n]))
+        }
+        // "married Theo" is married to him: the status with the partner.
+        "dat" | "marry" => Some(("relationship".into(), with(verb, &[]))),
         "get" if object.first().is_some_and(|w| matches!(w.as_str(), "marry" | "engag" | "divorc")) => slot("relationship"),
         "hav" if rest.iter().any(|w| PARTNERS.contains(&w.as_str())) => slot("relationship"),
         "attend" if rest.iter().any(|w| SCHOOLS.contains(&w.as_str())) => slot("school"),
@@ -1632,6 +2109,95 @@ mod tests {
         let mine = Reading::of_speaker("Maya", "My manager is Ingrid.", &[]);
         assert_eq!(change(&mine, &Reading::of_speaker("Maya", "My manager is Bruno now.", &[])), Some(Change::Slot("manager".into())));
         assert!(Reading::of_speaker("Maya", "I'm a nurse", &[]).restates(&read("Maya", "Maya works as a nurse")));
+    }
+
+    #[test]
+    fn wider_shapes_of_a_slot() {
+        let slot = |s: &str| Change::Slot(s.to_string());
+        // An occupation one became, retrained as, was promoted to, or runs as a business.
+        update("Maya is a chemist", "Maya became a florist", slot("job"));
+        update("Maya is a cashier", "Maya retrained as an electrician", slot("job"));
+        update("Maya is a junior analyst", "Maya was promoted to senior analyst", slot("job"));
+        update("Maya works as a librarian", "Maya runs her own bakery", slot("job"));
+        update("Maya is unemployed", "Maya works at a garden centre", slot("job"));
+        update("Maya is out of work", "Maya works as a courier", slot("job"));
+        update("Maya works at a bank", "Maya got a job at the town museum", slot("employer"));
+        update("Maya works at a bank", "Maya started working at the town museum", slot("employer"));
+        update("Maya packs boxes for a shipping company", "Maya designs logos at a branding agency", slot("job"));
+        // Home: a dwelling one rents or bought, where one is based, a home noun.
+        update("Maya rents a room in Oxford", "Maya bought a cottage in Kendal", slot("home"));
+        update("Maya lives in Oslo", "Maya is based in Tromso", slot("home"));
+        update("Maya lives in Oslo", "Maya's home is in Bergen", slot("home"));
+        update("Maya lives near the harbour in Oslo", "Maya lives on her own in Bergen", slot("home"));
+        // Relationship, age, favourite, manager, team, school, shift.
+        update("Maya is engaged to Theo", "Maya married Theo in May", slot("relationship"));
+        update("Maya is married", "Maya is a widow", slot("relationship"));
+        update("Maya is 44", "Maya celebrated her 45th birthday", slot("age"));
+        update("Maya's favourite month is May", "Maya's favourite month is October", slot("favourite month"));
+        update("Maya's favourite drink is cider", "Maya's favourite drink these days is kombucha", slot("favourite drink"));
+        update("Maya's favourite poet is Keats", "Yeats is now Maya's favourite poet", slot("favourite poet"));
+        update("Maya's boss is Ingrid", "Maya reports to Bruno now", slot("manager"));
+        update("Maya's team leader is Ingrid", "Maya's team leader is Bruno", slot("team leader"));
+        update("Maya plays for the Harbour Hawks", "Maya signed with the Valley Foxes", slot("team"));
+        update("Maya studies at Brookvale College", "Maya transferred to Westmere College", slot("school"));
+        update("Maya is on the early shift", "Maya is on the late shift", slot("shift"));
+        // Negatives: another holder, a recurring event, a stay, someone else's
+        // birthday, a hobby at a place that is no employer, an investment.
+        coexist("Maya is married to Theo", "Maya's sister is divorced");
+        coexist("Maya's boss is Ingrid", "Maya reports to the board every month");
+        coexist("Maya lives in Oslo", "Maya is based in Bergen for the summer");
+        coexist("Maya is 44", "Maya celebrated her son's 12th birthday");
+        coexist("Maya works as a nurse", "Maya repairs bikes for her neighbours");
+        coexist("Maya lives in Oslo", "Maya bought a flat in Bergen as an investment");
+        coexist("Maya works at a bank", "Maya's brother got a job at the museum");
+        duplicate("Maya is 40", "Maya is forty years old");
+        assert_eq!(evidence("Maya works as a teacher", "Maya teaches for a living"), None, "an agent noun is its verb");
+    }
+
+    #[test]
+    fn wider_shapes_of_an_ending() {
+        update("Maya owns a kayak", "Maya traded in her kayak", Change::Ending);
+        update("Maya has two rabbits", "Maya rehomed her rabbits", Change::Ending);
+        update("Maya has a tortoise named Shelby", "Maya's tortoise Shelby died", Change::Ending);
+        update("Maya owns a scooter", "Maya's scooter was stolen", Change::Ending);
+        update("Maya has a horse called Bess", "Maya's horse Bess lives with her cousin now", Change::Ending);
+        update("Maya is planning a trip to Peru", "Maya's trip to Peru is off", Change::Ending);
+        update("Maya is hosting a barbecue on Sunday", "Maya's barbecue isn't happening", Change::Ending);
+        update("Maya plans to open a cafe", "Maya dropped her plans to open a cafe", Change::Ending);
+        update("Maya intends to learn Greek", "Maya has decided not to learn Greek", Change::Ending);
+        update("Maya plans to retire in spring", "Maya has decided not to retire", Change::Ending);
+        update("Maya is dating Theo", "Maya and Theo split up", Change::Ending);
+        update("Maya swims every morning", "Maya has retired from swimming", Change::Ending);
+        update("Maya is vegetarian", "Maya stopped being vegetarian", Change::Ending);
+        update("Maya sings in a gospel choir", "Maya is no longer in the gospel choir", Change::Ending);
+        update("Maya coaches a junior hockey team", "Maya stepped down as coach of the junior hockey team", Change::Ending);
+        update("Maya plans to honeymoon in Peru", "Maya cancelled her honeymoon in Peru", Change::Ending);
+        update("Maya works at the post office", "Maya left her job at the post office", Change::Ending);
+        update("Maya owns a boat", "Maya no longer has a boat", Change::Ending);
+        // Negatives: a thing left at a place, a visit, someone else's pet, a
+        // pet that lives with its owner, a planned ending, an outing.
+        coexist("Maya volunteers at the museum", "Maya left her scarf at the museum");
+        coexist("Maya drinks tea every day", "Maya stopped by the tea shop");
+        coexist("Maya has a dog", "Maya's friend's dog died");
+        coexist("Maya has a cat called Pip", "Maya's cat Pip lives with her and Theo");
+        coexist("Maya works at a bakery", "Maya plans to quit her job at the bakery");
+        coexist("Maya sings in a choir", "Maya left the choir rehearsal early");
+        coexist("Maya plays tennis", "Maya stopped playing squash");
+        coexist("Maya is married to Theo", "Maya's sister and her husband split up");
+    }
+
+    #[test]
+    fn wider_shapes_of_a_flip() {
+        update("Maya loves opera", "These days Maya hates opera", Change::Flip);
+        update("Maya adores musicals", "Maya is not a fan of musicals now", Change::Flip);
+        update("Maya loves the seaside", "Maya is tired of the seaside", Change::Flip);
+        update("Maya is a big fan of rugby", "Maya can't stand rugby anymore", Change::Ending);
+        update("Maya hates baking", "Maya has grown to love baking", Change::Flip);
+        update("Maya likes techno", "Maya is sick of techno", Change::Flip);
+        // Negatives: tired of something else, tired after something.
+        coexist("Maya loves the seaside", "Maya is tired of the traffic");
+        coexist("Maya loves rugby", "Maya is tired after rugby practice");
+        duplicate("Maya is a big fan of rugby", "Maya loves rugby");
     }
 
     #[test]

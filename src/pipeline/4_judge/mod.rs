@@ -113,7 +113,8 @@ pub struct Judged {
 /// Two kinds of survivor skip judging (memory-soda): one below
 /// `min_trusted_confidence` is paired with nothing (it is stored and can
 /// never end a fact), and a historical one (`valid_until` past) is paired
-/// only with the relationship it ends, which it ends without asking the
+/// only with the relationship it ends (or, with `evidence_of_change`, the
+/// state it shows evidence of ending), which it ends without asking the
 /// judge (guard `historical_skips_judging`).
 pub fn stage(
     batch: &Batch<'_>,
@@ -138,7 +139,10 @@ pub fn stage(
         p.pair.index = k;
     }
     let mut out = Judged { verdicts: vec![Vec::new(); batch.len()], ..Judged::default() };
-    for p in ended.iter().filter(|p| p.reason == PairReason::EndsRelationship) {
+    // What a historical candidate ends: the relationship it names, or (with
+    // `evidence_of_change`) a state it shows evidence of ending ("sold the
+    // truck", stored as ended).
+    for p in ended.iter().filter(|p| matches!(p.reason, PairReason::EndsRelationship | PairReason::EvidenceOfChange)) {
         out.verdicts[survivors[p.candidate]].push(FinalVerdict {
             live_id: p.live_id.clone(),
             reason: p.reason,
