@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::contract::ContractLimits;
 use super::pass::TriggerConfig;
 use super::plan::PlanConfig;
-use crate::config::{Bound, Section, int};
+use crate::config::{Bound, Section, float, int};
 use crate::model::ontology::OntoCaps;
 use crate::types::string_enum;
 
@@ -63,6 +63,11 @@ pub struct DreamingConfig {
     /// Aspects (predicates) that hold one active value: a different value
     /// added beside it is a `contradiction`; `set_claim_value` supersedes.
     pub single_valued_predicates: Vec<String>,
+    /// A proposed entity whose name's vector is at least this close (cosine)
+    /// to a live entity of the same type is that entity (stage 2's resolver,
+    /// after the exact and alias checks; the default is stage 2's
+    /// `soda.entity_merge_threshold`, 0.88). 1.0: identical vectors only.
+    pub entity_merge_threshold: f64,
 }
 
 impl Default for DreamingConfig {
@@ -86,6 +91,7 @@ impl Default for DreamingConfig {
             max_citations: limits.max_citations,
             max_request_chars: limits.max_request_chars,
             single_valued_predicates: crate::pipeline::soda::default_single_valued_predicates(),
+            entity_merge_threshold: 0.88,
         }
     }
 }
@@ -105,6 +111,7 @@ impl Section for DreamingConfig {
         int("max_quote_chars", 1, 100_000),
         int("max_citations", 1, 100),
         int("max_request_chars", 1_000, 10_000_000),
+        float("entity_merge_threshold", 0.0, 1.0),
     ];
     const FLAT_ALIASES: &'static [(&'static str, &'static str)] = &[];
     fn check_relations(&self) -> std::result::Result<(), String> {

@@ -17,6 +17,7 @@
 
 pub mod config;
 pub mod contract;
+mod graph_ops;
 pub mod hygiene;
 pub mod metrics;
 pub mod pass;

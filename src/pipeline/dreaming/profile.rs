@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use super::config::Dreamer;
 use super::pass::{PassMode, TriggerReason, TriggerState, TurnState, evaluate_trigger, next_watermark, select_mode, turn_tokens};
-use super::plan::apply;
+use super::plan::{NameResolver, apply_resolving};
 use super::validate::TurnIndex;
 use crate::error::Result;
 use crate::model::ontology::{Effect, PassRecord};
@@ -219,7 +219,8 @@ pub fn run_pass_in_mode(
     };
     let mut excluded: HashSet<String> = HashSet::new();
     for (call, (json, cited)) in requests.iter().enumerate() {
-        let answer = apply(store, json, &turns, &limits, &plan_cfg, caps, &pass_id, call + 1)?;
+        let resolver = NameResolver { embedder: stages.embedder, threshold: dcfg.entity_merge_threshold };
+        let answer = apply_resolving(store, json, &turns, &limits, &plan_cfg, caps, &pass_id, call + 1, Some(resolver))?;
         pass.tool_calls += 1;
         if answer.rejection_kind.is_some() {
             pass.ops_failed += 1;
