@@ -19,8 +19,8 @@ use rusqlite::{Connection, OptionalExtension, Savepoint, params};
 use super::Store;
 use crate::error::{Error, Result};
 use crate::model::ontology::{
-    Cardinality, ClaimFact, ClaimStatus, Effect, FlaggedAttention, OntoCaps, OntoPlan, OntoWrite, OntologyView, OpOutcome, PassRecord, PlannedOp,
-    ProjectedClaim, ViewAspect, ViewClaim, ViewEntity, ViewLink,
+    Cardinality, ClaimFact, ClaimStatus, Effect, FlaggedAttention, OntoCaps, OntoPlan, OntoWrite, OntologyView, OpOutcome, PassRecord,
+    PlannedOp, ProjectedClaim, ViewAspect, ViewClaim, ViewEntity, ViewLink,
 };
 
 /// The tables that hold evidence: the apply path may not write them.
@@ -714,9 +714,8 @@ fn execute_writes(tx: &Connection, conv: &str, op_id: &str, op: &PlannedOp) -> R
                 }
             }
             OntoWrite::RenameEntity { id, name, canonical_name } => {
-                let before: Option<String> = tx
-                    .query_row("SELECT name FROM onto_entities WHERE id = ?1 AND status = 'active'", [id], |r| r.get(0))
-                    .optional()?;
+                let before: Option<String> =
+                    tx.query_row("SELECT name FROM onto_entities WHERE id = ?1 AND status = 'active'", [id], |r| r.get(0)).optional()?;
                 let Some(before) = before else {
                     return Err(WriteErr::Missing(format!("entity {id} not found in this agent")));
                 };

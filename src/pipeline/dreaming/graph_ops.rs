@@ -193,9 +193,7 @@ fn merge_entities(work: &mut Work<'_>, attention: &str, targets: &[String], surv
     }
     let group: Vec<String> = work.view.entities.iter().filter(|e| e.active && e.canonical_name == name).map(|e| e.id.clone()).collect();
     if group.len() < 2 {
-        return provenance_failed(&format!(
-            "no duplicate group named \"{name}\" remains; decline_attention if the flag no longer applies"
-        ));
+        return provenance_failed(&format!("no duplicate group named \"{name}\" remains; decline_attention if the flag no longer applies"));
     }
     if let Some(outside) = members.iter().find(|m| !group.contains(&m.id)) {
         return provenance_failed(&format!(
@@ -249,8 +247,11 @@ fn merge_entities(work: &mut Work<'_>, attention: &str, targets: &[String], surv
         for l in links {
             let swap = |x: &str| if x == source { survivor.to_string() } else { x.to_string() };
             let (s, t) = (swap(&l.source_entity_id), swap(&l.target_entity_id));
-            let repeat =
-                work.view.links.iter().any(|o| o.id != l.id && o.source_entity_id == s && o.target_entity_id == t && o.link_type == l.link_type);
+            let repeat = work
+                .view
+                .links
+                .iter()
+                .any(|o| o.id != l.id && o.source_entity_id == s && o.target_entity_id == t && o.link_type == l.link_type);
             let entry = work.view.links.iter_mut().find(|o| o.id == l.id);
             if s == t || repeat {
                 writes.push(OntoWrite::ArchiveLink { id: l.id.clone(), reason: Some(format!("merged into {survivor}")) });
@@ -324,7 +325,8 @@ pub(super) fn rename_aspect(work: &mut Work<'_>, entity_sel: &str, aspect_sel: &
         );
     };
     let canonical = normalize_entity_name(new_name);
-    if let Some(other) = work.view.aspects.iter().find(|o| o.active && o.entity_id == entity && o.id != aspect.id && o.canonical_name == canonical)
+    if let Some(other) =
+        work.view.aspects.iter().find(|o| o.active && o.entity_id == entity && o.id != aspect.id && o.canonical_name == canonical)
     {
         return Decision::failed("name_collision", format!("Aspect collides with \"{}\"", other.name));
     }
@@ -355,9 +357,15 @@ pub(super) fn update_link(work: &mut Work<'_>, p: &UpdateLink, op_reason: Option
         return Decision::failed("link_reason", "related_to dependencies require a non-empty reason".into());
     }
     if let Some(other) = work.view.links.iter().find(|o| {
-        o.id != link.id && o.source_entity_id == link.source_entity_id && o.target_entity_id == link.target_entity_id && o.link_type == link_type
+        o.id != link.id
+            && o.source_entity_id == link.source_entity_id
+            && o.target_entity_id == link.target_entity_id
+            && o.link_type == link_type
     }) {
-        return Decision::failed("name_collision", format!("Link collides with {}: these entities already have a {link_type} link", other.id));
+        return Decision::failed(
+            "name_collision",
+            format!("Link collides with {}: these entities already have a {link_type} link", other.id),
+        );
     }
     for x in work.view.links.iter_mut().filter(|x| x.id == link.id) {
         x.link_type = link_type.clone();
@@ -630,11 +638,8 @@ mod tests {
         let home = view.aspects.iter().find(|a| a.active && a.name == "home").unwrap().id.clone();
         let home_claims = view.claims.iter().filter(|c| c.aspect_id == home && c.status == ClaimStatus::Active).count();
         assert_eq!(home_claims, 2, "the source's home claim folded into the survivor's aspect");
-        let links: Vec<(&str, &str, &str, bool)> = view
-            .links
-            .iter()
-            .map(|l| (l.source_entity_id.as_str(), l.target_entity_id.as_str(), l.link_type.as_str(), l.active))
-            .collect();
+        let links: Vec<(&str, &str, &str, bool)> =
+            view.links.iter().map(|l| (l.source_entity_id.as_str(), l.target_entity_id.as_str(), l.link_type.as_str(), l.active)).collect();
         assert_eq!(
             links,
             vec![
@@ -770,7 +775,14 @@ mod tests {
         let d = dry_run(&store, &json, &turns, &ContractLimits::default(), &PlanConfig::default(), "conv-a/p1", 2, None).unwrap();
         assert_eq!(effects(&d), vec![("applied", None)]);
         // Applied: skipped as a duplicate, its name an alias the next claim resolves.
-        let a = run(3, json!([entity("Acme Robotics Inc", "organization", "D1:2", "Acme Robotics"), claim("Acme Robotics Inc", "staff", "Ann works with Bob")]), Some(resolver));
+        let a = run(
+            3,
+            json!([
+                entity("Acme Robotics Inc", "organization", "D1:2", "Acme Robotics"),
+                claim("Acme Robotics Inc", "staff", "Ann works with Bob")
+            ]),
+            Some(resolver),
+        );
         assert_eq!(effects(&a), vec![("skipped", Some("duplicate_entity".into())), ("applied", None)]);
         let view = store.ontology_view(CONV).unwrap();
         assert_eq!(view.entities.len(), 1);

@@ -26,8 +26,8 @@ use super::validate::{AttentionRef, TurnIndex, ValidatedOperation, validate_requ
 use crate::embed::Embedder;
 use crate::error::Result;
 use crate::model::ontology::{
-    Cardinality, ClaimStatus, Effect, EvidenceRef, OntoCaps, OntoPlan, OntoWrite, OntologyView, OpOutcome, PlannedOp,
-    ViewAspect, ViewClaim, ViewEntity, ViewLink, next_seq,
+    Cardinality, ClaimStatus, Effect, EvidenceRef, OntoCaps, OntoPlan, OntoWrite, OntologyView, OpOutcome, PlannedOp, ViewAspect,
+    ViewClaim, ViewEntity, ViewLink, next_seq,
 };
 use crate::normalize::normalize_content;
 use crate::store::Store;
@@ -781,7 +781,8 @@ pub fn duplicate_of(
         return Ok(None);
     }
     let candidate = crate::types::CandidateEntity { name: canonical, entity_type: proxy };
-    let res = crate::pipeline::resolve::resolve_entities(&view.conversation_id, &[candidate], std::slice::from_ref(v), &state, nv.threshold);
+    let res =
+        crate::pipeline::resolve::resolve_entities(&view.conversation_id, &[candidate], std::slice::from_ref(v), &state, nv.threshold);
     Ok(res.decisions.into_iter().find_map(|d| match d {
         crate::pipeline::resolve::EntityDecision::Merge { entity_id, cosine, .. } => {
             Some(Duplicate { entity_id, how: format!("cosine {cosine:.2}"), cosine: Some(cosine) })
