@@ -363,6 +363,7 @@ pub fn compare_runs(a: &Side, b: &Side, out: &Path, opts: CompareOptions) -> Res
             not_computed: Vec::new(),
         });
     }
+    metrics.extend(dreaming_rows(&la.summary, &lb.summary));
     let per_conversation = per_conversation(&la.episodes, &lb.episodes, &labels)?;
     let facts = fact_diff(&la.facts, &lb.facts)?;
     let timings = |l: &Loaded| -> std::collections::BTreeMap<String, f64> {
@@ -387,6 +388,64 @@ pub fn compare_runs(a: &Side, b: &Side, out: &Path, opts: CompareOptions) -> Res
         facts,
         timings: Timings { a: timings(&la), b: timings(&lb) },
     })
+}
+
+/// The numbers of a summary's nested `dreaming` object (the dreaming
+/// profile's own figures, docs/metrics.md), flattened to `a.b` keys.
+pub fn dreaming_figures(summary: &Value) -> std::collections::BTreeMap<String, f64> {
+    fn walk(prefix: &str, v: &Value, out: &mut std::collections::BTreeMap<String, f64>) {
+        match v {
+            Value::Number(n) => {
+                if let Some(x) = n.as_f64() {
+                    out.insert(prefix.to_string(), x);
+                }
+            }
+            Value::Object(m) => {
+                for (k, v) in m {
+                    walk(&if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") }, v, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    let nested = if summary["dreaming"].is_object() { &summary["dreaming"] } else { &summary["metrics"]["dreaming"] };
+    walk("", nested, &mut out);
+    out
+}
+
+/// One row per dreaming figure either run has, as `dreaming.<key>`; a side
+/// that is not a dreaming run is "n/a" (no uplift, no interval).
+fn dreaming_rows(a: &Value, b: &Value) -> Vec<MetricRow> {
+    let (fa, fb) = (dreaming_figures(a), dreaming_figures(b));
+    let keys: std::collections::BTreeSet<&String> = fa.keys().chain(fb.keys()).collect();
+    keys.into_iter()
+        .map(|k| {
+            let (va, vb) = (fa.get(k).copied(), fb.get(k).copied());
+            let not_computed: Vec<String> =
+                [("A", va), ("B", vb)].iter().filter(|(_, v)| v.is_none()).map(|(s, _)| s.to_string()).collect();
+            let undefined = (!not_computed.is_empty()).then(|| format!("{} (n/a: not a dreaming run)", not_computed.join(" and ")));
+            let higher_is_better = match k.as_str() {
+                "evidence_coverage" => Some(true),
+                "entity_duplicate_rate" => Some(false),
+                _ => None,
+            };
+            MetricRow {
+                metric: format!("dreaming.{k}"),
+                a: va.unwrap_or(0.0),
+                b: vb.unwrap_or(0.0),
+                uplift: match (va, vb) {
+                    (Some(x), Some(y)) => round6(y - x),
+                    _ => 0.0,
+                },
+                ci_low: None,
+                ci_high: None,
+                higher_is_better,
+                undefined,
+                not_computed,
+            }
+        })
+        .collect()
 }
 
 fn round6(x: f64) -> f64 {
@@ -1002,7 +1061,56 @@ pub fn compare_many(sides: &[Side], out: &Path, opts: CompareOptions) -> Result<
     let pairs: Vec<Comparison> = rest.iter().map(|s| compare_runs(first, s, out, opts)).collect::<Result<_>>()?;
     let base = &pairs[0];
     let mut metrics = Vec::new();
-    for row in &base.metrics {
+    // The dreaming figures are rows of the pairs with a dreaming side only:
+    // each shows in every variant's column, "n/a" where it is not computed.
+    let mut dreaming: Vec<&MetricRow> = Vec::new();
+    for p in &pairs {
+        for r in p.metrics.iter().filter(|r| r.metric.starts_with("dreaming.")) {
+            if !dreaming.iter().any(|d| d.metric == r.metric) {
+                dreaming.push(r);
+            }
+        }
+    }
+    let mut dreaming_many = Vec::new();
+    for row in &dreaming {
+        let first = pairs.iter().find_map(|p| p.metrics.iter().find(|r| r.metric == row.metric)).map(|r| r.a).unwrap_or(0.0);
+        let first_na =
+            pairs.iter().all(|p| p.metrics.iter().find(|r| r.metric == row.metric).is_none_or(|r| r.not_computed.iter().any(|s| s == "A")));
+        let mut values = vec![first];
+        let mut against_first = Vec::new();
+        let mut not_computed: Vec<usize> = if first_na { vec![0] } else { Vec::new() };
+        for (i, p) in pairs.iter().enumerate() {
+            match p.metrics.iter().find(|r| r.metric == row.metric) {
+                Some(r) => {
+                    values.push(r.b);
+                    if r.not_computed.iter().any(|s| s == "B") {
+                        not_computed.push(i + 1);
+                    }
+                    against_first.push(Against {
+                        uplift: r.uplift,
+                        ci_low: None,
+                        ci_high: None,
+                        undefined: r.undefined.clone(),
+                        reading: reading(r),
+                    });
+                }
+                None => {
+                    values.push(0.0);
+                    not_computed.push(i + 1);
+                    let undefined = Some("n/a: not a dreaming run".to_string());
+                    against_first.push(Against { uplift: 0.0, ci_low: None, ci_high: None, undefined, reading: String::new() });
+                }
+            }
+        }
+        dreaming_many.push(ManyRow {
+            metric: row.metric.clone(),
+            values,
+            higher_is_better: row.higher_is_better,
+            against_first,
+            not_computed,
+        });
+    }
+    for row in base.metrics.iter().filter(|r| !r.metric.starts_with("dreaming.")) {
         let found: Vec<&MetricRow> = pairs.iter().filter_map(|p| p.metrics.iter().find(|r| r.metric == row.metric)).collect();
         if found.len() != pairs.len() {
             continue;
@@ -1027,6 +1135,7 @@ pub fn compare_many(sides: &[Side], out: &Path, opts: CompareOptions) -> Result<
         not_computed.extend(found.iter().enumerate().filter(|(_, r)| r.not_computed.iter().any(|s| s == "B")).map(|(i, _)| i + 1));
         metrics.push(ManyRow { metric: row.metric.clone(), values, higher_is_better: row.higher_is_better, against_first, not_computed });
     }
+    metrics.extend(dreaming_many);
     let mut variants = vec![base.a.clone()];
     variants.extend(pairs.iter().map(|p| p.b.clone()));
     Ok(ManyComparison {

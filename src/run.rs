@@ -275,17 +275,17 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         analysis.summary.timings.insert("qa_write_ms".into(), write_ms);
         qa_rows = Some(qa);
     }
+    let mut sections = opts.report_sections.clone();
     if cfg.profile == "dreaming" {
         // The ontology's own figures (docs/metrics.md, "The dreaming profile").
-        analysis
-            .summary
-            .metrics
-            .insert("dreaming".into(), serde_json::json!(crate::pipeline::dreaming::metrics::summary_metrics(&store, dataset)?));
+        let figures = crate::pipeline::dreaming::metrics::summary_metrics(&store, dataset)?;
+        sections.push(crate::pipeline::dreaming::metrics::report_section(&figures));
+        analysis.summary.metrics.insert("dreaming".into(), serde_json::json!(figures));
     }
     let manifest_value = manifest.to_value()?;
     dir.write_records(&analysis.summary, &episodes)?;
     let gold = crate::report::Gold::of_dataset(dataset, &crate::report::explore::ran_episodes(&analysis));
-    crate::report::write_run_reports_gold(dir.path(), &manifest_value, &analysis, &opts.report_sections, gold)?;
+    crate::report::write_run_reports_gold(dir.path(), &manifest_value, &analysis, &sections, gold)?;
     let qa_warnings = qa_rows.map(|qa| qa.warnings.into_iter().chain(qa.empty_questions).collect()).unwrap_or_default();
     // Closed, so SQLite's -wal and -shm files are gone before the store moves.
     drop(store);

@@ -249,6 +249,21 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
              pass_id TEXT NOT NULL, seq INTEGER NOT NULL, conversation_id TEXT NOT NULL,
              tool TEXT NOT NULL, input TEXT NOT NULL, output TEXT NOT NULL, ok INTEGER NOT NULL,
              PRIMARY KEY (pass_id, seq));",
+        // The dreaming operations that change the graph's shape (archives,
+        // merges, renames, `update_link`): their history events. SQLite
+        // cannot widen a CHECK in place, so `onto_history` is rebuilt with
+        // its rows.
+        "0013_dreaming_ops",
+        "CREATE TABLE onto_history_new (
+             conversation_id TEXT NOT NULL, op_id TEXT NOT NULL, seq INTEGER NOT NULL,
+             object_kind TEXT NOT NULL CHECK (object_kind IN ('entity', 'alias', 'aspect', 'claim', 'link')),
+             object_id TEXT NOT NULL,
+             event TEXT NOT NULL CHECK (event IN ('created', 'superseded', 'retracted', 'reactivated', 'updated', 'renamed',
+                                                  'archived', 'merged', 'moved')),
+             before TEXT, after TEXT, PRIMARY KEY (op_id, seq));
+         INSERT INTO onto_history_new SELECT conversation_id, op_id, seq, object_kind, object_id, event, before, after FROM onto_history;
+         DROP TABLE onto_history;
+         ALTER TABLE onto_history_new RENAME TO onto_history;",
     ),
 ];
 

@@ -221,3 +221,23 @@ fn compare_md_reads_as_a_report() {
     assert_eq!(json["format"], "memform-compare/1");
     assert_eq!(json["bootstrap"]["seed"], 42);
 }
+
+/// The dreaming profile's nested figures (`metrics.dreaming` in
+/// summary.json) become `dreaming.<key>` rows; a side that is not a
+/// dreaming run reads "n/a" and has no uplift.
+#[test]
+fn the_nested_dreaming_figures_are_compared_and_na_for_other_profiles() {
+    let soda = serde_json::json!({"metrics": {"content_recall": 0.3}});
+    let dreaming = serde_json::json!({"metrics": {"content_recall": 0.2, "dreaming": {
+        "entity_duplicate_rate": 0.1, "evidence_coverage": 0.9, "rejections_failed": {"aspect_cap": 7}, "per_pass": [{"pass": "c/p1"}]}}});
+    let figures = super::dreaming_figures(&dreaming);
+    assert_eq!(figures.get("rejections_failed.aspect_cap"), Some(&7.0));
+    assert!(!figures.keys().any(|k| k.starts_with("per_pass")));
+    let rows = super::dreaming_rows(&soda, &dreaming);
+    let names: Vec<&str> = rows.iter().map(|r| r.metric.as_str()).collect();
+    assert_eq!(names, vec!["dreaming.entity_duplicate_rate", "dreaming.evidence_coverage", "dreaming.rejections_failed.aspect_cap"]);
+    assert!(rows.iter().all(|r| r.not_computed == vec!["A".to_string()] && r.uplift == 0.0));
+    assert_eq!(rows[0].higher_is_better, Some(false));
+    let both = super::dreaming_rows(&dreaming, &dreaming);
+    assert!(both.iter().all(|r| r.not_computed.is_empty() && r.undefined.is_none()));
+}

@@ -110,6 +110,61 @@ pub enum OntoWrite {
         confidence: f64,
         reason: Option<String>,
     },
+    /// `rename_entity`: a new display and canonical name.
+    RenameEntity {
+        id: String,
+        name: String,
+        canonical_name: String,
+    },
+    /// `rename_aspect`.
+    RenameAspect {
+        id: String,
+        name: String,
+        canonical_name: String,
+    },
+    /// `archive_entity`: the entity leaves the live graph (its rows stay).
+    ArchiveEntity {
+        id: String,
+        reason: Option<String>,
+    },
+    /// `archive_aspect`: the aspect is archived and its active claims retracted.
+    ArchiveAspect {
+        id: String,
+        reason: Option<String>,
+    },
+    /// `archive_link`.
+    ArchiveLink {
+        id: String,
+        reason: Option<String>,
+    },
+    /// `update_link`: the link's type and reason (`None`: kept).
+    UpdateLink {
+        id: String,
+        link_type: String,
+        reason: Option<String>,
+    },
+    /// A merge moves an aspect to the surviving entity.
+    MoveAspect {
+        id: String,
+        entity_id: String,
+    },
+    /// A merge folds every claim of `from_aspect` into `to_aspect` (the
+    /// survivor's aspect of the same name).
+    MoveClaims {
+        from_aspect: String,
+        to_aspect: String,
+    },
+    /// A merge points a link at the surviving entity.
+    RepointLink {
+        id: String,
+        source_entity_id: String,
+        target_entity_id: String,
+    },
+    /// A merge archives its source entity, recorded as merged into `into`.
+    MergeEntity {
+        id: String,
+        into: String,
+    },
 }
 
 impl OntoWrite {
@@ -217,9 +272,21 @@ pub struct OntologyView {
     pub aspects: Vec<ViewAspect>,
     pub claims: Vec<ViewClaim>,
     pub links: Vec<ViewLink>,
-    /// Attention ids an applied `decline_attention` resolved, in order.
+    /// Attention ids an applied `decline_attention` or hygiene operation
+    /// resolved (and no later `flag` reopened), in order.
     #[serde(default)]
     pub resolved_attention: Vec<String>,
+    /// Attention an applied `flag` minted and nothing resolved since, in order.
+    #[serde(default)]
+    pub flagged: Vec<FlaggedAttention>,
+}
+
+/// A hygiene attention record minted by `flag`: its id is its subject.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlaggedAttention {
+    pub subject_ref: String,
+    /// 0–100 (Signet's `priority`; 50 when the flag gave none).
+    pub priority: u32,
 }
 
 /// Ids are `<conversation>/<prefix><n>`; the next free `n` of a prefix.

@@ -19,8 +19,8 @@ use rusqlite::{Connection, OptionalExtension, Savepoint, params};
 use super::Store;
 use crate::error::{Error, Result};
 use crate::model::ontology::{
-    Cardinality, ClaimFact, ClaimStatus, Effect, OntoCaps, OntoPlan, OntoWrite, OntologyView, OpOutcome, PassRecord, PlannedOp,
-    ProjectedClaim, ViewAspect, ViewClaim, ViewEntity, ViewLink,
+    Cardinality, ClaimFact, ClaimStatus, Effect, FlaggedAttention, OntoCaps, OntoPlan, OntoWrite, OntologyView, OpOutcome, PassRecord,
+    PlannedOp, ProjectedClaim, ViewAspect, ViewClaim, ViewEntity, ViewLink,
 };
 
 /// The tables that hold evidence: the apply path may not write them.
@@ -308,6 +308,19 @@ impl Store {
         })
     }
 
+    /// The history of `conversation`'s ontology: (object id, event), in order.
+    pub fn onto_history_events(&self, conversation: &str) -> Result<Vec<(String, String)>> {
+        self.with(|c| {
+            let mut st = c.prepare("SELECT object_id, event FROM onto_history WHERE conversation_id = ?1 ORDER BY rowid")?;
+            st.query_map([conversation], |r| Ok((r.get(0)?, r.get(1)?)))?.collect()
+        })
+    }
+
+    /// A link's reason (none: no such link, or no reason).
+    pub fn onto_link_reason(&self, link: &str) -> Result<Option<String>> {
+        self.with(|c| Ok(c.query_row("SELECT reason FROM onto_links WHERE id = ?1", [link], |r| r.get(0)).optional()?.flatten()))
+    }
+
     /// The conversations with an ontology, sorted.
     pub fn onto_conversations(&self) -> Result<Vec<String>> {
         self.with(|c| {
@@ -389,12 +402,39 @@ fn read_view(c: &Connection, conversation: &str) -> rusqlite::Result<OntologyVie
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
+    // Attention in the order of the log: a `flag` mints (or reopens) a
+    // record, a `decline_attention` or a hygiene operation resolves the one
+    // it names (`$.attentionId` of its payload or its result).
     let mut st = c.prepare(
-        "SELECT json_extract(payload, '$.attentionId') FROM onto_ops
-         WHERE conversation_id = ?1 AND operation = 'decline_attention' AND effect = 'applied' ORDER BY rowid",
+        "SELECT operation, json_extract(payload, '$.subjectRef'), json_extract(payload, '$.priority'),
+                COALESCE(json_extract(payload, '$.attentionId'), json_extract(result, '$.consumedAttention'))
+         FROM onto_ops
+         WHERE conversation_id = ?1 AND effect = 'applied'
+           AND operation IN ('flag', 'decline_attention', 'archive_entity', 'archive_aspect', 'archive_claim_value',
+                             'archive_link', 'merge_entities', 'merge_aspects')
+         ORDER BY rowid",
     )?;
-    view.resolved_attention =
-        st.query_map([conversation], |r| r.get::<_, Option<String>>(0))?.filter_map(|r| r.transpose()).collect::<rusqlite::Result<_>>()?;
+    let rows = st.query_map([conversation], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?, r.get::<_, Option<f64>>(2)?, r.get::<_, Option<String>>(3)?))
+    })?;
+    for row in rows {
+        let (operation, subject, priority, resolved) = row?;
+        match (operation.as_str(), subject, resolved) {
+            ("flag", Some(subject), _) => {
+                view.resolved_attention.retain(|a| a != &subject);
+                view.flagged.retain(|f| f.subject_ref != subject);
+                let priority = priority.unwrap_or(50.0).clamp(0.0, 100.0).round() as u32;
+                view.flagged.push(FlaggedAttention { subject_ref: subject, priority });
+            }
+            (_, _, Some(id)) => {
+                view.flagged.retain(|f| f.subject_ref != id);
+                if !view.resolved_attention.contains(&id) {
+                    view.resolved_attention.push(id);
+                }
+            }
+            _ => {}
+        }
+    }
     Ok(view)
 }
 
@@ -447,6 +487,17 @@ fn apply_in_tx(tx: &mut Savepoint<'_>, plan: &OntoPlan, caps: OntoCaps) -> rusql
                     }
                     Err(WriteErr::Sql(e)) => return Err(e),
                 }
+            }
+        }
+        // A skip that still records something: a duplicate entity found by
+        // cosine leaves its name as an alias of the entity it duplicates
+        // (stage 2's merge). Only alias writes ride on a skip.
+        if op.effect == Effect::Skipped && !op.writes.is_empty() && op.writes.iter().all(|w| matches!(w, OntoWrite::Alias { .. })) {
+            let sp = tx.savepoint()?;
+            match execute_writes(&sp, &plan.conversation_id, &op_id, op) {
+                Ok(()) => sp.commit()?,
+                Err(WriteErr::Missing(_)) => drop(sp),
+                Err(WriteErr::Sql(e)) => return Err(e),
             }
         }
         let is_applied = outcome.effect == Effect::Applied;
@@ -661,6 +712,129 @@ fn execute_writes(tx: &Connection, conv: &str, op_id: &str, op: &PlannedOp) -> R
                         history(tx, conv, op_id, &mut seq, "link", id, "created", None, after)?;
                     }
                 }
+            }
+            OntoWrite::RenameEntity { id, name, canonical_name } => {
+                let before: Option<String> =
+                    tx.query_row("SELECT name FROM onto_entities WHERE id = ?1 AND status = 'active'", [id], |r| r.get(0)).optional()?;
+                let Some(before) = before else {
+                    return Err(WriteErr::Missing(format!("entity {id} not found in this agent")));
+                };
+                tx.execute(
+                    "UPDATE onto_entities SET name = ?2, canonical_name = ?3, updated_op = ?4 WHERE id = ?1",
+                    params![id, name, canonical_name, op_id],
+                )?;
+                let before = serde_json::json!({"name": before}).to_string();
+                history(tx, conv, op_id, &mut seq, "entity", id, "renamed", Some(before), after)?;
+            }
+            OntoWrite::RenameAspect { id, name, canonical_name } => {
+                let before: Option<String> =
+                    tx.query_row("SELECT name FROM onto_aspects WHERE id = ?1 AND status = 'active'", [id], |r| r.get(0)).optional()?;
+                let Some(before) = before else {
+                    return Err(WriteErr::Missing(format!("aspect {id} not found in this agent")));
+                };
+                tx.execute(
+                    "UPDATE onto_aspects SET name = ?2, canonical_name = ?3, updated_op = ?4 WHERE id = ?1",
+                    params![id, name, canonical_name, op_id],
+                )?;
+                let before = serde_json::json!({"name": before}).to_string();
+                history(tx, conv, op_id, &mut seq, "aspect", id, "renamed", Some(before), after)?;
+            }
+            OntoWrite::ArchiveEntity { id, .. } | OntoWrite::MergeEntity { id, .. } => {
+                let n = tx.execute(
+                    "UPDATE onto_entities SET status = 'archived', updated_op = ?2 WHERE id = ?1 AND status = 'active'",
+                    params![id, op_id],
+                )?;
+                if n == 0 {
+                    return Err(WriteErr::Missing(format!("entity {id} not found in this agent")));
+                }
+                let event = if matches!(w, OntoWrite::MergeEntity { .. }) { "merged" } else { "archived" };
+                history(tx, conv, op_id, &mut seq, "entity", id, event, Some("{\"status\":\"active\"}".into()), after)?;
+            }
+            OntoWrite::ArchiveAspect { id, reason } => {
+                let n = tx.execute(
+                    "UPDATE onto_aspects SET status = 'archived', updated_op = ?2 WHERE id = ?1 AND status = 'active'",
+                    params![id, op_id],
+                )?;
+                if n == 0 {
+                    return Err(WriteErr::Missing(format!("aspect {id} not found in this agent")));
+                }
+                history(tx, conv, op_id, &mut seq, "aspect", id, "archived", Some("{\"status\":\"active\"}".into()), after)?;
+                let claims: Vec<String> = {
+                    let mut st = tx.prepare("SELECT id FROM onto_claims WHERE aspect_id = ?1 AND status = 'active' ORDER BY rowid")?;
+                    st.query_map([id], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
+                };
+                for claim in claims {
+                    tx.execute("UPDATE onto_claims SET status = 'retracted', ended_op = ?2 WHERE id = ?1", params![claim, op_id])?;
+                    let after = serde_json::json!({"status": "retracted", "reason": reason, "aspectArchived": id}).to_string();
+                    history(tx, conv, op_id, &mut seq, "claim", &claim, "retracted", Some("{\"status\":\"active\"}".into()), Some(after))?;
+                }
+            }
+            OntoWrite::ArchiveLink { id, .. } => {
+                let n = tx.execute(
+                    "UPDATE onto_links SET status = 'archived', updated_op = ?2 WHERE id = ?1 AND status = 'active'",
+                    params![id, op_id],
+                )?;
+                if n == 0 {
+                    return Err(WriteErr::Missing("Link not found".into()));
+                }
+                history(tx, conv, op_id, &mut seq, "link", id, "archived", Some("{\"status\":\"active\"}".into()), after)?;
+            }
+            OntoWrite::UpdateLink { id, link_type, reason } => {
+                let before: Option<(String, Option<String>)> = tx
+                    .query_row("SELECT link_type, reason FROM onto_links WHERE id = ?1 AND conversation_id = ?2", params![id, conv], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })
+                    .optional()?;
+                let Some((old_type, old_reason)) = before else {
+                    return Err(WriteErr::Missing("Link not found".into()));
+                };
+                tx.execute(
+                    "UPDATE onto_links SET link_type = ?2, reason = COALESCE(?3, reason), updated_op = ?4 WHERE id = ?1",
+                    params![id, link_type, reason, op_id],
+                )?;
+                let before = serde_json::json!({"linkType": old_type, "reason": old_reason}).to_string();
+                history(tx, conv, op_id, &mut seq, "link", id, "updated", Some(before), after)?;
+            }
+            OntoWrite::MoveAspect { id, entity_id } => {
+                if !exists(tx, live_entity, entity_id)? {
+                    return Err(WriteErr::Missing(format!("entity {entity_id} not found in this agent")));
+                }
+                let before: Option<String> =
+                    tx.query_row("SELECT entity_id FROM onto_aspects WHERE id = ?1", [id], |r| r.get(0)).optional()?;
+                let Some(before) = before else {
+                    return Err(WriteErr::Missing(format!("aspect {id} not found in this agent")));
+                };
+                tx.execute("UPDATE onto_aspects SET entity_id = ?2, updated_op = ?3 WHERE id = ?1", params![id, entity_id, op_id])?;
+                let before = serde_json::json!({"entityId": before}).to_string();
+                history(tx, conv, op_id, &mut seq, "aspect", id, "moved", Some(before), after)?;
+            }
+            OntoWrite::MoveClaims { from_aspect, to_aspect } => {
+                let claims: Vec<String> = {
+                    let mut st = tx.prepare("SELECT id FROM onto_claims WHERE aspect_id = ?1 ORDER BY rowid")?;
+                    st.query_map([from_aspect], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
+                };
+                tx.execute("UPDATE onto_claims SET aspect_id = ?2 WHERE aspect_id = ?1", params![from_aspect, to_aspect])?;
+                for claim in claims {
+                    let before = serde_json::json!({"aspectId": from_aspect}).to_string();
+                    let after = serde_json::json!({"aspectId": to_aspect}).to_string();
+                    history(tx, conv, op_id, &mut seq, "claim", &claim, "moved", Some(before), Some(after))?;
+                }
+            }
+            OntoWrite::RepointLink { id, source_entity_id, target_entity_id } => {
+                let before: Option<(String, String)> = tx
+                    .query_row("SELECT source_entity_id, target_entity_id FROM onto_links WHERE id = ?1", [id], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })
+                    .optional()?;
+                let Some((s0, t0)) = before else {
+                    return Err(WriteErr::Missing("Link not found".into()));
+                };
+                tx.execute(
+                    "UPDATE onto_links SET source_entity_id = ?2, target_entity_id = ?3, updated_op = ?4 WHERE id = ?1",
+                    params![id, source_entity_id, target_entity_id, op_id],
+                )?;
+                let before = serde_json::json!({"source": s0, "target": t0}).to_string();
+                history(tx, conv, op_id, &mut seq, "link", id, "moved", Some(before), after)?;
             }
         }
     }

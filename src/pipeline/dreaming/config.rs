@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::contract::ContractLimits;
 use super::pass::TriggerConfig;
 use super::plan::PlanConfig;
-use crate::config::{Bound, Section, int};
+use crate::config::{Bound, Section, float, int};
 use crate::model::ontology::OntoCaps;
 use crate::types::string_enum;
 
@@ -73,6 +73,11 @@ pub struct DreamingConfig {
     pub max_tool_calls: usize,
     /// Model turns of one llm pass, at most (memform's).
     pub max_model_turns: usize,
+    /// A proposed entity whose name's vector is at least this close (cosine)
+    /// to a live entity of the same type is that entity (stage 2's resolver,
+    /// after the exact and alias checks; the default is stage 2's
+    /// `soda.entity_merge_threshold`, 0.88). 1.0: identical vectors only.
+    pub entity_merge_threshold: f64,
 }
 
 impl Default for DreamingConfig {
@@ -98,6 +103,7 @@ impl Default for DreamingConfig {
             single_valued_predicates: crate::pipeline::soda::default_single_valued_predicates(),
             max_tool_calls: 40,
             max_model_turns: 40,
+            entity_merge_threshold: 0.88,
         }
     }
 }
@@ -119,6 +125,7 @@ impl Section for DreamingConfig {
         int("max_request_chars", 1_000, 10_000_000),
         int("max_tool_calls", 1, 1_000),
         int("max_model_turns", 1, 1_000),
+        float("entity_merge_threshold", 0.0, 1.0),
     ];
     const FLAT_ALIASES: &'static [(&'static str, &'static str)] = &[];
     fn check_relations(&self) -> std::result::Result<(), String> {

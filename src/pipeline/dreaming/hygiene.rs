@@ -79,13 +79,22 @@ pub fn hygiene_candidates(view: &OntologyView, max_claims_per_aspect: usize) -> 
 
 /// The pending attention of `view`: its candidates no applied
 /// `decline_attention` resolved, at most [`MAX_ATTENTION`].
+///
+/// A record an applied `flag` minted (`OntologyView::flagged`) is pending
+/// too, with reason `flagged` and the flag's priority, unless a detector
+/// already finds its subject.
 pub fn pending_attention(view: &OntologyView, max_claims_per_aspect: usize) -> Vec<Attention> {
     let resolved: HashSet<&str> = view.resolved_attention.iter().map(String::as_str).collect();
-    hygiene_candidates(view, max_claims_per_aspect)
-        .into_iter()
-        .filter(|a| !resolved.contains(a.subject_ref.as_str()))
-        .take(MAX_ATTENTION)
-        .collect()
+    let mut out: Vec<Attention> = hygiene_candidates(view, max_claims_per_aspect);
+    for f in &view.flagged {
+        if !out.iter().any(|a| a.subject_ref == f.subject_ref) {
+            out.push(Attention { subject_ref: f.subject_ref.clone(), reason: "flagged".into(), priority: f.priority });
+        }
+    }
+    out.retain(|a| !resolved.contains(a.subject_ref.as_str()));
+    out.sort_by(|a, b| b.priority.cmp(&a.priority).then_with(|| a.subject_ref.cmp(&b.subject_ref)));
+    out.truncate(MAX_ATTENTION);
+    out
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@
 pub mod config;
 pub mod contract;
 pub mod dreamer;
+mod graph_ops;
 pub mod hygiene;
 pub mod llm;
 pub mod metrics;

@@ -6,19 +6,24 @@
 //! whole path: parse, the pure checks, read, plan, apply.
 //!
 //! `decline_attention` resolves a pending hygiene attention record
-//! ([`super::hygiene`]). Operations this planner does not carry out yet
-//! (`flag`, the archives and merges, the renames,
-//! `update_link`) are recorded `failed` with kind `unsupported`: memform's
-//! attention is derived from the graph, not minted by `flag`
-//! (docs/dreaming.md, 14).
+//! ([`super::hygiene`]); `flag` mints one (its id is its subject); the
+//! archives and `merge_entities` consume the record they cite as
+//! provenance. `merge_aspects` is not carried out yet: it is recorded
+//! `failed` with kind `unsupported` (docs/dreaming.md, 14).
+//!
+//! Duplicate entities: exact canonical name, then an alias of a live entity
+//! of the same type, then (with an embedder, [`apply_resolving`]) the
+//! nearest live entity of the same type by cosine through stage 2's
+//! resolver ([`duplicate_of`]).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::json;
 
 use super::contract::{ApplyRequest, ContractLimits, LinkType, Op, Operation, Rejection, parse_apply_request};
 use super::quality::{classify_entity_quality, is_concrete_type, normalize_entity_name};
-use super::validate::{TurnIndex, ValidatedOperation, validate_request};
+use super::validate::{AttentionRef, TurnIndex, ValidatedOperation, validate_request};
+use crate::embed::Embedder;
 use crate::error::Result;
 use crate::model::ontology::{
     Cardinality, ClaimStatus, Effect, EvidenceRef, OntoCaps, OntoPlan, OntoWrite, OntologyView, OpOutcome, PlannedOp, ViewAspect,
@@ -80,15 +85,125 @@ pub fn apply(
     pass_id: &str,
     call_seq: usize,
 ) -> Result<ApplyAnswer> {
+    apply_resolving(store, json, turns, limits, cfg, caps, pass_id, call_seq, None)
+}
+
+/// Stage 2's resolver for the planner's duplicate check: the embedder of
+/// entity names and the cosine at which a same-type entity is the same
+/// (`[dreaming] entity_merge_threshold`).
+#[derive(Clone, Copy)]
+pub struct NameResolver<'a> {
+    pub embedder: &'a dyn Embedder,
+    pub threshold: f64,
+}
+
+/// Canonical entity names with their vectors, and the threshold.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NameVectors {
+    pub vectors: HashMap<String, Vec<f32>>,
+    pub threshold: f64,
+}
+
+/// The vectors the duplicate check needs for `request`: each name an
+/// operation would create an entity under, and each live entity's name.
+/// Computed before any transaction (an embedder may call a model).
+pub fn name_vectors(request: &ApplyRequest, view: &OntologyView, resolver: NameResolver<'_>) -> Result<NameVectors> {
+    let mut names: Vec<String> = Vec::new();
+    for o in &request.operations {
+        let name = match &o.op {
+            Op::CreateEntity(p) => &p.name,
+            Op::CreateActionType(p) | Op::CreateInterface(p) => &p.name,
+            _ => continue,
+        };
+        names.push(normalize_entity_name(name));
+    }
+    if names.is_empty() {
+        return Ok(NameVectors { vectors: HashMap::new(), threshold: resolver.threshold });
+    }
+    names.extend(view.entities.iter().filter(|e| e.active).map(|e| e.canonical_name.clone()));
+    let mut seen = HashSet::new();
+    names.retain(|n| !n.is_empty() && seen.insert(n.clone()));
+    let texts: Vec<&str> = names.iter().map(String::as_str).collect();
+    let vectors = resolver.embedder.embed(&texts, &format!("{}/dreaming entity names", view.conversation_id))?;
+    Ok(NameVectors { vectors: names.into_iter().zip(vectors).collect(), threshold: resolver.threshold })
+}
+
+/// [`apply`], with stage 2's cosine duplicate check when `resolver` is given.
+#[allow(clippy::too_many_arguments)]
+pub fn apply_resolving(
+    store: &Store,
+    json: &str,
+    turns: &TurnIndex,
+    limits: &ContractLimits,
+    cfg: &PlanConfig,
+    caps: OntoCaps,
+    pass_id: &str,
+    call_seq: usize,
+    resolver: Option<NameResolver<'_>>,
+) -> Result<ApplyAnswer> {
+    let plan = plan_call(store, json, turns, limits, cfg, pass_id, call_seq, resolver)?;
+    let items = store.apply_ontology_ops(&plan, caps)?;
+    Ok(answer(&plan, items))
+}
+
+/// `validate_proposal` over a whole request (memform's extension,
+/// docs/dreaming.md 4.2): every check and guard `apply_ontology_ops` would
+/// run — the contract, the pure checks, the graph-state guards and the
+/// duplicate check (exact, alias, cosine) — and what it would do, without
+/// writing anything. The write caps are the store's and are not evaluated.
+#[allow(clippy::too_many_arguments)]
+pub fn dry_run(
+    store: &Store,
+    json: &str,
+    turns: &TurnIndex,
+    limits: &ContractLimits,
+    cfg: &PlanConfig,
+    pass_id: &str,
+    call_seq: usize,
+    resolver: Option<NameResolver<'_>>,
+) -> Result<ApplyAnswer> {
+    let plan = plan_call(store, json, turns, limits, cfg, pass_id, call_seq, resolver)?;
+    let items = plan
+        .ops
+        .iter()
+        .map(|o| OpOutcome {
+            index: o.index,
+            op_id: format!("{}/{}/{}", plan.pass_id, plan.call_seq, o.index),
+            effect: o.effect,
+            kind: o.kind.clone(),
+            message: o.message.clone(),
+            result: o.result.clone(),
+        })
+        .collect();
+    Ok(answer(&plan, items))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn plan_call(
+    store: &Store,
+    json: &str,
+    turns: &TurnIndex,
+    limits: &ContractLimits,
+    cfg: &PlanConfig,
+    pass_id: &str,
+    call_seq: usize,
+    resolver: Option<NameResolver<'_>>,
+) -> Result<OntoPlan> {
     let checked = parse_apply_request(json, limits).and_then(|r| validate_request(&r, turns).map(|v| (r, v)));
-    let plan = match checked {
+    Ok(match checked {
         Ok((request, validated)) => {
             let view = store.ontology_view(turns.conversation())?;
-            plan_request(&request, &validated, &view, cfg, pass_id, call_seq)
+            let vectors = match resolver {
+                Some(r) => Some(name_vectors(&request, &view, r)?),
+                None => None,
+            };
+            plan_request_resolving(&request, &validated, &view, cfg, pass_id, call_seq, vectors.as_ref())
         }
         Err(rejection) => rejected_request(turns.conversation(), pass_id, call_seq, &rejection),
-    };
-    let items = store.apply_ontology_ops(&plan, caps)?;
+    })
+}
+
+fn answer(plan: &OntoPlan, items: Vec<OpOutcome>) -> ApplyAnswer {
     let rejection = plan.ops.first().filter(|o| o.operation == "request");
     let ok = items.iter().any(|i| i.effect == Effect::Applied);
     let error = match rejection {
@@ -96,12 +211,12 @@ pub fn apply(
         None if !ok => Some("No ontology operations applied".to_string()),
         None => None,
     };
-    Ok(ApplyAnswer {
+    ApplyAnswer {
         ok,
         items: if rejection.is_some() { Vec::new() } else { items },
         error,
         rejection_kind: rejection.and_then(|r| r.kind.clone()),
-    })
+    }
 }
 
 fn rejected_request(conversation: &str, pass_id: &str, call_seq: usize, r: &Rejection) -> OntoPlan {
@@ -131,19 +246,28 @@ fn rejected_request(conversation: &str, pass_id: &str, call_seq: usize, r: &Reje
 
 /// The snapshot as the planner changes it while it plans a request (later
 /// operations see earlier ones), with the next free id of each kind.
-struct Work {
+pub(super) struct Work<'v> {
     conv: String,
-    view: OntologyView,
+    pub(super) view: OntologyView,
     next_entity: usize,
     next_aspect: usize,
     next_claim: usize,
     next_link: usize,
+    /// Stage 2's resolver's inputs, when the caller gave an embedder.
+    pub(super) vectors: Option<&'v NameVectors>,
+    /// `flag`s of this request the planner applied: index → attention id.
+    pub(super) flags: HashMap<usize, String>,
+    /// Attention ids hygiene operations of this request consumed.
+    pub(super) consumed: HashSet<String>,
 }
 
-impl Work {
-    fn new(view: &OntologyView) -> Work {
+impl<'v> Work<'v> {
+    fn new(view: &OntologyView, vectors: Option<&'v NameVectors>) -> Work<'v> {
         let conv = view.conversation_id.clone();
         Work {
+            vectors,
+            flags: HashMap::new(),
+            consumed: HashSet::new(),
             next_entity: next_seq(&conv, "o", view.entities.iter().map(|e| e.id.as_str())),
             next_aspect: next_seq(&conv, "a", view.aspects.iter().map(|e| e.id.as_str())),
             next_claim: next_seq(&conv, "c", view.claims.iter().map(|e| e.id.as_str())),
@@ -153,7 +277,7 @@ impl Work {
         }
     }
 
-    fn id(&mut self, prefix: &str) -> String {
+    pub(super) fn id(&mut self, prefix: &str) -> String {
         let n = match prefix {
             "o" => &mut self.next_entity,
             "a" => &mut self.next_aspect,
@@ -166,12 +290,17 @@ impl Work {
     }
 
     /// A live entity by id, or by canonical name or alias when exactly one has it.
-    fn entity(&self, selector: &str) -> std::result::Result<&ViewEntity, String> {
+    pub(super) fn entity(&self, selector: &str) -> std::result::Result<&ViewEntity, String> {
         if let Some(e) = self.view.entities.iter().find(|e| e.active && e.id == selector) {
             return Ok(e);
         }
         let canonical = normalize_entity_name(selector);
         let by_name: Vec<&ViewEntity> = self.view.entities.iter().filter(|e| e.active && e.canonical_name == canonical).collect();
+        let by_name = if by_name.is_empty() {
+            self.view.entities.iter().filter(|e| e.active && e.aliases.contains(&canonical)).collect()
+        } else {
+            by_name
+        };
         match by_name.as_slice() {
             [one] => Ok(one),
             [] => Err(format!("entity {selector} not found in this agent; read it back with get_entity before retrying")),
@@ -179,7 +308,17 @@ impl Work {
         }
     }
 
-    fn aspect(&self, entity: &str, selector: &str) -> Option<&ViewAspect> {
+    /// A live entity by id only (a hygiene operation names its target by id).
+    pub(super) fn live_entity(&self, id: &str) -> std::result::Result<ViewEntity, String> {
+        self.view
+            .entities
+            .iter()
+            .find(|e| e.active && e.id == id)
+            .cloned()
+            .ok_or_else(|| format!("entity {id} not found in this agent; read it back with get_entity before retrying"))
+    }
+
+    pub(super) fn aspect(&self, entity: &str, selector: &str) -> Option<&ViewAspect> {
         let canonical = normalize_entity_name(selector);
         self.view.aspects.iter().find(|a| a.active && a.entity_id == entity && (a.id == selector || a.canonical_name == canonical))
     }
@@ -190,22 +329,25 @@ impl Work {
 }
 
 /// What planning one operation decided.
-struct Decision {
+pub(super) struct Decision {
     effect: Effect,
     kind: Option<String>,
     message: Option<String>,
-    result: Option<serde_json::Value>,
+    pub(super) result: Option<serde_json::Value>,
     writes: Vec<OntoWrite>,
 }
 
 impl Decision {
-    fn applied(writes: Vec<OntoWrite>, result: serde_json::Value) -> Decision {
+    pub(super) fn applied(writes: Vec<OntoWrite>, result: serde_json::Value) -> Decision {
         Decision { effect: Effect::Applied, kind: None, message: None, result: Some(result), writes }
     }
-    fn skipped(kind: &str, message: String, result: Option<serde_json::Value>) -> Decision {
+    pub(super) fn skipped(kind: &str, message: String, result: Option<serde_json::Value>) -> Decision {
         Decision { effect: Effect::Skipped, kind: Some(kind.into()), message: Some(message), result, writes: Vec::new() }
     }
-    fn failed(kind: &str, message: String) -> Decision {
+    pub(super) fn is_applied(&self) -> bool {
+        self.effect == Effect::Applied
+    }
+    pub(super) fn failed(kind: &str, message: String) -> Decision {
         Decision { effect: Effect::Failed, kind: Some(kind.into()), message: Some(message), result: None, writes: Vec::new() }
     }
 }
@@ -219,7 +361,20 @@ pub fn plan_request(
     pass_id: &str,
     call_seq: usize,
 ) -> OntoPlan {
-    let mut work = Work::new(view);
+    plan_request_resolving(request, validated, view, cfg, pass_id, call_seq, None)
+}
+
+/// [`plan_request`] with stage 2's cosine duplicate check over `vectors`.
+pub fn plan_request_resolving(
+    request: &ApplyRequest,
+    validated: &[ValidatedOperation],
+    view: &OntologyView,
+    cfg: &PlanConfig,
+    pass_id: &str,
+    call_seq: usize,
+    vectors: Option<&NameVectors>,
+) -> OntoPlan {
+    let mut work = Work::new(view, vectors);
     let mut ops = Vec::with_capacity(request.operations.len());
     for (index, operation) in request.operations.iter().enumerate() {
         let evidence: Vec<EvidenceRef> = validated
@@ -242,7 +397,8 @@ pub fn plan_request(
         } else if operation.risk.as_deref() == Some("review_required") {
             Decision::skipped("review_required", "review required: recorded as a pending proposal, not applied".into(), None)
         } else {
-            plan_one(&mut work, operation, cfg)
+            let attention = validated.get(index).and_then(|v| v.attention.clone());
+            plan_one(&mut work, index, operation, attention, cfg)
         };
         if cfg.shadow && d.effect == Effect::Applied {
             d = Decision::skipped("shadow", "shadow mode: would be applied".into(), d.result);
@@ -274,14 +430,27 @@ fn payload_json(op: &Op) -> String {
         Op::CreatePolicy(p) => serde_json::to_value(p),
         Op::CreateActionType(p) | Op::CreateInterface(p) => serde_json::to_value(p),
         Op::DeclineAttention(p) => serde_json::to_value(p),
-        _ => Ok(json!({})),
+        Op::RenameEntity(p) => serde_json::to_value(p),
+        Op::RenameAspect(p) => serde_json::to_value(p),
+        Op::UpdateLink(p) => serde_json::to_value(p),
+        Op::Flag(p) => serde_json::to_value(p),
+        Op::ArchiveEntity(p) | Op::ArchiveAspect(p) | Op::ArchiveClaimValue(p) | Op::ArchiveLink(p) => serde_json::to_value(p),
+        Op::MergeEntities(p) => serde_json::to_value(p),
+        Op::MergeAspects(p) => serde_json::to_value(p),
     };
     v.map(|v| v.to_string()).unwrap_or_else(|_| "{}".into())
 }
 
-fn plan_one(work: &mut Work, operation: &Operation, cfg: &PlanConfig) -> Decision {
+fn plan_one(work: &mut Work<'_>, index: usize, operation: &Operation, attention: Option<AttentionRef>, cfg: &PlanConfig) -> Decision {
     let confidence = operation.confidence.unwrap_or(1.0);
+    if let Some(aref) = attention {
+        return super::graph_ops::hygiene(work, operation, aref, cfg);
+    }
     match &operation.op {
+        Op::Flag(p) => super::graph_ops::flag(work, index, p),
+        Op::RenameEntity(p) => super::graph_ops::rename_entity(work, &p.entity_id, &p.new_name),
+        Op::RenameAspect(p) => super::graph_ops::rename_aspect(work, &p.entity_id, &p.aspect_id, &p.new_name),
+        Op::UpdateLink(p) => super::graph_ops::update_link(work, p, operation.reason.as_deref()),
         Op::CreateEntity(p) => create_entity(work, &p.name, p.entity_type.as_str()),
         Op::CreateActionType(p) => create_entity(work, &p.name, "action"),
         Op::CreateInterface(p) => create_entity(work, &p.name, "interface"),
@@ -358,20 +527,15 @@ fn plan_one(work: &mut Work, operation: &Operation, cfg: &PlanConfig) -> Decisio
     }
 }
 
-fn create_entity(work: &mut Work, name: &str, entity_type: &str) -> Decision {
+fn create_entity(work: &mut Work<'_>, name: &str, entity_type: &str) -> Decision {
     let canonical = normalize_entity_name(name);
-    let same: Vec<&ViewEntity> = work.view.entities.iter().filter(|e| e.active && e.canonical_name == canonical).collect();
-    match same.as_slice() {
-        [one] => {
-            let msg = format!("duplicate of {} (exact)", one.id);
-            return Decision::skipped("duplicate_entity", msg, Some(json!({"entityId": one.id})));
+    match duplicate_of(&work.view, name, entity_type, None) {
+        Ok(Some(d)) => {
+            let msg = format!("duplicate of {} ({})", d.entity_id, d.how);
+            return Decision::skipped("duplicate_entity", msg, Some(json!({"entityId": d.entity_id})));
         }
-        [_, _, ..] => return Decision::failed("ambiguous_target", format!("Entity selector is ambiguous: {name}. Use an id.")),
-        [] => {}
-    }
-    if let Some(e) = work.view.entities.iter().find(|e| e.active && e.entity_type == entity_type && e.aliases.contains(&canonical)) {
-        let msg = format!("duplicate of {} (alias)", e.id);
-        return Decision::skipped("duplicate_entity", msg, Some(json!({"entityId": e.id})));
+        Err(message) => return Decision::failed("ambiguous_target", message),
+        Ok(None) => {}
     }
     // Signet's apply path judges the name alone; memform passes a concrete
     // type along, so a short proper name of a person or place ("Jon") is
@@ -380,6 +544,19 @@ fn create_entity(work: &mut Work, name: &str, entity_type: &str) -> Decision {
     let typed = is_concrete_type(entity_type).then_some(entity_type);
     if let Err(reason) = classify_entity_quality(name, typed) {
         return Decision::failed("entity_label", format!("Entity name rejected: {reason}"));
+    }
+    // Stage 2's resolver: the nearest live entity of the same type by
+    // cosine. The name is kept as that entity's alias (stage 2's merge),
+    // so later operations that name it resolve.
+    if let Ok(Some(d)) = duplicate_of(&work.view, name, entity_type, work.vectors) {
+        let msg = format!("duplicate of {} ({})", d.entity_id, d.how);
+        if let Some(e) = work.view.entities.iter_mut().find(|e| e.id == d.entity_id) {
+            e.aliases.push(canonical.clone());
+        }
+        let alias = OntoWrite::Alias { entity_id: d.entity_id.clone(), alias: name.trim().to_string(), canonical_alias: canonical };
+        let mut skip = Decision::skipped("duplicate_entity", msg, Some(json!({"entityId": d.entity_id, "cosine": d.cosine})));
+        skip.writes.push(alias);
+        return skip;
     }
     let id = work.id("o");
     work.view.entities.push(ViewEntity {
@@ -548,6 +725,73 @@ fn claim(
         supersedes: supersedes.clone(),
     });
     Decision::applied(writes, json!({"entityId": entity, "aspectId": aspect_id, "attributeId": id, "supersedes": supersedes}))
+}
+
+/// How a proposed entity duplicates a live one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Duplicate {
+    pub entity_id: String,
+    /// `exact`, `alias` or `cosine 0.93`.
+    pub how: String,
+    pub cosine: Option<f64>,
+}
+
+/// The duplicate check of `create_entity` and `validate_proposal`
+/// (docs/dreaming.md, 4.3), in order: a live entity with the same canonical
+/// name (any type, as Signet; two of them: `Err`, the selector is
+/// ambiguous); a live entity of the same type holding the name as an alias;
+/// then, given `vectors`, stage 2's resolver (`resolve_entities`) over the
+/// live entities of the same type: the nearest one by cosine, if at least
+/// the threshold. Type-aware: a `place` never duplicates a `person`.
+pub fn duplicate_of(
+    view: &OntologyView,
+    name: &str,
+    entity_type: &str,
+    vectors: Option<&NameVectors>,
+) -> std::result::Result<Option<Duplicate>, String> {
+    let canonical = normalize_entity_name(name);
+    let same: Vec<&ViewEntity> = view.entities.iter().filter(|e| e.active && e.canonical_name == canonical).collect();
+    match same.as_slice() {
+        [one] => return Ok(Some(Duplicate { entity_id: one.id.clone(), how: "exact".into(), cosine: None })),
+        [_, _, ..] => return Err(format!("Entity selector is ambiguous: {name}. Use an id.")),
+        [] => {}
+    }
+    if let Some(e) = view.entities.iter().find(|e| e.active && e.entity_type == entity_type && e.aliases.contains(&canonical)) {
+        return Ok(Some(Duplicate { entity_id: e.id.clone(), how: "alias".into(), cosine: None }));
+    }
+    let Some(nv) = vectors else { return Ok(None) };
+    let Some(v) = nv.vectors.get(&canonical) else { return Ok(None) };
+    // Stage 2 compares same-type entities only; the ontology's types are
+    // finer than stage 1's, so the candidates are filtered here by the
+    // ontology type and handed to the resolver under one stage-1 type.
+    let proxy = crate::types::EntityType::Thing;
+    let mut state = crate::state::ConvState::default();
+    for e in view.entities.iter().filter(|e| e.active && e.entity_type == entity_type) {
+        if let Some(ev) = nv.vectors.get(&e.canonical_name) {
+            state.entities.push(crate::model::fact::EntityRec {
+                id: e.id.clone(),
+                name: e.canonical_name.clone(),
+                entity_type: proxy,
+                aliases: e.aliases.clone(),
+                embedding: ev.clone(),
+            });
+        }
+    }
+    if state.entities.is_empty() {
+        return Ok(None);
+    }
+    let candidate = crate::types::CandidateEntity { name: canonical, entity_type: proxy };
+    let res =
+        crate::pipeline::resolve::resolve_entities(&view.conversation_id, &[candidate], std::slice::from_ref(v), &state, nv.threshold);
+    Ok(res.decisions.into_iter().find_map(|d| match d {
+        crate::pipeline::resolve::EntityDecision::Merge { entity_id, cosine, .. } => {
+            Some(Duplicate { entity_id, how: format!("cosine {cosine:.2}"), cosine: Some(cosine) })
+        }
+        crate::pipeline::resolve::EntityDecision::Reuse { entity_id, .. } => {
+            Some(Duplicate { entity_id, how: "exact".into(), cosine: None })
+        }
+        crate::pipeline::resolve::EntityDecision::Insert { .. } => None,
+    }))
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use super::dreamer::{Dreamer, DreamerOutcome, Gold, PassInfo, Rules, Scripted};
 use super::llm::{DreamLlm, LlmDreamer};
 use super::pass::{PassMode, TriggerReason, TriggerState, TurnState, evaluate_trigger, next_watermark, select_mode, turn_tokens};
 use super::registry::{LivePass, Session};
+use super::plan::NameResolver;
 use crate::error::Result;
 use crate::llm::{Llm, LlmSettings};
 use crate::model::ontology::PassRecord;
@@ -211,7 +212,8 @@ pub fn run_pass_in_mode(
         ..PassRecord::default()
     };
     let live = LivePass { id: pass_id.clone(), mode };
-    let mut session = Session::new(store, &conv.id, ingested.to_vec(), dcfg, cfg.shadow_mode, cfg.mutations_frozen, Some(live))?;
+    let mut session = Session::new(store, &conv.id, ingested.to_vec(), dcfg, cfg.shadow_mode, cfg.mutations_frozen, Some(live))?
+        .with_resolver(NameResolver { embedder: stages.embedder, threshold: dcfg.entity_merge_threshold });
     let kind = dcfg.dreamer();
     let mut outcome = DreamerOutcome::default();
     if early.is_none() {

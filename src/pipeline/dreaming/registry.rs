@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use super::config::DreamingConfig;
 use super::contract::ContractLimits;
 use super::pass::PassMode;
-use super::plan::{PlanConfig, apply, plan_request};
+use super::plan::{NameResolver, PlanConfig, apply_resolving, plan_request};
 use super::quality::{normalize_entity_name, prospective_contradiction};
 use super::validate::{TurnIndex, check_proposal, validate_request};
 use crate::error::Result;
@@ -530,6 +530,9 @@ pub struct Session<'a> {
     settled: HashSet<String>,
     index: Option<DocumentIndex>,
     tally: Tally,
+    /// Stage 2's cosine duplicate check for `apply_ontology_ops` (a pass
+    /// sets it; the CLI's manual calls check exact names and aliases only).
+    resolver: Option<NameResolver<'a>>,
 }
 
 impl<'a> Session<'a> {
@@ -566,7 +569,14 @@ impl<'a> Session<'a> {
             settled,
             index: None,
             tally: Tally::default(),
+            resolver: None,
         })
+    }
+
+    /// This session's `apply_ontology_ops` also checks duplicates by cosine.
+    pub fn with_resolver(mut self, resolver: NameResolver<'a>) -> Self {
+        self.resolver = Some(resolver);
+        self
     }
 
     pub fn conversation(&self) -> &str {
@@ -1314,7 +1324,7 @@ impl<'a> Session<'a> {
             Some(_) => self.tally.apply_calls,
             None => self.store.pass_ops(&pass)?.len() + self.tally.apply_calls,
         };
-        let answer = apply(self.store, input, &self.turns, &self.limits, &self.plan, self.caps, &pass, call)?;
+        let answer = apply_resolving(self.store, input, &self.turns, &self.limits, &self.plan, self.caps, &pass, call, self.resolver)?;
         if answer.rejection_kind.is_some() {
             self.tally.failed += 1;
             self.tally.excluded.extend(cited_turns(input));
