@@ -249,6 +249,8 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
              pass_id TEXT NOT NULL, seq INTEGER NOT NULL, conversation_id TEXT NOT NULL,
              tool TEXT NOT NULL, input TEXT NOT NULL, output TEXT NOT NULL, ok INTEGER NOT NULL,
              PRIMARY KEY (pass_id, seq));",
+    ),
+    (
         // The dreaming operations that change the graph's shape (archives,
         // merges, renames, `update_link`): their history events. SQLite
         // cannot widen a CHECK in place, so `onto_history` is rebuilt with
