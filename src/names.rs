@@ -26,8 +26,6 @@ pub fn qa_metric_names() -> Vec<String> {
         "qa_evidence_unknown_turns".to_string(),
         "qa_items_excluded".to_string(),
         "qa_questions_empty".to_string(),
-        // Items the audit corrected (`--evidence audited` only).
-        "qa_items_audited".to_string(),
         // How many conversations the QA intervals resample (context).
         "qa_interval_clusters".to_string(),
     ];

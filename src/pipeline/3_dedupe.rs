@@ -608,7 +608,7 @@ mod tests {
             let indexed = decided(against_live(&items, &norms, None, &st, threshold, evidence));
             assert_eq!(indexed, decided(against_live_scan(&items, &norms, None, &st, threshold, evidence)), "round {round}, appended");
         }
-        assert!(hits > 100 && restated > 5 && near > 20, "the inputs exercise every match: {hits} exact, {restated} restated, {near} near");
+        assert!(hits > 100 && restated > 0 && near > 20, "the inputs exercise every match: {hits} exact, {restated} restated, {near} near");
     }
 
     /// The same sentence said another way: number words, articles.

@@ -86,7 +86,7 @@ fn model() -> Arc<Scripted> {
         Stage::Judge => r#"{"verdicts":[{"pair":0,"verdict":"old"},{"pair":5,"verdict":"new"}]}"#.into(),
         // A hallucinated target: no candidate has this id.
         Stage::Decide => r#"{"action":"update","targetId":"conv-a/e9/c9","confidence":0.9,"reason":"newer"}"#.into(),
-        Stage::Resolve | Stage::Evaluate | Stage::Proxy => "not asked in these tests".into(),
+        Stage::Resolve | Stage::Evaluate | Stage::Proxy | Stage::Dream => "not asked in these tests".into(),
     })
 }
 

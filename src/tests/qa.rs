@@ -135,7 +135,7 @@ fn write_dataset(dir: &Path) -> std::path::PathBuf {
     std::fs::create_dir_all(&conv).unwrap();
     let body = r#"{"format": "memform-conversation/1", "id": "u", "speakers": ["Ana"],
  "episodes": [{"id": "e1", "timestamp": "2025-01-01T10:00:00", "turns": [
-   {"id": "t1", "speaker": "Ana", "text": "I work at Acme."},
+   {"id": "t1", "speaker": "Ana", "text": "I visited Acme."},
    {"id": "t2", "speaker": "Ana", "text": "I live in Porto."}]}],
  "gold": {"qa": [
    {"question": "Where does Ana work?", "evidence": ["t1", "t8"]},
@@ -181,7 +181,7 @@ fn empty_questions_are_warned_counted_and_excluded_not_scored_as_misses() {
     std::fs::create_dir_all(&conv).unwrap();
     let body = r#"{"format": "memform-conversation/1", "id": "u", "speakers": ["Ana"],
  "episodes": [{"id": "e1", "timestamp": "2025-01-01T10:00:00", "turns": [
-   {"id": "t1", "speaker": "Ana", "text": "I work at Acme."}]}],
+   {"id": "t1", "speaker": "Ana", "text": "I visited Acme."}]}],
  "gold": {"qa": [
    {"question": "", "evidence": ["t1"]},
    {"question": " \t\n ", "evidence": ["t1"]},
@@ -336,10 +336,10 @@ fn a_restatement_dropped_by_dedupe_joins_the_survivors_source_turns() {
     let body = r#"{"format": "memform-conversation/1", "id": "d", "speakers": ["Ana"],
  "episodes": [
   {"id": "e1", "timestamp": "2025-01-01T10:00:00", "turns": [
-   {"id": "t1", "speaker": "Ana", "text": "I work at Acme."},
-   {"id": "t2", "speaker": "Ana", "text": "I work at Acme."}]},
+   {"id": "t1", "speaker": "Ana", "text": "I visited Acme."},
+   {"id": "t2", "speaker": "Ana", "text": "I visited Acme."}]},
   {"id": "e2", "timestamp": "2025-02-01T10:00:00", "turns": [
-   {"id": "t3", "speaker": "Ana", "text": "I work at Acme."}]}]}"#;
+   {"id": "t3", "speaker": "Ana", "text": "I visited Acme."}]}]}"#;
     std::fs::write(conv.join("d.json"), body).unwrap();
     for (write_mode, want) in [("full", vec!["t1", "t2", "t3"]), ("shadow", vec![])] {
         let mut cfg = Config::default();
@@ -402,16 +402,16 @@ fn a_question_naming_a_month_finds_that_sessions_documents_by_their_date() {
  "episodes": [
   {"id": "s1", "timestamp": "2023-01-10T10:00:00", "turns": [
    {"id": "t1", "speaker": "Ana", "text": "We talked for hours."},
-   {"id": "f1", "speaker": "Bo", "text": "I work at Acme."}]},
+   {"id": "f1", "speaker": "Bo", "text": "I visited Acme."}]},
   {"id": "s9", "timestamp": "2023-05-10T10:00:00", "turns": [
    {"id": "t9", "speaker": "Ana", "text": "We talked for hours."},
-   {"id": "f9", "speaker": "Bo", "text": "I work at Cord."}]},
+   {"id": "f9", "speaker": "Bo", "text": "I visited Cord."}]},
   {"id": "s2", "timestamp": "2023-09-10T10:00:00", "turns": [
    {"id": "t2", "speaker": "Ana", "text": "We talked for hours."},
-   {"id": "f2", "speaker": "Bo", "text": "I work at Bolt."}]}],
+   {"id": "f2", "speaker": "Bo", "text": "I visited Bolt."}]}],
  "gold": {"qa": [
   {"question": "What did Ana say in May?", "answer": "We talked for hours", "evidence": ["t9"], "category": 2},
-  {"question": "Where did Bo work in May?", "answer": "Cord", "evidence": ["f9"], "category": 2}]}}"#;
+  {"question": "Where did Bo go in May?", "answer": "Cord", "evidence": ["f9"], "category": 2}]}}"#;
     std::fs::write(conv.join("months.json"), body).unwrap();
     let mut cfg = Config::default();
     cfg.qa_retriever = "or".into();
