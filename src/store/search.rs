@@ -628,10 +628,8 @@ fn query_phrases(tokens: &mut Tokens, text: &str) -> rusqlite::Result<QueryPhras
 fn query_phrases_any(tokens: &mut Tokens, text: &str) -> rusqlite::Result<QueryPhrases> {
     let mut out: Vec<Vec<TermId>> = Vec::new();
     for term in fts_terms(text) {
-        if let Some(p) = tokens.phrase(&term)?.filter(|p| !p.is_empty()) {
-            if !out.contains(&p) {
-                out.push(p);
-            }
+        if let Some(p) = tokens.phrase(&term)?.filter(|p| !p.is_empty() && !out.contains(p)) {
+            out.push(p);
         }
     }
     Ok((!out.is_empty()).then_some(out))
