@@ -13,8 +13,9 @@ SCENARIOS := datasets/scenarios
 LOCOMO_URL ?= https://raw.githubusercontent.com/snap-research/locomo/main/data/locomo10.json
 # The pinned SHA-256 of locomo10.json, confirmed independently: the LoCoMo
 # audit (dial481/locomo-audit) ships a copy of this file and its
-# scripts/verify_sha256.py checks that copy against this same digest. A
-# mismatch stops `make locomo-data` and writes nothing.
+# scripts/verify_sha256.py checks that copy against this same digest (read
+# in that repository at commit 844578d; the script was not run here, for
+# want of a download). A mismatch stops `make locomo-data` and writes nothing.
 LOCOMO_SHA256 ?= 79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4
 LOCOMO_DATA ?= data/locomo
 LOCOMO_FALLBACK ?= ../shared/datasets/locomo
