@@ -567,6 +567,21 @@ fn history(
     Ok(())
 }
 
+/// Renames the active row `id` of `table` (`onto_entities` or
+/// `onto_aspects`, a `kind` in messages); its old name as history's `before`.
+fn rename(tx: &Connection, table: &str, kind: &str, id: &str, name: &str, canonical_name: &str, op_id: &str) -> Result<String, WriteErr> {
+    let before: Option<String> =
+        tx.query_row(&format!("SELECT name FROM {table} WHERE id = ?1 AND status = 'active'"), [id], |r| r.get(0)).optional()?;
+    let Some(before) = before else {
+        return Err(WriteErr::Missing(format!("{kind} {id} not found in this agent")));
+    };
+    tx.execute(
+        &format!("UPDATE {table} SET name = ?2, canonical_name = ?3, updated_op = ?4 WHERE id = ?1"),
+        params![id, name, canonical_name, op_id],
+    )?;
+    Ok(serde_json::json!({"name": before}).to_string())
+}
+
 fn exists(tx: &Connection, sql: &str, id: &str) -> rusqlite::Result<bool> {
     Ok(tx.query_row(sql, [id], |_| Ok(())).optional()?.is_some())
 }
@@ -714,29 +729,11 @@ fn execute_writes(tx: &Connection, conv: &str, op_id: &str, op: &PlannedOp) -> R
                 }
             }
             OntoWrite::RenameEntity { id, name, canonical_name } => {
-                let before: Option<String> =
-                    tx.query_row("SELECT name FROM onto_entities WHERE id = ?1 AND status = 'active'", [id], |r| r.get(0)).optional()?;
-                let Some(before) = before else {
-                    return Err(WriteErr::Missing(format!("entity {id} not found in this agent")));
-                };
-                tx.execute(
-                    "UPDATE onto_entities SET name = ?2, canonical_name = ?3, updated_op = ?4 WHERE id = ?1",
-                    params![id, name, canonical_name, op_id],
-                )?;
-                let before = serde_json::json!({"name": before}).to_string();
+                let before = rename(tx, "onto_entities", "entity", id, name, canonical_name, op_id)?;
                 history(tx, conv, op_id, &mut seq, "entity", id, "renamed", Some(before), after)?;
             }
             OntoWrite::RenameAspect { id, name, canonical_name } => {
-                let before: Option<String> =
-                    tx.query_row("SELECT name FROM onto_aspects WHERE id = ?1 AND status = 'active'", [id], |r| r.get(0)).optional()?;
-                let Some(before) = before else {
-                    return Err(WriteErr::Missing(format!("aspect {id} not found in this agent")));
-                };
-                tx.execute(
-                    "UPDATE onto_aspects SET name = ?2, canonical_name = ?3, updated_op = ?4 WHERE id = ?1",
-                    params![id, name, canonical_name, op_id],
-                )?;
-                let before = serde_json::json!({"name": before}).to_string();
+                let before = rename(tx, "onto_aspects", "aspect", id, name, canonical_name, op_id)?;
                 history(tx, conv, op_id, &mut seq, "aspect", id, "renamed", Some(before), after)?;
             }
             OntoWrite::ArchiveEntity { id, .. } | OntoWrite::MergeEntity { id, .. } => {
