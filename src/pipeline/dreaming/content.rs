@@ -366,7 +366,7 @@ mod tests {
              group that hygiene's `duplicate:` record already lists (type-agnostic, as Signet's), so it is no candidate here"
         );
         assert_eq!(got[1].details["candidate"], json!("e3"));
-        assert_eq!(got[4].details["reason"], json!("rejected_citation"));
+        assert_eq!(got[3].details["reason"], json!("rejected_citation"));
         // Without the resolver only aliases count: no candidate.
         assert!(content_attention(&v, &flagged, None, &[]).iter().all(|a| a.kind != "hygiene"));
     }
