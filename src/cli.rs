@@ -59,11 +59,36 @@ pub enum Command {
     /// Prints its base URL (one line), serves until stdin reaches end of file or SIGINT/SIGTERM,
     /// then prints its figures (one JSON line); exit 2 when a request missed or failed.
     Proxy(ProxyArgs),
+    /// The dreaming profile's explicit ontology extraction: each conversation through the profile's passes
+    /// (its rules or gold dreamer, guards, caps and apply path); prints one JSON line per conversation and a
+    /// total. A dry run by default: nothing is written.
+    OntologyExtract(OntologyExtractArgs),
     /// The dreaming profile's capability registry: call one capability on a run's store, or list them.
     Dream {
         #[command(subcommand)]
         command: DreamCommand,
     },
+}
+
+/// `memform ontology-extract`.
+#[derive(clap::Args, Clone)]
+pub struct OntologyExtractArgs {
+    /// Dataset directory.
+    #[arg(long)]
+    pub dataset: PathBuf,
+    #[command(flatten)]
+    pub subset: SubsetArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Write every operation the passes submitted, with its effect, to OUT/proposals.jsonl.
+    #[arg(long, requires = "out")]
+    pub write_proposals: bool,
+    /// Write the applied graph (the ontology store) to OUT/store.sqlite.
+    #[arg(long, requires = "out")]
+    pub write_assertions: bool,
+    /// Output directory (with --write-proposals or --write-assertions); not inside the dataset.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 /// `memform dream`.

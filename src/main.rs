@@ -393,6 +393,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Calibrate(args) => cmd_calibrate(args),
         Command::Proxy(args) => cmd_proxy(args),
         Command::Dream { command } => cmd_dream(command),
+        Command::OntologyExtract(args) => cmd_ontology_extract(args),
         Command::Profiles => {
             for p in profiles::PROFILES {
                 println!("{:<8} {}", p.name(), p.summary());
@@ -807,6 +808,98 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `memform ontology-extract`: the dataset's conversations through the
+/// dreaming profile's passes (docs/dreaming.md, 14). Prints one JSON line
+/// per conversation and a total; `--write-proposals` writes every operation
+/// with its effect to OUT/proposals.jsonl, `--write-assertions` the applied
+/// graph to OUT/store.sqlite. Without either, nothing is written.
+fn cmd_ontology_extract(args: OntologyExtractArgs) -> Result<ExitCode> {
+    use memform::pipeline::dreaming::ontology_extract::ontology_extract;
+    let mut cfg = args.config.load()?;
+    if cfg.profile != "dreaming" && args.config.profile.is_some() {
+        return Err(memform::error::Error::Config(format!(
+            "ontology-extract: --profile {}: it runs the dreaming profile only",
+            cfg.profile
+        ))
+        .into());
+    }
+    cfg.profile = "dreaming".into();
+    cfg.validate()?;
+    if cfg.embedder != "hashed" {
+        return Err(memform::error::Error::Config(format!(
+            "ontology-extract: embedder {:?}: it runs with the hashed embedder only (no model is loaded)",
+            cfg.embedder
+        ))
+        .into());
+    }
+    let (mut dataset, load_warnings) = memform::dataset::load_with_report(&args.dataset)?;
+    memform::dataset::subset(&mut dataset, &args.subset.conversations, args.subset.limit)?;
+    report_load_warnings(&load_warnings);
+    if let Some(out) = &args.out {
+        memform::paths::check_out_dir("--out", out, Some(&args.dataset))?;
+        std::fs::create_dir_all(out).with_context(|| format!("create {}", out.display()))?;
+    }
+    let extractor = memform::pipeline::extract::RulesExtractor::new(cfg.max_input_chars);
+    let embedder = memform::embed::hashed::HashedEmbedder::new(cfg.hashed_dims);
+    let judge = memform::pipeline::judge::RulesJudge::new(&cfg);
+    let stages = Stages { extractor: &extractor, embedder: &embedder, judge: &judge };
+    let assertions = args.out.as_ref().filter(|_| args.write_assertions).map(|o| o.join(".store.sqlite.partial"));
+    let store = match &assertions {
+        Some(path) => {
+            if path.exists() {
+                std::fs::remove_file(path).with_context(|| format!("remove {}", path.display()))?;
+            }
+            memform::store::Store::open(path)?
+        }
+        None => memform::store::Store::in_memory()?,
+    };
+    let extracted = ontology_extract(&dataset, &cfg, stages, &store)?;
+    drop(store);
+    let mut total = serde_json::json!({"conversations": extracted.len(), "operations": 0, "applied": 0, "skipped": 0, "failed": 0,
+        "entities": 0, "aspects": 0, "claims": 0, "links": 0});
+    for c in &extracted {
+        println!("{}", serde_json::to_string(c)?);
+        for (k, n) in [
+            ("operations", c.operations.len()),
+            ("applied", c.applied),
+            ("skipped", c.skipped),
+            ("failed", c.failed),
+            ("entities", c.entities),
+            ("aspects", c.aspects),
+            ("claims", c.claims),
+            ("links", c.links),
+        ] {
+            total[k] = serde_json::json!(total[k].as_u64().unwrap_or(0) + n as u64);
+        }
+    }
+    let mut written = Vec::new();
+    if let (true, Some(out)) = (args.write_proposals, &args.out) {
+        let path = out.join("proposals.jsonl");
+        memform::rundir::write_with(&path, |w| {
+            use std::io::Write as _;
+            for c in &extracted {
+                for o in &c.operations {
+                    let parse = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap_or(serde_json::Value::Null);
+                    let line = serde_json::json!({"conversation": c.conversation, "opId": o.id, "passId": o.pass_id, "operation": o.operation,
+                        "payload": parse(&o.payload), "effect": o.effect, "kind": o.kind, "message": o.message,
+                        "result": o.result.as_deref().map(parse)});
+                    writeln!(w, "{line}").map_err(|e| memform::error::Error::write(&path, e))?;
+                }
+            }
+            Ok(())
+        })?;
+        written.push(path);
+    }
+    if let (Some(partial), Some(out)) = (&assertions, &args.out) {
+        let path = out.join(memform::rundir::RunDir::STORE);
+        std::fs::rename(partial, &path).with_context(|| format!("move {} to {}", partial.display(), path.display()))?;
+        written.push(path);
+    }
+    total["written"] = serde_json::json!(written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>());
+    println!("{total}");
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `memform dream tool|tools`: one capability of the dreaming registry on
 /// a run directory's store (docs/dreaming.md, section 7), or the manifest.
 fn cmd_dream(command: DreamCommand) -> Result<ExitCode> {
@@ -826,7 +919,11 @@ fn cmd_dream(command: DreamCommand) -> Result<ExitCode> {
                 Config::default()
             };
             let db = store.join(memform::rundir::RunDir::STORE);
-            let answer = registry::call_on_store(&db, &cfg.dreaming, &name, &input, conversation.as_deref())?;
+            // The hashed embedder is rebuilt from the run's config (no model),
+            // so duplicates are checked by cosine as in the run's passes.
+            let hashed = (cfg.embedder == "hashed").then(|| memform::embed::hashed::HashedEmbedder::new(cfg.hashed_dims));
+            let embedder = hashed.as_ref().map(|e| e as &dyn memform::embed::Embedder);
+            let answer = registry::call_on_store(&db, &cfg.dreaming, &name, &input, conversation.as_deref(), embedder)?;
             println!("{answer}");
             Ok(ExitCode::SUCCESS)
         }

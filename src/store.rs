@@ -7,7 +7,7 @@ mod ontology;
 mod search;
 mod tokenize;
 
-pub use dream_tools::{EvidenceRow, PassOp, ToolCallRow};
+pub use dream_tools::{EvidenceRow, OpRow, PassOp, ToolCallRow};
 pub use ontology::EVIDENCE_TABLES;
 
 use std::collections::HashMap;

@@ -50,6 +50,24 @@ pub struct OntoCaps {
     pub max_new_entities_per_pass: usize,
 }
 
+impl OntoCaps {
+    /// The write cap an applied operation would cross (kind and message),
+    /// given what the pass already applied (`applied` operations, `created`
+    /// entities) and how many entities the operation creates. The one rule
+    /// both the store's apply path and the planner's dry run read.
+    pub fn refusal(&self, applied: usize, created: usize, new_entities: usize) -> Option<(&'static str, String)> {
+        if applied >= self.max_ops_per_pass {
+            return Some(("pass_cap", format!("pass cap reached: {applied} operations applied, at most {}", self.max_ops_per_pass)));
+        }
+        if new_entities > 0 && created + new_entities > self.max_new_entities_per_pass {
+            let msg =
+                format!("new-entity cap reached: {created} entities created in this pass, at most {}", self.max_new_entities_per_pass);
+            return Some(("new_entity_cap", msg));
+        }
+        None
+    }
+}
+
 /// An exact-quote evidence reference: the turn, its episode and revision
 /// (SHA-256 hex of its text), and the quote with its byte offset.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -23,6 +23,21 @@ pub struct EvidenceRow {
 /// One logged operation of a pass: (operation, effect, message).
 pub type PassOp = (String, String, Option<String>);
 
+/// One logged operation, as `onto_ops` holds it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct OpRow {
+    pub id: String,
+    pub pass_id: String,
+    pub operation: String,
+    /// The payload as JSON.
+    pub payload: String,
+    pub effect: String,
+    pub kind: Option<String>,
+    pub message: Option<String>,
+    /// What it produced (JSON), if anything.
+    pub result: Option<String>,
+}
+
 /// One recorded tool call of a pass.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ToolCallRow {
@@ -94,6 +109,30 @@ impl Store {
         self.with(|c| {
             let mut st = c.prepare("SELECT operation, effect, message FROM onto_ops WHERE pass_id = ?1 ORDER BY call_seq, op_index")?;
             st.query_map([pass_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect()
+        })
+    }
+
+    /// Every logged operation of `conversation`, in order: what `memform
+    /// ontology-extract` reports.
+    pub fn onto_op_rows(&self, conversation: &str) -> Result<Vec<OpRow>> {
+        self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT id, pass_id, operation, payload, effect, kind, message, result FROM onto_ops
+                 WHERE conversation_id = ?1 ORDER BY rowid",
+            )?;
+            st.query_map([conversation], |r| {
+                Ok(OpRow {
+                    id: r.get(0)?,
+                    pass_id: r.get(1)?,
+                    operation: r.get(2)?,
+                    payload: r.get(3)?,
+                    effect: r.get(4)?,
+                    kind: r.get(5)?,
+                    message: r.get(6)?,
+                    result: r.get(7)?,
+                })
+            })?
+            .collect()
         })
     }
 

@@ -188,6 +188,40 @@ impl Store {
         })
     }
 
+    /// What a pass has applied so far: (operations, entities created), the
+    /// counts the write caps read.
+    pub fn pass_applied_counts(&self, pass_id: &str) -> Result<(usize, usize)> {
+        self.with(|c| {
+            let (n, e): (i64, i64) = c.query_row(
+                "SELECT COUNT(*), COALESCE(SUM(new_entities), 0) FROM onto_ops WHERE pass_id = ?1 AND effect = 'applied'",
+                [pass_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            Ok((n.max(0) as usize, e.max(0) as usize))
+        })
+    }
+
+    /// The operations of `conversation` the single-valued guard rejected
+    /// (effect `failed`, kind `contradiction`): (op id, payload JSON, result
+    /// JSON), in order. Each is a flagged contradiction (docs/dreaming.md, 7).
+    pub fn contradiction_rejections(&self, conversation: &str) -> Result<Vec<(String, String, Option<String>)>> {
+        self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT id, payload, result FROM onto_ops
+                 WHERE conversation_id = ?1 AND effect = 'failed' AND kind = 'contradiction' ORDER BY rowid",
+            )?;
+            st.query_map([conversation], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect()
+        })
+    }
+
+    /// The turns of `conversation` a pass recorded as withheld by the safety policy.
+    pub fn withheld_turns(&self, conversation: &str) -> Result<HashSet<String>> {
+        self.with(|c| {
+            let mut st = c.prepare("SELECT turn_id FROM dream_consumption WHERE conversation_id = ?1 AND state = 'withheld'")?;
+            st.query_map([conversation], |r| r.get(0))?.collect()
+        })
+    }
+
     /// The turns of `conversation` a pass settled (consumed or withheld).
     pub fn settled_turns(&self, conversation: &str) -> Result<HashSet<String>> {
         self.with(|c| {
@@ -463,16 +497,8 @@ fn apply_in_tx(tx: &mut Savepoint<'_>, plan: &OntoPlan, caps: OntoCaps) -> rusql
                 o.message = Some(message);
                 o.result = None;
             };
-            if applied as usize >= caps.max_ops_per_pass {
-                fail(
-                    &mut outcome,
-                    "pass_cap",
-                    format!("pass cap reached: {applied} operations applied, at most {}", caps.max_ops_per_pass),
-                );
-            } else if new_entities > 0 && (created + new_entities) as usize > caps.max_new_entities_per_pass {
-                let msg =
-                    format!("new-entity cap reached: {created} entities created in this pass, at most {}", caps.max_new_entities_per_pass);
-                fail(&mut outcome, "new_entity_cap", msg);
+            if let Some((kind, msg)) = caps.refusal(applied as usize, created as usize, new_entities as usize) {
+                fail(&mut outcome, kind, msg);
             } else {
                 let sp = tx.savepoint()?;
                 match execute_writes(&sp, &plan.conversation_id, &op_id, op) {

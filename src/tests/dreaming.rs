@@ -222,3 +222,77 @@ fn an_llm_dreamer_replay_miss_exits_2() {
     assert_eq!(lines.len(), 1, "{err}");
     assert!(lines[0].contains("dream") && lines[0].contains("/p1 turn 1"), "{err}");
 }
+
+/// `memform dream tool validate_proposal` on a run's store checks
+/// duplicates as the run's passes do (the hashed embedder is rebuilt from
+/// the run's config: the cosine check through stage 2's resolver), and its
+/// answer for a request is what `apply_ontology_ops` then does.
+#[test]
+fn dream_tool_validate_proposal_checks_by_cosine_and_matches_apply() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let dataset = root().join("datasets/dreaming");
+    let (code, _, err) = memform(&["run", "--profile", "dreaming", "--dataset", dataset.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    let run = out.to_str().unwrap();
+    let call = |tool: &str, input: &serde_json::Value| {
+        let (code, stdout, err) = memform(&["dream", "tool", tool, "--input", &input.to_string(), "--store", run]);
+        assert_eq!(code, Some(0), "{tool}: {err}");
+        serde_json::from_str::<serde_json::Value>(stdout.trim()).unwrap()
+    };
+    let v = call("validate_proposal", &serde_json::json!({"agentId": "harbor-move", "name": "Nadia", "type": "person"}));
+    assert_eq!(v["cosineChecked"], true, "{v}");
+    assert_eq!(v["createEntity"]["effect"], "skipped", "{v}");
+    // A request citing a quote its turn does not hold: the same rejection both ways, nothing written.
+    let ops = serde_json::json!([{"operation": "create_entity", "payload": {"name": "Zanzibar Office", "type": "place"},
+        "evidence": [{"source_ref": "turn:nope", "quote": "Zanzibar"}]}]);
+    let v = call("validate_proposal", &serde_json::json!({"agentId": "harbor-move", "operations": ops}));
+    let a = call("apply_ontology_ops", &serde_json::json!({"agentId": "harbor-move", "operations": ops}));
+    assert_eq!(
+        (v["kind"].clone(), a["kind"].clone()),
+        (serde_json::json!("unknown_source"), serde_json::json!("unknown_source")),
+        "{v} {a}"
+    );
+}
+
+/// `memform ontology-extract`: a dry run writes nothing and prints one line
+/// per conversation and a total; `--write-proposals` and
+/// `--write-assertions` write the operations and the applied graph; bad
+/// arguments exit 2.
+#[test]
+fn ontology_extract_is_a_dry_run_by_default_and_writes_proposals_and_assertions_on_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dataset = root().join("datasets/dreaming");
+    let ds = dataset.to_str().unwrap();
+    let (code, stdout, err) = memform(&["ontology-extract", "--dataset", ds]);
+    assert_eq!(code, Some(0), "{err}");
+    let lines: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), CONVERSATIONS.len() + 1, "{stdout}");
+    let total = lines.last().unwrap();
+    assert!(total["applied"].as_u64().unwrap() > 0 && total["claims"].as_u64().unwrap() > 0, "{total}");
+    assert_eq!(total["written"], serde_json::json!([]));
+    let out = tmp.path().join("extract");
+    let (code, stdout, err) =
+        memform(&["ontology-extract", "--dataset", ds, "--write-proposals", "--write-assertions", "--out", out.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    let again: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(again["operations"], total["operations"], "the same passes");
+    let proposals = std::fs::read_to_string(out.join("proposals.jsonl")).unwrap();
+    assert_eq!(proposals.lines().count() as u64, total["operations"].as_u64().unwrap());
+    let first: serde_json::Value = serde_json::from_str(proposals.lines().next().unwrap()).unwrap();
+    assert!(first["effect"].is_string() && first["payload"].is_object(), "{first}");
+    let store = Store::open(&out.join("store.sqlite")).unwrap();
+    let claims: usize =
+        CONVERSATIONS.iter().map(|c| store.ontology_view(c).unwrap().claims.iter().filter(|x| x.status.as_str() == "active").count()).sum();
+    assert_eq!(claims as u64, total["claims"].as_u64().unwrap());
+    for (args, want) in [
+        (vec!["ontology-extract", "--dataset", ds, "--write-proposals"], "--out"),
+        (vec!["ontology-extract", "--dataset", ds, "--write-proposals", "--out", ds], "--out"),
+        (vec!["ontology-extract", "--dataset", ds, "--set", "dreaming.dreamer=\"llm\""], "scripted dreamers"),
+        (vec!["ontology-extract", "--dataset", ds, "--set", "dreaming.max_ops_per_call=0"], "max_ops_per_call"),
+    ] {
+        let (code, _, err) = memform(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}

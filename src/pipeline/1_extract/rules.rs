@@ -724,6 +724,14 @@ fn is_question(s: &str) -> bool {
     tail.contains('?')
 }
 
+/// Whether a turn reads as an instruction to the memory system (a
+/// sentence of it does, [`is_injection`]): the rules extractor takes no
+/// fact from it, and the `dreaming` profile withholds it from its dreamers
+/// (docs/dreaming.md, section 9).
+pub fn reads_as_injection(text: &str) -> bool {
+    sentences(text).iter().any(|s| is_injection(s))
+}
+
 fn is_injection(s: &str) -> bool {
     let lower = s.to_lowercase().replace(['\u{2019}', '\u{2018}'], "'");
     let collapsed = lower.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -90,6 +90,7 @@ pub(super) fn hygiene(work: &mut Work<'_>, operation: &Operation, aref: Attentio
     let reason = match &operation.op {
         Op::ArchiveEntity(p) | Op::ArchiveAspect(p) | Op::ArchiveClaimValue(p) | Op::ArchiveLink(p) => p.reason.clone(),
         Op::MergeEntities(p) => p.reason.clone(),
+        Op::MergeAspects(p) => p.reason.clone(),
         _ => None,
     }
     .or_else(|| operation.reason.clone());
@@ -99,6 +100,7 @@ pub(super) fn hygiene(work: &mut Work<'_>, operation: &Operation, aref: Attentio
         Op::ArchiveClaimValue(p) => archive_claim(work, &p.target, reason),
         Op::ArchiveLink(p) => archive_link(work, &p.target, reason),
         Op::MergeEntities(p) => merge_entities(work, &id, &p.targets, &p.survivor),
+        Op::MergeAspects(p) => merge_aspects(work, p, reason),
         other => Decision::failed("unsupported", format!("{} is not carried out by memform's planner yet", other.kind())),
     };
     if d.is_applied() {
@@ -281,6 +283,102 @@ fn merge_entities(work: &mut Work<'_>, attention: &str, targets: &[String], surv
         merged.push(json!({"entityId": source, "name": src.name, "movedAspects": aspects.len()}));
     }
     Decision::applied(writes, json!({"targetEntityId": survivor, "mergedEntities": merged}))
+}
+
+/// `merge_aspects` (Signet's applicator payload `{entity, target, sources,
+/// new_name}`, its result `{targetAspect, totalAttributesMoved}`): every
+/// claim of each source aspect moves to the target aspect of the same
+/// entity, the sources are archived, and the target takes `newName` when
+/// given. Guards: the entity, the target and every source resolve to live
+/// rows of that entity (`unresolved_target`), each source once and not the
+/// target (`merge_blocked`, `No distinct source aspects to merge`);
+/// `newName` must not be another active
+/// aspect's name (`name_collision`, Signet's "Aspect collides with …");
+/// the claims cap does not apply (a merge is the remedy the cap forces).
+/// memform's, as its aspects have a cardinality: a single-valued target
+/// refuses a merge that would leave two different active values in one
+/// claim key (`contradiction`; supersede one first).
+fn merge_aspects(work: &mut Work<'_>, p: &super::contract::MergeAspects, reason: Option<String>) -> Decision {
+    let entity = match work.entity(&p.entity_id) {
+        Ok(e) => e.id.clone(),
+        Err(m) => return Decision::failed("unresolved_target", m),
+    };
+    let not_found = |sel: &str| {
+        Decision::failed(
+            "unresolved_target",
+            format!("aspect {sel} not found on entity {entity}; read it back with get_entity before retrying"),
+        )
+    };
+    let Some(target) = work.aspect(&entity, p.target.trim()).cloned() else {
+        return not_found(p.target.trim());
+    };
+    let mut sources = Vec::new();
+    for sel in &p.sources {
+        let Some(a) = work.aspect(&entity, sel.trim()).cloned() else {
+            return not_found(sel.trim());
+        };
+        if a.id == target.id || sources.iter().any(|s: &crate::model::ontology::ViewAspect| s.id == a.id) {
+            return Decision::failed("merge_blocked", "No distinct source aspects to merge".into());
+        }
+        sources.push(a);
+    }
+    let new_name = p.new_name.as_deref().map(str::trim).filter(|n| !n.is_empty());
+    if let Some(n) = new_name {
+        let canonical = normalize_entity_name(n);
+        let merged = |id: &str| id == target.id || sources.iter().any(|s| s.id == id);
+        if let Some(other) =
+            work.view.aspects.iter().find(|o| o.active && o.entity_id == entity && !merged(&o.id) && o.canonical_name == canonical)
+        {
+            return Decision::failed("name_collision", format!("Aspect collides with \"{}\"", other.name));
+        }
+    }
+    let active = |c: &&crate::model::ontology::ViewClaim| c.status == ClaimStatus::Active;
+    if target.cardinality == crate::model::ontology::Cardinality::Single {
+        let mut slots: std::collections::BTreeMap<&str, &str> = std::collections::BTreeMap::new();
+        for c in work.view.claims.iter().filter(active).filter(|c| c.aspect_id == target.id || sources.iter().any(|s| s.id == c.aspect_id))
+        {
+            if let Some(held) = slots.insert(c.claim_key.as_str(), c.normalized_content.as_str())
+                && held != c.normalized_content
+            {
+                return Decision::failed(
+                    "contradiction",
+                    format!(
+                        "aspect '{}' is single-valued: merging would hold two active values of {}; supersede one with evidence first",
+                        target.name, c.claim_key
+                    ),
+                );
+            }
+        }
+    }
+    let mut writes = Vec::new();
+    let mut moved = 0usize;
+    for s in &sources {
+        moved += work.view.claims.iter().filter(active).filter(|c| c.aspect_id == s.id).count();
+        writes.push(OntoWrite::MoveClaims { from_aspect: s.id.clone(), to_aspect: target.id.clone() });
+        let why = reason.clone().unwrap_or_else(|| format!("merged into {}", target.id));
+        writes.push(OntoWrite::ArchiveAspect { id: s.id.clone(), reason: Some(why) });
+        for c in work.view.claims.iter_mut().filter(|c| c.aspect_id == s.id) {
+            c.aspect_id = target.id.clone();
+        }
+        for a in work.view.aspects.iter_mut().filter(|a| a.id == s.id) {
+            a.active = false;
+        }
+    }
+    let mut name = target.name.clone();
+    if let Some(n) = new_name
+        && normalize_entity_name(n) != target.canonical_name
+    {
+        let canonical = normalize_entity_name(n);
+        name = n.to_string();
+        writes.push(OntoWrite::RenameAspect { id: target.id.clone(), name: name.clone(), canonical_name: canonical.clone() });
+        for a in work.view.aspects.iter_mut().filter(|a| a.id == target.id) {
+            a.name = name.clone();
+            a.canonical_name = canonical.clone();
+        }
+    }
+    let result = json!({"entityId": entity, "aspectId": target.id, "targetAspect": name,
+        "mergedAspects": sources.iter().map(|s| s.id.clone()).collect::<Vec<_>>(), "totalAttributesMoved": moved});
+    Decision::applied(writes, result)
 }
 
 /// `rename_entity`: the label gate on the new name (memform's: as for a
@@ -767,12 +865,13 @@ mod tests {
         // Dry run: reported, nothing written.
         let near = json!([entity("Acme Robotics Inc", "organization", "D1:2", "Acme Robotics")]);
         let json = json!({"agentId": CONV, "operations": near}).to_string();
-        let d = dry_run(&store, &json, &turns, &ContractLimits::default(), &PlanConfig::default(), "conv-a/p1", 2, Some(resolver)).unwrap();
+        let d = dry_run(&store, &json, &turns, &ContractLimits::default(), &PlanConfig::default(), caps(), "conv-a/p1", 2, Some(resolver))
+            .unwrap();
         assert_eq!(effects(&d), vec![("skipped", Some("duplicate_entity".into()))]);
         assert!(d.items[0].message.as_deref().unwrap_or("").contains("(cosine 0."), "{:?}", d.items[0].message);
         assert!(store.ontology_view(CONV).unwrap().entities[0].aliases.is_empty());
         // Without the resolver (exact and alias only) it would be a new entity.
-        let d = dry_run(&store, &json, &turns, &ContractLimits::default(), &PlanConfig::default(), "conv-a/p1", 2, None).unwrap();
+        let d = dry_run(&store, &json, &turns, &ContractLimits::default(), &PlanConfig::default(), caps(), "conv-a/p1", 2, None).unwrap();
         assert_eq!(effects(&d), vec![("applied", None)]);
         // Applied: skipped as a duplicate, its name an alias the next claim resolves.
         let a = run(
@@ -794,5 +893,99 @@ mod tests {
         // A different name of the same type stays apart.
         let a = run(5, json!([entity("Project Nimbus", "organization", "D1:2", "Project Nimbus")]), Some(resolver));
         assert_eq!(effects(&a), vec![("applied", None)]);
+    }
+
+    // Signet's `dreaming-operations.test.ts`: "merges aspects through the
+    // hygiene seam with attention provenance" — a target with one claim, a
+    // source with two; the source flagged, then merged under a new name:
+    // 2 claims moved, the source archived, 3 active claims under the target.
+    #[test]
+    fn merges_aspects_through_the_hygiene_seam_with_attention_provenance() {
+        let (store, turns) = setup();
+        let a = call(
+            &store,
+            &turns,
+            1,
+            json!([
+                entity("Ann", "person", "D1:1", "Ann"),
+                claim("Ann", "status", "Ann lives in Porto"),
+                claim("Ann", "changelog", "Ann adopted Rex"),
+                claim("Ann", "changelog", "Ann works with Bob"),
+                claim("Ann", "pets", "Ann has a dog")
+            ]),
+        );
+        assert!(a.items.iter().all(|i| i.effect == Effect::Applied), "{:?}", a.items);
+        let view = store.ontology_view(CONV).unwrap();
+        let id = |name: &str| view.aspects.iter().find(|a| a.name == name).unwrap().id.clone();
+        let (target, source, pets) = (id("status"), id("changelog"), id("pets"));
+        // Without provenance: the whole request is refused (Signet's
+        // "requires attention provenance for merge_aspects like other hygiene ops").
+        let bare = json!([{"operation": "merge_aspects", "payload": {"entityId": "conv-a/o1", "target": target, "sources": [source]}}]);
+        let a = call(&store, &turns, 2, bare);
+        assert_eq!(a.rejection_kind.as_deref(), Some("attention_provenance"));
+        assert!(a.error.as_deref().unwrap_or("").contains("Hygiene archives require attention provenance"));
+        // The guards: a new name another aspect holds; the target as its own source.
+        let a = call(
+            &store,
+            &turns,
+            3,
+            json!([
+                {"operation": "flag", "payload": {"subjectRef": format!("aspect:{source}"), "details": {"aspectId": source, "reason": "aspect_over_cap"}}},
+                {"operation": "merge_aspects", "payload": {"entityId": "conv-a/o1", "target": target, "sources": [source], "newName": "Pets"}, "provenance": "attention:$0"},
+                {"operation": "merge_aspects", "payload": {"entityId": "conv-a/o1", "target": source, "sources": [source]}, "provenance": "attention:$0"},
+                {"operation": "merge_aspects", "payload": {"entityId": "conv-a/o1", "target": target, "sources": [source], "newName": "timeline", "reason": "fold changelog into status history"}, "provenance": "attention:$0"}
+            ]),
+        );
+        assert_eq!(
+            effects(&a),
+            vec![("applied", None), ("failed", Some("name_collision".into())), ("failed", Some("merge_blocked".into())), ("applied", None)]
+        );
+        let result: Value = serde_json::from_str(a.items[3].result.as_deref().unwrap()).unwrap();
+        assert_eq!((result["targetAspect"].clone(), result["totalAttributesMoved"].clone()), (json!("timeline"), json!(2)));
+        let view = store.ontology_view(CONV).unwrap();
+        let aspect = |id: &str| view.aspects.iter().find(|a| a.id == id).unwrap();
+        assert!(!aspect(&source).active, "the source is archived");
+        assert_eq!(aspect(&target).name, "timeline");
+        assert!(aspect(&pets).active);
+        let active = view.claims.iter().filter(|c| c.aspect_id == target && c.status == ClaimStatus::Active).count();
+        assert_eq!(active, 3);
+        let ev = events(&store);
+        assert!(ev.contains(&(source.clone(), "archived".into())) && ev.contains(&(target.clone(), "renamed".into())), "{ev:?}");
+        assert!(ev.iter().any(|(_, e)| e == "moved"));
+        // The attention is consumed: a second merge citing it is refused.
+        let a = call(
+            &store,
+            &turns,
+            4,
+            json!([{"operation": "merge_aspects", "payload": {"entityId": "conv-a/o1", "target": target, "sources": [pets]}, "provenance": format!("attention:aspect:{source}")}]),
+        );
+        assert_eq!(effects(&a), vec![("failed", Some("attention_provenance".into()))]);
+    }
+
+    /// memform's guard: a single-valued target refuses a merge that would
+    /// hold two different active values of one claim key.
+    #[test]
+    fn a_single_valued_target_refuses_a_merge_that_would_hold_two_values() {
+        let (store, turns) = setup();
+        let cfg = PlanConfig { single_valued: ["home".to_string()].into_iter().collect(), ..PlanConfig::default() };
+        let run = |seq: usize, ops: Value| {
+            let json = json!({"agentId": CONV, "operations": ops}).to_string();
+            apply(&store, &json, &turns, &ContractLimits::default(), &cfg, caps(), "conv-a/p1", seq).unwrap()
+        };
+        let in_slot = |aspect: &str, value: &str| json!({"operation": "add_claim_value", "payload": {"entityId": "Ann", "aspectId": aspect, "claimKey": "home", "value": value}, "evidence": cite("D1:1", "Ann lives in Porto")});
+        let a = run(1, json!([entity("Ann", "person", "D1:1", "Ann"), in_slot("home", "Porto"), in_slot("residence", "Lisbon")]));
+        assert!(a.items.iter().all(|i| i.effect == Effect::Applied), "{:?}", a.items);
+        let view = store.ontology_view(CONV).unwrap();
+        let id = |name: &str| view.aspects.iter().find(|a| a.name == name).unwrap().id.clone();
+        let (home, residence) = (id("home"), id("residence"));
+        let a = run(
+            2,
+            json!([
+                {"operation": "flag", "payload": {"subjectRef": format!("aspect:{residence}")}},
+                {"operation": "merge_aspects", "payload": {"entityId": "Ann", "target": home, "sources": [residence]}, "provenance": "attention:$0"}
+            ]),
+        );
+        assert_eq!(effects(&a), vec![("applied", None), ("failed", Some("contradiction".into()))]);
+        assert!(store.ontology_view(CONV).unwrap().aspects.iter().all(|a| a.active), "nothing moved");
     }
 }

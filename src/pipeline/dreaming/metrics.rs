@@ -40,7 +40,7 @@ pub fn summary_metrics(store: &Store, dataset: &Dataset) -> Result<BTreeMap<Stri
     let mut m = BTreeMap::new();
     let (mut dup, mut entities, mut links) = (0, 0, 0);
     let mut claims: BTreeMap<&'static str, usize> = BTreeMap::new();
-    let (mut turns, mut consumed) = (0, 0);
+    let (mut turns, mut consumed, mut withheld) = (0, 0, 0);
     for conv in &dataset.conversations {
         let view = store.ontology_view(&conv.id)?;
         let (d, n) = duplicate_entities(&view);
@@ -55,8 +55,12 @@ pub fn summary_metrics(store: &Store, dataset: &Dataset) -> Result<BTreeMap<Stri
             };
             *claims.entry(k).or_default() += 1;
         }
-        turns += conv.turn_count();
-        consumed += store.settled_turns(&conv.id)?.len();
+        // Withheld turns (docs/dreaming.md, 9) are neither consumed nor
+        // in the denominator.
+        let held = store.withheld_turns(&conv.id)?.len();
+        turns += conv.turn_count() - held.min(conv.turn_count());
+        consumed += store.settled_turns(&conv.id)?.len() - held;
+        withheld += held;
     }
     m.insert("entities_active".into(), json!(entities));
     m.insert("entity_duplicates".into(), json!(dup));
@@ -66,6 +70,7 @@ pub fn summary_metrics(store: &Store, dataset: &Dataset) -> Result<BTreeMap<Stri
         m.insert(k.into(), json!(claims.get(k).copied().unwrap_or(0)));
     }
     m.insert("evidence_coverage".into(), ratio(consumed, turns));
+    m.insert("evidence_withheld".into(), json!(withheld));
     let mut by_effect: BTreeMap<String, usize> = BTreeMap::new();
     let mut guards: BTreeMap<String, usize> = BTreeMap::new();
     let mut by_effect_kind: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();

@@ -108,15 +108,22 @@ pub struct NameVectors {
 /// operation would create an entity under, and each live entity's name.
 /// Computed before any transaction (an embedder may call a model).
 pub fn name_vectors(request: &ApplyRequest, view: &OntologyView, resolver: NameResolver<'_>) -> Result<NameVectors> {
-    let mut names: Vec<String> = Vec::new();
+    let mut names: Vec<&str> = Vec::new();
     for o in &request.operations {
         let name = match &o.op {
             Op::CreateEntity(p) => &p.name,
             Op::CreateActionType(p) | Op::CreateInterface(p) => &p.name,
             _ => continue,
         };
-        names.push(normalize_entity_name(name));
+        names.push(name);
     }
+    vectors_for(&names, view, resolver)
+}
+
+/// The vectors of `proposed` names and of every live entity's name (none
+/// when nothing is proposed): what [`duplicate_of`]'s cosine check reads.
+pub fn vectors_for(proposed: &[&str], view: &OntologyView, resolver: NameResolver<'_>) -> Result<NameVectors> {
+    let mut names: Vec<String> = proposed.iter().map(|n| normalize_entity_name(n)).collect();
     if names.is_empty() {
         return Ok(NameVectors { vectors: HashMap::new(), threshold: resolver.threshold });
     }
@@ -147,10 +154,13 @@ pub fn apply_resolving(
 }
 
 /// `validate_proposal` over a whole request (memform's extension,
-/// docs/dreaming.md 4.2): every check and guard `apply_ontology_ops` would
-/// run — the contract, the pure checks, the graph-state guards and the
-/// duplicate check (exact, alias, cosine) — and what it would do, without
-/// writing anything. The write caps are the store's and are not evaluated.
+/// docs/dreaming.md 4.2): the same function as `apply_ontology_ops`'s
+/// (`plan_call`: the contract, the pure checks, the graph-state guards
+/// and the duplicate check — exact, alias, then cosine through stage 2's
+/// resolver when `resolver` is given), then the write caps by the store's
+/// own rule ([`OntoCaps::refusal`]) against what the pass has applied, and
+/// what each operation would do; nothing is written. What a dry run cannot
+/// foresee is a store error, which would roll the real call back whole.
 #[allow(clippy::too_many_arguments)]
 pub fn dry_run(
     store: &Store,
@@ -158,21 +168,43 @@ pub fn dry_run(
     turns: &TurnIndex,
     limits: &ContractLimits,
     cfg: &PlanConfig,
+    caps: OntoCaps,
     pass_id: &str,
     call_seq: usize,
     resolver: Option<NameResolver<'_>>,
 ) -> Result<ApplyAnswer> {
     let plan = plan_call(store, json, turns, limits, cfg, pass_id, call_seq, resolver)?;
+    // The write caps as the store applies them (`OntoCaps::refusal`), from
+    // what the pass has applied so far.
+    let (mut applied, mut created) = store.pass_applied_counts(pass_id)?;
     let items = plan
         .ops
         .iter()
-        .map(|o| OpOutcome {
-            index: o.index,
-            op_id: format!("{}/{}/{}", plan.pass_id, plan.call_seq, o.index),
-            effect: o.effect,
-            kind: o.kind.clone(),
-            message: o.message.clone(),
-            result: o.result.clone(),
+        .map(|o| {
+            let mut out = OpOutcome {
+                index: o.index,
+                op_id: format!("{}/{}/{}", plan.pass_id, plan.call_seq, o.index),
+                effect: o.effect,
+                kind: o.kind.clone(),
+                message: o.message.clone(),
+                result: o.result.clone(),
+            };
+            if o.effect == Effect::Applied {
+                let new_entities = o.writes.iter().filter(|w| w.creates_entity()).count();
+                match caps.refusal(applied, created, new_entities) {
+                    Some((kind, message)) => {
+                        out.effect = Effect::Failed;
+                        out.kind = Some(kind.to_string());
+                        out.message = Some(message);
+                        out.result = None;
+                    }
+                    None => {
+                        applied += 1;
+                        created += new_entities;
+                    }
+                }
+            }
+            out
         })
         .collect();
     Ok(answer(&plan, items))
@@ -675,7 +707,12 @@ fn claim(
                     "aspect '{aspect_name}' is single-valued and holds {}: supersede it with evidence (set_claim_value or supersede_claim_value)",
                     c.id
                 );
-                return Decision::failed("contradiction", msg);
+                // Flagged: the rejection's result names the claim it
+                // conflicts with, so `list_contradictions` and
+                // `attention_list` read it from the log (no message parsed).
+                let mut d = Decision::failed("contradiction", msg);
+                d.result = Some(json!({"entityId": entity, "aspectId": aspect_id, "claimKey": key, "conflictsWith": c.id, "value": value}));
+                return d;
             }
             None
         }
@@ -749,14 +786,27 @@ pub fn duplicate_of(
     entity_type: &str,
     vectors: Option<&NameVectors>,
 ) -> std::result::Result<Option<Duplicate>, String> {
+    duplicate_among(view, name, entity_type, vectors, None)
+}
+
+/// [`duplicate_of`] over the live entities other than `skip` (an entity's
+/// own duplicate candidates, `attention_list`).
+pub fn duplicate_among(
+    view: &OntologyView,
+    name: &str,
+    entity_type: &str,
+    vectors: Option<&NameVectors>,
+    skip: Option<&str>,
+) -> std::result::Result<Option<Duplicate>, String> {
     let canonical = normalize_entity_name(name);
-    let same: Vec<&ViewEntity> = view.entities.iter().filter(|e| e.active && e.canonical_name == canonical).collect();
+    let live = |e: &&ViewEntity| e.active && skip != Some(e.id.as_str());
+    let same: Vec<&ViewEntity> = view.entities.iter().filter(live).filter(|e| e.canonical_name == canonical).collect();
     match same.as_slice() {
         [one] => return Ok(Some(Duplicate { entity_id: one.id.clone(), how: "exact".into(), cosine: None })),
         [_, _, ..] => return Err(format!("Entity selector is ambiguous: {name}. Use an id.")),
         [] => {}
     }
-    if let Some(e) = view.entities.iter().find(|e| e.active && e.entity_type == entity_type && e.aliases.contains(&canonical)) {
+    if let Some(e) = view.entities.iter().filter(live).find(|e| e.entity_type == entity_type && e.aliases.contains(&canonical)) {
         return Ok(Some(Duplicate { entity_id: e.id.clone(), how: "alias".into(), cosine: None }));
     }
     let Some(nv) = vectors else { return Ok(None) };
@@ -766,7 +816,7 @@ pub fn duplicate_of(
     // ontology type and handed to the resolver under one stage-1 type.
     let proxy = crate::types::EntityType::Thing;
     let mut state = crate::state::ConvState::default();
-    for e in view.entities.iter().filter(|e| e.active && e.entity_type == entity_type) {
+    for e in view.entities.iter().filter(live).filter(|e| e.entity_type == entity_type) {
         if let Some(ev) = nv.vectors.get(&e.canonical_name) {
             state.entities.push(crate::model::fact::EntityRec {
                 id: e.id.clone(),
