@@ -58,10 +58,11 @@ fn bench_run(c: &mut Criterion) {
         eprintln!("skipping rules_run_minilm_warm_cache: no embedding cache at {}", cache.display());
     }
 
-    // A 100-point 2-D sweep (10 × 10) over the same data, to compare with one run.
+    // A 100-point 2-D sweep (10 × 10) over the same data, to compare with
+    // one run: the grid docs/speed.md times on LoCoMo dev.
     let axes = vec![
-        memform::sweep::parse_axis("soda.near_dup_threshold=0.86:0.95:0.01").expect("axis"),
-        memform::sweep::parse_axis("soda.contradiction_band_min=0.71:0.80:0.01").expect("axis"),
+        memform::sweep::parse_axis("soda.near_dup_threshold=0.80:0.98:0.02").expect("axis"),
+        memform::sweep::parse_axis("soda.contradiction_band_min=0.50:0.68:0.02").expect("axis"),
     ];
     let points = memform::sweep::points(&axes);
     assert_eq!(points.len(), 100);

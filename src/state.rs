@@ -14,6 +14,57 @@ use crate::model::proposition::Reading;
 
 pub mod trace;
 
+/// Readings of facts' contents ([`Reading::of_fact`]) kept across the
+/// formations of one conversation in a sweep: every grid point reads the
+/// same candidates' contents, and a reading depends on nothing a grid
+/// varies but the antonym list, whose id is part of the key (as are the
+/// subject, predicate, slot object and content, compared in full on a hit).
+#[derive(Debug, Default)]
+pub struct ReadingMemo(Mutex<HashMap<u64, Vec<(ReadKey, Reading)>>>);
+
+/// What a reading is computed from: the antonym list's id, the subject,
+/// the predicate, the slot object and the content.
+type ReadKey = (usize, String, String, Option<String>, String);
+
+thread_local! {
+    static READINGS: std::cell::RefCell<Option<Arc<ReadingMemo>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with `memo` installed on this thread for [`read_fact`] (the
+/// memo installed before is put back afterwards, also when `f` unwinds).
+pub fn with_readings<T>(memo: Arc<ReadingMemo>, f: impl FnOnce() -> T) -> T {
+    struct PutBack(Option<Option<Arc<ReadingMemo>>>);
+    impl Drop for PutBack {
+        fn drop(&mut self) {
+            if let Some(previous) = self.0.take() {
+                READINGS.with(|r| *r.borrow_mut() = previous);
+            }
+        }
+    }
+    let _put_back = PutBack(Some(READINGS.with(|r| r.borrow_mut().replace(memo))));
+    f()
+}
+
+/// [`Reading::of_fact`] against `antonyms`, from the memo installed on this
+/// thread ([`with_readings`]) when there is one.
+pub fn read_fact(subject: &str, predicate: &str, object: Option<&str>, content: &str, antonyms: &Antonyms) -> Reading {
+    let Some(memo) = READINGS.with(|r| r.borrow().clone()) else {
+        return Reading::of_fact(subject, predicate, object, content, antonyms.pairs());
+    };
+    let mut h = hash64(subject) ^ antonyms.id() as u64;
+    for part in [predicate, object.unwrap_or("\u{0}"), content] {
+        h = h.rotate_left(17) ^ hash64(part);
+    }
+    let same = |k: &ReadKey| k.0 == antonyms.id() && k.1 == subject && k.2 == predicate && k.3.as_deref() == object && k.4 == content;
+    if let Some((_, r)) = memo.0.lock().unwrap_or_else(|p| p.into_inner()).get(&h).and_then(|v| v.iter().find(|(k, _)| same(k))) {
+        return r.clone();
+    }
+    let r = Reading::of_fact(subject, predicate, object, content, antonyms.pairs());
+    let key = (antonyms.id(), subject.to_string(), predicate.to_string(), object.map(str::to_string), content.to_string());
+    memo.0.lock().unwrap_or_else(|p| p.into_inner()).entry(h).or_default().push((key, r.clone()));
+    r
+}
+
 /// A fact's keys are computed with the content normaliser (a layer above
 /// the model types).
 impl FactKeys {
@@ -137,7 +188,7 @@ impl FactRec {
     pub fn reading(&self, antonyms: &Antonyms, single_valued: bool) -> Cow<'_, Reading> {
         let read = || {
             let object = single_valued.then_some(self.object.as_str());
-            Reading::of_fact(&self.subject, &self.predicate, object, &self.content, antonyms.pairs())
+            read_fact(&self.subject, &self.predicate, object, &self.content, antonyms)
         };
         let cached = self.keys.reading.get_or_init(|| (antonyms.id(), single_valued, read()));
         if (cached.0, cached.1) == (antonyms.id(), single_valued) { Cow::Borrowed(&cached.2) } else { Cow::Owned(read()) }
@@ -184,7 +235,7 @@ pub fn is_past(date: Option<&str>, now: Option<&str>) -> bool {
 #[derive(Debug)]
 pub struct SimTable {
     vectors: Vec<Vec<f32>>,
-    /// `f64` bits per (a, b); [`UNSET`] until computed.
+    /// `f64` bits per unordered pair (a, b); [`UNSET`] until computed.
     memo: Vec<AtomicU64>,
 }
 
@@ -194,7 +245,7 @@ const UNSET: u64 = 0x7ff8_dead_beef_0001;
 impl SimTable {
     pub fn new(vectors: Vec<Vec<f32>>) -> SimTable {
         let n = vectors.len();
-        SimTable { vectors, memo: (0..n * n).map(|_| AtomicU64::new(UNSET)).collect() }
+        SimTable { vectors, memo: (0..n * (n + 1) / 2).map(|_| AtomicU64::new(UNSET)).collect() }
     }
 
     /// The cosine of slots `a` and `b`, when both are in the table. A slot
@@ -206,7 +257,9 @@ impl SimTable {
             return None;
         }
         debug_assert!(self.vectors[i] == a.values && self.vectors[j] == b.values, "slot {i} or {j} holds another vector");
-        let cell = &self.memo[i * n + j];
+        // One cell per unordered pair: `cosine` is symmetric to the bit.
+        let (lo, hi) = if i <= j { (i, j) } else { (j, i) };
+        let cell = &self.memo[hi * (hi + 1) / 2 + lo];
         let bits = cell.load(Ordering::Relaxed);
         if bits != UNSET {
             return Some(f64::from_bits(bits));
@@ -419,6 +472,23 @@ impl ScanIndex {
         let c = cosine(a.values, b.values);
         trace::at_least(c, threshold).then_some(c)
     }
+
+    /// The cosine of `a` and fact `i`'s vector `b`, or `None` when its
+    /// [`Norms`] bound shows it lies below `floor` (`f64::NEG_INFINITY`:
+    /// always computed). Compares against no threshold, so records nothing
+    /// ([`crate::state::trace`]): for a search that takes the best cosine
+    /// first and compares only that one against its threshold.
+    pub fn cosine_unless_below(&self, state: &ConvState, a: Vector<'_>, an: &Norms, i: usize, b: Vector<'_>, floor: f64) -> Option<f64> {
+        if let Some(c) = state.sims.as_ref().and_then(|t| t.get(a, b)) {
+            return Some(c);
+        }
+        let row = &self.rows[i];
+        let head = &self.heads[row.head.0..row.head.0 + row.head.1];
+        if an.below_with_head(&row.norms, a.values, b.values, head, floor) {
+            return None;
+        }
+        Some(cosine(a.values, b.values))
+    }
 }
 
 /// A [`ScanIndex`] behind a lock, so stages holding `&ConvState` can bring
@@ -574,6 +644,20 @@ impl ConvState {
         }
         let c = cosine(a.values, b.values);
         trace::at_least(c, threshold).then_some(c)
+    }
+
+    /// The cosine of `a` and `b`, or `None` when their [`Norms`] bound
+    /// shows it lies below `floor` (`f64::NEG_INFINITY`: always computed);
+    /// equal to [`ConvState::cosine`] wherever it answers. Compares against
+    /// no threshold, so records nothing ([`crate::state::trace`]).
+    pub fn cosine_unless_below(&self, a: Vector<'_>, an: &Norms, b: Vector<'_>, bn: &Norms, floor: f64) -> Option<f64> {
+        if let Some(c) = self.sims.as_ref().and_then(|t| t.get(a, b)) {
+            return Some(c);
+        }
+        if an.below(bn, a.values, b.values, floor) {
+            return None;
+        }
+        Some(cosine(a.values, b.values))
     }
 
     pub fn entity(&self, id: &str) -> Option<&EntityRec> {

@@ -633,41 +633,20 @@ impl Store {
         out.map_err(|e| Error::Store { path: self.path.clone(), source: e })
     }
 
-    /// A SHA-256 digest of everything the QA evaluation reads: every row of
-    /// `facts` and `embeddings`, each with its rowid (the search's order),
-    /// in rowid order (the FTS index is derived from `facts` by triggers).
-    /// Two stores with the same digest give the same retrieval results, so a
-    /// sweep evaluates QA once per distinct digest.
-    pub fn qa_digest(&self) -> Result<[u8; 32]> {
-        use sha2::{Digest, Sha256};
+    /// A SHA-256 digest of what the QA evaluation of one conversation reads
+    /// ([`crate::qa::evaluate_formed`]): the conversation's rows of `facts`,
+    /// `embeddings` and `system_search`, in rowid order, without the rowids
+    /// (which other conversations' rows in the same store shift). Two stores
+    /// with the same digest for a conversation give it the same retrieval
+    /// results, so a sweep evaluates each conversation once per digest.
+    pub fn qa_digest_of(&self, conversation: &str) -> Result<[u8; 32]> {
+        use sha2::Digest;
         self.with(|c| {
-            let mut h = Sha256::new();
-            for t in ["facts", "embeddings"] {
+            let mut h = sha2::Sha256::new();
+            for t in ["facts", "embeddings", "system_search"] {
                 h.update(t.as_bytes());
-                let mut st = c.prepare(&format!("SELECT rowid, * FROM {t} ORDER BY rowid"))?;
-                let n = st.column_count();
-                let mut rows = st.query([])?;
-                while let Some(r) = rows.next()? {
-                    for i in 0..n {
-                        // A tag per type and a length before each text or blob: no two rows hash alike by concatenation.
-                        match r.get_ref(i)? {
-                            rusqlite::types::ValueRef::Null => h.update([0u8]),
-                            rusqlite::types::ValueRef::Integer(v) => {
-                                h.update([1u8]);
-                                h.update(v.to_le_bytes());
-                            }
-                            rusqlite::types::ValueRef::Real(v) => {
-                                h.update([2u8]);
-                                h.update(v.to_bits().to_le_bytes());
-                            }
-                            rusqlite::types::ValueRef::Text(b) | rusqlite::types::ValueRef::Blob(b) => {
-                                h.update([3u8]);
-                                h.update((b.len() as u64).to_le_bytes());
-                                h.update(b);
-                            }
-                        }
-                    }
-                }
+                let mut st = c.prepare_cached(&format!("SELECT * FROM {t} WHERE conversation_id = ?1 ORDER BY rowid"))?;
+                digest_rows(&mut h, &mut st, [conversation])?;
             }
             let mut out = [0u8; 32];
             out.copy_from_slice(&h.finalize());
@@ -1330,6 +1309,36 @@ fn kind_str(k: FactKind) -> &'static str {
         FactKind::Relationship => "relationship",
         FactKind::Literal => "literal",
     }
+}
+
+/// Feeds every row `st` returns for `params` into `h`: a tag per type and a
+/// length before each text or blob, so no two rows hash alike by
+/// concatenation.
+fn digest_rows(h: &mut sha2::Sha256, st: &mut rusqlite::Statement<'_>, params: impl rusqlite::Params) -> rusqlite::Result<()> {
+    use sha2::Digest;
+    let n = st.column_count();
+    let mut rows = st.query(params)?;
+    while let Some(r) = rows.next()? {
+        for i in 0..n {
+            match r.get_ref(i)? {
+                rusqlite::types::ValueRef::Null => h.update([0u8]),
+                rusqlite::types::ValueRef::Integer(v) => {
+                    h.update([1u8]);
+                    h.update(v.to_le_bytes());
+                }
+                rusqlite::types::ValueRef::Real(v) => {
+                    h.update([2u8]);
+                    h.update(v.to_bits().to_le_bytes());
+                }
+                rusqlite::types::ValueRef::Text(b) | rusqlite::types::ValueRef::Blob(b) => {
+                    h.update([3u8]);
+                    h.update((b.len() as u64).to_le_bytes());
+                    h.update(b);
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use crate::metrics::{GoldIndex, point_metrics};
 use crate::pipeline::Config;
 use crate::pipeline::judge::{Judge, RulesJudge};
 use crate::pipeline::{EpisodeFront, EpisodeRecord, Stages, profiles, speaker_entities};
-use crate::state::{ConvState, EntityRec, SimTable};
+use crate::state::{ConvState, EntityRec, ReadingMemo, SimTable};
 use crate::store::Store;
 use crate::types::Dataset;
 
@@ -227,8 +227,9 @@ pub struct SharedWork {
     pub front_sets: usize,
     /// Episodes whose front was computed, over all front sets.
     pub fronts_computed: usize,
-    /// Formed-memory QA evaluations run: at most one per distinct store
-    /// (points whose stores QA reads alike share one), 0 with `--no-qa`.
+    /// Formed-memory QA evaluations of a conversation run: at most one per
+    /// conversation and distinct store of it (conversations whose stores QA
+    /// reads alike share one), 0 with `--no-qa`.
     pub formed_qa_evaluated: usize,
     /// Conversations formed, over all points (points × conversations when
     /// no decision trace is reused).
@@ -323,15 +324,7 @@ pub fn run_sweep_with(
     crate::pipeline::profiles::by_name(&base.profile)?.check_stages(stages)?;
     let done = hooks.done;
     let started = std::time::Instant::now();
-    let mut cfgs = Vec::with_capacity(points.len());
-    for p in points {
-        let mut c = base.clone();
-        for (k, v) in &p.settings {
-            c.set_from("--grid", &format!("{k}={v}"))?;
-        }
-        c.validate().map_err(|e| Error::Config(format!("grid point {}: {e}", p.index)))?;
-        cfgs.push(c);
-    }
+    let cfgs = point_configs(base, points)?;
     // Fronts, once per distinct front configuration.
     let mut front_sets: BTreeMap<String, Vec<ConversationFronts>> = BTreeMap::new();
     let mut shared = SharedWork::default();
@@ -394,6 +387,49 @@ pub fn run_sweep_with(
     Ok((out, shared))
 }
 
+/// Each point's config: `base` with the point's settings applied in order,
+/// then validated. The settings but the last are applied once per distinct
+/// prefix (consecutive points of a grid share it), each point's last on a
+/// copy, points in parallel; the first point in order that fails gives the
+/// error, as one point after another would.
+fn point_configs(base: &Config, points: &[Point]) -> Result<Vec<Config>> {
+    let apply = |c: &mut Config, settings: &[(String, String)]| -> Result<()> {
+        for (k, v) in settings {
+            c.set_from("--grid", &format!("{k}={v}"))?;
+        }
+        Ok(())
+    };
+    // Runs of consecutive points with the same settings but the last.
+    let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
+    for (i, p) in points.iter().enumerate() {
+        let prefix = &p.settings[..p.settings.len().saturating_sub(1)];
+        match runs.last_mut() {
+            Some(r) if points[r.start].settings[..points[r.start].settings.len().saturating_sub(1)] == *prefix => r.end = i + 1,
+            _ => runs.push(i..i + 1),
+        }
+    }
+    let built: Vec<Vec<Result<Config>>> = runs
+        .par_iter()
+        .map(|r| {
+            let first = &points[r.start].settings;
+            let mut prefixed = base.clone();
+            if let Err(e) = apply(&mut prefixed, &first[..first.len().saturating_sub(1)]) {
+                return vec![Err(e)];
+            }
+            points[r.clone()]
+                .iter()
+                .map(|p| {
+                    let mut c = prefixed.clone();
+                    apply(&mut c, p.settings.last().map(std::slice::from_ref).unwrap_or_default())?;
+                    c.validate().map_err(|e| Error::Config(format!("grid point {}: {e}", p.index)))?;
+                    Ok(c)
+                })
+                .collect()
+        })
+        .collect();
+    built.into_iter().flatten().collect()
+}
+
 fn front_key(c: &Config) -> String {
     let v = serde_json::to_value(c).unwrap_or_default();
     FRONT_KEYS.iter().map(|k| format!("{k}={}", v.get(*k).cloned().unwrap_or_default())).collect::<Vec<_>>().join(";")
@@ -404,47 +440,67 @@ fn qa_key(c: &Config) -> String {
     format!("{}|{}|{}|{}|{}", c.search_alpha, c.search_min_score, c.search_leg_factor, c.qa_as_of, c.qa_retriever)
 }
 
-/// A point's formed-memory QA metrics.
-type QaFigures = BTreeMap<String, f64>;
+/// The search keys ([`qa_key`]), a conversation's index and the digest of
+/// what QA reads of it ([`Store::qa_digest_of`]).
+type QaKey = (String, usize, [u8; 32]);
 
-/// The formed-memory QA figures of each distinct (search keys, store
-/// digest) pair a sweep has evaluated: a point whose store is identical in
-/// what QA reads ([`Store::qa_digest`]) to one already evaluated takes its
-/// figures instead of searching again. No lock is held while evaluating
-/// (the evaluation runs on the pool that runs the points, and a waiting
-/// worker may be handed another point): two points with the same key that
-/// run at once may both evaluate it, giving the same figures.
+/// The formed-memory QA of each conversation a sweep has evaluated, by the
+/// search keys and what the evaluation reads of the conversation in its
+/// point's store ([`Store::qa_digest_of`]): a conversation formed alike at
+/// another point (or whose store QA reads alike) takes the evaluation
+/// instead of searching again, and a point's figures are those of its
+/// conversations' evaluations joined in dataset order, as a whole store's
+/// evaluation joins them. No lock is held while evaluating (the evaluation
+/// runs on the pool that runs the points, and a waiting worker may be
+/// handed another point): two points that need the same evaluation at once
+/// may both run it, giving the same rows.
 #[derive(Default)]
 struct FormedQa {
-    done: std::sync::Mutex<BTreeMap<(String, [u8; 32]), QaFigures>>,
-    /// Evaluations run (the other points reused one).
+    done: std::sync::Mutex<BTreeMap<QaKey, Arc<crate::qa::QaResult>>>,
+    /// Conversation evaluations run (the other conversations reused one).
     evaluated: std::sync::atomic::AtomicUsize,
 }
 
 impl FormedQa {
-    fn figures(&self, key: (String, [u8; 32]), evaluate: impl FnOnce() -> Result<QaFigures>) -> Result<QaFigures> {
-        if let Some(f) = self.done.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-            return Ok(f.clone());
+    /// Conversation `c`'s (`conv`) formed-memory QA over `store`, which holds it formed.
+    fn conversation(
+        &self,
+        c: usize,
+        conv: &crate::types::Conversation,
+        store: &Store,
+        stages: Stages<'_>,
+        cfg: &Config,
+    ) -> Result<Arc<crate::qa::QaResult>> {
+        if conv.gold.qa.is_empty() {
+            return Ok(Arc::default());
         }
-        let f = evaluate()?;
+        let key = (qa_key(cfg), c, store.qa_digest_of(&conv.id)?);
+        if let Some(r) = self.done.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(r.clone());
+        }
+        let r = Arc::new(crate::qa::evaluate_formed(conv, store, stages.embedder, cfg)?);
         self.evaluated.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.done.lock().unwrap_or_else(|p| p.into_inner()).insert(key, f.clone());
-        Ok(f)
+        self.done.lock().unwrap_or_else(|p| p.into_inner()).insert(key, r.clone());
+        Ok(r)
     }
 }
 
 /// A conversation's threshold-independent work: its speakers' entities
 /// (with their vectors), each episode's front, and a memo of its
 /// candidates' cosines shared by every grid point (which would otherwise
-/// recompute them in dedupe and pairing). The memo holds n² entries, so a
+/// recompute them in dedupe and pairing). The memo holds n²/2 entries, so a
 /// conversation with more than [`MAX_MEMO_VECTORS`] candidates goes without.
 struct ConversationFronts {
     speakers: Vec<EntityRec>,
     episodes: Vec<EpisodeFront>,
     sims: Option<Arc<SimTable>>,
+    /// The readings of its candidates' and facts' contents, shared by every
+    /// grid point (with the cosines' memo, and bounded as it is).
+    readings: Option<Arc<ReadingMemo>>,
 }
 
-/// Candidates per conversation up to which cosines are memoised (32 MiB).
+/// Candidates per conversation up to which cosines are memoised (16 MiB:
+/// one cell per pair).
 pub const MAX_MEMO_VECTORS: usize = 2048;
 
 /// Fronts for every episode, produced as in a run with `cfg`: episodes in
@@ -461,16 +517,22 @@ fn compute_fronts(dataset: &Dataset, cfg: &Config, stages: Stages<'_>) -> Result
             let mut state = ConvState { entities: speakers.clone(), ..ConvState::default() };
             let mut episodes = Vec::with_capacity(conv.episodes.len());
             let mut slots = 0u32;
-            for episode in &conv.episodes {
-                let mut f = profile.front(stages, conv, episode, &state, cfg)?;
-                profile.back(&f, conv, episode, &mut state, cfg, stages, &store)?;
-                f.slot_base = Some(slots);
-                slots += f.fact_embeddings.len() as u32;
-                episodes.push(f);
-            }
+            // The base pass reads what the points will: its readings start the memo.
+            let readings = Arc::new(ReadingMemo::default());
+            crate::state::with_readings(readings.clone(), || -> Result<()> {
+                for episode in &conv.episodes {
+                    let mut f = profile.front(stages, conv, episode, &state, cfg)?;
+                    profile.back(&f, conv, episode, &mut state, cfg, stages, &store)?;
+                    f.slot_base = Some(slots);
+                    slots += f.fact_embeddings.len() as u32;
+                    episodes.push(f);
+                }
+                Ok(())
+            })?;
             let vectors: Vec<Vec<f32>> = episodes.iter().flat_map(|f| f.fact_embeddings.iter().cloned()).collect();
-            let sims = (vectors.len() <= MAX_MEMO_VECTORS).then(|| Arc::new(SimTable::new(vectors)));
-            Ok(ConversationFronts { speakers, episodes, sims })
+            let memo = vectors.len() <= MAX_MEMO_VECTORS;
+            let sims = memo.then(|| Arc::new(SimTable::new(vectors)));
+            Ok(ConversationFronts { speakers, episodes, sims, readings: memo.then_some(readings) })
         })
         .collect()
 }
@@ -505,10 +567,12 @@ pub fn traced_grid<'k>(profile: &str, mut keys: impl Iterator<Item = &'k str>) -
 }
 
 /// What forming one conversation at a point left: its records and its live
-/// facts, all a point's metrics read of it.
+/// facts, all a point's metrics read of it, and (with QA) its formed-memory
+/// QA evaluation.
 struct Formed {
     records: Vec<EpisodeRecord>,
     live: Vec<String>,
+    qa: Option<Arc<crate::qa::QaResult>>,
 }
 
 /// A conversation formed at some point, with the interval of each swept
@@ -579,16 +643,23 @@ fn form_conversation(
 ) -> Result<Formed> {
     let mut state = ConvState { entities: conv_fronts.speakers.clone(), sims: conv_fronts.sims.clone(), ..ConvState::default() };
     let mut records = Vec::with_capacity(conv.episodes.len());
-    for (episode, f) in conv.episodes.iter().zip(&conv_fronts.episodes) {
-        if !cfg.enabled {
-            records.push(EpisodeRecord::disabled(&conv.id, episode));
-            continue;
+    let mut form = || -> Result<()> {
+        for (episode, f) in conv.episodes.iter().zip(&conv_fronts.episodes) {
+            if !cfg.enabled {
+                records.push(EpisodeRecord::disabled(&conv.id, episode));
+                continue;
+            }
+            records.push(profile.back(f, conv, episode, &mut state, cfg, stages, store)?);
         }
-        records.push(profile.back(f, conv, episode, &mut state, cfg, stages, store)?);
+        Ok(())
+    };
+    match &conv_fronts.readings {
+        Some(memo) => crate::state::with_readings(memo.clone(), form)?,
+        None => form()?,
     }
     // The state mirrors what the store applied, so its live facts are the store's.
     let live = state.facts.iter().filter(|f| f.is_live()).map(|f| f.id.clone()).collect();
-    Ok(Formed { records, live })
+    Ok(Formed { records, live, qa: None })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -602,15 +673,6 @@ fn run_point(
     qa: Option<(&crate::qa::QaResult, &FormedQa)>,
     traces: Option<&Traces>,
 ) -> Result<Row> {
-    let profile = profiles::by_name(&cfg.profile)?;
-    // The rules judge is built from config keys a grid may sweep (antonyms,
-    // single-valued predicates, shared tokens), so each point builds its own.
-    let rules_judge = (stages.judge.id() == RulesJudge::ID).then(|| RulesJudge::new(cfg));
-    let judge: &dyn Judge = match &rules_judge {
-        Some(j) => j,
-        None => stages.judge,
-    };
-    let stages = Stages { judge, ..stages };
     let values = traces.map(|t| t.values(cfg)).unwrap_or_default();
     // The traces this point's values fall in, per conversation.
     let found: Vec<Option<Arc<Trace>>> = (0..fronts.len()).map(|c| traces.and_then(|t| t.find(c, &values))).collect();
@@ -622,41 +684,55 @@ fn run_point(
         t.reused.fetch_add(fronts.len(), std::sync::atomic::Ordering::Relaxed);
         return Ok(row_of(point, metrics));
     }
-    // The store is made only where QA reads it or a conversation is formed.
+    let profile = profiles::by_name(&cfg.profile)?;
+    // The rules judge is built from config keys a grid may sweep (antonyms,
+    // single-valued predicates, shared tokens), so each point builds its own.
+    let rules_judge = (stages.judge.id() == RulesJudge::ID).then(|| RulesJudge::new(cfg));
+    let judge: &dyn Judge = match &rules_judge {
+        Some(j) => j,
+        None => stages.judge,
+    };
+    let stages = Stages { judge, ..stages };
+    // The store is made only where a conversation is formed.
     let mut made: Option<Store> = None;
     let mut taken: Vec<Arc<Formed>> = Vec::with_capacity(fronts.len());
     let mut ids = Vec::with_capacity(fronts.len());
     for (c, (conv, conv_fronts)) in dataset.conversations.iter().zip(fronts).enumerate() {
+        // With QA, a conversation formed here is evaluated over the store it
+        // was formed into (outside any recording: the evaluation hands its
+        // items to other threads, which may run other points meanwhile).
+        let evaluated = |mut formed: Formed, store: &Store| -> Result<Formed> {
+            if let Some((_, memo)) = qa {
+                formed.qa = Some(memo.conversation(c, conv, store, stages, cfg)?);
+            }
+            Ok(formed)
+        };
         match (traces, &found[c]) {
-            // Without QA a reused conversation needs no store.
-            (Some(t), Some(hit)) if qa.is_none() => {
+            // A trace holds this conversation's result (and its QA): nothing to form.
+            (Some(t), Some(hit)) => {
                 t.reused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 ids.push(hit.id);
                 taken.push(hit.formed.clone());
             }
-            (Some(t), hit) => {
+            (Some(t), None) => {
                 let store = point_store(&mut made, profile)?;
                 let recorder = crate::state::trace::Recorder::new(values.clone());
                 let (formed, recorded) =
                     crate::state::trace::recording(recorder, || form_conversation(conv, conv_fronts, cfg, profile, stages, store));
-                let formed = formed?;
+                let formed = evaluated(formed?, store)?;
                 t.formed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                match (hit, recorded) {
-                    // Formed again for the store QA reads: the same result as the trace's.
-                    (Some(hit), _) => {
-                        ids.push(hit.id);
-                        taken.push(hit.formed.clone());
-                    }
-                    (None, Some(r)) => {
+                match recorded {
+                    Some(r) => {
                         let added = t.add(c, r.intervals().to_vec(), formed);
                         ids.push(added.id);
                         taken.push(added.formed.clone());
                     }
-                    (None, None) => taken.push(Arc::new(formed)),
+                    None => taken.push(Arc::new(formed)),
                 }
             }
             (None, _) => {
-                taken.push(Arc::new(form_conversation(conv, conv_fronts, cfg, profile, stages, point_store(&mut made, profile)?)?))
+                let store = point_store(&mut made, profile)?;
+                taken.push(Arc::new(evaluated(form_conversation(conv, conv_fronts, cfg, profile, stages, store)?, store)?));
             }
         }
     }
@@ -666,16 +742,18 @@ fn run_point(
     let records: Vec<EpisodeRecord> = taken.iter().flat_map(|f| f.records.iter().cloned()).collect();
     let live: std::collections::BTreeSet<String> = taken.iter().flat_map(|f| f.live.iter().cloned()).collect();
     let mut metrics = point_metrics(dataset, gold, &records, &live)?;
-    // Retrieval over the point's store, as a run's QA evaluation (its numeric figures).
-    // Evaluated once per distinct store (what QA reads of it) and search keys.
-    if let Some((raw, memo)) = qa {
-        let store = point_store(&mut made, profile)?;
-        let figures = memo.figures((qa_key(cfg), store.qa_digest()?), || {
-            store.resume_search_index()?;
-            let formed = crate::qa::evaluate_sources(dataset, Some(store), stages.embedder, cfg, false)?.with_sources_of(raw);
-            Ok(crate::qa::summary_metrics(&formed).into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))).collect())
-        })?;
-        metrics.extend(figures);
+    // Retrieval over the point's memory, as a run's QA evaluation (its
+    // numeric figures): each conversation's evaluation, in dataset order,
+    // then the baselines' rows.
+    if let Some((raw, _)) = qa {
+        let mut formed = crate::qa::QaResult::default();
+        for f in &taken {
+            if let Some(part) = &f.qa {
+                formed.absorb(crate::qa::QaResult::clone(part));
+            }
+        }
+        let formed = formed.with_sources_of(raw);
+        metrics.extend(crate::qa::summary_metrics(&formed).into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))));
     }
     if let Some(t) = traces
         && ids.len() == fronts.len()
@@ -690,7 +768,8 @@ fn point_store<'s>(made: &'s mut Option<Store>, profile: &dyn profiles::Profile)
     if made.is_none() {
         let s = Store::in_memory()?;
         if !profile.searches_while_forming() {
-            // Indexed only if the QA evaluation searches it.
+            // Never searched: the QA evaluation reads the facts and their
+            // vectors ([`crate::qa::evaluate_formed`]).
             s.defer_search_index()?;
         }
         *made = Some(s);
@@ -988,6 +1067,38 @@ mod tests {
         assert_eq!(best_near_default(&rows, "p", false, &defaults("0.8")), Some(2), "the default, tied");
         assert_eq!(best_near_default(&rows, "p", false, &defaults("0.6")), Some(1), "the nearest to it");
         assert_eq!(best_near_default(&rows, "p", false, &defaults("0.9")), Some(2), "the default is not best: the nearest best");
+    }
+
+    /// `sweep.md` names the point [`best_near_default`] chose: on a tie
+    /// with the seed defaults, the defaults' row is the best, and says so.
+    #[test]
+    fn a_tie_with_the_defaults_shows_the_defaults_as_best() {
+        let at = |i: usize, a: &str, b: &str, p: f64| Row {
+            settings: vec![("near_dup_threshold".into(), a.into()), ("contradiction_band_min".into(), b.into())],
+            ..row(i, p, 0.0)
+        };
+        let rows = vec![at(0, "0.90", "0.50", 0.7), at(1, "0.90", "0.60", 0.6), at(2, "0.95", "0.50", 0.7), at(3, "0.95", "0.60", 0.7)];
+        let rep = SweepReport {
+            dataset: "d",
+            mode: "rules",
+            objective: "p",
+            pareto_x: "p",
+            pareto_y: "r",
+            defaults: vec![("near_dup_threshold".into(), "0.95".into()), ("contradiction_band_min".into(), "0.6".into())],
+            holdout: None,
+        };
+        assert_eq!(best_near_default(&rows, "p", false, &rep.defaults), Some(3), "the defaults, tied with points 0 and 2");
+        let md = render_md(&rows, &rep, &[]);
+        assert!(md.contains("| 3 (best) | near_dup_threshold=0.95, contradiction_band_min=0.60 |"), "{md}");
+        assert!(md.contains("| 3 (seed defaults) |"), "{md}");
+        assert!(md.contains("3 points tie for the best `p` (0.7); the seed defaults are among them"), "{md}");
+        // Defaults outside the tie: the tied point nearest them.
+        let rep = SweepReport {
+            defaults: vec![("near_dup_threshold".into(), "0.90".into()), ("contradiction_band_min".into(), "0.55".into())],
+            ..rep
+        };
+        assert_eq!(best_near_default(&rows, "p", false, &rep.defaults), Some(0), "0.90/0.50 is the tied point nearest 0.90/0.55");
+        assert!(render_md(&rows, &rep, &[]).contains("the one nearest the seed defaults is shown"));
     }
 
     /// `sweep merge` reads the shards' `rows.jsonl`: every metric comes

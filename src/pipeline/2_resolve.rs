@@ -97,14 +97,17 @@ pub fn resolve_entities(
         let probe = Vector { slot: None, values: &emb };
         let near_known = index.of_type(ent.entity_type).iter().filter_map(|&p| {
             let e = &state.entities[p as usize];
-            let c = state.cosine_at_least(
+            // `entity_merge_threshold` is no traced key of a sweep: compared
+            // unrecorded (a recorded comparison would narrow a swept key
+            // that happens to have the same value).
+            let c = state.cosine_unless_below(
                 probe,
                 &norms,
                 Vector { slot: None, values: &e.embedding },
                 index.norms(p as usize),
                 merge_threshold,
             )?;
-            Some((c, e))
+            (c >= merge_threshold).then_some((c, e))
         });
         let nearest = near_known
             .chain(res.new_entities.iter().filter(|e| e.entity_type == ent.entity_type).map(|e| (cosine(&emb, &e.embedding), e)))

@@ -12,7 +12,7 @@ use crate::model::proposition::{Reading, change};
 use crate::pipeline::Config;
 use crate::pipeline::judge::Antonyms;
 use crate::pipeline::soda::SodaConfig;
-use crate::state::{ConvState, Norms, Vector, hash64};
+use crate::state::{ConvState, Norms, Vector, hash64, trace};
 
 /// What a candidate is compared with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -92,7 +92,7 @@ pub fn stage(batch: &Batch<'_>, state: &ConvState, now: Option<&str>, cfg: &Conf
                 spo: &batch.keys[i].spo,
                 reading: cfg.soda.evidence_of_change.then(|| {
                     let object = cfg.soda.is_single_valued(&f.fact.predicate).then_some(f.fact.object.as_str());
-                    Reading::of_fact(&f.fact.subject, &f.fact.predicate, object, &f.fact.content, antonyms.pairs())
+                    crate::state::read_fact(&f.fact.subject, &f.fact.predicate, object, &f.fact.content, &antonyms)
                 }),
             }
         })
@@ -160,6 +160,7 @@ pub fn dedupe(
     let mut batch_until: Vec<Option<String>> = items.iter().map(|i| i.valid_until.map(str::to_string)).collect();
     let norms: Vec<Norms> = items.iter().map(|i| Norms::of(i.embedding.values)).collect();
     let (live_exact, live_near) = against_live(items, &norms, now, state, near_dup_threshold, evidence);
+    let recording = trace::active();
     for (i, item) in items.iter().enumerate() {
         let key = item.spo;
         if let Some((k, by)) = live_exact[i] {
@@ -207,17 +208,23 @@ pub fn dedupe(
             Live(usize),
             Batch(usize),
         }
+        // The nearest (the first of equal best), then one comparison with
+        // the threshold: the same outcome as keeping only the cosines at or
+        // above it, and a sweep's trace records only what decided it.
+        let floor = if recording { f64::NEG_INFINITY } else { near_dup_threshold };
         let near = live_near[i]
             .map(|(c, k)| (c, Near::Live(k)))
             .into_iter()
             .chain(survivors.filter_map(|j| {
-                let c = state.cosine_at_least(item.embedding, &norms[i], items[j].embedding, &norms[j], near_dup_threshold)?;
+                let c = state.cosine_unless_below(item.embedding, &norms[i], items[j].embedding, &norms[j], floor)?;
                 Some((c, Near::Batch(j)))
             }))
+            .filter(|(c, _)| !c.is_nan())
             .fold(None::<(f64, Near)>, |best, (c, t)| match best {
                 Some((bc, _)) if bc >= c => best,
                 _ => Some((c, t)),
-            });
+            })
+            .filter(|(c, _)| trace::at_least(*c, near_dup_threshold));
         out.push(match near {
             // Evidence of change is no duplicate, however near.
             Some((_, Near::Live(k)))
@@ -306,13 +313,20 @@ fn against_live(
     if exact.iter().all(Option::is_some) {
         return (exact, near);
     }
+    // Recording a sweep's decision trace, the search keeps the nearest fact
+    // whatever its cosine: [`dedupe`] compares only the best against the
+    // threshold, the one comparison the outcome depends on.
+    let recording = trace::active();
     for (pos, f) in state.facts.iter().enumerate().filter(|(_, f)| f.is_current(now)) {
         for (i, item) in items.iter().enumerate() {
             if exact[i].is_some() {
                 continue;
             }
-            if let Some(c) = scan.cosine_at_least(state, item.embedding, &norms[i], pos, f.vector(), threshold)
-                && near[i].is_none_or(|(best, _)| c > best)
+            let best = near[i].map_or(f64::NEG_INFINITY, |(best, _)| best);
+            let floor = if recording { best } else { best.max(threshold) };
+            if let Some(c) = scan.cosine_unless_below(state, item.embedding, &norms[i], pos, f.vector(), floor)
+                && (recording || c >= threshold)
+                && c > best
             {
                 near[i] = Some((c, pos));
             }
@@ -614,6 +628,37 @@ mod tests {
     /// The same sentence said another way: number words, articles.
     fn c_respelt(content: &str) -> String {
         content.replace("two", "2").replace(" the ", " a ").replace("loves", "really loves")
+    }
+
+    /// Recording a sweep's trace, the near-duplicate search compares only
+    /// each candidate's nearest cosine with the threshold: the interval it
+    /// leaves is every threshold that gives the same outcomes, whatever the
+    /// other cosines are.
+    #[test]
+    fn a_recorded_near_search_narrows_only_by_the_nearest_cosine() {
+        use crate::state::trace::{Recorder, recording};
+        let mut st = ConvState::default();
+        st.facts.push(live("f1", "A", "p", "o1", "h1", vec![1.0, 0.0]));
+        st.facts.push(live("f2", "A", "p", "o2", "h2", vec![0.6, 0.8]));
+        let u = [0.0f32, 1.0];
+        let v = [0.97f32, (1.0f32 - 0.97 * 0.97).sqrt()];
+        let items = [item("h3", "B", "q", "x", None, &u), item("h4", "C", "r", "y", None, &v)];
+        // u's nearest is f2 (0.8); v's is f1 (0.97), before f2 (0.78) and the survivor u (0.24).
+        let (u_best, v_best) = (cosine(&u, &[0.6, 0.8]), cosine(&v, &[1.0, 0.0]));
+        let run = |t: f64| dedupe(&items, &st, None, t, None);
+        let (out, rec) = recording(Recorder::new(vec![0.9]), || run(0.9));
+        assert_eq!(out[0], DedupeOutcome::Survivor);
+        assert!(matches!(&out[1], DedupeOutcome::NearDuplicate { of: Target::Live(id), .. } if id == "f1"), "{out:?}");
+        let interval = rec.expect("recorder").intervals()[0];
+        assert!(interval.contains(v_best) && !interval.contains(v_best + 1e-9), "{interval:?}");
+        assert!(interval.contains(u_best + 1e-9) && !interval.contains(u_best), "{interval:?}");
+        // Inside, every threshold decides alike; outside, some candidate changes.
+        for t in [u_best + 1e-9, 0.85, 0.9, 0.95, v_best] {
+            assert_eq!(run(t), out, "threshold {t}");
+        }
+        for t in [0.5, u_best, v_best + 1e-9, 0.99] {
+            assert_ne!(run(t), out, "threshold {t}");
+        }
     }
 
     #[test]

@@ -106,6 +106,12 @@ enum Spelling {
     Flat(String, Vec<(&'static str, &'static str)>),
 }
 
+/// The names of the shared keys and of each section's keys.
+struct KeyNames {
+    shared: std::collections::BTreeSet<String>,
+    sections: BTreeMap<&'static str, std::collections::BTreeSet<String>>,
+}
+
 impl Config {
     /// The default sections' tables, by name.
     fn default_tables() -> Result<BTreeMap<&'static str, toml::Table>> {
@@ -117,6 +123,24 @@ impl Config {
             (DreamingConfig::NAME, table_of(&d.dreaming).map_err(Error::Config)?),
             (ExternalConfig::NAME, table_of(&d.external).map_err(Error::Config)?),
         ]))
+    }
+
+    /// The shared keys' names and each section's, from the defaults:
+    /// computed once (every override and every key of a file read asks).
+    fn key_names() -> Result<&'static KeyNames> {
+        static NAMES: std::sync::OnceLock<std::result::Result<KeyNames, String>> = std::sync::OnceLock::new();
+        NAMES
+            .get_or_init(|| {
+                let shared = table_of(&Shared::default())?.into_iter().map(|(k, _)| k).collect();
+                let sections = Config::default_tables()
+                    .map_err(|e| crate::error::chain(&e))?
+                    .into_iter()
+                    .map(|(name, t)| (name, t.into_iter().map(|(k, _)| k).collect()))
+                    .collect();
+                Ok(KeyNames { shared, sections })
+            })
+            .as_ref()
+            .map_err(|e| Error::Config(e.clone()))
     }
 
     /// The config as one TOML table: the shared keys, then one sub-table per section.
@@ -156,12 +180,12 @@ impl Config {
             let Some(name) = SECTIONS.iter().copied().find(|s| *s == section) else {
                 return unknown(format!("{key}: unknown config section {section:?}; the sections are {}", SECTIONS.join(", ")));
             };
-            if !Config::default_tables()?.get(name).is_some_and(|t| t.contains_key(k)) {
+            if !Config::key_names()?.sections.get(name).is_some_and(|t| t.contains(k)) {
                 return unknown(format!("{key}: unknown config key"));
             }
             return Ok(Spelling::InSection(name, k.to_string()));
         }
-        if table_of(&Shared::default()).map_err(Error::Config)?.contains_key(key) {
+        if Config::key_names()?.shared.contains(key) {
             return Ok(Spelling::Shared(key.to_string()));
         }
         let targets: Vec<(&'static str, &'static str)> =

@@ -12,6 +12,13 @@
 //! interval makes the same comparisons with the same outcomes, so it forms
 //! the same conversation: a sweep reuses the result instead of running it
 //! again. Without a recorder the sites are plain comparisons.
+//!
+//! An interval is only as wide as the comparisons made allow, so a site
+//! should compare what decides its outcome and nothing more: a search for
+//! the nearest match at or above a threshold (dedupe's near duplicates)
+//! finds the nearest first and compares only that cosine, and a comparison
+//! against a key no sweep traces (`entity_merge_threshold`) is made
+//! unrecorded, since the recorder knows a threshold only by its value.
 
 use std::cell::RefCell;
 

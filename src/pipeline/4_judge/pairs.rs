@@ -8,7 +8,7 @@ use super::{JudgePair, PairFact};
 pub use crate::model::outcome::PairReason;
 use crate::model::proposition::{Reading, change};
 use crate::pipeline::Config;
-use crate::state::{ConvState, FactKeys, FactRec, Norms, ScanRow, Vector, hash64};
+use crate::state::{ConvState, FactKeys, FactRec, Norms, ScanRow, Vector, hash64, trace};
 
 /// A candidate's view for pairing.
 #[derive(Debug, Clone)]
@@ -111,7 +111,7 @@ pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&
         .map(|c| {
             rules.evidence.then(|| {
                 let object = rules.is_single_valued(&c.keys.predicate).then_some(c.fact.object.as_str());
-                Reading::of_fact(&c.fact.subject, &c.fact.predicate, object, &c.fact.content, rules.antonyms.pairs())
+                crate::state::read_fact(&c.fact.subject, &c.fact.predicate, object, &c.fact.content, &rules.antonyms)
             })
         })
         .collect();
@@ -134,6 +134,11 @@ pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&
     // Per candidate: (cosine, position in `state.facts`, reason), visiting
     // only the facts with the candidate's subject (from the index).
     let mut found: Vec<Vec<(f64, usize, PairReason)>> = vec![Vec::new(); candidates.len()];
+    // Recording a sweep's trace: per candidate, its nearest pair by similar
+    // content below the band (cosine, position), whose comparison with
+    // `band_min` is recorded only if the cap would keep it ([`record_band`]).
+    let recording = trace::active();
+    let mut below_band: Vec<Option<(f64, usize)>> = vec![None; candidates.len()];
     for (ci, c) in candidates.iter().enumerate() {
         let [subject, predicate, object] = [scan.id(&c.keys.subject), scan.id(&c.keys.predicate), scan.id(&c.keys.object)];
         let Some(subject) = subject else { continue };
@@ -170,9 +175,28 @@ pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&
             let Some(reason) = reason(c, live, row, [predicate, object], evidence, multi[ci], polarity[ci].as_ref(), rules) else {
                 continue;
             };
-            let cos = if reason == PairReason::SimilarContent {
+            let cos = if reason == PairReason::SimilarContent && recording {
+                // The same comparisons as below; the ones with `band_min` are
+                // recorded once the cap is known.
+                let Some(cos) = scan.cosine_unless_below(state, c.embedding, &norms[ci], pos, live.vector(), f64::NEG_INFINITY) else {
+                    continue;
+                };
+                if cos.is_nan() {
+                    continue;
+                }
+                if cos < rules.band_min {
+                    if below_band[ci].is_none_or(|(b, bp)| cos > b || (cos == b && pos < bp)) {
+                        below_band[ci] = Some((cos, pos));
+                    }
+                    continue;
+                }
+                if !trace::below(cos, rules.band_max) {
+                    continue;
+                }
+                cos
+            } else if reason == PairReason::SimilarContent {
                 match scan.cosine_at_least(state, c.embedding, &norms[ci], pos, live.vector(), rules.band_min) {
-                    Some(cos) if crate::state::trace::below(cos, rules.band_max) => cos,
+                    Some(cos) if trace::below(cos, rules.band_max) => cos,
                     _ => continue,
                 }
             } else {
@@ -182,7 +206,49 @@ pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&
         }
     }
     drop(scan);
+    if recording {
+        for (pairs, below) in found.iter().zip(below_band) {
+            record_band(pairs, below, rules);
+        }
+    }
     collect(candidates, state, found, rules)
+}
+
+/// Records the comparisons with `band_min` that decide which of one
+/// candidate's pairs (`pairs`, found with the band as it is) survive the
+/// cap, given `below`, its nearest pair by similar content below the band
+/// (cosine, position). A kept pair by similar content stays only while
+/// `band_min` is at most its cosine; a pair the cap drops may leave the band
+/// without changing the kept ones; and the pairs below the band join the
+/// kept ones (the nearest first) only when `band_min` falls to the nearest's
+/// cosine and the cap would keep it: it outranks the last kept pair, or the
+/// cap is not reached. Any other `band_min` inside what is recorded keeps
+/// the same pairs, so a sweep's trace is no narrower than the outcome.
+fn record_band(pairs: &[(f64, usize, PairReason)], below: Option<(f64, usize)>, rules: &PairRules) {
+    let mut kept = pairs.to_vec();
+    keep_nearest(&mut kept, rules.max_per_candidate);
+    for &(cos, _, reason) in &kept {
+        if reason == PairReason::SimilarContent {
+            trace::at_least(cos, rules.band_min);
+        }
+    }
+    let Some((cos, pos)) = below else { return };
+    let joins = pairs.len() < rules.max_per_candidate
+        || kept.iter().max_by(|a, b| rank(a, b)).is_some_and(|last| rank(&(cos, pos, PairReason::SimilarContent), last).is_lt());
+    if joins {
+        trace::at_least(cos, rules.band_min);
+    }
+}
+
+/// The cap's order of a candidate's pairs (cosine, live-fact position,
+/// reason): evidence of change first, then the highest cosine (a NaN
+/// lowest), then the earlier live fact; `Less` ranks first.
+fn rank(a: &(f64, usize, PairReason), b: &(f64, usize, PairReason)) -> std::cmp::Ordering {
+    let key = |c: f64| if c.is_nan() { f64::NEG_INFINITY } else { c };
+    (b.2 == PairReason::EvidenceOfChange)
+        .cmp(&(a.2 == PairReason::EvidenceOfChange))
+        .then(key(b.0).total_cmp(&key(a.0)))
+        .then(a.1.cmp(&b.1))
 }
 
 /// Why candidate `c` pairs with the live fact `live` (with the same
@@ -309,15 +375,9 @@ fn keep_nearest(pairs: &mut Vec<(f64, usize, PairReason)>, cap: usize) {
     if pairs.len() <= cap {
         return;
     }
-    let key = |c: f64| if c.is_nan() { f64::NEG_INFINITY } else { c };
     // Pairs with evidence of change first: the cap never drops them for
     // nearer pairs the rules judge would let stand.
-    pairs.sort_by(|a, b| {
-        (b.2 == PairReason::EvidenceOfChange)
-            .cmp(&(a.2 == PairReason::EvidenceOfChange))
-            .then(key(b.0).total_cmp(&key(a.0)))
-            .then(a.1.cmp(&b.1))
-    });
+    pairs.sort_by(rank);
     pairs.truncate(cap);
     pairs.sort_by_key(|p| p.1);
 }
@@ -368,5 +428,69 @@ mod tests {
         }
         assert!(found[0] > 50 && found[1] > 50, "pairs found: {found:?}");
         assert!(reasons.len() >= 5, "the inputs reach most reasons: {reasons:?}");
+    }
+
+    /// Recorded for a sweep's trace, pairing leaves intervals of
+    /// `band_min` and `band_max` inside which every pair of values finds
+    /// the same pairs, on random conversations; and the cap lets
+    /// `band_min`'s interval reach past cosines of pairs it would drop.
+    #[test]
+    fn a_recorded_pairing_finds_the_same_pairs_anywhere_inside_its_intervals() {
+        use crate::state::trace::{Recorder, recording};
+        let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+        let (mut checked, mut widened) = (0usize, 0usize);
+        for round in 0..60 {
+            let dims = [64, 256][round % 2];
+            let mut cfg = Config::default();
+            cfg.soda.evidence_of_change = round % 3 != 0;
+            cfg.soda.max_pairs_per_candidate = [2, 4, 16][round % 3];
+            cfg.soda.contradiction_band_min = [0.3, 0.5][round % 2];
+            cfg.soda.near_dup_threshold = 0.9;
+            let mut st = ConvState::default();
+            let facts = r.below(80) + 1;
+            st.facts.extend((0..facts).map(|i| fact_rec(&mut r, i, dims)));
+            let raw: Vec<PairFact> = (0..r.below(8) + 1)
+                .map(|_| {
+                    let (subject, predicate, object, content) = fact(&mut r);
+                    PairFact { subject, predicate, object, content, valid_until: r.chance(15).then(|| "2024-06-01".to_string()) }
+                })
+                .collect();
+            let embs: Vec<Vec<f32>> = raw.iter().map(|f| crate::embed::hashed::HashedEmbedder::new(dims).embed_one(&f.content)).collect();
+            let keys: Vec<FactKeys> = raw.iter().map(|f| FactKeys::of(&f.subject, &f.predicate, &f.object)).collect();
+            let inputs: Vec<PairInput<'_>> = raw
+                .iter()
+                .zip(&embs)
+                .zip(&keys)
+                .map(|((f, e), k)| PairInput { fact: f.clone(), embedding: Vector { slot: None, values: e }, keys: k })
+                .collect();
+            let at = |band_min: f64, band_max: f64, cap: usize| {
+                let mut c = cfg.clone();
+                c.soda.contradiction_band_min = band_min;
+                c.soda.near_dup_threshold = band_max;
+                c.soda.max_pairs_per_candidate = cap;
+                find_pairs(&inputs, &st, None, &PairRules::new(&c))
+            };
+            let values = vec![cfg.soda.contradiction_band_min, cfg.soda.near_dup_threshold];
+            let (pairs, rec) = recording(Recorder::new(values), || find_pairs(&inputs, &st, None, &PairRules::new(&cfg)));
+            let rec = rec.expect("recorder");
+            let [lo, hi] = rec.intervals() else { panic!("two intervals") };
+            assert_eq!(pairs, at(cfg.soda.contradiction_band_min, 0.9, cfg.soda.max_pairs_per_candidate), "round {round}: as unrecorded");
+            let cap = cfg.soda.max_pairs_per_candidate;
+            for t in (0..=100).map(|i| f64::from(i) / 100.0) {
+                for u in [0.6, 0.9, 1.0] {
+                    if t <= u && lo.contains(t) && hi.contains(u) {
+                        assert_eq!(at(t, u, cap), pairs, "round {round}: band [{t}, {u})");
+                        checked += 1;
+                    }
+                }
+            }
+            // Uncapped, some band_min inside the interval finds more (or fewer) pairs: the cap widened it.
+            let uncapped = at(cfg.soda.contradiction_band_min, 0.9, 1000).len();
+            if (0..=90).map(|i| f64::from(i) / 100.0).any(|t| lo.contains(t) && at(t, 0.9, 1000).len() != uncapped) {
+                widened += 1;
+            }
+        }
+        assert!(checked > 500, "values checked inside the intervals: {checked}");
+        assert!(widened > 0, "no interval reached past a pair the cap drops");
     }
 }

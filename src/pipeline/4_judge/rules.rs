@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::{Judge, JudgeContext, JudgeOutput, JudgePair, PairFact};
 use crate::error::Result;
 pub use crate::model::polarity::{Antonyms, NEGATIONS, PolarityKeys, words};
-use crate::model::proposition::{Change, Reading, change};
+use crate::model::proposition::{Change, change};
 use crate::normalize::normalize_content;
 use crate::pipeline::Config;
 use crate::types::Verdict;
@@ -54,7 +54,7 @@ impl RulesJudge {
             }
             let read = |f: &PairFact| {
                 let object = self.single_valued.contains(&f.predicate.trim().to_lowercase()).then_some(f.object.as_str());
-                Reading::of_fact(&f.subject, &f.predicate, object, &f.content, self.antonyms.pairs())
+                crate::state::read_fact(&f.subject, &f.predicate, object, &f.content, &self.antonyms)
             };
             return match change(&read(live), &read(cand)) {
                 Some(Change::Flip) => (Verdict::Old, true),
