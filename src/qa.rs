@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use polars::prelude::{Column, DataFrame};
 use serde_json::{Value, json};
@@ -235,7 +236,7 @@ struct Corpus {
 struct Doc {
     turns: Vec<String>,
     /// What a reader of the document reads (its indexed text).
-    text: budget::Text,
+    text: Arc<budget::Text>,
     created_at: Option<String>,
     ended_at: Option<String>,
     live_now: bool,
@@ -275,7 +276,7 @@ impl Corpus {
 
     /// The texts of the documents `hits` names that the corpus holds, in order.
     fn texts_of(&self, hits: &[SearchHit]) -> Vec<&budget::Text> {
-        hits.iter().filter_map(|h| self.slot_of.get(h.fact_id.as_str())).map(|&s| &self.docs[s].text).collect()
+        hits.iter().filter_map(|h| self.slot_of.get(h.fact_id.as_str())).map(|&s| &*self.docs[s].text).collect()
     }
 
     /// Documents holding an evidence turn that a search (now, or at `as_of`)
@@ -332,7 +333,10 @@ pub fn evaluate_sources(
     // Conversations in parallel (each baseline is an index of its own), merged in dataset order.
     let parts: Vec<Result<QaResult>> = convs
         .par_iter()
-        .map(|conv| evaluate_conversation(conv, &facts, store, embedder, (&params, retriever(cfg)), at_question, baselines))
+        .map(|conv| {
+            let shared = Shared::new(baselines);
+            evaluate_conversation(conv, &facts, store, embedder, (&params, retriever(cfg)), at_question, baselines, &shared)
+        })
         .collect();
     let mut out = QaResult::default();
     for part in parts {
@@ -343,25 +347,88 @@ pub fn evaluate_sources(
 
 /// [`evaluate_sources`]' formed-memory rows of one conversation, as soon as
 /// its formation is done (its facts are final; the search's statistics are
-/// the conversation's own), while other conversations still form.
-pub fn evaluate_formed(conv: &Conversation, store: &Store, embedder: &dyn Embedder, cfg: &Config) -> Result<QaResult> {
+/// the conversation's own), while other conversations still form. `shared`
+/// is the conversation's, the same for [`evaluate_baselines`].
+pub fn evaluate_formed(conv: &Conversation, store: &Store, embedder: &dyn Embedder, cfg: &Config, shared: &Shared) -> Result<QaResult> {
     if conv.gold.qa.is_empty() {
         return Ok(QaResult::default());
     }
     let params = SearchParams::with_top_k(cfg, MAX_K);
     let facts = store.facts_of(&conv.id)?;
-    evaluate_conversation(conv, &facts, Some(store), embedder, (&params, retriever(cfg)), cfg.qa_as_of == "question", false)
+    evaluate_conversation(conv, &facts, Some(store), embedder, (&params, retriever(cfg)), cfg.qa_as_of == "question", false, shared)
+}
+
+/// What one conversation's evaluations share, made once by whichever needs
+/// it first (a run evaluates a conversation's formed memory and its
+/// baselines in two tasks): the questions' vectors, and every turn as a
+/// document with its vector (the raw turns', the selected turns' among
+/// them: the same text embedded once). Each is made outside the lock, so a
+/// task waiting on another never holds it; were both to make one at once,
+/// the first kept is used (the embedder gives the same vectors for the
+/// same texts).
+pub struct Shared {
+    questions: Mutex<Option<Arc<Vec<Vec<f32>>>>>,
+    turns: Mutex<Option<Arc<Turns>>>,
+    /// Whether the conversation's baselines are evaluated too: else the
+    /// selected turns are made and embedded alone (a sweep point's formed
+    /// memory), not every turn.
+    with_baselines: bool,
+}
+
+/// Every turn of a conversation as a document, and its vector (by index).
+struct Turns {
+    docs: Vec<RawDoc>,
+    vectors: Vec<Vec<f32>>,
+}
+
+impl Turns {
+    /// Each document with its vector (none when the embedder gave none).
+    fn each(&self) -> impl Iterator<Item = (&RawDoc, &[f32])> {
+        self.docs.iter().enumerate().map(|(i, d)| (d, self.vectors.get(i).map_or(&[][..], Vec::as_slice)))
+    }
+}
+
+impl Shared {
+    /// Nothing made yet; `with_baselines`: the baselines will be evaluated too.
+    pub fn new(with_baselines: bool) -> Shared {
+        Shared { questions: Mutex::default(), turns: Mutex::default(), with_baselines }
+    }
+
+    fn questions(&self, conv: &Conversation, embedder: &dyn Embedder) -> Result<Arc<Vec<Vec<f32>>>> {
+        made_once(&self.questions, || {
+            let questions: Vec<&str> = conv.gold.qa.iter().map(|q| q.question.as_str()).collect();
+            embedder.embed(&questions, &format!("{}/qa", conv.id))
+        })
+    }
+
+    fn turns(&self, conv: &Conversation, embedder: &dyn Embedder) -> Result<Arc<Turns>> {
+        made_once(&self.turns, || {
+            let docs = turn_docs(conv, |_| true);
+            let vectors = embed_docs(conv, embedder, &docs, "raw_turns")?;
+            Ok(Turns { docs, vectors })
+        })
+    }
+}
+
+/// `slot`'s value, made by `make` (outside the lock) when there is none yet.
+fn made_once<T>(slot: &Mutex<Option<Arc<T>>>, make: impl FnOnce() -> Result<T>) -> Result<Arc<T>> {
+    let lock = || slot.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(v) = lock().as_ref() {
+        return Ok(Arc::clone(v));
+    }
+    let made = Arc::new(make()?);
+    Ok(Arc::clone(lock().get_or_insert(made)))
 }
 
 /// [`evaluate_sources`]' baseline rows (raw turns, raw sessions) of one
 /// conversation: a run evaluates each conversation's once formation leaves
 /// a core idle.
-pub fn evaluate_baselines(conv: &Conversation, embedder: &dyn Embedder, cfg: &Config) -> Result<QaResult> {
+pub fn evaluate_baselines(conv: &Conversation, embedder: &dyn Embedder, cfg: &Config, shared: &Shared) -> Result<QaResult> {
     if conv.gold.qa.is_empty() {
         return Ok(QaResult::default());
     }
     let params = SearchParams::with_top_k(cfg, MAX_K);
-    evaluate_conversation(conv, &[], None, embedder, (&params, retriever(cfg)), cfg.qa_as_of == "question", true)
+    evaluate_conversation(conv, &[], None, embedder, (&params, retriever(cfg)), cfg.qa_as_of == "question", true, shared)
 }
 
 use rayon::prelude::{IntoParallelRefIterator, ParallelIterator};
@@ -371,6 +438,7 @@ fn retriever(cfg: &Config) -> Retriever {
     Retriever::parse(&cfg.qa_retriever).unwrap_or_default()
 }
 
+#[allow(clippy::too_many_arguments)]
 fn evaluate_conversation(
     conv: &Conversation,
     facts: &[crate::store::StoredFact],
@@ -379,6 +447,7 @@ fn evaluate_conversation(
     (params, retriever): (&SearchParams, Retriever),
     at_question: bool,
     with_baselines: bool,
+    shared: &Shared,
 ) -> Result<QaResult> {
     let mut out = QaResult::default();
     let known: BTreeSet<&str> = conv.episodes.iter().flat_map(|e| e.turns.iter().map(|t| t.id.as_str())).collect();
@@ -441,7 +510,7 @@ fn evaluate_conversation(
             .zip(dated)
             .map(|(f, (turns, sessions, text))| {
                 let doc = Doc {
-                    text: budget::Text::whole(&text, turns.clone(), sessions),
+                    text: Arc::new(budget::Text::whole(&text, turns.clone(), sessions)),
                     turns,
                     created_at: f.created_at.clone(),
                     ended_at: ended(f),
@@ -451,13 +520,17 @@ fn evaluate_conversation(
             })
             .collect(),
     );
-    let raw = if with_baselines { Some(baselines(conv, embedder)?) } else { None };
+    let raw = if with_baselines { Some(baselines(conv, embedder, shared)?) } else { None };
     // The ablation: the raw turns that yielded a fact (any fact of the
     // conversation), searched as the raw turns are.
     let selected = match store {
         Some(_) => {
-            let docs: Vec<RawDoc> = turn_docs(conv).into_iter().filter(|d| yielded.contains(&d.id)).collect();
-            Some(index(conv, embedder, docs, "selected_turns")?)
+            if shared.with_baselines {
+                let turns = shared.turns(conv, embedder)?;
+                Some(build_index(turns.each().filter(|(d, _)| yielded.contains(&d.id)))?)
+            } else {
+                Some(index(conv, embedder, turn_docs(conv, |t| yielded.contains(t)), "selected_turns")?)
+            }
         }
         None => None,
     };
@@ -510,8 +583,7 @@ fn evaluate_conversation(
     if conv.gold.qa.iter().any(|q| q.audit.is_some()) {
         out.audited = Some(conv.gold.qa.iter().filter(|q| q.audit.as_deref().is_some_and(|a| !a.is_empty())).count());
     }
-    let questions: Vec<&str> = conv.gold.qa.iter().map(|q| q.question.as_str()).collect();
-    let vectors = embedder.embed(&questions, &format!("{}/qa", conv.id))?;
+    let vectors = shared.questions(conv, embedder)?;
     let mut scored_items = Vec::new();
     for (i, item) in conv.gold.qa.iter().enumerate() {
         // Nothing to search with: a warning, and the item is not scored as a miss.
@@ -622,20 +694,20 @@ struct RawDoc {
     embedded: String,
     turns: Vec<String>,
     written_at: Option<String>,
-    read: budget::Text,
+    read: Arc<budget::Text>,
 }
 
-/// Every turn of `conv` a document, its session's date in front.
-fn turn_docs(conv: &Conversation) -> Vec<RawDoc> {
+/// Every turn of `conv` that `keep` keeps (by its id) a document, its session's date in front.
+fn turn_docs(conv: &Conversation, keep: impl Fn(&str) -> bool + Copy) -> Vec<RawDoc> {
     conv.episodes
         .iter()
         .flat_map(|e| {
-            e.turns.iter().map(move |t| {
+            e.turns.iter().filter(move |t| keep(&t.id)).map(move |t| {
                 let text = format!("{}: {}", t.speaker, t.text);
                 let date = date_label(e.timestamp.as_deref());
                 let mut parts: Vec<(Option<&str>, &str)> = date.iter().map(|d| (None, d.as_str())).collect();
                 parts.push((Some(t.id.as_str()), text.as_str()));
-                let read = budget::Text::of_parts(&parts, vec![e.id.clone()]);
+                let read = Arc::new(budget::Text::of_parts(&parts, vec![e.id.clone()]));
                 let searched = match &date {
                     Some(d) => format!("{d} {text}"),
                     None => text.clone(),
@@ -678,7 +750,7 @@ fn gold_docs(conv: &Conversation) -> Vec<RawDoc> {
             RawDoc {
                 id: f.id.clone(),
                 episode: f.episode.clone(),
-                read: budget::Text::whole(&searched, f.evidence.clone(), sessions),
+                read: Arc::new(budget::Text::whole(&searched, f.evidence.clone(), sessions)),
                 searched,
                 embedded: f.text.clone(),
                 turns: f.evidence.clone(),
@@ -688,9 +760,9 @@ fn gold_docs(conv: &Conversation) -> Vec<RawDoc> {
         .collect()
 }
 
-/// The two baselines' in-memory indexes: every turn a document, every session a document.
-fn baselines(conv: &Conversation, embedder: &dyn Embedder) -> Result<((DocumentIndex, Corpus), (DocumentIndex, Corpus))> {
-    let turn_docs: Vec<RawDoc> = turn_docs(conv);
+/// The two baselines' in-memory indexes: every turn a document (the
+/// conversation's shared turns), every session a document.
+fn baselines(conv: &Conversation, embedder: &dyn Embedder, shared: &Shared) -> Result<((DocumentIndex, Corpus), (DocumentIndex, Corpus))> {
     let session_docs: Vec<RawDoc> = conv
         .episodes
         .iter()
@@ -699,7 +771,7 @@ fn baselines(conv: &Conversation, embedder: &dyn Embedder) -> Result<((DocumentI
             let date = date_label(e.timestamp.as_deref());
             let mut parts: Vec<(Option<&str>, &str)> = date.iter().map(|d| (None, d.as_str())).collect();
             parts.extend(e.turns.iter().zip(&lines).map(|(t, l)| (Some(t.id.as_str()), l.as_str())));
-            let read = budget::Text::of_parts(&parts, vec![e.id.clone()]);
+            let read = Arc::new(budget::Text::of_parts(&parts, vec![e.id.clone()]));
             let searched = parts.iter().map(|p| p.1).collect::<Vec<_>>().join("\n");
             RawDoc {
                 id: e.id.clone(),
@@ -712,32 +784,57 @@ fn baselines(conv: &Conversation, embedder: &dyn Embedder) -> Result<((DocumentI
             }
         })
         .collect();
-    let (turns, sessions) =
-        rayon::join(|| index(conv, embedder, turn_docs, "raw_turns"), || index(conv, embedder, session_docs, "raw_sessions"));
+    let (turns, sessions) = rayon::join(
+        || {
+            let turns = shared.turns(conv, embedder)?;
+            build_index(turns.each())
+        },
+        || index(conv, embedder, session_docs, "raw_sessions"),
+    );
     Ok((turns?, sessions?))
 }
 
-fn index(conv: &Conversation, embedder: &dyn Embedder, docs: Vec<RawDoc>, what: &str) -> Result<(DocumentIndex, Corpus)> {
+/// The vectors of `docs`' embedded texts (none to embed: none).
+fn embed_docs(conv: &Conversation, embedder: &dyn Embedder, docs: &[RawDoc], what: &str) -> Result<Vec<Vec<f32>>> {
     let texts: Vec<&str> = docs.iter().map(|d| d.embedded.as_str()).collect();
-    let vectors = if texts.is_empty() { Vec::new() } else { embedder.embed(&texts, &format!("{}/{what}", conv.id))? };
+    if texts.is_empty() { Ok(Vec::new()) } else { embedder.embed(&texts, &format!("{}/{what}", conv.id)) }
+}
+
+fn index(conv: &Conversation, embedder: &dyn Embedder, docs: Vec<RawDoc>, what: &str) -> Result<(DocumentIndex, Corpus)> {
+    let vectors = embed_docs(conv, embedder, &docs, what)?;
+    // A document the embedder gave no vector (it gives one each) has none.
+    let vector = |i: usize| vectors.get(i).map_or(&[][..], Vec::as_slice);
+    build_index(docs.iter().enumerate().map(|(i, d)| (d, vector(i))))
+}
+
+/// The in-memory index and the corpus of `docs`, each with its vector.
+fn build_index<'a>(docs: impl Iterator<Item = (&'a RawDoc, &'a [f32])>) -> Result<(DocumentIndex, Corpus)> {
+    let docs: Vec<(&RawDoc, &[f32])> = docs.collect();
     let documents: Vec<Document<'_>> = docs
         .iter()
-        .enumerate()
-        .map(|(i, d)| Document {
+        .map(|&(d, vector)| Document {
             id: &d.id,
             episode: &d.episode,
             text: &d.searched,
             turns: &d.turns,
-            vector: vectors.get(i).map_or(&[][..], Vec::as_slice),
+            vector,
             written_at: d.written_at.as_deref(),
             ended_at: None,
         })
         .collect();
     let index = DocumentIndex::build(&documents)?;
-    drop(documents);
     let corpus = Corpus::new(
-        docs.into_iter()
-            .map(|d| (d.id, Doc { turns: d.turns, text: d.read, created_at: d.written_at, ended_at: None, live_now: true }))
+        docs.iter()
+            .map(|(d, _)| {
+                let doc = Doc {
+                    turns: d.turns.clone(),
+                    text: Arc::clone(&d.read),
+                    created_at: d.written_at.clone(),
+                    ended_at: None,
+                    live_now: true,
+                };
+                (d.id.clone(), doc)
+            })
             .collect(),
     );
     Ok((index, corpus))

@@ -150,6 +150,8 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     let formed_qa: Vec<Mutex<Option<Result<crate::qa::QaResult>>>> = (0..n).map(|_| Mutex::new(None)).collect();
     let qa_state: Vec<AtomicU8> = (0..n).map(|_| AtomicU8::new(FORMING)).collect();
     let baselines: Vec<Slot<(Result<crate::qa::QaResult>, f64)>> = (0..n).map(|_| Mutex::new(None)).collect();
+    // What each conversation's two QA tasks share (its questions' and turns' vectors).
+    let shared: Vec<crate::qa::Shared> = (0..n).map(|_| crate::qa::Shared::new(true)).collect();
     let (forming, qa_parts) = (AtomicUsize::new(n), AtomicUsize::new(2 * n));
     let analysed: Mutex<Option<Result<Analysed>>> = Mutex::new(None);
     let qa_done: Mutex<Option<Result<QaDone>>> = Mutex::new(None);
@@ -180,7 +182,7 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         }
     };
     let formed_qa_of = |i: usize, c: &Conversation| {
-        *guard(&formed_qa[i]) = Some(crate::qa::evaluate_formed(c, &store, stages.embedder, cfg));
+        *guard(&formed_qa[i]) = Some(crate::qa::evaluate_formed(c, &store, stages.embedder, cfg, &shared[i]));
         qa_part_done();
     };
     let analyse = || -> Result<Analysed> {
@@ -239,10 +241,10 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
                     });
                 }
                 for (i, c) in dataset.conversations.iter().enumerate() {
-                    let (baselines, qa_part_done) = (&baselines, &qa_part_done);
+                    let (baselines, qa_part_done, shared) = (&baselines, &qa_part_done, &shared);
                     s.spawn_fifo(move |_| {
                         let started = Instant::now();
-                        let r = crate::qa::evaluate_baselines(c, stages.embedder, cfg);
+                        let r = crate::qa::evaluate_baselines(c, stages.embedder, cfg, &shared[i]);
                         *guard(&baselines[i]) = Some((r, started.elapsed().as_secs_f64() * 1000.0));
                         qa_part_done();
                     });

@@ -460,6 +460,14 @@ fn hybrid<V: AsRef<str>>(
 }
 
 /// [`hybrid`] with the keyword leg `retriever` asks for (none for [`Retriever::Vector`]).
+///
+/// `vector_leg(k)` gives the first `k` of one ranking (best first, ties to
+/// the smaller id, distinct ids, every score positive), so its first `j`
+/// for any `j < k` are `vector_leg(j)`. When the keyword leg scored nothing
+/// (most searches: Signet's implicit AND rarely matches), the merge keeps
+/// the vector leg's order and only its first `top_k` can be kept, so only
+/// those are asked for and the merge is their cut at `min_score` (the
+/// same hits as [`merge`] of the whole leg; a test checks it).
 fn hybrid_with<V: AsRef<str>>(
     retriever: Retriever,
     text: &TextIndex,
@@ -474,6 +482,15 @@ fn hybrid_with<V: AsRef<str>>(
         Retriever::Or => bm25_or_leg(text, phrases, leg_k),
         Retriever::Vector => Vec::new(),
     };
+    if bm25.iter().all(|(_, s)| *s <= 0.0) {
+        let vector = if query_vector.is_empty() { Vec::new() } else { vector_leg(params.top_k)? };
+        return Ok(vector
+            .into_iter()
+            .filter(|(_, s)| *s > 0.0 && *s >= params.min_score)
+            .take(params.top_k)
+            .map(|(id, s)| SearchHit { fact_id: id.as_ref().to_string(), score: s, bm25: None, vector: Some(s) })
+            .collect());
+    }
     let vector = if query_vector.is_empty() { Vec::new() } else { vector_leg(leg_k)? };
     Ok(merge(&bm25, &vector, params.alpha, params.min_score, params.top_k))
 }
@@ -972,8 +989,7 @@ fn bm25_or_leg<'a>(text: &'a TextIndex, phrases: &QueryPhrases, k: usize) -> Vec
         }
     }
     let mut out: Vec<(&str, f64)> = score.into_iter().map(|(slot, s)| (text.ids[slot as usize].as_str(), s)).collect();
-    out.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-    out.truncate(k);
+    best_first(&mut out, k, |a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
     let best = out.first().map_or(0.0, |x| x.1);
     if best > 0.0 {
         for x in &mut out {
@@ -1014,9 +1030,19 @@ fn bm25_raw<'a>(text: &'a TextIndex, phrases: &QueryPhrases, k: usize) -> Vec<(&
             Some((text.ids[slot as usize].as_str(), -score))
         })
         .collect();
-    out.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(b.0)));
-    out.truncate(k);
+    best_first(&mut out, k, |a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(b.0)));
     out
+}
+
+/// The first `k` of `v` in the order `order`, sorted: a selection, then a
+/// sort of those `k` only (the same as sorting all of `v` and cutting it at
+/// `k`: `order` is total on distinct hits, and equal hits are alike).
+fn best_first<T>(v: &mut Vec<T>, k: usize, order: impl Fn(&T, &T) -> std::cmp::Ordering) {
+    if k < v.len() {
+        v.select_nth_unstable_by(k, &order);
+        v.truncate(k);
+    }
+    v.sort_by(order);
 }
 
 /// The BM25 leg computed afresh from the store, nothing cached (the
@@ -1587,6 +1613,103 @@ mod tests {
             }
         }
         assert!(compared > 100, "most searches find something: {compared}");
+    }
+
+    /// The search as first written: both legs fetched to `leg_k` and merged
+    /// whatever the keyword leg found (the definition the shortcut of
+    /// [`hybrid_with`] must agree with).
+    fn search_by_merge(index: &DocumentIndex, retriever: Retriever, q: &str, v: &[f32], p: &SearchParams) -> Vec<SearchHit> {
+        let text = index.text_at(&p.as_of);
+        let leg_k = p.leg_k.max(p.top_k);
+        let bm25 = match retriever {
+            Retriever::And => bm25_leg(&text, &with_tokens(&index.tokens, |t| query_phrases(t, q)).unwrap(), leg_k),
+            Retriever::Or => bm25_or_leg(&text, &with_tokens(&index.tokens, |t| query_phrases_any(t, q)).unwrap(), leg_k),
+            Retriever::Vector => Vec::new(),
+        };
+        let vector = if v.is_empty() {
+            Vec::new()
+        } else {
+            first_live(&index.vectors, index.vectors.ranked(v, leg_k), leg_k, |s| index.held(s, &p.as_of))
+        };
+        merge(&bm25, &vector, p.alpha, p.min_score, p.top_k)
+    }
+
+    /// When the keyword leg scores nothing, the search asks the vector leg
+    /// for `top_k` only and cuts it at `min_score`: the same hits, scores
+    /// and legs as merging the whole of both legs, for every retriever,
+    /// depth, leg factor, threshold and instant (ties included).
+    #[test]
+    fn the_vector_only_shortcut_gives_the_merges_hits() {
+        // A small linear congruential generator: `below(n)` in 0..n.
+        let mut state = 7u64;
+        let mut below = move |n: u64| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) % n
+        };
+        let words = ["tea", "alice", "porto", "may", "cat", "bob", "moved", "sunday"];
+        let texts: Vec<(String, String)> = (0..120)
+            .map(|i| {
+                let n = 1 + below(6) as usize;
+                (format!("d{i:03}"), (0..n).map(|_| words[below(words.len() as u64) as usize]).collect::<Vec<_>>().join(" "))
+            })
+            .collect();
+        // Few distinct vectors: many tied scores.
+        let vectors: Vec<Vec<f32>> = (0..texts.len()).map(|_| (0..4).map(|_| below(3) as f32 - 0.5).collect()).collect();
+        let dates: Vec<Option<String>> = (0..texts.len()).map(|i| Some(format!("2024-0{}-01", 1 + i % 9))).collect();
+        let docs: Vec<Document<'_>> = texts
+            .iter()
+            .zip(&vectors)
+            .zip(&dates)
+            .map(|(((id, text), v), at)| Document {
+                id,
+                episode: "e1",
+                text,
+                turns: &[],
+                vector: v,
+                written_at: at.as_deref(),
+                ended_at: None,
+            })
+            .collect();
+        let index = DocumentIndex::build(&docs).unwrap();
+        let (mut shortcut, mut merged) = (0, 0);
+        for q in ["tea", "porto may", "alice tea cat", "zzz", ""] {
+            for v in [vec![], vec![1.0f32, 0.5, -0.5, 0.0], vec![0.5, 0.5, 0.5, 0.5]] {
+                for retriever in [Retriever::And, Retriever::Or, Retriever::Vector] {
+                    for (top_k, leg_k) in [(1, 2), (5, 10), (10, 20), (37, 111), (200, 400), (10, 10)] {
+                        for min_score in [0.0, 0.1, 0.4] {
+                            for as_of in [None, Some("2024-04-15".to_string())] {
+                                let p = SearchParams { alpha: 0.7, min_score, top_k, leg_k, as_of };
+                                let want = search_by_merge(&index, retriever, q, &v, &p);
+                                assert_eq!(index.search_with(retriever, q, &v, &p).unwrap(), want, "{q:?} {v:?} {retriever:?} {p:?}");
+                                if want.iter().any(|h| h.bm25.is_some()) {
+                                    merged += 1;
+                                } else if !want.is_empty() {
+                                    shortcut += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(shortcut > 100 && merged > 100, "both paths exercised: {shortcut} vector only, {merged} merged");
+    }
+
+    /// The keyword legs' cut: a selection then a sort of the first `k`
+    /// equals a sort of all cut at `k` (scores tied, ids distinct).
+    #[test]
+    fn best_first_is_the_sorted_prefix() {
+        let ids: Vec<String> = (0..50).map(|i| format!("d{}", (i * 37) % 50)).collect();
+        let all: Vec<(&str, f64)> = ids.iter().enumerate().map(|(i, id)| (id.as_str(), f64::from((i % 7) as u8) * 0.5)).collect();
+        let order = |a: &(&str, f64), b: &(&str, f64)| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0));
+        for k in [0, 1, 3, 7, 49, 50, 80] {
+            let mut want = all.clone();
+            want.sort_by(order);
+            want.truncate(k);
+            let mut got = all.clone();
+            best_first(&mut got, k, order);
+            assert_eq!(got, want, "k = {k}");
+        }
     }
 
     /// The QA retrievers: `or` matches any term (the best scaled to 1, a
