@@ -478,7 +478,8 @@ impl FormedQa {
         if let Some(r) = self.done.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return Ok(r.clone());
         }
-        let r = Arc::new(crate::qa::evaluate_formed(conv, store, stages.embedder, cfg)?);
+        // A point evaluates no baselines: only its selected turns are made and embedded.
+        let r = Arc::new(crate::qa::evaluate_formed(conv, store, stages.embedder, cfg, &crate::qa::Shared::new(false))?);
         self.evaluated.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.done.lock().unwrap_or_else(|p| p.into_inner()).insert(key, r.clone());
         Ok(r)
