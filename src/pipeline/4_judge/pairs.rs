@@ -387,6 +387,41 @@ mod tests {
     use super::*;
     use crate::state::random::{Rng, fact, fact_rec};
 
+    /// A random conversation's state (1 to 80 facts) and 1 to 8 random
+    /// candidates (some with an ending) with their hashed vectors and keys.
+    struct RandomCase {
+        state: ConvState,
+        raw: Vec<PairFact>,
+        embs: Vec<Vec<f32>>,
+        keys: Vec<FactKeys>,
+    }
+
+    impl RandomCase {
+        fn new(r: &mut Rng, dims: usize) -> RandomCase {
+            let mut state = ConvState::default();
+            let facts = r.below(80) + 1;
+            state.facts.extend((0..facts).map(|i| fact_rec(r, i, dims)));
+            let raw: Vec<PairFact> = (0..r.below(8) + 1)
+                .map(|_| {
+                    let (subject, predicate, object, content) = fact(r);
+                    PairFact { subject, predicate, object, content, valid_until: r.chance(15).then(|| "2024-06-01".to_string()) }
+                })
+                .collect();
+            let embs = raw.iter().map(|f| crate::embed::hashed::HashedEmbedder::new(dims).embed_one(&f.content)).collect();
+            let keys = raw.iter().map(|f| FactKeys::of(&f.subject, &f.predicate, &f.object)).collect();
+            RandomCase { state, raw, embs, keys }
+        }
+
+        fn inputs(&self) -> Vec<PairInput<'_>> {
+            self.raw
+                .iter()
+                .zip(&self.embs)
+                .zip(&self.keys)
+                .map(|((f, e), k)| PairInput { fact: f.clone(), embedding: Vector { slot: None, values: e }, keys: k })
+                .collect()
+        }
+    }
+
     /// The indexed pairing (by subject, and by the readings' change keys)
     /// finds exactly the pairs a scan of every current fact finds, on
     /// random conversations, with and without the evidence rules.
@@ -402,26 +437,11 @@ mod tests {
             cfg.soda.max_pairs_per_candidate = [16, 2][round % 2];
             cfg.soda.contradiction_band_min = [0.8, 0.3][round % 2];
             let rules = PairRules::new(&cfg);
-            let mut st = ConvState::default();
-            let facts = r.below(80) + 1;
-            st.facts.extend((0..facts).map(|i| fact_rec(&mut r, i, dims)));
-            let raw: Vec<PairFact> = (0..r.below(8) + 1)
-                .map(|_| {
-                    let (subject, predicate, object, content) = fact(&mut r);
-                    PairFact { subject, predicate, object, content, valid_until: r.chance(15).then(|| "2024-06-01".to_string()) }
-                })
-                .collect();
-            let embs: Vec<Vec<f32>> = raw.iter().map(|f| crate::embed::hashed::HashedEmbedder::new(dims).embed_one(&f.content)).collect();
-            let keys: Vec<FactKeys> = raw.iter().map(|f| FactKeys::of(&f.subject, &f.predicate, &f.object)).collect();
-            let inputs: Vec<PairInput<'_>> = raw
-                .iter()
-                .zip(&embs)
-                .zip(&keys)
-                .map(|((f, e), k)| PairInput { fact: f.clone(), embedding: Vector { slot: None, values: e }, keys: k })
-                .collect();
+            let random = RandomCase::new(&mut r, dims);
+            let (st, inputs) = (&random.state, random.inputs());
             for now in [None, Some("2024-03-01")] {
-                let indexed = find_pairs(&inputs, &st, now, &rules);
-                assert_eq!(indexed, find_pairs_scan(&inputs, &st, now, &rules), "round {round}, now {now:?}");
+                let indexed = find_pairs(&inputs, st, now, &rules);
+                assert_eq!(indexed, find_pairs_scan(&inputs, st, now, &rules), "round {round}, now {now:?}");
                 found[usize::from(cfg.soda.evidence_of_change)] += indexed.len();
                 reasons.extend(indexed.iter().map(|p| format!("{:?}", p.reason)));
             }
@@ -446,32 +466,17 @@ mod tests {
             cfg.soda.max_pairs_per_candidate = [2, 4, 16][round % 3];
             cfg.soda.contradiction_band_min = [0.3, 0.5][round % 2];
             cfg.soda.near_dup_threshold = 0.9;
-            let mut st = ConvState::default();
-            let facts = r.below(80) + 1;
-            st.facts.extend((0..facts).map(|i| fact_rec(&mut r, i, dims)));
-            let raw: Vec<PairFact> = (0..r.below(8) + 1)
-                .map(|_| {
-                    let (subject, predicate, object, content) = fact(&mut r);
-                    PairFact { subject, predicate, object, content, valid_until: r.chance(15).then(|| "2024-06-01".to_string()) }
-                })
-                .collect();
-            let embs: Vec<Vec<f32>> = raw.iter().map(|f| crate::embed::hashed::HashedEmbedder::new(dims).embed_one(&f.content)).collect();
-            let keys: Vec<FactKeys> = raw.iter().map(|f| FactKeys::of(&f.subject, &f.predicate, &f.object)).collect();
-            let inputs: Vec<PairInput<'_>> = raw
-                .iter()
-                .zip(&embs)
-                .zip(&keys)
-                .map(|((f, e), k)| PairInput { fact: f.clone(), embedding: Vector { slot: None, values: e }, keys: k })
-                .collect();
+            let random = RandomCase::new(&mut r, dims);
+            let (st, inputs) = (&random.state, random.inputs());
             let at = |band_min: f64, band_max: f64, cap: usize| {
                 let mut c = cfg.clone();
                 c.soda.contradiction_band_min = band_min;
                 c.soda.near_dup_threshold = band_max;
                 c.soda.max_pairs_per_candidate = cap;
-                find_pairs(&inputs, &st, None, &PairRules::new(&c))
+                find_pairs(&inputs, st, None, &PairRules::new(&c))
             };
             let values = vec![cfg.soda.contradiction_band_min, cfg.soda.near_dup_threshold];
-            let (pairs, rec) = recording(Recorder::new(values), || find_pairs(&inputs, &st, None, &PairRules::new(&cfg)));
+            let (pairs, rec) = recording(Recorder::new(values), || find_pairs(&inputs, st, None, &PairRules::new(&cfg)));
             let rec = rec.expect("recorder");
             let [lo, hi] = rec.intervals() else { panic!("two intervals") };
             assert_eq!(pairs, at(cfg.soda.contradiction_band_min, 0.9, cfg.soda.max_pairs_per_candidate), "round {round}: as unrecorded");
