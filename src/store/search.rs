@@ -1172,6 +1172,24 @@ mod tests {
     use crate::pipeline::write::{Action, Proposal, WritePlan, policy};
     use crate::state::FactRec;
     use crate::store::tests::{insert, plan};
+
+    /// Episode `e1`'s documents (id, text) with their vectors and written dates, by index.
+    fn episode_documents<'a>(texts: &'a [(String, String)], vectors: &'a [Vec<f32>], dates: &'a [Option<String>]) -> Vec<Document<'a>> {
+        texts
+            .iter()
+            .zip(vectors)
+            .zip(dates)
+            .map(|(((id, text), v), at)| Document {
+                id,
+                episode: "e1",
+                text,
+                turns: &[],
+                vector: v,
+                written_at: at.as_deref(),
+                ended_at: None,
+            })
+            .collect()
+    }
     use crate::types::{Episode, Turn};
 
     fn hits(v: &[SearchHit]) -> Vec<(&str, f64)> {
@@ -1578,20 +1596,7 @@ mod tests {
             (0..texts.len()).map(|i| vec![(i % 7) as f32, (i % 3) as f32 - 1.0, if i % 11 == 0 { 0.0 } else { 1.0 }]).collect();
         let dates: Vec<Option<String>> =
             (0..texts.len()).map(|i| if i % 13 == 5 { None } else { Some(format!("2024-0{}-01", 1 + i % 9)) }).collect();
-        let docs: Vec<Document<'_>> = texts
-            .iter()
-            .zip(&vectors)
-            .zip(&dates)
-            .map(|(((id, text), v), at)| Document {
-                id,
-                episode: "e1",
-                text,
-                turns: &[],
-                vector: v,
-                written_at: at.as_deref(),
-                ended_at: None,
-            })
-            .collect();
+        let docs = episode_documents(&texts, &vectors, &dates);
         let dir = tempfile::tempdir().unwrap();
         let s = Store::open(&dir.path().join("s.sqlite")).unwrap();
         s.insert_documents("c", &docs).unwrap();
@@ -1656,20 +1661,7 @@ mod tests {
         // Few distinct vectors: many tied scores.
         let vectors: Vec<Vec<f32>> = (0..texts.len()).map(|_| (0..4).map(|_| below(3) as f32 - 0.5).collect()).collect();
         let dates: Vec<Option<String>> = (0..texts.len()).map(|i| Some(format!("2024-0{}-01", 1 + i % 9))).collect();
-        let docs: Vec<Document<'_>> = texts
-            .iter()
-            .zip(&vectors)
-            .zip(&dates)
-            .map(|(((id, text), v), at)| Document {
-                id,
-                episode: "e1",
-                text,
-                turns: &[],
-                vector: v,
-                written_at: at.as_deref(),
-                ended_at: None,
-            })
-            .collect();
+        let docs = episode_documents(&texts, &vectors, &dates);
         let index = DocumentIndex::build(&docs).unwrap();
         let (mut shortcut, mut merged) = (0, 0);
         for q in ["tea", "porto may", "alice tea cat", "zzz", ""] {
