@@ -1183,8 +1183,8 @@ fn cmd_sweep(args: SweepArgs) -> Result<ExitCode> {
     let cfg = args.config.load()?;
     cfg.validate()?;
     let tags = memform::provenance::parse_tags(&args.tag)?;
-    let axes = args.grid.iter().map(|g| memform::sweep::parse_axis(g)).collect::<Result<Vec<_>, _>>()?;
-    let total = memform::sweep::check_grid(&axes, args.max_points)?;
+    // The grid is counted before its values are checked: a grid too large is refused at once.
+    let (axes, total) = memform::sweep::parse_grid(&args.grid, args.max_points)?;
     for w in memform::sweep::check_axes(&axes, &cfg.profile)? {
         eprintln!("warning: {w}");
     }

@@ -320,16 +320,25 @@ pub fn analyze(data: &RunData<'_>) -> Result<Analysis> {
     let ran: BTreeSet<&str> = data.episodes.iter().map(|e| e.conversation.as_str()).collect();
     let convs: Vec<_> = data.dataset.conversations.iter().filter(|c| ran.contains(c.id.as_str())).collect();
     let gold = GoldFrames::new(&convs).ctx("build gold frames")?;
-    analyze_with(data, &convs, &gold, None, Scope::Full)
+    analyze_with(data, &convs, &gold)
 }
 
 /// A dataset's gold labels as frames, built once and shared by every grid
 /// point of a sweep (each point runs every conversation that has episodes).
 pub struct GoldIndex<'a> {
+    dataset: &'a Dataset,
     convs: Vec<&'a crate::types::Conversation>,
     frames: GoldFrames,
     /// Each gold fact's tokens, by (conversation, gold fact id).
     tokens: GoldTokens<'a>,
+    /// The labels the conversations with episodes give a point's metrics.
+    labels: Labels,
+    /// Per conversation, each QA item's evidence turns that are turns of
+    /// the conversation (an item with none is not counted), as
+    /// [`qa_extras`] reads them.
+    qa_items: HashMap<&'a str, Vec<Vec<&'a str>>>,
+    /// The gold duplicate groups with a turn (the `duplicate_groups` metric).
+    duplicate_groups: usize,
 }
 
 /// Gold facts' token sets by (conversation id, gold fact id).
@@ -343,26 +352,148 @@ impl<'a> GoldIndex<'a> {
         let frames = GoldFrames::new(&convs).ctx("build gold frames")?;
         let tokens =
             convs.iter().flat_map(|c| c.gold.facts.iter().map(|g| ((c.id.as_str(), g.id.as_str()), TokenSet::new(&g.text)))).collect();
-        Ok(GoldIndex { convs, frames, tokens })
+        let labels = labels_of(&convs);
+        let qa_items = convs
+            .iter()
+            .map(|c| {
+                let known: std::collections::HashSet<&str> = c.episodes.iter().flat_map(|e| &e.turns).map(|t| t.id.as_str()).collect();
+                let items = c
+                    .gold
+                    .qa
+                    .iter()
+                    .map(|q| q.evidence.iter().map(String::as_str).filter(|t| known.contains(t)).collect::<Vec<_>>())
+                    .filter(|turns| !turns.is_empty())
+                    .collect();
+                (c.id.as_str(), items)
+            })
+            .collect();
+        let groups = frames.dup_groups.clone().lazy().select([col("conversation"), col("group")]).unique(None, UniqueKeepStrategy::Any);
+        let duplicate_groups = height(groups).ctx("count duplicate groups")?;
+        Ok(GoldIndex { dataset, convs, frames, tokens, labels, qa_items, duplicate_groups })
+    }
+}
+
+/// The labels a run over `convs` is scored on (no cosine matches).
+fn labels_of(convs: &[&crate::types::Conversation]) -> Labels {
+    Labels {
+        gold_facts: convs.iter().any(|c| !c.gold.facts.is_empty()),
+        cosine: false,
+        qa: convs.iter().any(|c| c.gold.qa.iter().any(|q| !q.evidence.is_empty())),
+        duplicate_groups: convs.iter().any(|c| !c.gold.duplicate_groups.is_empty()),
+        contradictions: convs.iter().any(|c| !c.gold.contradictions.is_empty()),
     }
 }
 
 /// Every numeric metric of `summary.json` for one grid point's records,
 /// computed as [`analyze`] computes them (lexical content matching; no
-/// per-conversation table, no breakdown objects, no timings).
-pub fn point_metrics(
-    dataset: &Dataset,
+/// per-conversation table, no breakdown objects, no timings): from the
+/// [`ConversationPart`]s of its conversations.
+pub fn point_metrics(gold: &GoldIndex<'_>, episodes: &[EpisodeRecord], live_ids: &BTreeSet<String>) -> Result<BTreeMap<String, f64>> {
+    let parts = conversation_parts(gold, episodes, live_ids)?;
+    if gold.convs.iter().any(|c| !parts.contains_key(c.id.as_str())) {
+        return Err(Error::Other("point metrics: a conversation with episodes has no records".into()));
+    }
+    metrics_of_parts(gold, &parts.values().collect::<Vec<_>>())
+}
+
+/// One conversation's share of a point's metrics: its episodes' components
+/// summed ([`COMPONENTS`], in order) and its QA items, counted and counted
+/// answerable (every evidence turn covered by a live fact). The metrics
+/// are ratios of sums over episodes, and the QA items are per conversation,
+/// so a point's metrics computed from its conversations' parts
+/// ([`metrics_of_parts`]) are those computed from all its records at once;
+/// a sweep keeps each formed conversation's part instead of its records.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConversationPart {
+    components: Vec<i64>,
+    qa_items: i64,
+    qa_answerable: i64,
+}
+
+/// The [`ConversationPart`] of each conversation `episodes` holds records
+/// of (records of one or several conversations, each complete), by
+/// conversation id; `live_ids` are (at least) their live facts.
+pub fn conversation_parts(
     gold: &GoldIndex<'_>,
     episodes: &[EpisodeRecord],
     live_ids: &BTreeSet<String>,
-) -> Result<BTreeMap<String, f64>> {
-    let ran: BTreeSet<&str> = episodes.iter().map(|e| e.conversation.as_str()).collect();
-    if gold.convs.iter().any(|c| !ran.contains(c.id.as_str())) {
-        return Err(Error::Other("point metrics: a conversation with episodes has no records".into()));
+) -> Result<BTreeMap<String, ConversationPart>> {
+    let matches = match_content(episodes, &gold.convs, None, Some(&gold.tokens))?;
+    let facts = facts_frame(episodes, live_ids, &matches, Scope::Metrics).ctx("build the facts frame")?;
+    let verdicts = verdicts_frame(episodes).ctx("build the verdicts frame")?;
+    let per_episode = episodes_frame(episodes, gold.dataset, &facts, &verdicts, &gold.frames, &gold.labels, Scope::Metrics)
+        .ctx("compute per-episode components")?;
+    let sums: Vec<Expr> = COMPONENTS.iter().map(|c| col(*c).sum().cast(DataType::Int64).alias(*c)).collect();
+    let by_conv = per_episode.lazy().group_by([col("conversation")]).agg(sums).collect().ctx("sum components per conversation")?;
+    let names = by_conv.column("conversation").and_then(|c| c.str().cloned()).ctx("conversation column")?;
+    let columns = COMPONENTS
+        .iter()
+        .map(|c| by_conv.column(c).and_then(|v| v.i64().cloned()))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .ctx("component columns")?;
+    // The QA items' evidence turns covered: the turns of live facts.
+    let mut live_turns: HashMap<&str, std::collections::HashSet<&str>> = HashMap::new();
+    for f in episodes.iter().flat_map(|e| &e.facts).filter(|f| f.stored && live_ids.contains(&f.id)) {
+        live_turns.entry(f.conversation.as_str()).or_default().insert(f.turn.as_str());
     }
-    let data = RunData { dataset, episodes, live_ids, skipped_conversations: 0, wall_ms: 0.0, embedder: None };
-    let a = analyze_with(&data, &gold.convs, &gold.frames, Some(&gold.tokens), Scope::Metrics)?;
-    Ok(a.summary.metrics.into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))).collect())
+    let none = std::collections::HashSet::new();
+    let mut out = BTreeMap::new();
+    for (row, name) in names.iter().enumerate() {
+        let Some(name) = name else { continue };
+        let components = columns.iter().map(|c| c.get(row).unwrap_or(0)).collect();
+        let items = gold.qa_items.get(name).map_or(&[][..], Vec::as_slice);
+        let covered = live_turns.get(name).unwrap_or(&none);
+        let qa_answerable = items.iter().filter(|turns| turns.iter().all(|t| covered.contains(t))).count() as i64;
+        out.insert(name.to_string(), ConversationPart { components, qa_items: items.len() as i64, qa_answerable });
+    }
+    Ok(out)
+}
+
+/// A point's numeric metrics from its conversations' parts (one part per
+/// conversation with episodes; [`point_metrics`] checks that).
+pub fn metrics_of_parts(gold: &GoldIndex<'_>, parts: &[&ConversationPart]) -> Result<BTreeMap<String, f64>> {
+    let labels = &gold.labels;
+    let cols: Vec<Column> = COMPONENTS
+        .iter()
+        .enumerate()
+        .map(|(i, c)| icol(c, parts.iter().map(|p| p.components.get(i).copied().unwrap_or(0)).collect()))
+        .collect();
+    let summed = frame(parts.len(), cols).ctx("the parts' components")?;
+    let run = aggregate(summed.lazy(), None, labels).collect().ctx("compute run metrics")?;
+    let mut metrics = run_metrics(&run, labels)?;
+    metrics.insert("skipped_conversations".into(), json!(0));
+    if labels.gold_facts {
+        metrics.insert("content_lexical_threshold".into(), json!(CONTENT_LEXICAL_THRESHOLD));
+    }
+    if labels.qa {
+        let n: i64 = parts.iter().map(|p| p.qa_items).sum();
+        let answerable: i64 = parts.iter().map(|p| p.qa_answerable).sum();
+        insert_qa_items(&mut metrics, n, answerable);
+    }
+    if labels.duplicate_groups {
+        metrics.insert("duplicate_groups".into(), json!(gold.duplicate_groups));
+    }
+    Ok(metrics.into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))).collect())
+}
+
+/// Each metric `labels` allows, read from the one-row frame of a run's
+/// summed components ([`aggregate`] over all its episodes).
+fn run_metrics(run: &DataFrame, labels: &Labels) -> Result<BTreeMap<String, Value>> {
+    let mut metrics = BTreeMap::new();
+    for d in labels.metrics() {
+        let v = match d.formula {
+            Formula::Sum(_) => json!(scalar_i64(run, d.key).ctx(d.key)?),
+            _ => round(scalar_f64(run, d.key).ctx(d.key)?),
+        };
+        metrics.insert(d.key.to_string(), v);
+    }
+    Ok(metrics)
+}
+
+/// `qa_items` and `qa_item_coverage` from the items counted and the answerable ones.
+fn insert_qa_items(metrics: &mut BTreeMap<String, Value>, n: i64, answerable: i64) {
+    metrics.insert("qa_items".into(), json!(n));
+    metrics.insert("qa_item_coverage".into(), round(if n == 0 { 0.0 } else { answerable as f64 / n as f64 }));
 }
 
 /// The keys [`point_metrics`] returns for `dataset`: the metrics its gold
@@ -370,13 +501,7 @@ pub fn point_metrics(
 /// numeric extras of its labels.
 pub fn point_metric_names(dataset: &Dataset) -> Vec<String> {
     let convs: Vec<_> = dataset.conversations.iter().filter(|c| !c.episodes.is_empty()).collect();
-    names_for(&Labels {
-        gold_facts: convs.iter().any(|c| !c.gold.facts.is_empty()),
-        cosine: false,
-        qa: convs.iter().any(|c| c.gold.qa.iter().any(|q| !q.evidence.is_empty())),
-        duplicate_groups: convs.iter().any(|c| !c.gold.duplicate_groups.is_empty()),
-        contradictions: convs.iter().any(|c| !c.gold.contradictions.is_empty()),
-    })
+    names_for(&labels_of(&convs))
 }
 
 /// Every key [`point_metrics`] can return, on a dataset with every kind of
@@ -410,22 +535,9 @@ enum Scope {
     Metrics,
 }
 
-fn analyze_with(
-    data: &RunData<'_>,
-    convs: &[&crate::types::Conversation],
-    gold: &GoldFrames,
-    gold_tokens: Option<&GoldTokens<'_>>,
-    scope: Scope,
-) -> Result<Analysis> {
-    let full = scope == Scope::Full;
-    let mut labels = Labels {
-        gold_facts: convs.iter().any(|c| !c.gold.facts.is_empty()),
-        cosine: false,
-        qa: convs.iter().any(|c| c.gold.qa.iter().any(|q| !q.evidence.is_empty())),
-        duplicate_groups: convs.iter().any(|c| !c.gold.duplicate_groups.is_empty()),
-        contradictions: convs.iter().any(|c| !c.gold.contradictions.is_empty()),
-    };
-    let mut matches = match_content(data.episodes, convs, None, gold_tokens)?;
+fn analyze_with(data: &RunData<'_>, convs: &[&crate::types::Conversation], gold: &GoldFrames) -> Result<Analysis> {
+    let mut labels = labels_of(convs);
+    let mut matches = match_content(data.episodes, convs, None, None)?;
     let mut cosine_error = None;
     if let (Some(embedder), true) = (data.embedder, labels.gold_facts) {
         match match_content(data.episodes, convs, Some(embedder), None) {
@@ -436,34 +548,21 @@ fn analyze_with(
             Err(e) => cosine_error = Some(e.to_string()),
         }
     }
-    let facts = facts_frame(data.episodes, data.live_ids, &matches, scope).ctx("build the facts frame")?;
+    let facts = facts_frame(data.episodes, data.live_ids, &matches, Scope::Full).ctx("build the facts frame")?;
     let verdicts = verdicts_frame(data.episodes).ctx("build the verdicts frame")?;
     let episodes =
-        episodes_frame(data.episodes, data.dataset, &facts, &verdicts, gold, &labels, scope).ctx("compute per-episode components")?;
-    let per_conversation = if full {
-        aggregate(episodes.clone().lazy(), Some("conversation"), &labels)
-            .sort(["conversation"], SortMultipleOptions::default())
-            .collect()
-            .ctx("compute per-conversation metrics")?
-    } else {
-        DataFrame::empty()
-    };
+        episodes_frame(data.episodes, data.dataset, &facts, &verdicts, gold, &labels, Scope::Full).ctx("compute per-episode components")?;
+    let per_conversation = aggregate(episodes.clone().lazy(), Some("conversation"), &labels)
+        .sort(["conversation"], SortMultipleOptions::default())
+        .collect()
+        .ctx("compute per-conversation metrics")?;
     let run = aggregate(episodes.clone().lazy(), None, &labels).collect().ctx("compute run metrics")?;
 
-    let mut metrics = BTreeMap::new();
-    for d in labels.metrics() {
-        let v = match d.formula {
-            Formula::Sum(_) => json!(scalar_i64(&run, d.key).ctx(d.key)?),
-            _ => round(scalar_f64(&run, d.key).ctx(d.key)?),
-        };
-        metrics.insert(d.key.to_string(), v);
-    }
+    let mut metrics = run_metrics(&run, &labels)?;
     metrics.insert("skipped_conversations".into(), json!(data.skipped_conversations));
-    let warnings = if full { warnings_frame(data.episodes).ctx("build the warnings frame")? } else { DataFrame::empty() };
-    if full {
-        metrics.insert("warnings_by_kind".into(), counts_by(warnings.clone(), "kind")?);
-        metrics.insert("outcomes".into(), counts_by(facts.clone(), "outcome")?);
-    }
+    let warnings = warnings_frame(data.episodes).ctx("build the warnings frame")?;
+    metrics.insert("warnings_by_kind".into(), counts_by(warnings.clone(), "kind")?);
+    metrics.insert("outcomes".into(), counts_by(facts.clone(), "outcome")?);
     if labels.gold_facts {
         metrics.insert("content_lexical_threshold".into(), json!(CONTENT_LEXICAL_THRESHOLD));
         if let Some(e) = data.embedder {
@@ -475,25 +574,23 @@ fn analyze_with(
         }
     }
     if labels.qa {
-        qa_extras(&facts, gold, &mut metrics, scope).ctx("compute QA coverage")?;
+        qa_extras(&facts, gold, &mut metrics).ctx("compute QA coverage")?;
     }
     if labels.duplicate_groups {
         let n = gold.dup_groups.clone().lazy().select([col("conversation"), col("group")]).unique(None, UniqueKeepStrategy::Any);
         metrics.insert("duplicate_groups".into(), json!(height(n).ctx("count duplicate groups")?));
     }
-    if labels.contradictions && full {
+    if labels.contradictions {
         metrics.insert("judge_confusion".into(), judge_confusion(&facts, &verdicts, gold)?);
     }
 
     let mut timings = BTreeMap::new();
-    if full {
-        let sums: Vec<Expr> = TIMING_COLUMNS.iter().map(|c| col(*c).sum()).collect();
-        let t = episodes.clone().lazy().select(sums).collect().ctx("sum timings")?;
-        for c in TIMING_COLUMNS {
-            timings.insert(c.to_string(), scalar_f64(&t, c).ctx(c)?);
-        }
-        timings.insert("wall_ms".to_string(), data.wall_ms);
+    let sums: Vec<Expr> = TIMING_COLUMNS.iter().map(|c| col(*c).sum()).collect();
+    let t = episodes.clone().lazy().select(sums).collect().ctx("sum timings")?;
+    for c in TIMING_COLUMNS {
+        timings.insert(c.to_string(), scalar_f64(&t, c).ctx(c)?);
     }
+    timings.insert("wall_ms".to_string(), data.wall_ms);
     Ok(Analysis { summary: Summary { metrics, timings }, labels, facts, episodes, per_conversation, verdicts, warnings })
 }
 
@@ -1251,41 +1348,31 @@ fn judge_confusion(facts: &DataFrame, verdicts: &DataFrame, gold: &GoldFrames) -
     Ok(Value::Object(matrix))
 }
 
-fn qa_extras(
-    facts: &DataFrame,
-    gold: &GoldFrames,
-    metrics: &mut BTreeMap<String, Value>,
-    scope: Scope,
-) -> std::result::Result<(), PolarsError> {
+fn qa_extras(facts: &DataFrame, gold: &GoldFrames, metrics: &mut BTreeMap<String, Value>) -> std::result::Result<(), PolarsError> {
     let live_turns = distinct(facts.clone().lazy().filter(col("live")), &["conversation", "turn"]).with_column(lit(true).alias("covered"));
     let known = distinct(gold.turns.clone().lazy(), &["conversation", "turn"]);
     let qa = join(gold.qa.clone().lazy(), known, &["conversation", "turn"], JoinType::Inner);
     let covered = join(qa, live_turns, &["conversation", "turn"], JoinType::Left).with_column(col("covered").fill_null(lit(false)));
-    if scope == Scope::Full {
-        // A breakdown object: summary.json has it, a sweep row (numbers only) does not.
-        let by_cat = distinct(covered.clone(), &["conversation", "category", "turn", "covered"])
-            .group_by([col("category")])
-            .agg([count("n"), count_if(col("covered"), "covered")])
-            .with_column(ratio(col("covered"), col("n"), 1.0).alias("coverage"))
-            .sort(["category"], SortMultipleOptions::default())
-            .collect()?;
-        let cats = by_cat.column("category")?.str()?;
-        let cov = by_cat.column("coverage")?.f64()?;
-        let mut map = serde_json::Map::new();
-        for (c, v) in cats.iter().zip(cov.iter()) {
-            map.insert(c.unwrap_or("none").to_string(), round(v.unwrap_or(0.0)));
-        }
-        metrics.insert("qa_evidence_coverage_by_category".into(), Value::Object(map));
+    // A breakdown object: summary.json has it, a sweep row (numbers only) does not.
+    let by_cat = distinct(covered.clone(), &["conversation", "category", "turn", "covered"])
+        .group_by([col("category")])
+        .agg([count("n"), count_if(col("covered"), "covered")])
+        .with_column(ratio(col("covered"), col("n"), 1.0).alias("coverage"))
+        .sort(["category"], SortMultipleOptions::default())
+        .collect()?;
+    let cats = by_cat.column("category")?.str()?;
+    let cov = by_cat.column("coverage")?.f64()?;
+    let mut map = serde_json::Map::new();
+    for (c, v) in cats.iter().zip(cov.iter()) {
+        map.insert(c.unwrap_or("none").to_string(), round(v.unwrap_or(0.0)));
     }
+    metrics.insert("qa_evidence_coverage_by_category".into(), Value::Object(map));
     let items = covered
         .group_by([col("conversation"), col("qa")])
         .agg([col("covered").cast(DataType::Int64).min().alias("all_covered")])
         .select([count("qa_items"), col("all_covered").sum().alias("answerable")])
         .collect()?;
-    let n = scalar_i64(&items, "qa_items")?;
-    metrics.insert("qa_items".into(), json!(n));
-    let answerable = scalar_i64(&items, "answerable")?;
-    metrics.insert("qa_item_coverage".into(), round(if n == 0 { 0.0 } else { answerable as f64 / n as f64 }));
+    insert_qa_items(metrics, scalar_i64(&items, "qa_items")?, scalar_i64(&items, "answerable")?);
     Ok(())
 }
 

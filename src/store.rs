@@ -4,6 +4,7 @@
 
 mod dream_tools;
 mod ontology;
+mod scratch;
 mod search;
 mod tokenize;
 
@@ -301,6 +302,9 @@ pub struct Store {
     /// With [`Store::defer_search_index`]: the conversations whose facts are
     /// in `facts_fts` (the others are not: its triggers are dropped).
     deferred: Mutex<Option<std::collections::BTreeSet<String>>>,
+    /// A scratch store's facts ([`Store::scratch`]): episodes are written
+    /// there, not into SQLite.
+    scratch: Option<Mutex<scratch::Facts>>,
 }
 
 /// The triggers that keep `facts_fts` in step with `facts`, as migration
@@ -334,6 +338,7 @@ impl Store {
             live: search::LiveCache::default(),
             batch: None,
             deferred: Mutex::default(),
+            scratch: None,
         })
     }
 
@@ -363,6 +368,7 @@ impl Store {
             live: search::LiveCache::default(),
             batch: Some(std::sync::atomic::AtomicUsize::new(0)),
             deferred: Mutex::default(),
+            scratch: None,
         })
     }
 
@@ -470,6 +476,27 @@ impl Store {
             live: search::LiveCache::default(),
             batch: None,
             deferred: Mutex::default(),
+            scratch: None,
+        })
+    }
+
+    /// A scratch store, for a formation nobody reads back (a sweep point
+    /// without QA): [`Store::write_episode`] runs the policy against the
+    /// facts' rows kept in memory, answering it as SQLite would
+    /// (`store/scratch.rs`), and writes nothing else (no audit, no
+    /// evidence, no vectors). It has no tables: reading it, or writing to it
+    /// any other way, is an error.
+    pub fn scratch() -> Result<Store> {
+        let path = PathBuf::from(":scratch:");
+        let conn = Connection::open_in_memory().map_err(|e| Error::Store { path: path.clone(), source: e })?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+            path,
+            vectors: Mutex::default(),
+            live: search::LiveCache::default(),
+            batch: None,
+            deferred: Mutex::default(),
+            scratch: Some(Mutex::default()),
         })
     }
 
@@ -550,6 +577,9 @@ impl Store {
         mode: WriteMode,
         decide: impl FnOnce(&mut dyn WriteTx) -> Result<WriteResult>,
     ) -> Result<WriteResult> {
+        if let Some(facts) = &self.scratch {
+            return facts.lock().unwrap_or_else(|p| p.into_inner()).write_episode(&plan.conversation_id, decide);
+        }
         let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let err = |e| Error::Store { path: self.path.clone(), source: e };
         self.live.before_write(&guard);

@@ -5,7 +5,7 @@
 //! parallel. Shards split the grid into disjoint slices that `merge` joins
 //! into the same files a single-machine sweep writes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -13,7 +13,7 @@ use rayon::prelude::{IntoParallelRefIterator, ParallelIterator};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::metrics::{GoldIndex, point_metrics};
+use crate::metrics::{ConversationPart, GoldIndex, conversation_parts, metrics_of_parts};
 use crate::pipeline::Config;
 use crate::pipeline::judge::{Judge, RulesJudge};
 use crate::pipeline::{EpisodeFront, EpisodeRecord, Stages, profiles, speaker_entities};
@@ -46,8 +46,30 @@ pub struct Axis {
 /// Most values one `--grid` range expands to.
 pub const MAX_AXIS_VALUES: usize = 10_000;
 
-/// Parses `KEY=START:STOP:STEP` (inclusive, numeric) or `KEY=v1,v2,…`.
+/// Parses `KEY=START:STOP:STEP` (inclusive, numeric) or `KEY=v1,v2,…`,
+/// each value checked as `--grid KEY=VALUE` (see [`parse_grid`] for a
+/// whole grid, counted before its values are checked).
 pub fn parse_axis(spec: &str) -> Result<Axis> {
+    let axis = parse_values(spec)?;
+    check_values(spec, &axis, 1)?;
+    Ok(axis)
+}
+
+/// Parses `specs` (one `--grid` each) and sizes their grid ([`check_grid`])
+/// before checking every value: a grid with too many points is refused
+/// having checked only each axis's key and first value. Returns the axes
+/// and the number of points.
+pub fn parse_grid(specs: &[String], max_points: usize) -> Result<(Vec<Axis>, usize)> {
+    let axes = specs.iter().map(|s| parse_values(s)).collect::<Result<Vec<_>>>()?;
+    let total = check_grid(&axes, max_points)?;
+    for (spec, axis) in specs.iter().zip(&axes) {
+        check_values(spec, axis, 1)?;
+    }
+    Ok((axes, total))
+}
+
+/// An axis's values expanded, its key and first value checked.
+fn parse_values(spec: &str) -> Result<Axis> {
     let bad = |m: &str| Error::Config(format!("--grid {spec:?}: {m}"));
     let (key, rhs) = spec.split_once('=').ok_or_else(|| bad("expected KEY=START:STOP:STEP or KEY=v1,v2,…"))?;
     let key = key.trim().to_string();
@@ -75,12 +97,21 @@ pub fn parse_axis(spec: &str) -> Result<Axis> {
     if values.is_empty() {
         return Err(bad("no values"));
     }
-    for v in &values {
-        let mut probe = Config::default();
-        probe.set_from("--grid", &format!("{key}={v}"))?;
-        probe.check_key(&key).map_err(|e| bad(&crate::error::chain(&e)))?;
+    let axis = Axis { key, values };
+    check_values(spec, &Axis { key: axis.key.clone(), values: axis.values[..1].to_vec() }, 0)?;
+    Ok(axis)
+}
+
+/// Checks `axis`'s values from index `from` on, each as `--grid KEY=VALUE`
+/// would set it.
+fn check_values(spec: &str, axis: &Axis, from: usize) -> Result<()> {
+    let default = Config::default();
+    for v in axis.values.iter().skip(from) {
+        let mut probe = default.clone();
+        probe.set_from("--grid", &format!("{}={v}", axis.key))?;
+        probe.check_key(&axis.key).map_err(|e| Error::Config(format!("--grid {spec:?}: {}", crate::error::chain(&e))))?;
     }
-    Ok(Axis { key, values })
+    Ok(())
 }
 
 /// Refuses an axis whose key `profile` never reads (a key of another
@@ -512,8 +543,9 @@ fn compute_fronts(dataset: &Dataset, cfg: &Config, stages: Stages<'_>) -> Result
         .conversations
         .par_iter()
         .map(|conv| {
-            let store = Store::in_memory()?;
             let profile = profiles::by_name(&cfg.profile)?;
+            // Nothing reads the base pass's store.
+            let store = forming_store(profile, false)?;
             let speakers = speaker_entities(conv, stages.embedder)?;
             let mut state = ConvState { entities: speakers.clone(), ..ConvState::default() };
             let mut episodes = Vec::with_capacity(conv.episodes.len());
@@ -567,12 +599,12 @@ pub fn traced_grid<'k>(profile: &str, mut keys: impl Iterator<Item = &'k str>) -
     keys.all(|k| traced_key(profile, k).is_some())
 }
 
-/// What forming one conversation at a point left: its records and its live
-/// facts, all a point's metrics read of it, and (with QA) its formed-memory
-/// QA evaluation.
+/// What forming one conversation at a point left: its share of the point's
+/// metrics (`None` for a conversation without episodes, which has none)
+/// and (with QA) its formed-memory QA evaluation. The records it was
+/// computed from are dropped once it is: the metrics read nothing else.
 struct Formed {
-    records: Vec<EpisodeRecord>,
-    live: Vec<String>,
+    part: Option<ConversationPart>,
     qa: Option<Arc<crate::qa::QaResult>>,
 }
 
@@ -633,7 +665,6 @@ impl Traces {
 }
 
 /// Forms one conversation at a point into `store`: its records and live facts.
-#[allow(clippy::too_many_arguments)]
 fn form_conversation(
     conv: &crate::types::Conversation,
     conv_fronts: &ConversationFronts,
@@ -641,7 +672,7 @@ fn form_conversation(
     profile: &dyn profiles::Profile,
     stages: Stages<'_>,
     store: &Store,
-) -> Result<Formed> {
+) -> Result<(Vec<EpisodeRecord>, BTreeSet<String>)> {
     let mut state = ConvState { entities: conv_fronts.speakers.clone(), sims: conv_fronts.sims.clone(), ..ConvState::default() };
     let mut records = Vec::with_capacity(conv.episodes.len());
     let mut form = || -> Result<()> {
@@ -660,7 +691,21 @@ fn form_conversation(
     }
     // The state mirrors what the store applied, so its live facts are the store's.
     let live = state.facts.iter().filter(|f| f.is_live()).map(|f| f.id.clone()).collect();
-    Ok(Formed { records, live, qa: None })
+    Ok((records, live))
+}
+
+/// A formed conversation's share of its point's metrics, from its records
+/// and live facts (which are dropped then).
+fn part_of(
+    conv: &crate::types::Conversation,
+    gold: &GoldIndex<'_>,
+    (records, live): (Vec<EpisodeRecord>, BTreeSet<String>),
+) -> Result<Formed> {
+    let part = conversation_parts(gold, &records, &live)?.remove(&conv.id);
+    if part.is_none() && !conv.episodes.is_empty() {
+        return Err(Error::Other(format!("sweep: conversation {} has episodes but no records", conv.id)));
+    }
+    Ok(Formed { part, qa: None })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -716,11 +761,11 @@ fn run_point(
                 taken.push(hit.formed.clone());
             }
             (Some(t), None) => {
-                let store = point_store(&mut made, profile)?;
+                let store = point_store(&mut made, profile, qa.is_some())?;
                 let recorder = crate::state::trace::Recorder::new(values.clone());
                 let (formed, recorded) =
                     crate::state::trace::recording(recorder, || form_conversation(conv, conv_fronts, cfg, profile, stages, store));
-                let formed = evaluated(formed?, store)?;
+                let formed = evaluated(part_of(conv, gold, formed?)?, store)?;
                 t.formed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 match recorded {
                     Some(r) => {
@@ -732,17 +777,20 @@ fn run_point(
                 }
             }
             (None, _) => {
-                let store = point_store(&mut made, profile)?;
-                taken.push(Arc::new(evaluated(form_conversation(conv, conv_fronts, cfg, profile, stages, store)?, store)?));
+                let store = point_store(&mut made, profile, qa.is_some())?;
+                taken.push(Arc::new(evaluated(
+                    part_of(conv, gold, form_conversation(conv, conv_fronts, cfg, profile, stages, store)?)?,
+                    store,
+                )?));
             }
         }
     }
     if let Some(metrics) = (ids.len() == fronts.len()).then(|| known(&ids)).flatten() {
         return Ok(row_of(point, metrics));
     }
-    let records: Vec<EpisodeRecord> = taken.iter().flat_map(|f| f.records.iter().cloned()).collect();
-    let live: std::collections::BTreeSet<String> = taken.iter().flat_map(|f| f.live.iter().cloned()).collect();
-    let mut metrics = point_metrics(dataset, gold, &records, &live)?;
+    // Each conversation's part, in dataset order: no record is read again.
+    let parts: Vec<&ConversationPart> = taken.iter().filter_map(|f| f.part.as_ref()).collect();
+    let mut metrics = metrics_of_parts(gold, &parts)?;
     // Retrieval over the point's memory, as a run's QA evaluation (its
     // numeric figures): each conversation's evaluation, in dataset order,
     // then the baselines' rows.
@@ -764,16 +812,32 @@ fn run_point(
     Ok(row_of(point, metrics))
 }
 
+/// The profiles whose formation reaches its store only through
+/// [`Store::write_episode`] (soda's `back` writes each episode and reads
+/// nothing of the store), so a formation whose store nobody reads goes into
+/// a [`Store::scratch`] store: no SQLite schema to make, no rows to write.
+const SCRATCH_PROFILES: &[&str] = &["soda"];
+
+/// A store for forming `profile`'s conversations: a scratch store when
+/// nothing will read it (`read`: the formed-memory QA will) and the
+/// profile allows, else an in-memory SQLite store.
+fn forming_store(profile: &dyn profiles::Profile, read: bool) -> Result<Store> {
+    if !read && SCRATCH_PROFILES.contains(&profile.name()) {
+        return Store::scratch();
+    }
+    let s = Store::in_memory()?;
+    if !profile.searches_while_forming() {
+        // Never searched: the QA evaluation reads the facts and their
+        // vectors ([`crate::qa::evaluate_formed`]).
+        s.defer_search_index()?;
+    }
+    Ok(s)
+}
+
 /// The point's store, made on first use.
-fn point_store<'s>(made: &'s mut Option<Store>, profile: &dyn profiles::Profile) -> Result<&'s Store> {
+fn point_store<'s>(made: &'s mut Option<Store>, profile: &dyn profiles::Profile, read: bool) -> Result<&'s Store> {
     if made.is_none() {
-        let s = Store::in_memory()?;
-        if !profile.searches_while_forming() {
-            // Never searched: the QA evaluation reads the facts and their
-            // vectors ([`crate::qa::evaluate_formed`]).
-            s.defer_search_index()?;
-        }
-        *made = Some(s);
+        *made = Some(forming_store(profile, read)?);
     }
     made.as_ref().ok_or_else(|| Error::Other("sweep: no store".into()))
 }
@@ -953,9 +1017,8 @@ mod tests {
         assert_eq!(shard_points(&axes, 1, 4), shard(all, 1, 4));
         let err = check_grid(&axes, 17).unwrap_err().to_string();
         assert!(err.contains("18 points (6 × 3) is more than --max-points 17"), "{err}");
-        let big =
-            vec![parse_axis("near_dup_threshold=0:0.9999:0.0001").unwrap(), parse_axis("entity_merge_threshold=0:0.9999:0.0001").unwrap()];
-        let err = check_grid(&big, 10_000).unwrap_err().to_string();
+        let big = ["near_dup_threshold=0:0.9999:0.0001".to_string(), "entity_merge_threshold=0:0.9999:0.0001".to_string()];
+        let err = parse_grid(&big, 10_000).unwrap_err().to_string();
         assert!(err.contains("100000000 points (10000 × 10000)"), "{err}");
         let twice = vec![parse_axis("max_facts=1,2").unwrap(), parse_axis("max_facts=3").unwrap()];
         assert!(check_grid(&twice, 100).unwrap_err().to_string().contains("--grid max_facts: the key is given twice"));
@@ -972,6 +1035,23 @@ mod tests {
         for bad in ["near_dup_threshold=0:1e300:1e-300", "near_dup_threshold=nan:1:0.1", "near_dup_threshold=0:1:inf"] {
             assert!(parse_axis(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_grid_is_counted_before_its_values_past_the_first_are_checked() {
+        // hashed_dims past 8192 is out of range: the 8193rd value on is bad.
+        let grid = ["hashed_dims=1:10000:1".to_string(), "max_facts=10,20".to_string()];
+        let err = parse_grid(&grid, 100).unwrap_err().to_string();
+        assert!(err.contains("20000 points (10000 × 2) is more than --max-points 100"), "{err}");
+        let err = parse_grid(&grid, 20_000).unwrap_err().to_string();
+        assert!(err.contains("hashed_dims = 8193: must be within 1..=8192"), "{err}");
+        // An unknown key or a bad first value is named before the grid is counted.
+        let err = parse_grid(&["bogus=1:10000:1".to_string(), "max_facts=1,2".to_string()], 1).unwrap_err().to_string();
+        assert!(err.contains("--grid bogus: unknown config key"), "{err}");
+        let err = parse_grid(&["max_facts=lots,1".to_string(), "max_facts=3".to_string()], 1).unwrap_err().to_string();
+        assert!(err.contains("--grid max_facts=lots"), "{err}");
+        let (axes, total) = parse_grid(&["max_facts=10,20".to_string(), "near_dup_threshold=0.8:0.9:0.05".to_string()], 6).unwrap();
+        assert_eq!((total, axes[0].values.len(), axes[1].values.clone()), (6, 2, vec!["0.80".to_string(), "0.85".into(), "0.90".into()]));
     }
 
     #[test]

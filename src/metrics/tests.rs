@@ -712,3 +712,30 @@ fn signet_mentions_count_as_links_to_existing_entities() {
     .unwrap();
     close(&a, "entity_coherence", 2.0 / 3.0);
 }
+
+#[test]
+fn a_points_metrics_from_its_conversations_parts_are_the_runs() {
+    use super::{GoldIndex, conversation_parts, metrics_of_parts, point_metrics};
+    let (dataset, episodes, live) = fixture();
+    let gold = GoldIndex::new(&dataset).expect("gold");
+    let point = point_metrics(&gold, &episodes, &live).expect("point metrics");
+    let run = summarize(&dataset, &episodes, &live, 0, 0.0, None).expect("summarize");
+    let numeric: std::collections::BTreeMap<String, f64> =
+        run.metrics.iter().filter_map(|(k, v)| v.as_f64().map(|x| (k.clone(), x))).collect();
+    assert_eq!(point, numeric, "every numeric metric of the run, and only those");
+    for k in ["qa_items", "qa_item_coverage", "duplicate_groups", "dedup_recall", "judge_accuracy", "content_f1", "turn_f1"] {
+        assert!(point.get(k).is_some_and(|v| *v > 0.0), "{k} is reached: {point:?}");
+    }
+    // Each conversation's part computed from its records alone adds up to the same.
+    let mut parts = Vec::new();
+    for c in ["c2", "c1"] {
+        let own: Vec<EpisodeRecord> = episodes.iter().filter(|e| e.conversation == c).cloned().collect();
+        let mut by_conv = conversation_parts(&gold, &own, &live).expect("parts");
+        assert_eq!(by_conv.keys().collect::<Vec<_>>(), vec![c]);
+        parts.extend(by_conv.remove(c));
+    }
+    assert_eq!(metrics_of_parts(&gold, &parts.iter().collect::<Vec<_>>()).expect("metrics"), point);
+    let c1_only: Vec<EpisodeRecord> = episodes.iter().filter(|e| e.conversation == "c1").cloned().collect();
+    let err = point_metrics(&gold, &c1_only, &live).expect_err("c2 has no records");
+    assert!(err.to_string().contains("a conversation with episodes has no records"), "{err}");
+}

@@ -178,13 +178,11 @@ fn minilm_replay_needs_no_model_and_a_miss_names_the_record_command() {
 /// Runs memform in `cwd`, expects exit 2 with exactly one `error:` line and
 /// no panic, and returns that line.
 fn refused(args: &[&str], cwd: &Path) -> String {
-    let started = std::time::Instant::now();
     let (code, _stdout, stderr) = memform(args, cwd);
     assert_eq!(code, Some(2), "{args:?}: {stderr}");
     assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
     assert_eq!(errors.len(), 1, "{args:?}: one error line: {stderr}");
-    assert!(started.elapsed() < std::time::Duration::from_secs(60), "{args:?} took {:?}", started.elapsed());
     errors[0].to_string()
 }
 

@@ -115,6 +115,16 @@ fn each_point_equals_a_run_with_its_config() {
         differ += usize::from(rows[0].metrics != row.metrics);
     }
     assert!(differ > 0, "the grid changes some metric, so the comparison means something");
+    // Without QA nothing reads a point's store, so the points form into
+    // scratch stores: every other figure is the same.
+    let hooks = memform::sweep::Hooks { no_qa: true, ..Default::default() };
+    let (bare, _) = run_sweep_with(&dataset, &base, stages, &pts, &hooks).expect("sweep");
+    for (with, without) in rows.iter().zip(&bare) {
+        let kept: std::collections::BTreeMap<&String, &f64> =
+            with.metrics.iter().filter(|(k, _)| without.metrics.contains_key(*k)).collect();
+        assert_eq!(kept, without.metrics.iter().collect(), "point {}", with.index);
+        assert!(with.metrics.keys().filter(|k| !without.metrics.contains_key(*k)).all(|k| k.starts_with("qa_")), "point {}", with.index);
+    }
 }
 
 /// The metric names a sweep checks `--objective` against are exactly a
