@@ -45,24 +45,82 @@ pub fn with_readings<T>(memo: Arc<ReadingMemo>, f: impl FnOnce() -> T) -> T {
     f()
 }
 
+/// Until dropped, a memo of readings installed on this thread by
+/// [`readings_for_now`] (none if one was installed already).
+pub struct ReadingScope(Option<Option<Arc<ReadingMemo>>>);
+
+impl Drop for ReadingScope {
+    fn drop(&mut self) {
+        if let Some(previous) = self.0.take() {
+            READINGS.with(|r| *r.borrow_mut() = previous);
+        }
+    }
+}
+
+/// Installs a new [`ReadingMemo`] on this thread for [`read_fact`] unless
+/// one is installed (a sweep's), until the returned scope is dropped: an
+/// episode's stages then read each content once.
+pub fn readings_for_now() -> ReadingScope {
+    READINGS.with(|r| {
+        let mut r = r.borrow_mut();
+        if r.is_some() { ReadingScope(None) } else { ReadingScope(Some(r.replace(Arc::new(ReadingMemo::default())))) }
+    })
+}
+
+impl ReadingMemo {
+    /// A key's hash: what the memo files it under.
+    fn hash(subject: &str, predicate: &str, object: Option<&str>, content: &str, antonyms: &Antonyms) -> u64 {
+        let mut h = hash64(subject) ^ antonyms.id() as u64;
+        for part in [predicate, object.unwrap_or("\u{0}"), content] {
+            h = h.rotate_left(17) ^ hash64(part);
+        }
+        h
+    }
+
+    /// Whether a stored key is this one.
+    fn is(k: &ReadKey, subject: &str, predicate: &str, object: Option<&str>, content: &str, antonyms: &Antonyms) -> bool {
+        k.0 == antonyms.id() && k.1 == subject && k.2 == predicate && k.3.as_deref() == object && k.4 == content
+    }
+
+    fn get(&self, subject: &str, predicate: &str, object: Option<&str>, content: &str, antonyms: &Antonyms) -> Option<Reading> {
+        let h = ReadingMemo::hash(subject, predicate, object, content, antonyms);
+        let memo = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let list = memo.get(&h)?;
+        list.iter().find(|(k, _)| ReadingMemo::is(k, subject, predicate, object, content, antonyms)).map(|(_, r)| r.clone())
+    }
+
+    fn put(&self, subject: &str, predicate: &str, object: Option<&str>, content: &str, antonyms: &Antonyms, reading: &Reading) {
+        let h = ReadingMemo::hash(subject, predicate, object, content, antonyms);
+        let mut memo = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let list = memo.entry(h).or_default();
+        if !list.iter().any(|(k, _)| ReadingMemo::is(k, subject, predicate, object, content, antonyms)) {
+            let key = (antonyms.id(), subject.to_string(), predicate.to_string(), object.map(str::to_string), content.to_string());
+            list.push((key, reading.clone()));
+        }
+    }
+}
+
 /// [`Reading::of_fact`] against `antonyms`, from the memo installed on this
 /// thread ([`with_readings`]) when there is one.
 pub fn read_fact(subject: &str, predicate: &str, object: Option<&str>, content: &str, antonyms: &Antonyms) -> Reading {
     let Some(memo) = READINGS.with(|r| r.borrow().clone()) else {
         return Reading::of_fact(subject, predicate, object, content, antonyms.pairs());
     };
-    let mut h = hash64(subject) ^ antonyms.id() as u64;
-    for part in [predicate, object.unwrap_or("\u{0}"), content] {
-        h = h.rotate_left(17) ^ hash64(part);
-    }
-    let same = |k: &ReadKey| k.0 == antonyms.id() && k.1 == subject && k.2 == predicate && k.3.as_deref() == object && k.4 == content;
-    if let Some((_, r)) = memo.0.lock().unwrap_or_else(|p| p.into_inner()).get(&h).and_then(|v| v.iter().find(|(k, _)| same(k))) {
-        return r.clone();
+    if let Some(r) = memo.get(subject, predicate, object, content, antonyms) {
+        return r;
     }
     let r = Reading::of_fact(subject, predicate, object, content, antonyms.pairs());
-    let key = (antonyms.id(), subject.to_string(), predicate.to_string(), object.map(str::to_string), content.to_string());
-    memo.0.lock().unwrap_or_else(|p| p.into_inner()).entry(h).or_default().push((key, r.clone()));
+    memo.put(subject, predicate, object, content, antonyms, &r);
     r
+}
+
+/// Puts a reading already made (a fact's, kept with it) into the memo
+/// installed on this thread, if any, so that [`read_fact`] of the same
+/// parts returns it instead of reading them again.
+pub fn keep_reading(subject: &str, predicate: &str, object: Option<&str>, content: &str, antonyms: &Antonyms, reading: &Reading) {
+    if let Some(memo) = READINGS.with(|r| r.borrow().clone()) {
+        memo.put(subject, predicate, object, content, antonyms, reading);
+    }
 }
 
 /// A fact's keys are computed with the content normaliser (a layer above
@@ -99,6 +157,8 @@ pub struct Norms {
     /// Where each tail starts, and its norm.
     cuts: [usize; 3],
     tails: [f64; 3],
+    /// The squared norm as [`cosine`] sums it ([`crate::embed::squared_norm`]).
+    sq: f64,
 }
 
 impl Norms {
@@ -113,7 +173,17 @@ impl Norms {
         let sq = |x: &[f32]| x.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>();
         let cuts = [1, 2, 3].map(|k| (v.len() * k / 4) / 8 * 8);
         let tails = cuts.map(|c| sq(&v[c..]).sqrt());
-        Norms { len: v.len(), full: sq(v).sqrt(), cuts, tails }
+        Norms { len: v.len(), full: sq(v).sqrt(), cuts, tails, sq: crate::embed::squared_norm(v) }
+    }
+
+    /// [`cosine`] of `a` (with norms `self`) and `b` (with `other`): the
+    /// same value to the bit, computed with the squared norms kept here.
+    pub fn cosine(&self, other: &Norms, a: &[f32], b: &[f32]) -> f64 {
+        if a.len() == b.len() && a.len() == self.len && b.len() == other.len {
+            crate::embed::cosine_with_squares(a, self.sq, b, other.sq)
+        } else {
+            cosine(a, b)
+        }
     }
 
     /// Whether the cosine of `a` (with norms `self`) and `b` (with `other`)
@@ -121,14 +191,7 @@ impl Norms {
     /// when the vectors cannot be bounded (short, different lengths, zero,
     /// or not finite).
     fn below(&self, other: &Norms, a: &[f32], b: &[f32], threshold: f64) -> bool {
-        self.below_with_head(other, a, b, b.get(..self.cuts[1]).unwrap_or_default(), threshold)
-    }
-
-    /// [`Norms::below`] with `b`'s first half read from `b_head`, a copy
-    /// kept where a scan reads it faster ([`ScanIndex`]).
-    fn below_with_head(&self, other: &Norms, a: &[f32], b: &[f32], b_head: &[f32], threshold: f64) -> bool {
-        if self.len != other.len || self.len < Norms::MIN_LEN || a.len() != self.len || b.len() != other.len || b_head.len() != self.cuts[1]
-        {
+        if self.len != other.len || self.len < Norms::MIN_LEN || a.len() != self.len || b.len() != other.len {
             return false;
         }
         let limit = (threshold - Norms::SLACK) * self.full * other.full;
@@ -138,7 +201,7 @@ impl Norms {
         let (mut from, mut dot) = (0, 0f64);
         for k in 0..3 {
             let to = self.cuts[k];
-            dot += lanes_dot(&a[from..to], if k < 2 { &b_head[from..to] } else { &b[from..to] });
+            dot += lanes_dot(&a[from..to], &b[from..to]);
             from = to;
             if dot + self.tails[k] * other.tails[k] < limit {
                 return true;
@@ -281,8 +344,9 @@ pub struct Vector<'a> {
 /// that a pass over thousands of facts streams through memory instead of
 /// visiting each fact's own allocations: per fact its keys (the hashes of
 /// its content hash and s|p|o, and its subject, predicate and object as
-/// interned ids), its vector's [`Norms`] and a copy of the vector's first
-/// half. Facts are only ever appended to a conversation, so the index
+/// interned ids), its vector's [`Norms`] and a copy of the vector. Facts
+/// are only ever appended to a conversation, and a fact's vector never
+/// changes in the profiles that search here (soda, signet), so the index
 /// follows them by appending ([`ConvState::scan`]); what changes about a
 /// fact (its validity) is read from the fact itself.
 #[derive(Debug, Clone, Default)]
@@ -290,7 +354,8 @@ pub struct ScanIndex {
     /// Rows indexed: `ConvState::facts[..rows.len()]`, the last of them `last_id`.
     rows: Vec<ScanRow>,
     last_id: String,
-    heads: Vec<f32>,
+    /// The facts' vectors, one after another (row `i`'s at `rows[i].vec`).
+    vecs: Vec<f32>,
     /// Lower-cased subjects and predicates and normalised objects ([`FactKeys`]), interned.
     ids: HashMap<String, u32>,
     /// Positions of the indexed facts (ascending) by the [`hash64`] of their
@@ -299,6 +364,10 @@ pub struct ScanIndex {
     by_spo: HashMap<u64, Vec<u32>>,
     by_subject: HashMap<u32, Vec<u32>>,
     by_subject_object: HashMap<(u32, u32), Vec<u32>>,
+    by_subject_predicate: HashMap<(u32, u32), Vec<u32>>,
+    /// Per interned subject, the interned predicates its facts have, in the
+    /// order first seen.
+    predicates: HashMap<u32, Vec<u32>>,
     /// The facts' readings' keys, per way of reading them ([`ReadingIndex`]).
     readings: Vec<ReadingIndex>,
 }
@@ -348,7 +417,8 @@ pub struct ScanRow {
     pub predicate: u32,
     pub object: u32,
     pub norms: Norms,
-    head: (usize, usize),
+    /// Where the fact's vector starts in [`ScanIndex`]'s copy.
+    vec: usize,
 }
 
 impl ScanIndex {
@@ -361,9 +431,8 @@ impl ScanIndex {
         }
         for f in &facts[self.rows.len()..] {
             let norms = Norms::of(&f.embedding);
-            let head = f.embedding.get(..norms.cuts[1]).unwrap_or_default();
-            let at = self.heads.len();
-            self.heads.extend_from_slice(head);
+            let at = self.vecs.len();
+            self.vecs.extend_from_slice(&f.embedding);
             let k = f.keys();
             let mut intern = |s: &str| {
                 let next = self.ids.len() as u32;
@@ -376,7 +445,12 @@ impl ScanIndex {
             self.by_spo.entry(spo).or_default().push(pos);
             self.by_subject.entry(subject).or_default().push(pos);
             self.by_subject_object.entry((subject, object)).or_default().push(pos);
-            self.rows.push(ScanRow { hash, spo, subject, predicate, object, norms, head: (at, head.len()) });
+            let same = self.by_subject_predicate.entry((subject, predicate)).or_default();
+            if same.is_empty() {
+                self.predicates.entry(subject).or_default().push(predicate);
+            }
+            same.push(pos);
+            self.rows.push(ScanRow { hash, spo, subject, predicate, object, norms, vec: at });
         }
         if let Some(f) = facts.last() {
             self.last_id.clone_from(&f.id);
@@ -407,6 +481,38 @@ impl ScanIndex {
     /// Positions of the facts (ascending) with the interned subject and object ids.
     pub fn with_subject_object(&self, subject: u32, object: u32) -> &[u32] {
         self.by_subject_object.get(&(subject, object)).map_or(NONE, Vec::as_slice)
+    }
+
+    /// Positions of the facts (ascending) with the interned subject and predicate ids.
+    pub fn with_subject_predicate(&self, subject: u32, predicate: u32) -> &[u32] {
+        self.by_subject_predicate.get(&(subject, predicate)).map_or(NONE, Vec::as_slice)
+    }
+
+    /// The interned predicates of the facts with the interned subject `subject`.
+    pub fn predicates_of(&self, subject: u32) -> &[u32] {
+        self.predicates.get(&subject).map_or(NONE, Vec::as_slice)
+    }
+
+    /// Fact `i`'s vector, as indexed.
+    fn vector_of(&self, i: usize) -> &[f32] {
+        let row = &self.rows[i];
+        &self.vecs[row.vec..row.vec + row.norms.len]
+    }
+
+    /// Whether the cosine of `a` (with norms `an`) and fact `i`'s vector may
+    /// reach `floor`: false only when their [`Norms`] bound shows it lies
+    /// below (computes no cosine, compares against no threshold).
+    pub fn may_reach(&self, a: &[f32], an: &Norms, i: usize, floor: f64) -> bool {
+        !an.below(&self.rows[i].norms, a, self.vector_of(i), floor)
+    }
+
+    /// [`ConvState::cosine`] of `a` (with norms `an`) and fact `i`'s vector
+    /// `b`: the same value to the bit, with the squared norms kept.
+    pub fn cosine(&self, state: &ConvState, a: Vector<'_>, an: &Norms, i: usize, b: Vector<'_>) -> f64 {
+        if let Some(c) = state.sims.as_ref().and_then(|t| t.get(a, b)) {
+            return c;
+        }
+        an.cosine(&self.rows[i].norms, a.values, b.values)
     }
 
     /// Brings the [`ReadingIndex`] named `sig` up to `facts` (the facts this
@@ -465,11 +571,10 @@ impl ScanIndex {
         if let Some(c) = state.sims.as_ref().and_then(|t| t.get(a, b)) {
             return trace::at_least(c, threshold).then_some(c);
         }
-        let head = &self.heads[row.head.0..row.head.0 + row.head.1];
-        if !trace::active() && an.below_with_head(&row.norms, a.values, b.values, head, threshold) {
+        if !trace::active() && !self.may_reach(a.values, an, i, threshold) {
             return None;
         }
-        let c = cosine(a.values, b.values);
+        let c = an.cosine(&row.norms, a.values, b.values);
         trace::at_least(c, threshold).then_some(c)
     }
 
@@ -482,12 +587,10 @@ impl ScanIndex {
         if let Some(c) = state.sims.as_ref().and_then(|t| t.get(a, b)) {
             return Some(c);
         }
-        let row = &self.rows[i];
-        let head = &self.heads[row.head.0..row.head.0 + row.head.1];
-        if an.below_with_head(&row.norms, a.values, b.values, head, floor) {
+        if !self.may_reach(a.values, an, i, floor) {
             return None;
         }
-        Some(cosine(a.values, b.values))
+        Some(an.cosine(&self.rows[i].norms, a.values, b.values))
     }
 }
 
@@ -642,7 +745,7 @@ impl ConvState {
         if !trace::active() && an.below(bn, a.values, b.values, threshold) {
             return None;
         }
-        let c = cosine(a.values, b.values);
+        let c = an.cosine(bn, a.values, b.values);
         trace::at_least(c, threshold).then_some(c)
     }
 
@@ -657,7 +760,7 @@ impl ConvState {
         if an.below(bn, a.values, b.values, floor) {
             return None;
         }
-        Some(cosine(a.values, b.values))
+        Some(an.cosine(bn, a.values, b.values))
     }
 
     pub fn entity(&self, id: &str) -> Option<&EntityRec> {

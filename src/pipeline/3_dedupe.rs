@@ -316,15 +316,23 @@ fn against_live(
     // Recording a sweep's decision trace, the search keeps the nearest fact
     // whatever its cosine: [`dedupe`] compares only the best against the
     // threshold, the one comparison the outcome depends on.
+    // Whether a fact is current is read from the fact (its own memory)
+    // only once some item's bound, read from the index, lets it through.
     let recording = trace::active();
-    for (pos, f) in state.facts.iter().enumerate().filter(|(_, f)| f.is_current(now)) {
-        for (i, item) in items.iter().enumerate() {
-            if exact[i].is_some() {
-                continue;
-            }
+    let left: Vec<usize> = (0..items.len()).filter(|&i| exact[i].is_none()).collect();
+    for (pos, f) in state.facts.iter().enumerate() {
+        let mut current = None;
+        for &i in &left {
+            let item = &items[i];
             let best = near[i].map_or(f64::NEG_INFINITY, |(best, _)| best);
             let floor = if recording { best } else { best.max(threshold) };
-            if let Some(c) = scan.cosine_unless_below(state, item.embedding, &norms[i], pos, f.vector(), floor)
+            if floor > f64::NEG_INFINITY && !scan.may_reach(item.embedding.values, &norms[i], pos, floor) {
+                continue;
+            }
+            if !*current.get_or_insert_with(|| f.is_current(now)) {
+                break;
+            }
+            if let Some(c) = scan.cosine_unless_below(state, item.embedding, &norms[i], pos, f.vector(), f64::NEG_INFINITY)
                 && (recording || c >= threshold)
                 && c > best
             {

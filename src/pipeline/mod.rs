@@ -260,6 +260,9 @@ pub fn back(
 ) -> Result<EpisodeRecord> {
     let now = episode.timestamp.as_deref();
     let mut timings = Timings { extract_ms: front.extract_ms, embed_ms: front.embed_ms, ..Timings::default() };
+    // Dedupe, pairing and the rules judge each read the episode's contents:
+    // read once (a sweep installs its own memo for the whole conversation).
+    let _readings = crate::state::readings_for_now();
 
     let t = Instant::now();
     let tiers = extract::noise_filter(&front.extraction.facts, cfg);

@@ -132,8 +132,19 @@ pub fn stage(
         .map(|&i| PairInput { fact: PairFact::of(&batch.facts[i].fact), embedding: batch.vector(i), keys: &batch.keys[i] })
         .collect();
     let historical = |p: &FoundPair| crate::state::is_past(batch.facts[survivors[p.candidate]].fact.valid_until.as_deref(), now);
+    let rules = PairRules::new(cfg);
     let (ended, mut pairs): (Vec<FoundPair>, Vec<FoundPair>) =
-        find_pairs(&inputs, state, now, &PairRules::new(cfg)).into_iter().partition(|p| historical(p));
+        find_pairs(&inputs, state, now, &rules).into_iter().partition(|p| historical(p));
+    // The rules judge reads each pair's facts: the live facts' readings,
+    // kept with the facts, go into the episode's memo (none is made again).
+    if judge.mode() == StageMode::Rules {
+        let mut seen: Vec<usize> = pairs.iter().map(|p| p.live_pos).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        for pos in seen {
+            rules.keep_reading(&state.facts[pos]);
+        }
+    }
     // The judge answers by index: the pairs it sees are numbered from 0.
     for (k, p) in pairs.iter_mut().enumerate() {
         p.pair.index = k;
@@ -582,7 +593,13 @@ mod tests {
     }
 
     fn found(reason: PairReason) -> FoundPair {
-        FoundPair { candidate: 0, live_id: "f1".into(), reason, pair: pair(pf("A", "p", "x", "", None), pf("A", "p", "y", "", None)) }
+        FoundPair {
+            candidate: 0,
+            live_id: "f1".into(),
+            live_pos: 0,
+            reason,
+            pair: pair(pf("A", "p", "x", "", None), pf("A", "p", "y", "", None)),
+        }
     }
 
     fn old_answer() -> std::result::Result<JudgeOutput, String> {

@@ -25,6 +25,8 @@ pub struct PairInput<'a> {
 pub struct FoundPair {
     pub candidate: usize,
     pub live_id: String,
+    /// The live fact's position in `ConvState::facts`.
+    pub live_pos: usize,
     pub reason: PairReason,
     pub pair: JudgePair,
 }
@@ -70,6 +72,17 @@ impl PairRules {
     /// indexes: the single-valued predicates and the antonym list.
     fn sig(&self) -> (u64, usize) {
         (hash64(&format!("pairs\u{1e}{}", self.single_valued.join("\u{1f}"))), self.antonyms.id())
+    }
+
+    /// A live fact's reading, as pairing reads it, put into the memo of
+    /// readings installed on this thread (if any) so that the rules judge,
+    /// which reads the pair's facts again, finds it there.
+    pub fn keep_reading(&self, live: &FactRec) {
+        if self.evidence {
+            let single = self.is_single_valued(&live.keys().predicate);
+            let object = single.then_some(live.object.as_str());
+            crate::state::keep_reading(&live.subject, &live.predicate, object, &live.content, &self.antonyms, &self.read(live));
+        }
     }
 
     /// A live fact's reading, as pairing reads it.
@@ -142,6 +155,17 @@ pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&
     for (ci, c) in candidates.iter().enumerate() {
         let [subject, predicate, object] = [scan.id(&c.keys.subject), scan.id(&c.keys.predicate), scan.id(&c.keys.object)];
         let Some(subject) = subject else { continue };
+        // A candidate that is not multi-valued, when the readings' index
+        // names every fact `change` can answer for: the facts that may pair
+        // by something other than the predicate and the cosine are few, and
+        // of the rest only the nearest `max_per_candidate` can stay
+        // ([`pairs_by_predicate`]). Recording a sweep's trace, the visit
+        // below records the band's comparisons as before.
+        if !recording && !multi[ci] && (!rules.evidence || may_change[ci].is_some()) {
+            let (ids, reading) = ([subject, predicate.unwrap_or(u32::MAX), object.unwrap_or(u32::MAX)], readings[ci].as_ref());
+            found[ci] = pairs_by_predicate(c, ids, may_change[ci].as_deref(), reading, &norms[ci], state, &scan, now, rules);
+            continue;
+        }
         // With the evidence rules, a multi-valued candidate pairs only to end
         // a relationship (the same object) or on evidence of change: only
         // those facts are visited when the readings' index can name them.
@@ -214,6 +238,110 @@ pub fn find_pairs(candidates: &[PairInput<'_>], state: &ConvState, now: Option<&
     collect(candidates, state, found, rules)
 }
 
+/// One candidate's pairs (cosine, position, reason) in live-fact order, as
+/// the visit of every fact with its subject finds them once capped, for a
+/// candidate that is not multi-valued and whose facts `change` can answer
+/// for are all in `may_change` (`None`: no evidence rules). `ids`: the
+/// candidate's interned subject, predicate and object (`u32::MAX`: no fact
+/// has it).
+///
+/// The facts it may pair with otherwise than by the same predicate or a
+/// similar content (the same object, evidence of change) are visited as
+/// the full visit does. Every other fact with the subject pairs by the same
+/// predicate (any cosine) or, with another predicate, by a cosine inside
+/// the band; of those only the `max_per_candidate` nearest (ties: the
+/// earlier fact) can survive the cap, so each is kept in a running top
+/// list, and a fact whose [`Norms`] bound shows its cosine below the
+/// list's last (or the band) is skipped without computing the cosine. The
+/// cap then keeps exactly what it keeps from the full visit's pairs.
+#[allow(clippy::too_many_arguments)]
+fn pairs_by_predicate(
+    c: &PairInput<'_>,
+    [subject, predicate, object]: [u32; 3],
+    may_change: Option<&[u32]>,
+    reading: Option<&Reading>,
+    norms: &Norms,
+    state: &ConvState,
+    scan: &crate::state::ScanIndex,
+    now: Option<&str>,
+    rules: &PairRules,
+) -> Vec<(f64, usize, PairReason)> {
+    let ids = [Some(predicate).filter(|&p| p != u32::MAX), Some(object).filter(|&o| o != u32::MAX)];
+    let mut special: Vec<u32> =
+        may_change.unwrap_or_default().iter().copied().filter(|&p| scan.row(p as usize).subject == subject).collect();
+    if let Some(o) = ids[1] {
+        special.extend_from_slice(scan.with_subject_object(subject, o));
+    }
+    special.sort_unstable();
+    special.dedup();
+    let mut out: Vec<(f64, usize, PairReason)> = Vec::new();
+    for &pos in &special {
+        let pos = pos as usize;
+        let live = &state.facts[pos];
+        if !live.is_current(now) {
+            continue;
+        }
+        let row = scan.row(pos);
+        let evidence = reading
+            .is_some_and(|r| may_change.is_none_or(|m| m.binary_search(&(pos as u32)).is_ok()) && change(&rules.read(live), r).is_some());
+        let Some(reason) = reason(c, live, row, ids, evidence, false, None, rules) else { continue };
+        let cos = if reason == PairReason::SimilarContent {
+            match scan.cosine_at_least(state, c.embedding, norms, pos, live.vector(), rules.band_min) {
+                Some(cos) if trace::below(cos, rules.band_max) => cos,
+                _ => continue,
+            }
+        } else {
+            scan.cosine(state, c.embedding, norms, pos, live.vector())
+        };
+        out.push((cos, pos, reason));
+    }
+    // The rest, nearest first (the cap's order), at most `cap` of them.
+    let cap = rules.max_per_candidate;
+    let mut top: Vec<(f64, usize, PairReason)> = Vec::with_capacity(cap + 1);
+    for &q in scan.predicates_of(subject) {
+        let same = q == predicate;
+        let reason = if same { PairReason::SamePredicate } else { PairReason::SimilarContent };
+        for &pos in scan.with_subject_predicate(subject, q) {
+            if special.binary_search(&pos).is_ok() {
+                continue;
+            }
+            let pos = pos as usize;
+            // What a fact must reach to join: the last kept one's cosine
+            // once the list is full (an equal cosine joins only from an
+            // earlier fact, so only a cosine certainly below it is skipped),
+            // and the band's lower end for a similar content.
+            let last = if top.len() < cap { f64::NEG_INFINITY } else { top.last().map_or(f64::NEG_INFINITY, |t| key(t.0)) };
+            let floor = if same { last } else { last.max(rules.band_min) };
+            if floor > f64::NEG_INFINITY && !scan.may_reach(c.embedding.values, norms, pos, floor) {
+                continue;
+            }
+            let live = &state.facts[pos];
+            if !live.is_current(now) {
+                continue;
+            }
+            let cos = scan.cosine(state, c.embedding, norms, pos, live.vector());
+            let in_band = cos >= rules.band_min && cos < rules.band_max;
+            if !same && !in_band {
+                continue;
+            }
+            let pair = (cos, pos, reason);
+            let at = top.partition_point(|t| rank(t, &pair).is_lt());
+            if at < cap {
+                top.insert(at, pair);
+                top.truncate(cap);
+            }
+        }
+    }
+    out.extend(top);
+    out.sort_by_key(|p| p.1);
+    out
+}
+
+/// A cosine as the cap ranks it: a NaN lowest.
+fn key(c: f64) -> f64 {
+    if c.is_nan() { f64::NEG_INFINITY } else { c }
+}
+
 /// Records the comparisons with `band_min` that decide which of one
 /// candidate's pairs (`pairs`, found with the band as it is) survive the
 /// cap, given `below`, its nearest pair by similar content below the band
@@ -244,7 +372,6 @@ fn record_band(pairs: &[(f64, usize, PairReason)], below: Option<(f64, usize)>, 
 /// reason): evidence of change first, then the highest cosine (a NaN
 /// lowest), then the earlier live fact; `Less` ranks first.
 fn rank(a: &(f64, usize, PairReason), b: &(f64, usize, PairReason)) -> std::cmp::Ordering {
-    let key = |c: f64| if c.is_nan() { f64::NEG_INFINITY } else { c };
     (b.2 == PairReason::EvidenceOfChange)
         .cmp(&(a.2 == PairReason::EvidenceOfChange))
         .then(key(b.0).total_cmp(&key(a.0)))
@@ -327,6 +454,7 @@ fn collect(
             out.push(FoundPair {
                 candidate: ci,
                 live_id: live.id.clone(),
+                live_pos: pos,
                 reason,
                 pair: JudgePair { index, live: PairFact::of(live), candidate: c.fact.clone(), cosine: cos },
             });
