@@ -51,12 +51,19 @@ pub fn write_run_reports_with(dir: &Path, manifest: &Value, analysis: &Analysis,
 /// [`write_run_reports_with`] with the dataset's gold labels given (a run
 /// has its dataset in memory).
 pub fn write_run_reports_gold(dir: &Path, manifest: &Value, analysis: &Analysis, sections: &[String], gold: Gold) -> Result<()> {
+    let inputs = Inputs::read(dir, gold)?;
+    write_run_reports_inputs(dir, manifest, analysis, sections, inputs)
+}
+
+/// [`write_run_reports_gold`] with the inputs given (a run has its QA table
+/// in memory, so `qa.parquet` is not read again).
+pub fn write_run_reports_inputs(dir: &Path, manifest: &Value, analysis: &Analysis, sections: &[String], inputs: Inputs) -> Result<()> {
     write_parquet(&dir.join("facts.parquet"), &analysis.facts)?;
     write_csv(&dir.join("facts.csv"), &analysis.facts)?;
     write_parquet(&dir.join("episodes.parquet"), &analysis.episodes)?;
     write_csv(&dir.join("episodes.csv"), &analysis.episodes)?;
     write_csv(&dir.join("per_conversation.csv"), &analysis.per_conversation)?;
-    for (name, text) in &report_files(manifest, analysis, sections, Inputs::read(dir, gold)?)? {
+    for (name, text) in &report_files(manifest, analysis, sections, inputs)? {
         write_text(&dir.join(name), text)?;
     }
     Ok(())

@@ -83,7 +83,7 @@ type Slot<T> = Mutex<Option<T>>;
 type Analysed = (Vec<EpisodeRecord>, Vec<Skipped>, Analysis);
 
 /// The QA rows (every source), the baselines' time and the files' time (ms).
-type QaDone = (crate::qa::QaResult, f64, f64);
+type QaDone = (crate::qa::QaResult, polars::prelude::DataFrame, f64, f64);
 
 /// A slot's lock (a panic elsewhere does not stop the run reading it).
 fn guard<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -171,8 +171,8 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
                 }
             }
             let qa = qa.joined(raw, dataset);
-            crate::qa::write(dir.path(), &qa)?;
-            Ok((qa, baselines_ms, started.elapsed().as_secs_f64() * 1000.0))
+            let frame = crate::qa::write_frame(dir.path(), &qa)?;
+            Ok((qa, frame, baselines_ms, started.elapsed().as_secs_f64() * 1000.0))
         })();
         *guard(&qa_done) = Some(done);
     };
@@ -266,9 +266,9 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         Some(done) => done?,
         None => analyse()?,
     };
-    let mut qa_rows = None;
+    let (mut qa_rows, mut qa_frame) = (None, None);
     if qa_on {
-        let (qa, baselines_ms, write_ms) =
+        let (qa, frame, baselines_ms, write_ms) =
             take(&qa_done).unwrap_or_else(|| Err(Error::Other("the QA evaluation did not finish".into())))?;
         analysis.summary.metrics.extend(crate::qa::summary_metrics(&qa));
         // The baselines' evaluation, summed over conversations (it overlaps
@@ -276,6 +276,7 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         analysis.summary.timings.insert("qa_baselines_ms".into(), baselines_ms);
         analysis.summary.timings.insert("qa_write_ms".into(), write_ms);
         qa_rows = Some(qa);
+        qa_frame = Some(frame);
     }
     let mut sections = opts.report_sections.clone();
     if cfg.profile == "dreaming" {
@@ -287,7 +288,8 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     let manifest_value = manifest.to_value()?;
     dir.write_records(&analysis.summary, &episodes)?;
     let gold = crate::report::Gold::of_dataset(dataset, &crate::report::explore::ran_episodes(&analysis));
-    crate::report::write_run_reports_gold(dir.path(), &manifest_value, &analysis, &sections, gold)?;
+    let inputs = crate::report::Inputs { qa: qa_frame, gold };
+    crate::report::write_run_reports_inputs(dir.path(), &manifest_value, &analysis, &sections, inputs)?;
     let qa_warnings = qa_rows.map(|qa| qa.warnings.into_iter().chain(qa.empty_questions).collect()).unwrap_or_default();
     // Closed, so SQLite's -wal and -shm files are gone before the store moves.
     drop(store);
