@@ -74,20 +74,15 @@ run: build
 ## Every test: unit, snapshots, CLI errors, determinism, kill-and-rerun, the
 ## MiniLM reference, the live llama.cpp record/replay test, the CI outputs
 ## read by independent parsers (JUnit XML, the docs' workflow YAML), and
-## a short fuzzing run of the input boundaries. The llama.cpp server's one-time
-## build from source (llm-server-deps) runs in the background while the fuzz
-## targets and the tests compile, filling the cores a Rust build leaves idle
-## (its output goes to LLM_DEPS_LOG); the fuzzing and the tests start once both are done.
-LLM_DEPS_LOG ?= $(HOME)/.cache/memform/llm-server-deps.log
-test: lint models test-py-deps memorix mem0 chromium
-	@mkdir -p $(dir $(LLM_DEPS_LOG)); \
-	echo "llm-server-deps: in the background (log $(LLM_DEPS_LOG))" >&2; \
-	$(MAKE) --no-print-directory llm-server-deps > $(LLM_DEPS_LOG) 2>&1 & deps=$$!; \
-	status=0; { $(MAKE) --no-print-directory fuzz-build && $(CARGO) test --release --locked --no-run; } || status=$$?; \
-	if ! wait $$deps; then echo "llm-server-deps failed:" >&2; tail -n 40 $(LLM_DEPS_LOG) >&2; exit 2; fi; \
-	echo "llm-server-deps: done" >&2; \
-	[ $$status = 0 ] || exit $$status; \
-	$(MAKE) --no-print-directory fuzz && $(CARGO) test --release --locked
+## a short fuzzing run of the input boundaries. Everything it needs is
+## installed by the targets here (lint, models, test-py-deps, memorix, mem0,
+## chromium, llm-server-deps, fuzz-build). scripts/test_all.sh runs the stages that
+## do not depend on each other side by side (lint beside the installs, the
+## fuzz build beside the tests' build, the live llama.cpp test beside the
+## other tests); a background stage's log is in TEST_LOGS.
+TEST_LOGS ?= $(HOME)/.cache/memform/test-logs
+test:
+	@MAKE="$(MAKE)" CARGO="$(CARGO)" TEST_LOGS="$(TEST_LOGS)" scripts/test_all.sh
 
 # ---- Fuzzing: cargo-fuzz (libFuzzer) targets in fuzz/, its own crate ----
 # cargo-fuzz needs nightly rustc flags; RUSTC_BOOTSTRAP=1 lets the stable

@@ -31,25 +31,25 @@ use cli::*;
 
 /// Fault injection for the kill-and-rerun test: abort the process right
 /// after this many episode write transactions have committed.
-#[cfg(feature = "fault-injection")]
 const FAULT_ABORT_ENV: &str = "MEMFORM_FAULT_ABORT_AFTER_WRITES";
 /// For the concurrent-runs test: a run holds (with its directory's lock) at
 /// its start until this file exists (at most a minute).
-#[cfg(feature = "fault-injection")]
 const FAULT_HOLD_ENV: &str = "MEMFORM_FAULT_HOLD_UNTIL";
+/// The second opt-in both faults need: this variable set to exactly
+/// [`FAULT_OPT_IN`]. The tests set both; a stray fault variable alone (say,
+/// left in a CI job's environment) is ignored, so it can neither hang nor
+/// abort a run. (The binary the tests run is the one `cargo build` makes,
+/// so that the tests and `make run` share one build.)
+const FAULT_OPT_IN_ENV: &str = "MEMFORM_FAULT_INJECTION";
+const FAULT_OPT_IN: &str = "tests-only";
 
-/// The faults the environment asks for: compiled only into the binary the
-/// tests build (cargo feature `fault-injection`, which the package's
-/// dev-dependency on itself turns on); `cargo build` and `make run` leave
-/// it out, so a stray variable cannot hang or abort a run.
-#[cfg(feature = "fault-injection")]
+/// The faults the environment asks for, when it opts in twice (see
+/// [`FAULT_OPT_IN_ENV`]); none otherwise.
 fn faults() -> (Option<u64>, Option<PathBuf>) {
+    if std::env::var_os(FAULT_OPT_IN_ENV).is_none_or(|v| v != FAULT_OPT_IN) {
+        return (None, None);
+    }
     (std::env::var(FAULT_ABORT_ENV).ok().and_then(|v| v.parse().ok()), std::env::var_os(FAULT_HOLD_ENV).map(PathBuf::from))
-}
-
-#[cfg(not(feature = "fault-injection"))]
-fn faults() -> (Option<u64>, Option<PathBuf>) {
-    (None, None)
 }
 
 impl ConfigArgs {

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::{bin, scenarios_dir, snapshots_dir};
+use crate::support::{FAULT_OPT_IN, bin, scenarios_dir, snapshots_dir};
 
 fn memform(args: &[&str], cwd: &Path) -> (Option<i32>, String, String) {
     let out = Command::new(bin()).args(args).current_dir(cwd).output().expect("spawn memform");
@@ -531,6 +531,7 @@ fn the_lock_file_records_a_non_utf8_command_line_escaped() {
         .arg("--out")
         .arg(std::ffi::OsStr::from_bytes(b"o\xff"))
         .env("MEMFORM_FAULT_HOLD_UNTIL", &go)
+        .env(FAULT_OPT_IN.0, FAULT_OPT_IN.1)
         .current_dir(tmp.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

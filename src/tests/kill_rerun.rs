@@ -10,13 +10,13 @@ use std::process::Command;
 
 use memform::store::Store;
 
-use crate::support::{bin, jsonl_without_timings, scenarios_dir};
+use crate::support::{FAULT_OPT_IN, bin, jsonl_without_timings, scenarios_dir};
 
 fn run_cli(out: &Path, abort_after: Option<usize>) -> std::process::Output {
     let mut cmd = Command::new(bin());
     cmd.args(["run", "--dataset"]).arg(scenarios_dir()).arg("--out").arg(out).args(["--threads", "2"]);
     if let Some(n) = abort_after {
-        cmd.env("MEMFORM_FAULT_ABORT_AFTER_WRITES", n.to_string());
+        cmd.env("MEMFORM_FAULT_ABORT_AFTER_WRITES", n.to_string()).env(FAULT_OPT_IN.0, FAULT_OPT_IN.1);
     }
     cmd.output().expect("spawn memform")
 }
@@ -65,31 +65,29 @@ fn killed_run_leaves_consistent_store_and_rerun_starts_clean() {
     assert_eq!(run.mode, "rules");
 }
 
-/// The fault-injection variables reach only the binary the tests build: in
-/// the code they are named in `main.rs` alone, each under
-/// `#[cfg(feature = "fault-injection")]`, and the feature is no default,
-/// enabled only by the package's dev-dependency on itself (so `cargo build`,
-/// `cargo install` and `make run` leave it out; a stray variable in CI can
-/// neither hang nor abort a run).
+/// The fault-injection variables need a second opt-in
+/// (`MEMFORM_FAULT_INJECTION=tests-only`): a stray
+/// `MEMFORM_FAULT_ABORT_AFTER_WRITES`, alone or with another opt-in value,
+/// is ignored and the run finishes; with the opt-in the same variable
+/// aborts the run.
 #[test]
-fn fault_injection_variables_are_compiled_only_into_the_test_build() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let main = std::fs::read_to_string(root.join("src/main.rs")).expect("main.rs");
-    let lines: Vec<&str> = main.lines().collect();
-    let mut named = 0;
-    for (i, l) in lines.iter().enumerate() {
-        let code = l.split("//").next().unwrap_or_default();
-        if code.contains("MEMFORM_FAULT_") {
-            named += 1;
-            assert_eq!(lines[i - 1].trim(), "#[cfg(feature = \"fault-injection\")]", "main.rs line {} is not gated", i + 1);
+fn a_stray_fault_variable_is_ignored_without_the_opt_in() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for (name, opt_in) in [("alone", None), ("wrong", Some("1")), ("opted", Some(FAULT_OPT_IN.1))] {
+        let out = tmp.path().join(name);
+        let mut cmd = Command::new(bin());
+        cmd.args(["run", "--dataset"]).arg(scenarios_dir()).arg("--out").arg(&out).env("MEMFORM_FAULT_ABORT_AFTER_WRITES", "1");
+        cmd.env_remove(FAULT_OPT_IN.0);
+        if let Some(v) = opt_in {
+            cmd.env(FAULT_OPT_IN.0, v);
+        }
+        let status = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).status().expect("spawn memform");
+        if opt_in == Some(FAULT_OPT_IN.1) {
+            assert!(!status.success(), "opted in: the run aborts after its first write");
+            assert!(!out.join("run.json").exists(), "an aborted run leaves no readable run");
+        } else {
+            assert!(status.success(), "{name}: the variable is ignored ({status})");
+            memform::gate::read_run(&out).expect("a complete run");
         }
     }
-    assert_eq!(named, 2, "both variables are named, once each");
-    let cargo: toml::Table = toml::from_str(&std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml")).expect("toml");
-    let default = cargo["features"]["default"].as_array().expect("default features");
-    assert!(!default.iter().any(|f| f.as_str() == Some("fault-injection")), "not a default feature");
-    let enabled_by_dev = cargo["dev-dependencies"]["memform"]["features"].as_array().expect("dev-dependency features");
-    assert!(enabled_by_dev.iter().any(|f| f.as_str() == Some("fault-injection")));
-    let normal = cargo["dependencies"].as_table().expect("dependencies");
-    assert!(!normal.contains_key("memform"), "no normal dependency turns it on");
 }

@@ -12,7 +12,7 @@ use memform::compare::{CompareOptions, Side, compare_runs};
 use memform::store::Store;
 use serde_json::Value;
 
-use crate::support::{bin, root, scenarios_dir};
+use crate::support::{FAULT_OPT_IN, bin, root, scenarios_dir};
 
 fn memform(args: &[&str], cwd: &Path) -> (Option<i32>, String, String) {
     let out = Command::new(bin()).args(args).current_dir(cwd).output().expect("spawn memform");
@@ -96,6 +96,7 @@ fn spawn_run(out: &Path, write_mode: &str, go: &Path) -> Running {
         // The run that takes the lock holds at its start until `go` exists:
         // the two runs overlap however fast the dataset is.
         .env("MEMFORM_FAULT_HOLD_UNTIL", go)
+        .env(FAULT_OPT_IN.0, FAULT_OPT_IN.1)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -257,6 +258,7 @@ fn killed_run(cwd: &Path, out: &str) {
         .arg(scenarios_dir())
         .args(["--out", out])
         .env("MEMFORM_FAULT_ABORT_AFTER_WRITES", episodes.to_string())
+        .env(FAULT_OPT_IN.0, FAULT_OPT_IN.1)
         .current_dir(cwd)
         .stderr(Stdio::null())
         .stdout(Stdio::null())

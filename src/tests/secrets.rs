@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{bin, scenarios_dir};
+use crate::support::{FAULT_OPT_IN, bin, scenarios_dir};
 
 const KEY: &str = "SeCrEt-K3y-4711";
 
@@ -68,6 +68,7 @@ fn a_password_in_a_set_url_reaches_no_artefact_lock_or_message() {
         .args(["run", "--dataset", &ds, "--out", "o", "--set", &url, "--threads", "2"])
         .current_dir(tmp.path())
         .env("MEMFORM_FAULT_HOLD_UNTIL", &go)
+        .env(FAULT_OPT_IN.0, FAULT_OPT_IN.1)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -22,6 +22,11 @@ pub fn snapshots_dir() -> PathBuf {
     root().join("snapshots")
 }
 
+/// The second opt-in the fault-injection variables need
+/// (`MEMFORM_FAULT_INJECTION=tests-only`, see `src/main.rs`): without it the
+/// binary ignores them.
+pub const FAULT_OPT_IN: (&str, &str) = ("MEMFORM_FAULT_INJECTION", "tests-only");
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_memform")
 }
