@@ -325,21 +325,27 @@ const FTS_TRIGGERS: &str = "CREATE TRIGGER facts_fts_insert AFTER INSERT ON fact
 pub const BATCH_UNITS: usize = 512;
 
 impl Store {
+    /// A store over `conn`, its caches empty; `batch` and `scratch` as the
+    /// constructors below choose.
+    fn assemble(conn: Connection, path: PathBuf, batch: Option<std::sync::atomic::AtomicUsize>, scratch: bool) -> Store {
+        Store {
+            conn: Mutex::new(conn),
+            path,
+            vectors: Mutex::default(),
+            live: search::LiveCache::default(),
+            batch,
+            deferred: Mutex::default(),
+            scratch: scratch.then(Mutex::default),
+        }
+    }
+
     /// Opens (creating if needed) the store at `path` and applies pending migrations.
     pub fn open(path: &Path) -> Result<Store> {
         let err = |e| Error::Store { path: path.to_path_buf(), source: e };
         let mut conn = Connection::open(path).map_err(err)?;
         conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;").map_err(err)?;
         migrate(&mut conn).map_err(err)?;
-        Ok(Store {
-            conn: Mutex::new(conn),
-            path: path.to_path_buf(),
-            vectors: Mutex::default(),
-            live: search::LiveCache::default(),
-            batch: None,
-            deferred: Mutex::default(),
-            scratch: None,
-        })
+        Ok(Store::assemble(conn, path.to_path_buf(), None, false))
     }
 
     /// Opens the store a run builds in its private build directory: a file
@@ -361,15 +367,7 @@ impl Store {
         conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF; PRAGMA foreign_keys=ON;")
             .map_err(err)?;
         migrate(&mut conn).map_err(err)?;
-        Ok(Store {
-            conn: Mutex::new(conn),
-            path: path.to_path_buf(),
-            vectors: Mutex::default(),
-            live: search::LiveCache::default(),
-            batch: Some(std::sync::atomic::AtomicUsize::new(0)),
-            deferred: Mutex::default(),
-            scratch: None,
-        })
+        Ok(Store::assemble(conn, path.to_path_buf(), Some(std::sync::atomic::AtomicUsize::new(0)), false))
     }
 
     /// Commits a run-private store's open batch and leaves the file in WAL
@@ -469,15 +467,7 @@ impl Store {
         let err = |e| Error::Store { path: PathBuf::from(":memory:"), source: e };
         let mut conn = Connection::open_in_memory().map_err(err)?;
         migrate(&mut conn).map_err(err)?;
-        Ok(Store {
-            conn: Mutex::new(conn),
-            path,
-            vectors: Mutex::default(),
-            live: search::LiveCache::default(),
-            batch: None,
-            deferred: Mutex::default(),
-            scratch: None,
-        })
+        Ok(Store::assemble(conn, path, None, false))
     }
 
     /// A scratch store, for a formation nobody reads back (a sweep point
@@ -489,15 +479,7 @@ impl Store {
     pub fn scratch() -> Result<Store> {
         let path = PathBuf::from(":scratch:");
         let conn = Connection::open_in_memory().map_err(|e| Error::Store { path: path.clone(), source: e })?;
-        Ok(Store {
-            conn: Mutex::new(conn),
-            path,
-            vectors: Mutex::default(),
-            live: search::LiveCache::default(),
-            batch: None,
-            deferred: Mutex::default(),
-            scratch: Some(Mutex::default()),
-        })
+        Ok(Store::assemble(conn, path, None, true))
     }
 
     pub fn path(&self) -> &Path {
