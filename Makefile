@@ -54,7 +54,7 @@ LOCOMO_AUDIT_DATA ?= data/locomo-audit
 LOCOMO_AUDIT_FALLBACK ?= ../shared/datasets/locomo-audit
 
 PHONY_EXTRA := locomo-embeddings longmemeval pairs-data pairs-check locomo-audit-data chromium report-screenshots
-.PHONY: all build run test lint install-check fuzz fuzz-build bench locomo locomo-llm locomo-compare locomo-data $(PHONY_EXTRA) record record-embeddings record-locomo \
+.PHONY: all build run test lint install-check fuzz fuzz-build fuzz-plan bench locomo locomo-llm locomo-compare locomo-data $(PHONY_EXTRA) record record-embeddings record-locomo \
         models test-py-deps memorix mem0 record-mem0 record-dreaming llm-server-deps llm-server-start llm-server-stop gate update-baseline clean-reports
 
 all: build
@@ -108,6 +108,9 @@ fuzz-build: $(CARGO_FUZZ_ROOT)/bin/cargo-fuzz
 ## Run every fuzz target for FUZZ_SECONDS (default 60) from its seeds and the kept corpus,
 ## FUZZ_JOBS (default 2, the cores here) targets at a time, one process each.
 FUZZ_JOBS ?= 2
+# FUZZ_JOBS and the targets, on one line (read by scripts/test_all.sh).
+fuzz-plan:
+	@echo $(FUZZ_JOBS) $(FUZZ_TARGETS)
 fuzz: fuzz-build
 	cd fuzz && $(FUZZ_ENV) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) FUZZ_WORK=$(FUZZ_WORK) \
 	  ../scripts/fuzz_run.sh $(FUZZ_TARGETS)

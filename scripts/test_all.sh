@@ -10,7 +10,8 @@
 #      separate target directories, so neither waits for the other's lock);
 #   3. the fuzzing (FUZZ_JOBS targets at a time), once lint, both builds and
 #      the llama.cpp build are done;
-#   4. the live llama.cpp test (about two minutes, mostly one core)  beside
+#   4. the live llama.cpp test (two to four minutes, mostly one core), from
+#      the fuzzing's last round when that round leaves a core free,  beside
 #      every other test.
 #
 # A background stage's output goes to its log in TEST_LOGS and is shown (its
@@ -54,9 +55,26 @@ for name in lint fuzz-build llm-server-deps; do
 done
 [ "$status" = 0 ] || exit 1
 
-"$MAKE" --no-print-directory fuzz || exit 1
-
+# The fuzzing runs FUZZ_JOBS targets at a time. When the targets do not fill
+# its last round (5 targets, 2 at a time: the third round runs one), the live
+# llama.cpp test starts with that round, in the core it leaves free.
+read -r fuzz_jobs fuzz_targets <<< "$("$MAKE" -s --no-print-directory fuzz-plan)"
+read -r -a targets <<< "$fuzz_targets"
+if ! [[ "$fuzz_jobs" =~ ^[1-9][0-9]*$ ]]; then
+  echo "test: FUZZ_JOBS must be a whole number of at least 1, not '$fuzz_jobs'" >&2
+  exit 1
+fi
+full=$(( ${#targets[@]} / fuzz_jobs * fuzz_jobs ))
+if [ "$full" -gt 0 ]; then
+  "$MAKE" --no-print-directory fuzz FUZZ_TARGETS="${targets[*]:0:full}" || exit 1
+fi
 start llm_live "$CARGO" test --release --locked --test llm_live
+if [ "$full" -lt "${#targets[@]}" ]; then
+  if ! "$MAKE" --no-print-directory fuzz FUZZ_TARGETS="${targets[*]:full}"; then
+    wait "${pid[llm_live]}"
+    exit 1
+  fi
+fi
 "$CARGO" test --release --locked -- --exact --skip "$LIVE_TEST" || status=1
 finish llm_live || status=1
 if [ "$status" = 0 ]; then
