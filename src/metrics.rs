@@ -339,6 +339,38 @@ pub struct GoldIndex<'a> {
     qa_items: HashMap<&'a str, Vec<Vec<&'a str>>>,
     /// The gold duplicate groups with a turn (the `duplicate_groups` metric).
     duplicate_groups: usize,
+    /// The lexical matchings of episodes' stored facts already computed
+    /// ([`LexicalMemo`]): a sweep forms many conversations whose episodes
+    /// store the same contents.
+    matchings: LexicalMemo,
+}
+
+/// An episode's lexical matching of its stored facts (by their place in the
+/// episode's stored list) to its gold facts, by the conversation, the
+/// episode and the stored contents in order: all that matching reads
+/// besides the gold facts, which are fixed for a [`GoldIndex`].
+#[derive(Debug, Default)]
+struct LexicalMemo(std::sync::Mutex<HashMap<MatchKey, Matching>>);
+
+/// A [`LexicalMemo`] key: conversation id, episode id, stored contents.
+type MatchKey = (String, String, Vec<String>);
+/// Per stored fact, its gold fact (index in the episode's) and similarity.
+type Matching = Vec<Option<(usize, f64)>>;
+
+impl LexicalMemo {
+    fn key(conv: &str, episode: &str, stored: &[&crate::pipeline::CandidateRecord]) -> MatchKey {
+        (conv.to_string(), episode.to_string(), stored.iter().map(|f| f.content.clone()).collect())
+    }
+
+    /// The matching kept for this key, or `compute`'s, kept.
+    fn get_or(&self, key: MatchKey, compute: impl FnOnce() -> Matching) -> Matching {
+        if let Some(m) = self.0.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return m.clone();
+        }
+        let m = compute();
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(key, m.clone());
+        m
+    }
 }
 
 /// Gold facts' token sets by (conversation id, gold fact id).
@@ -369,7 +401,7 @@ impl<'a> GoldIndex<'a> {
             .collect();
         let groups = frames.dup_groups.clone().lazy().select([col("conversation"), col("group")]).unique(None, UniqueKeepStrategy::Any);
         let duplicate_groups = height(groups).ctx("count duplicate groups")?;
-        Ok(GoldIndex { dataset, convs, frames, tokens, labels, qa_items, duplicate_groups })
+        Ok(GoldIndex { dataset, convs, frames, tokens, labels, qa_items, duplicate_groups, matchings: LexicalMemo::default() })
     }
 }
 
@@ -418,7 +450,7 @@ pub fn conversation_parts(
     episodes: &[EpisodeRecord],
     live_ids: &BTreeSet<String>,
 ) -> Result<BTreeMap<String, ConversationPart>> {
-    let matches = match_content(episodes, &gold.convs, None, Some(&gold.tokens))?;
+    let matches = match_content(episodes, &gold.convs, None, Some((&gold.tokens, &gold.matchings)))?;
     let facts = facts_frame(episodes, live_ids, &matches, Scope::Metrics).ctx("build the facts frame")?;
     let verdicts = verdicts_frame(episodes).ctx("build the verdicts frame")?;
     let per_episode = episodes_frame(episodes, gold.dataset, &facts, &verdicts, &gold.frames, &gold.labels, Scope::Metrics)
@@ -1441,7 +1473,7 @@ fn match_content(
     episodes: &[EpisodeRecord],
     convs: &[&crate::types::Conversation],
     embedder: Option<&dyn Embedder>,
-    gold_tokens: Option<&GoldTokens<'_>>,
+    known: Option<(&GoldTokens<'_>, &LexicalMemo)>,
 ) -> Result<ContentMatches> {
     let gold: HashMap<&str, &crate::types::Conversation> = convs.iter().map(|c| (c.id.as_str(), *c)).collect();
     // Stored facts by the episode each names (a dreaming claim is recorded
@@ -1470,19 +1502,25 @@ fn match_content(
     match embedder {
         None => {
             for (conv, s, g) in &work {
-                // Each text tokenised once, not once per pair (gold texts once per sweep).
-                let st: Vec<_> = s.iter().map(|f| TokenSet::new(&f.content)).collect();
-                let computed: Vec<TokenSet>;
-                let gt: Vec<&TokenSet> = match gold_tokens {
-                    Some(t) if g.iter().all(|x| t.contains_key(&(*conv, x.id.as_str()))) => {
-                        g.iter().map(|x| &t[&(*conv, x.id.as_str())]).collect()
-                    }
-                    _ => {
-                        computed = g.iter().map(|x| TokenSet::new(&x.text)).collect();
-                        computed.iter().collect()
-                    }
+                let matching = || {
+                    // Each text tokenised once, not once per pair (gold texts once per sweep).
+                    let st: Vec<_> = s.iter().map(|f| TokenSet::new(&f.content)).collect();
+                    let computed: Vec<TokenSet>;
+                    let gt: Vec<&TokenSet> = match known {
+                        Some((t, _)) if g.iter().all(|x| t.contains_key(&(*conv, x.id.as_str()))) => {
+                            g.iter().map(|x| &t[&(*conv, x.id.as_str())]).collect()
+                        }
+                        _ => {
+                            computed = g.iter().map(|x| TokenSet::new(&x.text)).collect();
+                            computed.iter().collect()
+                        }
+                    };
+                    max_matching(s.len(), g.len(), CONTENT_LEXICAL_THRESHOLD, |i, j| dice(&st[i], gt[j]))
                 };
-                let m = max_matching(s.len(), g.len(), CONTENT_LEXICAL_THRESHOLD, |i, j| dice(&st[i], gt[j]));
+                let m = match known {
+                    Some((_, memo)) => memo.get_or(LexicalMemo::key(conv, &g[0].episode, s), matching),
+                    None => matching(),
+                };
                 for (i, x) in m.into_iter().enumerate() {
                     if let Some((j, sim)) = x {
                         out.lexical.insert(s[i].id.clone(), (g[j].id.clone(), sim));
