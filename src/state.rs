@@ -114,6 +114,16 @@ pub fn read_fact(subject: &str, predicate: &str, object: Option<&str>, content: 
     r
 }
 
+/// [`Reading::of_speaker`] with no antonym pairs (as the memorix resolver
+/// reads a memory's narrative), from the memo installed on this thread when
+/// there is one: the reading of the text put in the third person, as a fact
+/// of the speaker with no predicate.
+pub fn read_speaker(speaker: &str, text: &str) -> Reading {
+    static NONE: std::sync::OnceLock<Arc<Antonyms>> = std::sync::OnceLock::new();
+    let none = NONE.get_or_init(|| Antonyms::interned(&[]));
+    read_fact(speaker, "", None, &Reading::in_third_person(speaker, text), none)
+}
+
 /// Puts a reading already made (a fact's, kept with it) into the memo
 /// installed on this thread, if any, so that [`read_fact`] of the same
 /// parts returns it instead of reading them again.
@@ -821,6 +831,26 @@ impl FactRec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_speakers_reading_is_the_same_read_or_remembered() {
+        let said = [
+            ("Caroline", "I'm a counsellor now and my dog is called Max"),
+            ("Caroline", "I am not into hiking anymore"),
+            (" Mel ", "We got married last year; I've moved to Lyon"),
+            ("Mel", "Mel lives in Paris"),
+        ];
+        let fresh: Vec<Reading> = said.iter().map(|(who, text)| Reading::of_speaker(who, text, &[])).collect();
+        // Without a memo, then twice with one (the second time from the memo).
+        assert_eq!(said.iter().map(|(who, text)| read_speaker(who, text)).collect::<Vec<_>>(), fresh);
+        let _scope = readings_for_now();
+        for _ in 0..2 {
+            assert_eq!(said.iter().map(|(who, text)| read_speaker(who, text)).collect::<Vec<_>>(), fresh);
+        }
+        // A fact's reading of the same words is another key: "I" is not the subject.
+        let as_fact = read_fact("Caroline", "", None, "I'm a counsellor now and my dog is called Max", &Antonyms::interned(&[]));
+        assert_ne!(as_fact, fresh[0]);
+    }
 
     /// Deterministic pseudo-random unit vectors (xorshift), and vectors close to them.
     fn vectors(n: usize, dims: usize, seed: u64) -> Vec<Vec<f32>> {

@@ -132,6 +132,13 @@ impl Reading {
     /// for the speaker, then it is read as [`Reading::of`] reads a fact
     /// (predicate unknown).
     pub fn of_speaker(speaker: &str, text: &str, antonyms: &[[String; 2]]) -> Reading {
+        Reading::of(speaker, "", &Reading::in_third_person(speaker, text), antonyms)
+    }
+
+    /// `text`, said by `speaker`, with its first-person words put in the
+    /// third person: what [`Reading::of_speaker`] reads as a statement
+    /// about the speaker.
+    pub fn in_third_person(speaker: &str, text: &str) -> String {
         let name = speaker.trim();
         let mut out = Vec::new();
         for raw in text.split_whitespace() {
@@ -150,7 +157,7 @@ impl Reading {
                 _ => raw.to_string(),
             });
         }
-        Reading::of(speaker, "", &out.join(" "), antonyms)
+        out.join(" ")
     }
 
     /// The restatement key (equal keys: the same thing said again).

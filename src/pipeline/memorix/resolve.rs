@@ -168,7 +168,7 @@ fn score<'h>(x: &Extracted, own_words: &std::collections::HashSet<String>, contr
 /// as the entity), the same slot with another value, an explicit ending or
 /// a polarity flip of the same proposition.
 pub fn evidence_against(new: &Reading, hit: &Hit) -> bool {
-    let old = Reading::of_speaker(&hit.entity_name, &hit.narrative, &[]);
+    let old = crate::state::read_speaker(&hit.entity_name, &hit.narrative);
     change(&old, new).is_some()
 }
 
