@@ -110,14 +110,13 @@ pub fn dcg(relevances: &[bool], k: usize) -> f64 {
 /// document retrieved, `evidence` the item's (known) evidence turns, and
 /// `relevant_in_corpus` how many documents of the searched corpus hold an
 /// evidence turn (the ideal ranking puts them all first).
-pub fn score<T: AsRef<[String]>>(retrieved: &[T], evidence: &BTreeSet<String>, relevant_in_corpus: usize) -> Scored {
+pub fn score<T: AsRef<[K]>, K: Ord>(retrieved: &[T], evidence: &BTreeSet<K>, relevant_in_corpus: usize) -> Scored {
     let hit: Vec<bool> = retrieved.iter().map(|turns| turns.as_ref().iter().any(|t| evidence.contains(t))).collect();
     let ideal: Vec<bool> = (0..relevant_in_corpus.min(MAX_K)).map(|_| true).collect();
     let mut out = Scored { recall_any: [0.0; 3], recall_all: [0.0; 3], ndcg_any: [0.0; 3], mrr: 0.0 };
     for (j, &k) in KS.iter().enumerate() {
         out.recall_any[j] = f64::from(u8::from(hit.iter().take(k).any(|&h| h)));
-        let covered: BTreeSet<&String> =
-            retrieved.iter().take(k).flat_map(|r| r.as_ref().iter()).filter(|t| evidence.contains(*t)).collect();
+        let covered: BTreeSet<&K> = retrieved.iter().take(k).flat_map(|r| r.as_ref().iter()).filter(|t| evidence.contains(*t)).collect();
         out.recall_all[j] = f64::from(u8::from(!evidence.is_empty() && covered.len() == evidence.len()));
         let ideal_dcg = dcg(&ideal, k);
         out.ndcg_any[j] = if ideal_dcg == 0.0 { 0.0 } else { dcg(&hit, k) / ideal_dcg };
@@ -220,13 +219,14 @@ impl QaResult {
 
 /// A conversation's corpus for one source: each document's turns, and when
 /// it was written (`None`: no timestamp) and ended (`Some("")`: ended
-/// without a clock), for the documents live at an instant.
+/// without a clock), for the documents live at an instant. Its documents
+/// are in the order of its index's, so a hit's slot is its document's.
 struct Corpus {
-    /// Document id → its index in `docs`.
+    /// Document id → its index in `docs` (for hits ranked elsewhere).
     slot_of: FxHashMap<String, usize>,
     docs: Vec<Doc>,
-    /// Turn id → the documents holding it.
-    holding: HashMap<String, Vec<usize>>,
+    /// Turn position → the documents holding it.
+    holding: Vec<Vec<usize>>,
     /// The median words of a document (0 when there is none).
     median_words: usize,
     /// Documents a search now can return.
@@ -234,8 +234,7 @@ struct Corpus {
 }
 
 struct Doc {
-    turns: Vec<String>,
-    /// What a reader of the document reads (its indexed text).
+    /// What a reader of the document reads (its indexed text), with its turns.
     text: Arc<budget::Text>,
     created_at: Option<String>,
     ended_at: Option<String>,
@@ -243,19 +242,20 @@ struct Doc {
 }
 
 impl Corpus {
-    fn new(docs: Vec<(String, Doc)>) -> Corpus {
+    fn new(docs: Vec<(String, Doc)>, turns: usize) -> Corpus {
         let mut c = Corpus {
             slot_of: FxHashMap::default(),
             docs: Vec::with_capacity(docs.len()),
-            holding: HashMap::new(),
+            holding: vec![Vec::new(); turns],
             median_words: 0,
             searchable_now: 0,
         };
         for (id, d) in docs {
             let slot = c.docs.len();
-            for t in &d.turns {
-                let v = c.holding.entry(t.clone()).or_default();
-                if v.last() != Some(&slot) {
+            for &t in &d.text.turns {
+                if let Some(v) = c.holding.get_mut(t as usize)
+                    && v.last() != Some(&slot)
+                {
                     v.push(slot);
                 }
             }
@@ -269,20 +269,20 @@ impl Corpus {
         c
     }
 
-    /// The turns of document `id` (none for an id the corpus does not hold).
-    fn turns_of(&self, id: &str) -> &[String] {
-        self.slot_of.get(id).map_or(&[], |&s| self.docs[s].turns.as_slice())
+    /// The turns of the document at `slot` (none for a document the corpus does not hold).
+    fn turns_of(&self, slot: Option<usize>) -> &[u32] {
+        slot.map_or(&[], |s| self.docs[s].text.turns.as_slice())
     }
 
     /// The texts of the documents `hits` names that the corpus holds, in order.
-    fn texts_of(&self, hits: &[SearchHit]) -> Vec<&budget::Text> {
-        hits.iter().filter_map(|h| self.slot_of.get(h.fact_id.as_str())).map(|&s| &*self.docs[s].text).collect()
+    fn texts_of(&self, hits: &[Found<'_>]) -> Vec<&budget::Text> {
+        hits.iter().filter_map(|h| h.slot).map(|s| &*self.docs[s].text).collect()
     }
 
     /// Documents holding an evidence turn that a search (now, or at `as_of`)
     /// can return: the ideal ranking's length.
-    fn relevant(&self, evidence: &BTreeSet<String>, as_of: Option<&str>) -> usize {
-        let mut slots: Vec<usize> = evidence.iter().filter_map(|t| self.holding.get(t)).flatten().copied().collect();
+    fn relevant(&self, evidence: &BTreeSet<u32>, as_of: Option<&str>) -> usize {
+        let mut slots: Vec<usize> = evidence.iter().filter_map(|&t| self.holding.get(t as usize)).flatten().copied().collect();
         slots.sort_unstable();
         slots.dedup();
         slots.into_iter().filter(|&s| searchable(&self.docs[s], as_of)).count()
@@ -294,6 +294,71 @@ impl Corpus {
             None => self.searchable_now,
             Some(_) => self.docs.iter().filter(|d| searchable(d, as_of)).count(),
         }
+    }
+}
+
+/// A conversation's turns and episodes by position, so that the scoring
+/// compares numbers, not ids: a turn id's position is the index, among all
+/// the conversation's turns in order, of its last turn with that id, and
+/// an episode id's is the index of its last episode with that id (ids and
+/// positions name each other one to one, and a turn's session is its last
+/// turn's episode, as a map from ids keeps them).
+struct Positions<'a> {
+    turn: FxHashMap<&'a str, u32>,
+    episode: FxHashMap<&'a str, u32>,
+    /// Each turn position's episode position.
+    episode_of: Vec<u32>,
+}
+
+/// The position of an id that names no turn of the conversation: no
+/// evidence turn has it, and it has no session.
+const UNKNOWN_TURN: u32 = u32::MAX;
+
+impl<'a> Positions<'a> {
+    fn new(conv: &'a Conversation) -> Positions<'a> {
+        let mut p = Positions { turn: FxHashMap::default(), episode: FxHashMap::default(), episode_of: Vec::new() };
+        for (e, ep) in conv.episodes.iter().enumerate() {
+            p.episode.insert(ep.id.as_str(), e as u32);
+        }
+        for ep in &conv.episodes {
+            let e = p.episode[ep.id.as_str()];
+            for t in &ep.turns {
+                p.turn.insert(t.id.as_str(), p.episode_of.len() as u32);
+                p.episode_of.push(e);
+            }
+        }
+        p
+    }
+
+    /// How many turn positions there are (turns, counted with their repeats).
+    fn turns_len(&self) -> usize {
+        self.episode_of.len()
+    }
+
+    /// The position of turn `id` ([`UNKNOWN_TURN`] when no turn has it).
+    fn turn(&self, id: &str) -> u32 {
+        self.turn.get(id).copied().unwrap_or(UNKNOWN_TURN)
+    }
+
+    fn turns(&self, ids: &[String]) -> Vec<u32> {
+        ids.iter().map(|t| self.turn(t)).collect()
+    }
+
+    /// The position of episode `id`.
+    fn episode(&self, id: &str) -> u32 {
+        self.episode.get(id).copied().unwrap_or(u32::MAX)
+    }
+
+    /// The sessions of `turns` (positions), in order of first appearance;
+    /// an unknown turn has none.
+    fn sessions(&self, turns: &[u32]) -> Vec<u32> {
+        let mut out: Vec<u32> = Vec::new();
+        for &s in turns.iter().filter_map(|&t| self.episode_of.get(t as usize)) {
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+        out
     }
 }
 
@@ -401,9 +466,9 @@ impl Shared {
         })
     }
 
-    fn turns(&self, conv: &Conversation, embedder: &dyn Embedder) -> Result<Arc<Turns>> {
+    fn turns(&self, conv: &Conversation, embedder: &dyn Embedder, pos: &Positions<'_>) -> Result<Arc<Turns>> {
         made_once(&self.turns, || {
-            let docs = turn_docs(conv, |_| true);
+            let docs = turn_docs(conv, pos, |_| true);
             let vectors = embed_docs(conv, embedder, &docs, "raw_turns")?;
             Ok(Turns { docs, vectors })
         })
@@ -450,29 +515,18 @@ fn evaluate_conversation(
     shared: &Shared,
 ) -> Result<QaResult> {
     let mut out = QaResult::default();
-    let known: BTreeSet<&str> = conv.episodes.iter().flat_map(|e| e.turns.iter().map(|t| t.id.as_str())).collect();
-    let session_of: HashMap<&str, &str> =
-        conv.episodes.iter().flat_map(|e| e.turns.iter().map(move |t| (t.id.as_str(), e.id.as_str()))).collect();
+    let pos = Positions::new(conv);
     let date_of: HashMap<&str, String> =
         conv.episodes.iter().filter_map(|e| Some((e.id.as_str(), date_label(e.timestamp.as_deref())?))).collect();
-    let sessions = |turns: &[String]| -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for s in turns.iter().filter_map(|t| session_of.get(t.as_str())) {
-            if !out.iter().any(|x| x == s) {
-                out.push(s.to_string());
-            }
-        }
-        out
-    };
     let mine: Vec<&crate::store::StoredFact> = facts.iter().filter(|f| f.conversation_id == conv.id).collect();
     // Each fact's text with the date of the session of its first source
     // turn in front, as the baselines' texts carry theirs: searched and read.
-    let dated: Vec<(Vec<String>, Vec<String>, String)> = mine
+    let dated: Vec<(Vec<String>, Vec<u32>, String)> = mine
         .iter()
         .map(|f| {
             let turns = serde_json::from_str::<Vec<String>>(&f.source_turns).unwrap_or_default();
-            let sessions = sessions(&turns);
-            let text = match sessions.first().and_then(|s| date_of.get(s.as_str())) {
+            let sessions = pos.sessions(&pos.turns(&turns));
+            let text = match sessions.first().and_then(|&s| date_of.get(conv.episodes[s as usize].id.as_str())) {
                 Some(date) => format!("{date} {}", f.content),
                 None => f.content.clone(),
             };
@@ -510,8 +564,7 @@ fn evaluate_conversation(
             .zip(dated)
             .map(|(f, (turns, sessions, text))| {
                 let doc = Doc {
-                    text: Arc::new(budget::Text::whole(&text, turns.clone(), sessions)),
-                    turns,
+                    text: Arc::new(budget::Text::whole(&text, pos.turns(&turns), sessions)),
                     created_at: f.created_at.clone(),
                     ended_at: ended(f),
                     live_now: f.invalid_at.is_none() && f.superseded_by.is_none(),
@@ -519,25 +572,29 @@ fn evaluate_conversation(
                 (f.id.clone(), doc)
             })
             .collect(),
+        pos.turns_len(),
     );
-    let raw = if with_baselines { Some(baselines(conv, embedder, shared)?) } else { None };
+    let raw = if with_baselines { Some(baselines(conv, embedder, shared, &pos)?) } else { None };
     // The ablation: the raw turns that yielded a fact (any fact of the
     // conversation), searched as the raw turns are.
     let selected = match store {
         Some(_) => {
             if shared.with_baselines {
-                let turns = shared.turns(conv, embedder)?;
-                Some(build_index(turns.each().filter(|(d, _)| yielded.contains(&d.id)))?)
+                let turns = shared.turns(conv, embedder, &pos)?;
+                Some(build_index(turns.each().filter(|(d, _)| yielded.contains(&d.id)), &pos)?)
             } else {
-                Some(index(conv, embedder, turn_docs(conv, |t| yielded.contains(t)), "selected_turns")?)
+                Some(index(conv, embedder, turn_docs(conv, &pos, |t| yielded.contains(t)), "selected_turns", &pos)?)
             }
         }
         None => None,
     };
     // The ceiling: the dataset's gold facts as the memory, each with its
     // evidence turns and its episode's date.
-    let gold =
-        if with_baselines && !conv.gold.facts.is_empty() { Some(index(conv, embedder, gold_docs(conv), "gold_facts")?) } else { None };
+    let gold = if with_baselines && !conv.gold.facts.is_empty() {
+        Some(index(conv, embedder, gold_docs(conv, &pos), "gold_facts", &pos)?)
+    } else {
+        None
+    };
     let mut sources: Vec<(&'static str, Searched<'_>, &Corpus)> = Vec::new();
     let mut count = |name: &'static str, c: &Corpus| {
         out.indexed.insert(name, c.docs.iter().filter(|d| d.live_now).count());
@@ -594,7 +651,7 @@ fn evaluate_conversation(
         }
         let mut evidence = BTreeSet::new();
         for t in item.evidence.iter().chain(&item.unknown_evidence) {
-            if known.contains(t.as_str()) {
+            if pos.turn.contains_key(t.as_str()) {
                 evidence.insert(t.clone());
             } else {
                 out.warnings.push(format!("{}: QA item {i}: evidence turn {t:?} is not a turn of the conversation", conv.id));
@@ -604,14 +661,18 @@ fn evaluate_conversation(
             out.excluded += 1;
             continue;
         }
-        let evidence_sessions: BTreeSet<String> = sessions(&evidence.iter().cloned().collect::<Vec<_>>()).into_iter().collect();
+        // The evidence by position (every one a turn's), and as the rows write it.
+        let turns: Vec<u32> = evidence.iter().map(|t| pos.turn(t)).collect();
+        let evidence_sessions: BTreeSet<u32> = pos.sessions(&turns).into_iter().collect();
+        let evidence_turns: BTreeSet<u32> = turns.into_iter().collect();
+        let listed: Vec<String> = evidence.into_iter().collect();
         let answer = item.answer.as_deref().map(budget::tokens).unwrap_or_default();
-        scored_items.push((i, item, evidence, evidence_sessions, answer));
+        scored_items.push((i, item, (evidence_turns, listed), evidence_sessions, answer));
     }
     // The items in parallel (the searches only read), their rows kept in item order.
     let rows: Vec<Result<Vec<QaRow>>> = scored_items
         .par_iter()
-        .map(|(i, item, evidence, evidence_sessions, answer)| {
+        .map(|(i, item, (evidence, listed), evidence_sessions, answer)| {
             let q = vectors.get(*i).map_or(&[][..], Vec::as_slice);
             let category = item.category_name();
             let as_of = if at_question { item.asked_at.clone() } else { None };
@@ -626,7 +687,8 @@ fn evaluate_conversation(
                 let mut deep = (2 * need).div_ceil(corpus.median_words.max(1)).clamp(MAX_K, n);
                 let (mut hits, ranked) = loop {
                     let leg_k = deep.saturating_mul(params.leg_k / MAX_K.max(1));
-                    let hits = st.search(retriever, *i, &item.question, q, &SearchParams { top_k: deep, leg_k, ..params.clone() })?;
+                    let hits =
+                        st.search(retriever, *i, &item.question, q, &SearchParams { top_k: deep, leg_k, ..params.clone() }, corpus)?;
                     let ranked = corpus.texts_of(&hits);
                     let words: usize = ranked.iter().map(|t| t.words.len()).sum();
                     if words >= need || hits.len() < deep || deep >= n {
@@ -640,7 +702,7 @@ fn evaluate_conversation(
                     &budget::Item { evidence, evidence_sessions, answer, searchable: corpus.searchable(as_of.as_deref()), relevant },
                 );
                 hits.truncate(MAX_K);
-                let retrieved: Vec<&[String]> = hits.iter().map(|h| corpus.turns_of(&h.fact_id)).collect();
+                let retrieved: Vec<&[u32]> = hits.iter().map(|h| corpus.turns_of(h.slot)).collect();
                 rows.push(QaRow {
                     conversation: conv.id.clone(),
                     item: *i,
@@ -649,8 +711,8 @@ fn evaluate_conversation(
                     question: item.question.clone(),
                     as_of: as_of.clone(),
                     abstention: item.abstention,
-                    evidence: evidence.iter().cloned().collect(),
-                    retrieved: hits.iter().map(|h| h.fact_id.clone()).collect(),
+                    evidence: listed.clone(),
+                    retrieved: hits.iter().map(|h| h.id.to_string()).collect(),
                     scores: hits.iter().map(|h| h.score).collect(),
                     scored: score(&retrieved, evidence, relevant),
                     budgeted,
@@ -675,11 +737,39 @@ enum Searched<'a> {
     Ranked(&'a HashMap<usize, Vec<SearchHit>>),
 }
 
-impl Searched<'_> {
-    fn search(&self, retriever: Retriever, item: usize, text: &str, vector: &[f32], params: &SearchParams) -> Result<Vec<SearchHit>> {
-        match self {
-            Searched::Documents(d) => d.search_with(retriever, text, vector, params),
-            Searched::Ranked(r) => Ok(r.get(&item).map(|h| h.iter().take(params.top_k).cloned().collect()).unwrap_or_default()),
+/// A document a source's search found: its slot in the source's corpus
+/// (`None`: a document the corpus does not hold), its id and score.
+struct Found<'a> {
+    slot: Option<usize>,
+    id: &'a str,
+    score: f64,
+}
+
+impl<'a> Searched<'a> {
+    fn search(
+        &self,
+        retriever: Retriever,
+        item: usize,
+        text: &str,
+        vector: &[f32],
+        params: &SearchParams,
+        corpus: &Corpus,
+    ) -> Result<Vec<Found<'a>>> {
+        match *self {
+            Searched::Documents(d) => Ok(d
+                .search_slots(retriever, text, vector, params)?
+                .into_iter()
+                .map(|h| Found { slot: Some(h.id), id: d.id(h.id), score: h.score })
+                .collect()),
+            Searched::Ranked(r) => Ok(r
+                .get(&item)
+                .map(|h| {
+                    h.iter()
+                        .take(params.top_k)
+                        .map(|h| Found { slot: corpus.slot_of.get(h.fact_id.as_str()).copied(), id: h.fact_id.as_str(), score: h.score })
+                        .collect()
+                })
+                .unwrap_or_default()),
         }
     }
 }
@@ -698,16 +788,17 @@ struct RawDoc {
 }
 
 /// Every turn of `conv` that `keep` keeps (by its id) a document, its session's date in front.
-fn turn_docs(conv: &Conversation, keep: impl Fn(&str) -> bool + Copy) -> Vec<RawDoc> {
+fn turn_docs(conv: &Conversation, pos: &Positions<'_>, keep: impl Fn(&str) -> bool + Copy) -> Vec<RawDoc> {
     conv.episodes
         .iter()
         .flat_map(|e| {
+            let session = pos.episode(&e.id);
             e.turns.iter().filter(move |t| keep(&t.id)).map(move |t| {
                 let text = format!("{}: {}", t.speaker, t.text);
                 let date = date_label(e.timestamp.as_deref());
-                let mut parts: Vec<(Option<&str>, &str)> = date.iter().map(|d| (None, d.as_str())).collect();
-                parts.push((Some(t.id.as_str()), text.as_str()));
-                let read = Arc::new(budget::Text::of_parts(&parts, vec![e.id.clone()]));
+                let mut parts: Vec<(Option<u32>, &str)> = date.iter().map(|d| (None, d.as_str())).collect();
+                parts.push((Some(pos.turn(&t.id)), text.as_str()));
+                let read = Arc::new(budget::Text::of_parts(&parts, vec![session]));
                 let searched = match &date {
                     Some(d) => format!("{d} {text}"),
                     None => text.clone(),
@@ -728,10 +819,8 @@ fn turn_docs(conv: &Conversation, keep: impl Fn(&str) -> bool + Copy) -> Vec<Raw
 
 /// Every gold fact of `conv` a document (its evidence turns its turns), its
 /// episode's date in front.
-fn gold_docs(conv: &Conversation) -> Vec<RawDoc> {
+fn gold_docs(conv: &Conversation, pos: &Positions<'_>) -> Vec<RawDoc> {
     let episode: HashMap<&str, &crate::types::Episode> = conv.episodes.iter().map(|e| (e.id.as_str(), e)).collect();
-    let session_of: HashMap<&str, &str> =
-        conv.episodes.iter().flat_map(|e| e.turns.iter().map(move |t| (t.id.as_str(), e.id.as_str()))).collect();
     conv.gold
         .facts
         .iter()
@@ -741,16 +830,12 @@ fn gold_docs(conv: &Conversation) -> Vec<RawDoc> {
                 Some(d) => format!("{d} {}", f.text),
                 None => f.text.clone(),
             };
-            let mut sessions: Vec<String> = Vec::new();
-            for s in f.evidence.iter().filter_map(|t| session_of.get(t.as_str())) {
-                if !sessions.iter().any(|x| x == s) {
-                    sessions.push(s.to_string());
-                }
-            }
+            let turns = pos.turns(&f.evidence);
+            let sessions = pos.sessions(&turns);
             RawDoc {
                 id: f.id.clone(),
                 episode: f.episode.clone(),
-                read: Arc::new(budget::Text::whole(&searched, f.evidence.clone(), sessions)),
+                read: Arc::new(budget::Text::whole(&searched, turns, sessions)),
                 searched,
                 embedded: f.text.clone(),
                 turns: f.evidence.clone(),
@@ -762,16 +847,21 @@ fn gold_docs(conv: &Conversation) -> Vec<RawDoc> {
 
 /// The two baselines' in-memory indexes: every turn a document (the
 /// conversation's shared turns), every session a document.
-fn baselines(conv: &Conversation, embedder: &dyn Embedder, shared: &Shared) -> Result<((DocumentIndex, Corpus), (DocumentIndex, Corpus))> {
+fn baselines(
+    conv: &Conversation,
+    embedder: &dyn Embedder,
+    shared: &Shared,
+    pos: &Positions<'_>,
+) -> Result<((DocumentIndex, Corpus), (DocumentIndex, Corpus))> {
     let session_docs: Vec<RawDoc> = conv
         .episodes
         .iter()
         .map(|e| {
             let lines: Vec<String> = e.turns.iter().map(|t| format!("{}: {}", t.speaker, t.text)).collect();
             let date = date_label(e.timestamp.as_deref());
-            let mut parts: Vec<(Option<&str>, &str)> = date.iter().map(|d| (None, d.as_str())).collect();
-            parts.extend(e.turns.iter().zip(&lines).map(|(t, l)| (Some(t.id.as_str()), l.as_str())));
-            let read = Arc::new(budget::Text::of_parts(&parts, vec![e.id.clone()]));
+            let mut parts: Vec<(Option<u32>, &str)> = date.iter().map(|d| (None, d.as_str())).collect();
+            parts.extend(e.turns.iter().zip(&lines).map(|(t, l)| (Some(pos.turn(&t.id)), l.as_str())));
+            let read = Arc::new(budget::Text::of_parts(&parts, vec![pos.episode(&e.id)]));
             let searched = parts.iter().map(|p| p.1).collect::<Vec<_>>().join("\n");
             RawDoc {
                 id: e.id.clone(),
@@ -786,10 +876,10 @@ fn baselines(conv: &Conversation, embedder: &dyn Embedder, shared: &Shared) -> R
         .collect();
     let (turns, sessions) = rayon::join(
         || {
-            let turns = shared.turns(conv, embedder)?;
-            build_index(turns.each())
+            let turns = shared.turns(conv, embedder, pos)?;
+            build_index(turns.each(), pos)
         },
-        || index(conv, embedder, session_docs, "raw_sessions"),
+        || index(conv, embedder, session_docs, "raw_sessions", pos),
     );
     Ok((turns?, sessions?))
 }
@@ -800,15 +890,21 @@ fn embed_docs(conv: &Conversation, embedder: &dyn Embedder, docs: &[RawDoc], wha
     if texts.is_empty() { Ok(Vec::new()) } else { embedder.embed(&texts, &format!("{}/{what}", conv.id)) }
 }
 
-fn index(conv: &Conversation, embedder: &dyn Embedder, docs: Vec<RawDoc>, what: &str) -> Result<(DocumentIndex, Corpus)> {
+fn index(
+    conv: &Conversation,
+    embedder: &dyn Embedder,
+    docs: Vec<RawDoc>,
+    what: &str,
+    pos: &Positions<'_>,
+) -> Result<(DocumentIndex, Corpus)> {
     let vectors = embed_docs(conv, embedder, &docs, what)?;
     // A document the embedder gave no vector (it gives one each) has none.
     let vector = |i: usize| vectors.get(i).map_or(&[][..], Vec::as_slice);
-    build_index(docs.iter().enumerate().map(|(i, d)| (d, vector(i))))
+    build_index(docs.iter().enumerate().map(|(i, d)| (d, vector(i))), pos)
 }
 
 /// The in-memory index and the corpus of `docs`, each with its vector.
-fn build_index<'a>(docs: impl Iterator<Item = (&'a RawDoc, &'a [f32])>) -> Result<(DocumentIndex, Corpus)> {
+fn build_index<'a>(docs: impl Iterator<Item = (&'a RawDoc, &'a [f32])>, pos: &Positions<'_>) -> Result<(DocumentIndex, Corpus)> {
     let docs: Vec<(&RawDoc, &[f32])> = docs.collect();
     let documents: Vec<Document<'_>> = docs
         .iter()
@@ -826,16 +922,11 @@ fn build_index<'a>(docs: impl Iterator<Item = (&'a RawDoc, &'a [f32])>) -> Resul
     let corpus = Corpus::new(
         docs.iter()
             .map(|(d, _)| {
-                let doc = Doc {
-                    turns: d.turns.clone(),
-                    text: Arc::clone(&d.read),
-                    created_at: d.written_at.clone(),
-                    ended_at: None,
-                    live_now: true,
-                };
+                let doc = Doc { text: Arc::clone(&d.read), created_at: d.written_at.clone(), ended_at: None, live_now: true };
                 (d.id.clone(), doc)
             })
             .collect(),
+        pos.turns_len(),
     );
     Ok((index, corpus))
 }
@@ -1156,7 +1247,7 @@ mod tests {
         assert_eq!(score(&turns(&[&["x"], &["x"], &["t1"], &["t1"]]), &ev(&["t1"]), 2).mrr, 1.0 / 3.0);
         assert_eq!(score(&turns(&[&["x"]]), &ev(&["t1"]), 1).mrr, 0.0);
         assert_eq!(
-            score::<Vec<String>>(&[], &ev(&["t1"]), 1),
+            score::<Vec<String>, String>(&[], &ev(&["t1"]), 1),
             Scored { recall_any: [0.0; 3], recall_all: [0.0; 3], ndcg_any: [0.0; 3], mrr: 0.0 }
         );
     }

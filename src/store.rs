@@ -28,7 +28,7 @@ use crate::model::write::{
 use crate::types::{Episode, FactKind, Verdict};
 
 pub use search::{
-    Document, DocumentIndex, Retriever, SearchHit, SearchParams, Searcher, blob_to_vector, fts_match_query, merge, normalise_bm25,
+    Document, DocumentIndex, Hit, Retriever, SearchHit, SearchParams, Searcher, blob_to_vector, fts_match_query, merge, normalise_bm25,
     vector_to_blob,
 };
 

@@ -6,6 +6,10 @@
 //!
 //! Words are whitespace-separated runs of the indexed text: the same unit
 //! for a fact, a turn and a session, independent of any model's tokenizer.
+//!
+//! Turns and sessions are named by their positions in the conversation
+//! (a turn's index among all its turns, an episode's among its episodes),
+//! which name them one to one: comparing positions is comparing ids.
 
 use std::collections::BTreeSet;
 
@@ -19,18 +23,19 @@ pub const SESSION_KS: [usize; 2] = [5, 10];
 pub const READ_KS: [usize; 2] = [5, 10];
 
 /// One indexed document as a reader sees it: its words, the turns it
-/// comes from, and where each turn's words lie in it.
+/// comes from, and where each turn's words lie in it (turns and sessions
+/// by their positions in the conversation).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Text {
     pub words: Vec<String>,
     /// `(turn, start, end)`: the turn's words are `words[start..end]`.
     /// Empty when the text does not follow its turns (a formed fact): then
     /// its turns count as read only when the whole text is.
-    pub spans: Vec<(String, usize, usize)>,
+    pub spans: Vec<(u32, usize, usize)>,
     /// The document's turns (every turn it comes from).
-    pub turns: Vec<String>,
+    pub turns: Vec<u32>,
     /// The sessions of its turns, in order of first appearance.
-    pub sessions: Vec<String>,
+    pub sessions: Vec<u32>,
     /// The words' normalised [`tokens`], in order (computed once: answer
     /// containment looks in them for every item).
     pub norm: Vec<Token>,
@@ -62,7 +67,7 @@ fn norm_of(words: &[String]) -> Vec<Token> {
 
 impl Text {
     /// A document whose text does not follow its turns (a formed fact).
-    pub fn whole(text: &str, turns: Vec<String>, sessions: Vec<String>) -> Text {
+    pub fn whole(text: &str, turns: Vec<u32>, sessions: Vec<u32>) -> Text {
         let words = split(text);
         let norm = norm_of(&words);
         Text { words, spans: Vec::new(), turns, sessions, norm }
@@ -70,14 +75,14 @@ impl Text {
 
     /// A document made of `parts` in order, each a turn's text (`Some`) or
     /// text of no turn (a header: `None`); the parts' words joined.
-    pub fn of_parts(parts: &[(Option<&str>, &str)], sessions: Vec<String>) -> Text {
+    pub fn of_parts(parts: &[(Option<u32>, &str)], sessions: Vec<u32>) -> Text {
         let mut t = Text { sessions, ..Text::default() };
         for (turn, text) in parts {
             let start = t.words.len();
             t.words.extend(split(text));
             if let Some(id) = turn {
-                t.spans.push((id.to_string(), start, t.words.len()));
-                t.turns.push(id.to_string());
+                t.spans.push((*id, start, t.words.len()));
+                t.turns.push(*id);
             }
         }
         t.norm = norm_of(&t.words);
@@ -95,7 +100,7 @@ pub fn split(text: &str) -> Vec<String> {
 /// the budget. Returns the turns read (a turn counts when all its words
 /// are inside the words read; a document without spans when all of it
 /// is) and the words read.
-pub fn read<'a>(ranked: &[&'a Text], budget: usize) -> (BTreeSet<&'a str>, Vec<&'a str>) {
+pub fn read<'a>(ranked: &[&'a Text], budget: usize) -> (BTreeSet<u32>, Vec<&'a str>) {
     let taken = taken(ranked, budget);
     let words = taken.iter().flat_map(|(d, n)| d.words[..*n].iter().map(String::as_str)).collect();
     (turns_read(&taken), words)
@@ -120,13 +125,13 @@ pub fn taken<'a>(ranked: &[&'a Text], budget: usize) -> Vec<(&'a Text, usize)> {
 
 /// The turns [`taken`] documents hold: all of a whole document's, the
 /// turns a cut one holds whole.
-fn turns_read<'a>(taken: &[(&'a Text, usize)]) -> BTreeSet<&'a str> {
+fn turns_read(taken: &[(&Text, usize)]) -> BTreeSet<u32> {
     let mut turns = BTreeSet::new();
     for (doc, n) in taken {
         if *n == doc.words.len() {
-            turns.extend(doc.turns.iter().map(String::as_str));
+            turns.extend(doc.turns.iter().copied());
         } else {
-            turns.extend(doc.spans.iter().filter(|(_, _, end)| end <= n).map(|(t, _, _)| t.as_str()));
+            turns.extend(doc.spans.iter().filter(|(_, _, end)| end <= n).map(|(t, _, _)| *t));
         }
     }
     turns
@@ -175,9 +180,9 @@ pub fn chance_any(n: usize, relevant: usize, k: usize) -> f64 {
 
 /// LongMemEval's turn→session conversion: each document's sessions in rank
 /// order, each session kept at its first appearance.
-pub fn sessions_of<'a>(ranked: &[&'a Text]) -> Vec<&'a str> {
+pub fn sessions_of(ranked: &[&Text]) -> Vec<u32> {
     let mut seen = BTreeSet::new();
-    ranked.iter().flat_map(|d| d.sessions.iter()).filter(|s| seen.insert(s.as_str())).map(String::as_str).collect()
+    ranked.iter().flat_map(|d| d.sessions.iter().copied()).filter(|s| seen.insert(*s)).collect()
 }
 
 /// The budgeted and answer-bearing figures of one ranking of one item.
@@ -208,9 +213,10 @@ pub struct Budgeted {
 
 /// What [`score_budgeted`] needs of an item.
 pub struct Item<'a> {
-    pub evidence: &'a BTreeSet<String>,
-    /// The sessions of the evidence turns.
-    pub evidence_sessions: &'a BTreeSet<String>,
+    /// The evidence turns' positions.
+    pub evidence: &'a BTreeSet<u32>,
+    /// The positions of the sessions of the evidence turns.
+    pub evidence_sessions: &'a BTreeSet<u32>,
     /// The answer's [`tokens`] (empty: no answer credit).
     pub answer: &'a [String],
     /// Documents a search can return for the item, and how many of them
@@ -242,7 +248,7 @@ pub fn score_budgeted(ranked: &[&Text], item: &Item<'_>) -> Budgeted {
     let mut found = 0;
     let mut before = 0usize;
     let mut first_hit: Option<&Text> = None;
-    let mut sessions: Vec<&str> = Vec::new();
+    let mut sessions: Vec<u32> = Vec::new();
     let most_sessions = SESSION_KS.iter().copied().max().unwrap_or(0);
     for (rank, doc) in ranked.iter().enumerate() {
         let holds_evidence = doc.turns.iter().any(|t| item.evidence.contains(t));
@@ -271,8 +277,8 @@ pub fn score_budgeted(ranked: &[&Text], item: &Item<'_>) -> Budgeted {
         }
         if sessions.len() < most_sessions {
             for s in &doc.sessions {
-                if sessions.len() < most_sessions && !sessions.contains(&s.as_str()) {
-                    sessions.push(s);
+                if sessions.len() < most_sessions && !sessions.contains(s) {
+                    sessions.push(*s);
                 }
             }
         }
@@ -292,7 +298,7 @@ pub fn score_budgeted(ranked: &[&Text], item: &Item<'_>) -> Budgeted {
         out.hit_holds_answer = first_hit.map(|d| f64::from(u8::from(holds_taken(item.answer, &[(d, d.words.len())]))));
     }
     for (j, &k) in SESSION_KS.iter().enumerate() {
-        out.session_recall_any[j] = f64::from(u8::from(sessions.iter().take(k).any(|s| item.evidence_sessions.contains(*s))));
+        out.session_recall_any[j] = f64::from(u8::from(sessions.iter().take(k).any(|s| item.evidence_sessions.contains(s))));
     }
     for (j, &k) in super::KS.iter().enumerate() {
         out.chance_recall_any[j] = chance_any(item.searchable, item.relevant, k);
@@ -310,7 +316,7 @@ pub fn score_budgeted_by_budget(ranked: &[&Text], item: &Item<'_>) -> Budgeted {
     let mut out = Budgeted::default();
     for (j, &b) in BUDGETS.iter().enumerate() {
         let turns = turns_read(&taken(ranked, b));
-        out.recall_any_w[j] = f64::from(u8::from(turns.iter().any(|t| item.evidence.contains(*t))));
+        out.recall_any_w[j] = f64::from(u8::from(turns.iter().any(|t| item.evidence.contains(t))));
     }
     if !item.answer.is_empty() {
         for (j, &b) in ANSWER_BUDGETS.iter().enumerate() {
@@ -321,7 +327,7 @@ pub fn score_budgeted_by_budget(ranked: &[&Text], item: &Item<'_>) -> Budgeted {
     }
     let sessions = sessions_of(ranked);
     for (j, &k) in SESSION_KS.iter().enumerate() {
-        out.session_recall_any[j] = f64::from(u8::from(sessions.iter().take(k).any(|s| item.evidence_sessions.contains(*s))));
+        out.session_recall_any[j] = f64::from(u8::from(sessions.iter().take(k).any(|s| item.evidence_sessions.contains(s))));
     }
     for (j, &k) in super::KS.iter().enumerate() {
         out.chance_recall_any[j] = chance_any(item.searchable, item.relevant, k);
@@ -358,20 +364,15 @@ pub fn attribution(rows: &[(&Budgeted, f64)]) -> (usize, Option<f64>, Option<f64
 mod tests {
     use super::*;
 
-    fn ev(v: &[&str]) -> BTreeSet<String> {
-        v.iter().map(|s| s.to_string()).collect()
+    fn ev(v: &[u32]) -> BTreeSet<u32> {
+        v.iter().copied().collect()
     }
 
     /// A session of three turns, 2 + 5 + 3 words after a 2-word header.
     fn session() -> Text {
         Text::of_parts(
-            &[
-                (None, "[2023-05-08] session_1"),
-                (Some("t1"), "Ann: hello"),
-                (Some("t2"), "Bo: I moved to Porto"),
-                (Some("t3"), "Ann: since May?"),
-            ],
-            vec!["session_1".into()],
+            &[(None, "[2023-05-08] session_1"), (Some(1), "Ann: hello"), (Some(2), "Bo: I moved to Porto"), (Some(3), "Ann: since May?")],
+            vec![1],
         )
     }
 
@@ -379,35 +380,35 @@ mod tests {
     fn a_budget_boundary_in_the_middle_of_a_document_cuts_it_by_prefix() {
         let s = session();
         assert_eq!(s.words.len(), 12);
-        assert_eq!(s.spans, vec![("t1".into(), 2, 4), ("t2".into(), 4, 9), ("t3".into(), 9, 12)]);
+        assert_eq!(s.spans, vec![(1, 2, 4), (2, 4, 9), (3, 9, 12)]);
         // 7 words: the header, t1 and 3 of t2's 5 words: t2 is not read.
         let (turns, words) = read(&[&s], 7);
-        assert_eq!(turns, ["t1"].into_iter().collect());
+        assert_eq!(turns, [1].into_iter().collect());
         assert_eq!(words, ["[2023-05-08]", "session_1", "Ann:", "hello", "Bo:", "I", "moved"]);
         // 9 words: t2 whole; 8: not yet.
-        assert_eq!(read(&[&s], 9).0, ["t1", "t2"].into_iter().collect());
-        assert_eq!(read(&[&s], 8).0, ["t1"].into_iter().collect());
+        assert_eq!(read(&[&s], 9).0, [1, 2].into_iter().collect());
+        assert_eq!(read(&[&s], 8).0, [1].into_iter().collect());
         // A fact (no spans) cut by the budget credits none of its turns.
-        let fact = Text::whole("Bo moved to Porto in May", vec!["t2".into()], vec!["session_1".into()]);
+        let fact = Text::whole("Bo moved to Porto in May", vec![2], vec![1]);
         let (turns, words) = read(&[&fact], 5);
         assert!(turns.is_empty());
         assert_eq!(words.len(), 5);
         // Whole documents first, then the next one's prefix.
         let (turns, words) = read(&[&fact, &s], 10);
-        assert_eq!(turns, ["t1", "t2"].into_iter().collect(), "the fact whole (t2), then 4 words of the session: its header and t1");
+        assert_eq!(turns, [1, 2].into_iter().collect(), "the fact whole (t2), then 4 words of the session: its header and t1");
         assert_eq!(words.len(), 10);
     }
 
     #[test]
     fn budgeted_recall_and_answer_containment_on_a_hand_computed_ranking() {
         // Ranked: a 60-word distractor twice, the session (12 words), a fact (6).
-        let filler = Text::whole(&vec!["blah"; 60].join(" "), vec!["t9".into()], vec!["session_2".into()]);
+        let filler = Text::whole(&vec!["blah"; 60].join(" "), vec![9], vec![2]);
         let s = session();
-        let fact = Text::whole("Bo moved to Porto in May", vec!["t2".into()], vec!["session_1".into()]);
+        let fact = Text::whole("Bo moved to Porto in May", vec![2], vec![1]);
         let ranked = [&filler, &filler, &s, &fact];
-        let evidence = ev(&["t2"]);
+        let evidence = ev(&[2]);
         let answer = tokens("Porto");
-        let item = Item { evidence: &evidence, evidence_sessions: &ev(&["session_1"]), answer: &answer, searchable: 20, relevant: 2 };
+        let item = Item { evidence: &evidence, evidence_sessions: &ev(&[1]), answer: &answer, searchable: 20, relevant: 2 };
         let b = score_budgeted(&ranked, &item);
         // 100 words: 60 + 40 of the second filler; 200: both fillers (120), the session (132), the fact (138).
         assert_eq!(b.recall_any_w, [0.0, 1.0, 1.0, 1.0]);
@@ -416,7 +417,7 @@ mod tests {
         assert_eq!(b.hit_holds_answer, Some(1.0));
         // Sessions in rank order: session_2, session_1.
         assert_eq!(b.session_recall_any, [1.0, 1.0]);
-        assert_eq!(sessions_of(&ranked), ["session_2", "session_1"]);
+        assert_eq!(sessions_of(&ranked), [2, 1]);
         // Chance: 1 − (18/20) at k = 1; 1 − (18·17·16·15·14)/(20·19·18·17·16) at k = 5.
         assert!((b.chance_recall_any[0] - 0.1).abs() < 1e-12);
         assert!((b.chance_recall_any[1] - (1.0 - (15.0 * 14.0) / (20.0 * 19.0))).abs() < 1e-12, "{:?}", b.chance_recall_any);
@@ -439,28 +440,28 @@ mod tests {
         for case in 0..400 {
             let mut docs = Vec::new();
             for d in 0..(1 + rng.below(40)) {
-                let session = format!("s{}", rng.below(14));
+                let session = rng.below(14) as u32;
                 if rng.below(2) == 0 {
                     let n = rng.below(if case % 3 == 0 { 300 } else { 40 }) as usize;
                     let text: Vec<String> = (0..n).map(|_| word(&mut rng)).collect();
-                    let turns = (0..1 + rng.below(3)).map(|_| format!("t{}", rng.below(60))).collect();
+                    let turns = (0..1 + rng.below(3)).map(|_| rng.below(60) as u32).collect();
                     docs.push(Text::whole(&text.join(" "), turns, vec![session]));
                 } else {
                     let header = if rng.below(2) == 0 { "[8 May 2023]".to_string() } else { String::new() };
-                    let turns: Vec<(String, String)> = (0..1 + rng.below(8))
+                    let turns: Vec<(u32, String)> = (0..1 + rng.below(8))
                         .map(|i| {
                             let n = rng.below(60) as usize;
-                            (format!("t{}", (d * 7 + i) % 60), (0..n).map(|_| word(&mut rng)).collect::<Vec<_>>().join(" "))
+                            (((d * 7 + i) % 60) as u32, (0..n).map(|_| word(&mut rng)).collect::<Vec<_>>().join(" "))
                         })
                         .collect();
-                    let mut parts: Vec<(Option<&str>, &str)> = vec![(None, header.as_str())];
-                    parts.extend(turns.iter().map(|(t, x)| (Some(t.as_str()), x.as_str())));
+                    let mut parts: Vec<(Option<u32>, &str)> = vec![(None, header.as_str())];
+                    parts.extend(turns.iter().map(|(t, x)| (Some(*t), x.as_str())));
                     docs.push(Text::of_parts(&parts, vec![session]));
                 }
             }
             let ranked: Vec<&Text> = docs.iter().collect();
-            let evidence: BTreeSet<String> = (0..1 + rng.below(3)).map(|_| format!("t{}", rng.below(60))).collect();
-            let sessions: BTreeSet<String> = (0..1 + rng.below(2)).map(|_| format!("s{}", rng.below(14))).collect();
+            let evidence: BTreeSet<u32> = (0..1 + rng.below(3)).map(|_| rng.below(60) as u32).collect();
+            let sessions: BTreeSet<u32> = (0..1 + rng.below(2)).map(|_| rng.below(14) as u32).collect();
             let answer: Vec<String> = (0..rng.below(4)).map(|_| word(&mut rng)).collect();
             let item = Item { evidence: &evidence, evidence_sessions: &sessions, answer: &answer, searchable: 50, relevant: 3 };
             assert_eq!(score_budgeted(&ranked, &item), score_budgeted_by_budget(&ranked, &item), "case {case}");

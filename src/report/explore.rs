@@ -681,26 +681,61 @@ fn cand_json(x: &Explore, c: &Cand) -> Value {
     })
 }
 
-/// Whether a retrieved id of `source` is evidence for `q`.
-fn is_evidence(x: &Explore, turn_of: &HashMap<&str, &str>, q: &QaItem, source: &str, id: &str) -> Option<bool> {
+/// Whether a retrieved id of `source` is evidence for `q`, whose evidence
+/// turns' sessions are `sessions` (`None`: the gold labels are unavailable).
+fn is_evidence(turn_of: &HashMap<&str, &str>, q: &QaItem, sessions: Option<&[&String]>, source: &str, id: &str) -> Option<bool> {
     match source {
         "formed" => turn_of.get(id).map(|t| q.evidence.iter().any(|e| e == t)),
         "raw_turns" => Some(q.evidence.iter().any(|e| e == id)),
-        "raw_sessions" => match &x.gold {
-            Gold::Listed { turn_episode, .. } => {
-                Some(q.evidence.iter().any(|t| turn_episode.get(&(q.conversation.clone(), t.clone())).is_some_and(|e| e == id)))
-            }
-            Gold::Unavailable(_) => None,
-        },
+        "raw_sessions" => sessions.map(|s| s.iter().any(|e| *e == id)),
         _ => None,
     }
+}
+
+/// A QA item as the page shows it: the object `json!` would make, its keys
+/// in the same (sorted) order, serialised with no value tree.
+#[derive(serde::Serialize)]
+struct QaJson<'a> {
+    apart: bool,
+    c: &'a str,
+    cat: &'a str,
+    ev: &'a [String],
+    holds: Vec<&'a str>,
+    i: &'a str,
+    q: &'a str,
+    s: BTreeMap<&'a str, SourceJson<'a>>,
+}
+
+/// One source's ranking of a [`QaJson`].
+#[derive(serde::Serialize)]
+struct SourceJson<'a> {
+    a200: Option<f64>,
+    h: Option<f64>,
+    r: Vec<RetrievedJson<'a>>,
+    r200: Option<f64>,
+    r5: Option<f64>,
+}
+
+/// A retrieved id and its score (rounded as [`r3`] rounds), and for the
+/// sources whose evidence the page does not work out itself, whether it is.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum RetrievedJson<'a> {
+    Scored(&'a str, Option<f64>),
+    Judged(&'a str, Option<f64>, Option<bool>),
+}
+
+/// [`r3`]'s rounding, as a number.
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
 }
 
 /// The page data of a run: what [`super::html`] embeds. Its `facts` (up to
 /// [`MAX_CANDIDATES`] candidates) come apart, serialised as a JSON array,
 /// one candidate's value tree at a time (the trees of 20,000 candidates
-/// took about 100 MB); the object holds `null` in their place.
-pub fn run_data(x: &Explore) -> (Value, String) {
+/// took about 100 MB), and so do its `qa` items (up to [`MAX_QA_ITEMS`]),
+/// serialised with no value tree; the object holds `null` in their places.
+pub fn run_data(x: &Explore) -> (Value, String, String) {
     let turn_of: HashMap<&str, &str> = x.cands.iter().map(|c| (c.id.as_str(), c.turn.as_str())).collect();
     let mut cands = String::from("[");
     for (i, c) in x.cands.iter().take(MAX_CANDIDATES).enumerate() {
@@ -737,36 +772,46 @@ pub fn run_data(x: &Explore) -> (Value, String) {
         ),
         Gold::Unavailable(why) => (Vec::new(), json!(why)),
     };
-    let qa: Vec<Value> = x
+    // The QA items (up to MAX_QA_ITEMS) come apart too, serialised with no value tree.
+    let qa: Vec<QaJson<'_>> = x
         .qa
         .iter()
         .take(MAX_QA_ITEMS)
         .map(|q| {
-            let sources: serde_json::Map<String, Value> = q
+            let sessions: Option<Vec<&String>> = match &x.gold {
+                Gold::Listed { turn_episode, .. } => {
+                    Some(q.evidence.iter().filter_map(|t| turn_episode.get(&(q.conversation.clone(), t.clone()))).collect())
+                }
+                Gold::Unavailable(_) => None,
+            };
+            let s = q
                 .sources
                 .iter()
                 .map(|(s, r)| {
-                    let items: Vec<Value> = r
+                    let items: Vec<RetrievedJson<'_>> = r
                         .retrieved
                         .iter()
                         .enumerate()
                         .map(|(k, id)| {
                             // Whether a formed fact or a turn is evidence the page works out itself.
-                            let score = r.scores.get(k).copied().map(r3);
+                            let score = r.scores.get(k).copied().map(round3);
                             match s.as_str() {
-                                "formed" | "raw_turns" => json!([id, score]),
-                                _ => json!([id, score, is_evidence(x, &turn_of, q, s, id)]),
+                                "formed" | "raw_turns" => RetrievedJson::Scored(id, score),
+                                _ => RetrievedJson::Judged(id, score, is_evidence(&turn_of, q, sessions.as_deref(), s, id)),
                             }
                         })
                         .collect();
-                    (s.clone(), json!({"r": items, "h": r.hit_rank, "r5": r.recall_any_at_5, "r200": r.recall_any_at_200w, "a200": r.answer_in_200w}))
+                    let ranked =
+                        SourceJson { a200: r.answer_in_200w, h: r.hit_rank, r: items, r200: r.recall_any_at_200w, r5: r.recall_any_at_5 };
+                    (s.as_str(), ranked)
                 })
                 .collect();
             let holds: Vec<&str> =
                 q.evidence.iter().flat_map(|t| by_turn.get(&(q.conversation.as_str(), t.as_str())).cloned().unwrap_or_default()).collect();
-            json!({"c": q.conversation, "i": q.item, "cat": q.category, "q": q.question, "ev": q.evidence, "apart": q.apart, "s": sources, "holds": holds})
+            QaJson { apart: q.apart, c: &q.conversation, cat: &q.category, ev: &q.evidence, holds, i: &q.item, q: &q.question, s }
         })
         .collect();
+    let qa = serde_json::to_string(&qa).unwrap_or_else(|_| "[]".to_string());
     let e = &x.errors;
     let errors = json!({
         "missed_gold": e.missed_gold.len(),
@@ -778,7 +823,7 @@ pub fn run_data(x: &Explore) -> (Value, String) {
     });
     let data = json!({
         "facts": null, "facts_total": x.cands.len(), "gold": gold, "gold_note": gold_note,
-        "qa": qa, "qa_total": x.qa.len(), "errors": errors,
+        "qa": null, "qa_total": x.qa.len(), "errors": errors,
     });
-    (data, cands)
+    (data, cands, qa)
 }

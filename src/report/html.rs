@@ -28,13 +28,13 @@ pub fn page(title: &str, data: &Value) -> String {
     page_json(title, &serde_json::to_string(data).unwrap_or_else(|_| "{}".to_string()))
 }
 
-/// [`page`] with `data`'s `key` (an object's, set to any placeholder)
-/// written as `raw`, JSON serialised already: the bytes [`page`] writes
-/// when `data[key]` holds that JSON, without the value tree in memory (a
-/// run's candidates, [`run_data`]).
-fn page_raw(title: &str, data: &Value, key: &str, raw: &str) -> String {
+/// [`page`] with `data`'s keys of `raw` (an object's, each set to any
+/// placeholder) written as the JSON beside each, serialised already: the
+/// bytes [`page`] writes when `data[key]` holds that JSON, without the
+/// value tree in memory (a run's candidates and QA items, [`run_data`]).
+fn page_raw(title: &str, data: &Value, raw: &[(&str, &str)]) -> String {
     let Value::Object(o) = data else { return page(title, data) };
-    let mut json = String::with_capacity(raw.len() + 4096);
+    let mut json = String::with_capacity(raw.iter().map(|(_, r)| r.len()).sum::<usize>() + 4096);
     json.push('{');
     for (i, (k, v)) in o.iter().enumerate() {
         if i > 0 {
@@ -42,7 +42,7 @@ fn page_raw(title: &str, data: &Value, key: &str, raw: &str) -> String {
         }
         json.push_str(&serde_json::to_string(k).unwrap_or_default());
         json.push(':');
-        if k == key {
+        if let Some((_, raw)) = raw.iter().find(|(key, _)| k == key) {
             json.push_str(raw);
         } else {
             json.push_str(&serde_json::to_string(v).unwrap_or_else(|_| "null".to_string()));
@@ -141,7 +141,7 @@ pub fn run_page(manifest: &Value, a: &Analysis, x: &Explore) -> String {
             Value::Array(r)
         })
         .collect();
-    let (mut data, facts) = run_data(x);
+    let (mut data, facts, qa) = run_data(x);
     if let Value::Object(o) = &mut data {
         o.insert("kind".into(), json!("run"));
         o.insert("title".into(), json!(title));
@@ -151,7 +151,7 @@ pub fn run_page(manifest: &Value, a: &Analysis, x: &Explore) -> String {
         o.insert("budgeted".into(), if m.contains_key("qa_recall_any_at_200w") { budgeted(m) } else { Value::Null });
         o.insert("conversations".into(), json!({"cols": cols, "rows": conv_rows}));
     }
-    page_raw(&title, &data, "facts", &facts)
+    page_raw(&title, &data, &[("facts", &facts), ("qa", &qa)])
 }
 
 #[cfg(test)]
@@ -168,7 +168,7 @@ mod tests {
         let mut apart = whole.clone();
         apart["facts"] = Value::Null;
         let raw = serde_json::to_string(&facts).unwrap();
-        assert_eq!(page_raw("T", &apart, "facts", &raw), page("T", &whole));
-        assert_ne!(page_raw("T", &apart, "facts", "[]"), page("T", &whole));
+        assert_eq!(page_raw("T", &apart, &[("facts", &raw)]), page("T", &whole));
+        assert_ne!(page_raw("T", &apart, &[("facts", "[]")]), page("T", &whole));
     }
 }

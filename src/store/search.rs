@@ -129,12 +129,45 @@ pub fn merge<A: AsRef<str>, V: AsRef<str>>(
     min_score: f64,
     top_k: usize,
 ) -> Vec<SearchHit> {
+    let bm25: Vec<(&str, f64)> = bm25.iter().map(|(id, s)| (id.as_ref(), *s)).collect();
+    let vector: Vec<(&str, f64)> = vector.iter().map(|(id, s)| (id.as_ref(), *s)).collect();
+    merge_by(&bm25, &vector, alpha, min_score, top_k, |a, b| a.cmp(b)).into_iter().map(Hit::into_search_hit).collect()
+}
+
+/// One hit of a search by the caller's handle of a document (its id, or
+/// its slot in a [`DocumentIndex`]), with the score of each leg that found it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit<I> {
+    pub id: I,
+    /// The merged score the hits are ranked by.
+    pub score: f64,
+    pub bm25: Option<f64>,
+    pub vector: Option<f64>,
+}
+
+impl<I: AsRef<str>> Hit<I> {
+    fn into_search_hit(self) -> SearchHit {
+        SearchHit { fact_id: self.id.as_ref().to_string(), score: self.score, bm25: self.bm25, vector: self.vector }
+    }
+}
+
+/// [`merge`] over any handle of a document that names it once (`id_order`
+/// orders the handles as [`merge`] orders the ids, byte order): the same
+/// hits in the same order.
+fn merge_by<I: Copy + Eq + std::hash::Hash>(
+    bm25: &[(I, f64)],
+    vector: &[(I, f64)],
+    alpha: f64,
+    min_score: f64,
+    top_k: usize,
+    id_order: impl Fn(I, I) -> std::cmp::Ordering,
+) -> Vec<Hit<I>> {
     // Both legs' positive scores, by id (each leg names an id once; were
     // one named twice, its first score would hold).
-    let mut by_id: Vec<(&str, Option<f64>, Option<f64>)> = Vec::with_capacity(bm25.len() + vector.len());
-    let mut slot_of: FxHashMap<&str, usize> = FxHashMap::with_capacity_and_hasher(by_id.capacity(), Default::default());
-    let legs = bm25.iter().filter(|(_, s)| *s > 0.0).map(|(id, s)| (id.as_ref(), Some(*s), None));
-    for (id, b, v) in legs.chain(vector.iter().filter(|(_, s)| *s > 0.0).map(|(id, s)| (id.as_ref(), None, Some(*s)))) {
+    let mut by_id: Vec<(I, Option<f64>, Option<f64>)> = Vec::with_capacity(bm25.len() + vector.len());
+    let mut slot_of: FxHashMap<I, usize> = FxHashMap::with_capacity_and_hasher(by_id.capacity(), Default::default());
+    let legs = bm25.iter().filter(|(_, s)| *s > 0.0).map(|(id, s)| (*id, Some(*s), None));
+    for (id, b, v) in legs.chain(vector.iter().filter(|(_, s)| *s > 0.0).map(|(id, s)| (*id, None, Some(*s)))) {
         match slot_of.entry(id) {
             std::collections::hash_map::Entry::Occupied(e) => {
                 let first = &mut by_id[*e.get()];
@@ -147,7 +180,7 @@ pub fn merge<A: AsRef<str>, V: AsRef<str>>(
             }
         }
     }
-    let mut hits: Vec<(&str, f64, Option<f64>, Option<f64>)> = by_id
+    let mut hits: Vec<Hit<I>> = by_id
         .into_iter()
         .filter_map(|(id, b, v)| {
             let score = match (b, v) {
@@ -155,20 +188,18 @@ pub fn merge<A: AsRef<str>, V: AsRef<str>>(
                 (Some(s), None) | (None, Some(s)) => s,
                 (None, None) => return None,
             };
-            (score >= min_score).then_some((id, score, b, v))
+            (score >= min_score).then_some(Hit { id, score, bm25: b, vector: v })
         })
         .collect();
     // Best first, ties to the smaller id: a total order (the ids are
     // distinct), so only the first `top_k` need ordering.
-    let better = |a: &(&str, f64, Option<f64>, Option<f64>), b: &(&str, f64, Option<f64>, Option<f64>)| {
-        b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0))
-    };
+    let better = |a: &Hit<I>, b: &Hit<I>| b.score.total_cmp(&a.score).then_with(|| id_order(a.id, b.id));
     if top_k < hits.len() {
         hits.select_nth_unstable_by(top_k, better);
         hits.truncate(top_k);
     }
     hits.sort_unstable_by(better);
-    hits.into_iter().map(|(id, score, bm25, vector)| SearchHit { fact_id: id.to_string(), score, bm25, vector }).collect()
+    hits
 }
 
 /// The vectors of one conversation's facts (or of a baseline's documents),
@@ -502,6 +533,9 @@ fn hybrid_with<V: AsRef<str>>(
 #[derive(Debug, Default)]
 pub(super) struct TextIndex {
     ids: Vec<String>,
+    /// Each slot's document in the corpus it was taken from (a
+    /// [`DocumentIndex`]'s slot; for a conversation's live facts, its own slot).
+    origin: Vec<u32>,
     lens: Vec<u32>,
     n_tokens: u64,
     seqs: Vec<Arc<[TermId]>>,
@@ -514,6 +548,13 @@ pub(super) struct TextIndex {
 impl TextIndex {
     fn push(&mut self, id: String, seq: Arc<[TermId]>) {
         let slot = u32::try_from(self.ids.len()).unwrap_or(u32::MAX);
+        self.push_from(id, seq, slot);
+    }
+
+    /// [`TextIndex::push`] of the document `origin` of its corpus.
+    fn push_from(&mut self, id: String, seq: Arc<[TermId]>, origin: u32) {
+        let slot = u32::try_from(self.ids.len()).unwrap_or(u32::MAX);
+        self.origin.push(origin);
         let mut sorted = std::mem::take(&mut self.scratch);
         sorted.clear();
         sorted.extend_from_slice(&seq);
@@ -526,6 +567,11 @@ impl TextIndex {
         self.ids.push(id);
         self.seqs.push(seq);
         self.scratch = sorted;
+    }
+
+    /// `hits` by the documents' ids.
+    fn named(&self, hits: Vec<(u32, f64)>) -> Vec<(&str, f64)> {
+        hits.into_iter().map(|(slot, s)| (self.ids[slot as usize].as_str(), s)).collect()
     }
 
     /// The documents holding `phrase` (its tokens, consecutive), with the
@@ -749,7 +795,12 @@ impl ConvVectors {
 }
 
 /// The vector leg's hits: the first `k` slots of the ranking that are live.
-fn first_live(conv: &ConvVectors, mut r: Ranked, k: usize, live: impl Fn(usize) -> bool) -> Vec<(&str, f64)> {
+fn first_live(conv: &ConvVectors, r: Ranked, k: usize, live: impl Fn(usize) -> bool) -> Vec<(&str, f64)> {
+    first_live_slots(conv, r, k, live).into_iter().map(|(s, score)| (conv.ids[s].as_str(), score)).collect()
+}
+
+/// [`first_live`] by the slots of `conv`.
+fn first_live_slots(conv: &ConvVectors, mut r: Ranked, k: usize, live: impl Fn(usize) -> bool) -> Vec<(usize, f64)> {
     let mut out = Vec::with_capacity(k);
     let mut chunk = k.max(1);
     let mut i = 0;
@@ -760,7 +811,7 @@ fn first_live(conv: &ConvVectors, mut r: Ranked, k: usize, live: impl Fn(usize) 
         }
         let s = r.order[i];
         if live(s) {
-            out.push((conv.ids[s].as_str(), f64::from(r.scores[s])));
+            out.push((s, f64::from(r.scores[s])));
         }
         i += 1;
     }
@@ -889,7 +940,7 @@ impl DocumentIndex {
         Arc::clone(at.entry(as_of.clone()).or_insert_with(|| {
             let mut text = TextIndex::default();
             for (slot, seq) in self.seqs.iter().enumerate().filter(|(s, _)| self.held(*s, as_of)) {
-                text.push(self.vectors.ids[slot].clone(), Arc::clone(seq));
+                text.push_from(self.vectors.ids[slot].clone(), Arc::clone(seq), u32::try_from(slot).unwrap_or(u32::MAX));
             }
             Arc::new(text)
         }))
@@ -908,6 +959,26 @@ impl DocumentIndex {
         query_vector: &[f32],
         params: &SearchParams,
     ) -> Result<Vec<SearchHit>> {
+        let hits = self.search_slots(retriever, query_text, query_vector, params)?;
+        Ok(hits.into_iter().map(|h| Hit { id: self.id(h.id), score: h.score, bm25: h.bm25, vector: h.vector }.into_search_hit()).collect())
+    }
+
+    /// The id of the document at `slot` (its place in the documents built from).
+    pub fn id(&self, slot: usize) -> &str {
+        &self.vectors.ids[slot]
+    }
+
+    /// [`DocumentIndex::search_with`]'s hits by the documents' slots (their
+    /// places in the documents built from), with no id copied: the same
+    /// hits in the same order: a document's slot names it as its id does
+    /// (the ids are distinct), and ties are still broken by the ids.
+    pub fn search_slots(
+        &self,
+        retriever: Retriever,
+        query_text: &str,
+        query_vector: &[f32],
+        params: &SearchParams,
+    ) -> Result<Vec<Hit<usize>>> {
         if params.top_k == 0 {
             return Ok(Vec::new());
         }
@@ -917,10 +988,32 @@ impl DocumentIndex {
             Retriever::And => with_tokens(&self.tokens, |t| query_phrases(t, query_text)).map_err(in_memory)?,
             Retriever::Or => with_tokens(&self.tokens, |t| query_phrases_any(t, query_text)).map_err(in_memory)?,
         };
-        hybrid_with(retriever, &text, &phrases, query_vector, params, |leg_k| {
-            let ranked = self.vectors.ranked(query_vector, leg_k);
-            Ok(first_live(&self.vectors, ranked, leg_k, |s| self.held(s, &params.as_of)))
-        })
+        let leg_k = params.leg_k.max(params.top_k);
+        let bm25: Vec<(usize, f64)> = match retriever {
+            Retriever::And => bm25_leg_slots(&text, &phrases, leg_k),
+            Retriever::Or => bm25_or_slots(&text, &phrases, leg_k),
+            Retriever::Vector => Vec::new(),
+        }
+        .into_iter()
+        .map(|(slot, s)| (text.origin[slot as usize] as usize, s))
+        .collect();
+        let vector_leg = |k: usize| {
+            let ranked = self.vectors.ranked(query_vector, k);
+            first_live_slots(&self.vectors, ranked, k, |s| self.held(s, &params.as_of))
+        };
+        // As `hybrid_with`: the vector leg's first `top_k` when the keyword leg scored nothing.
+        if bm25.iter().all(|(_, s)| *s <= 0.0) {
+            let vector = if query_vector.is_empty() { Vec::new() } else { vector_leg(params.top_k) };
+            return Ok(vector
+                .into_iter()
+                .filter(|(_, s)| *s > 0.0 && *s >= params.min_score)
+                .take(params.top_k)
+                .map(|(slot, s)| Hit { id: slot, score: s, bm25: None, vector: Some(s) })
+                .collect());
+        }
+        let vector = if query_vector.is_empty() { Vec::new() } else { vector_leg(leg_k) };
+        let ids = &self.vectors.ids;
+        Ok(merge_by(&bm25, &vector, params.alpha, params.min_score, params.top_k, |a, b| ids[a].cmp(&ids[b])))
     }
 }
 
@@ -958,7 +1051,12 @@ const B: f64 = 0.75;
 /// its instances, and its length is its token count (what FTS5 stores in
 /// `facts_fts_docsize`). Scores normalised with [`normalise_bm25`].
 fn bm25_leg<'a>(text: &'a TextIndex, phrases: &QueryPhrases, k: usize) -> Vec<(&'a str, f64)> {
-    bm25_raw(text, phrases, k).into_iter().map(|(id, raw)| (id, normalise_bm25(raw))).collect()
+    text.named(bm25_leg_slots(text, phrases, k))
+}
+
+/// [`bm25_leg`] by the documents' slots in `text`.
+fn bm25_leg_slots(text: &TextIndex, phrases: &QueryPhrases, k: usize) -> Vec<(u32, f64)> {
+    bm25_raw_slots(text, phrases, k).into_iter().map(|(slot, raw)| (slot, normalise_bm25(raw))).collect()
 }
 
 /// The keyword OR leg: the `k` best documents holding any phrase of the
@@ -968,6 +1066,11 @@ fn bm25_leg<'a>(text: &'a TextIndex, phrases: &QueryPhrases, k: usize) -> Vec<(&
 /// documents matched, so the best is 1 (Signet's `1 / (1 + |bm25|)` would
 /// rank a match on one common word, whose score is near 0, first).
 fn bm25_or_leg<'a>(text: &'a TextIndex, phrases: &QueryPhrases, k: usize) -> Vec<(&'a str, f64)> {
+    text.named(bm25_or_slots(text, phrases, k))
+}
+
+/// [`bm25_or_leg`] by the documents' slots in `text`.
+fn bm25_or_slots(text: &TextIndex, phrases: &QueryPhrases, k: usize) -> Vec<(u32, f64)> {
     let Some(phrases) = phrases else { return Vec::new() };
     if phrases.is_empty() || text.ids.is_empty() {
         return Vec::new();
@@ -988,8 +1091,8 @@ fn bm25_or_leg<'a>(text: &'a TextIndex, phrases: &QueryPhrases, k: usize) -> Vec
             *score.entry(slot).or_default() += idf * (f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * dl / avgdl));
         }
     }
-    let mut out: Vec<(&str, f64)> = score.into_iter().map(|(slot, s)| (text.ids[slot as usize].as_str(), s)).collect();
-    best_first(&mut out, k, |a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    let mut out: Vec<(u32, f64)> = score.into_iter().collect();
+    best_first(&mut out, k, |a, b| b.1.total_cmp(&a.1).then_with(|| text.ids[a.0 as usize].cmp(&text.ids[b.0 as usize])));
     let best = out.first().map_or(0.0, |x| x.1);
     if best > 0.0 {
         for x in &mut out {
@@ -1000,7 +1103,13 @@ fn bm25_or_leg<'a>(text: &'a TextIndex, phrases: &QueryPhrases, k: usize) -> Vec
 }
 
 /// [`bm25_leg`]'s hits with their raw scores (as `bm25()` returns them).
+#[cfg(test)]
 fn bm25_raw<'a>(text: &'a TextIndex, phrases: &QueryPhrases, k: usize) -> Vec<(&'a str, f64)> {
+    text.named(bm25_raw_slots(text, phrases, k))
+}
+
+/// [`bm25_raw`] by the documents' slots in `text`.
+fn bm25_raw_slots(text: &TextIndex, phrases: &QueryPhrases, k: usize) -> Vec<(u32, f64)> {
     let Some(phrases) = phrases else { return Vec::new() };
     if phrases.is_empty() || text.ids.is_empty() {
         return Vec::new();
@@ -1018,7 +1127,7 @@ fn bm25_raw<'a>(text: &'a TextIndex, phrases: &QueryPhrases, k: usize) -> Vec<(&
         })
         .collect();
     let hits_of = |p: &[(u32, u32)], slot: u32| p.binary_search_by_key(&slot, |e| e.0).ok().map(|i| p[i].1);
-    let mut out: Vec<(&str, f64)> = smallest
+    let mut out: Vec<(u32, f64)> = smallest
         .iter()
         .filter_map(|&(slot, _)| {
             let dl = f64::from(text.lens[slot as usize]);
@@ -1027,10 +1136,10 @@ fn bm25_raw<'a>(text: &'a TextIndex, phrases: &QueryPhrases, k: usize) -> Vec<(&
                 let f = f64::from(hits_of(p, slot)?);
                 score += idf * (f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * dl / avgdl));
             }
-            Some((text.ids[slot as usize].as_str(), -score))
+            Some((slot, -score))
         })
         .collect();
-    best_first(&mut out, k, |a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(b.0)));
+    best_first(&mut out, k, |a, b| a.1.total_cmp(&b.1).then_with(|| text.ids[a.0 as usize].cmp(&text.ids[b.0 as usize])));
     out
 }
 
