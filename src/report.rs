@@ -905,10 +905,12 @@ fn polars_err(what: &str) -> impl Fn(polars::prelude::PolarsError) -> Error + '_
 }
 
 fn outcome_examples(o: &mut String, a: &Analysis) -> Result<()> {
+    // Only the columns shown are sorted (the whole frame was copied before).
     let ex = a
         .facts
         .clone()
         .lazy()
+        .select([col("ord"), col("outcome"), col("conversation"), col("turn"), col("content"), col("reason")])
         .sort(["ord"], SortMultipleOptions::default())
         .group_by_stable([col("outcome")])
         .agg([col("conversation").first(), col("turn").first(), col("content").first(), col("reason").first()])
@@ -1066,10 +1068,14 @@ fn per_conversation_table(o: &mut String, a: &Analysis) {
 }
 
 fn stored_examples(o: &mut String, a: &Analysis) -> Result<()> {
+    // Only the columns shown are filtered and sorted (every column of every
+    // stored fact was copied before).
+    let shown = ["ord", "stored", "conversation", "episode", "turn", "content", "fact_type", "confidence", "live", "gold_match"];
     let ex = a
         .facts
         .clone()
         .lazy()
+        .select(shown.iter().filter(|c| a.facts.column(c).is_ok()).map(|c| col(*c)).collect::<Vec<_>>())
         .filter(col("stored"))
         .sort(["ord"], SortMultipleOptions::default())
         .group_by_stable([col("conversation")])
