@@ -337,6 +337,9 @@ pub fn analyze_taking(data: &RunData<'_>, episodes: &mut [EpisodeRecord]) -> Res
     for e in episodes.iter_mut() {
         e.facts = Vec::new();
     }
+    // Freed on the threads that formed them: returned to the system, not
+    // kept in those threads' arenas (crate::memory).
+    crate::memory::release_free();
     analyze_frames(&RunData { episodes: &*episodes, ..*data }, &gold, frames)
 }
 

@@ -275,6 +275,9 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         Some(done) => done?,
         None => analyse()?,
     };
+    // The analysis's intermediate frames, freed on other threads, go back to
+    // the system before the report is drawn on this one (crate::memory).
+    crate::memory::release_free();
     let (mut qa_rows, mut qa_frame) = (None, None);
     if qa_on {
         let (qa, frame, baselines_ms, write_ms) =
