@@ -20,6 +20,7 @@ pub mod housekeeping;
 mod http;
 pub mod limits;
 pub mod llm;
+pub mod memory;
 #[cfg(feature = "full")]
 pub mod metrics;
 pub mod model;

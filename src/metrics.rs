@@ -323,6 +323,26 @@ pub fn analyze(data: &RunData<'_>) -> Result<Analysis> {
     analyze_with(data, &convs, &gold)
 }
 
+/// [`analyze`] of `episodes` (`data.episodes` is not read), taking their
+/// candidates' records out (`facts` left empty) as soon as the frames
+/// that hold what is read of them are built, before the aggregations: a
+/// run that has written `facts.jsonl` needs them no more, and on a long
+/// run they are the largest structure held. The same [`Analysis`].
+pub fn analyze_taking(data: &RunData<'_>, episodes: &mut [EpisodeRecord]) -> Result<Analysis> {
+    let ran: BTreeSet<&str> = episodes.iter().map(|e| e.conversation.as_str()).collect();
+    let convs: Vec<_> = data.dataset.conversations.iter().filter(|c| ran.contains(c.id.as_str())).collect();
+    drop(ran);
+    let gold = GoldFrames::new(&convs).ctx("build gold frames")?;
+    let frames = candidate_frames(&RunData { episodes: &*episodes, ..*data }, &convs)?;
+    for e in episodes.iter_mut() {
+        e.facts = Vec::new();
+    }
+    // Freed on the threads that formed them: returned to the system, not
+    // kept in those threads' arenas (crate::memory).
+    crate::memory::release_free();
+    analyze_frames(&RunData { episodes: &*episodes, ..*data }, &gold, frames)
+}
+
 /// A dataset's gold labels as frames, built once and shared by every grid
 /// point of a sweep (each point runs every conversation that has episodes).
 pub struct GoldIndex<'a> {
@@ -567,7 +587,22 @@ enum Scope {
     Metrics,
 }
 
+/// What [`analyze`] reads of the candidates' records: the facts and
+/// verdicts frames, the labels (cosine matching done or not) and a cosine
+/// matching's error.
+struct CandidateFrames {
+    labels: Labels,
+    facts: DataFrame,
+    verdicts: DataFrame,
+    cosine_error: Option<String>,
+}
+
 fn analyze_with(data: &RunData<'_>, convs: &[&crate::types::Conversation], gold: &GoldFrames) -> Result<Analysis> {
+    let frames = candidate_frames(data, convs)?;
+    analyze_frames(data, gold, frames)
+}
+
+fn candidate_frames(data: &RunData<'_>, convs: &[&crate::types::Conversation]) -> Result<CandidateFrames> {
     let mut labels = labels_of(convs);
     let mut matches = match_content(data.episodes, convs, None, None)?;
     let mut cosine_error = None;
@@ -582,6 +617,13 @@ fn analyze_with(data: &RunData<'_>, convs: &[&crate::types::Conversation], gold:
     }
     let facts = facts_frame(data.episodes, data.live_ids, &matches, Scope::Full).ctx("build the facts frame")?;
     let verdicts = verdicts_frame(data.episodes).ctx("build the verdicts frame")?;
+    Ok(CandidateFrames { labels, facts, verdicts, cosine_error })
+}
+
+/// The rest of [`analyze`], from the frames of the candidates' records:
+/// `data.episodes` is read for the episodes' own fields only.
+fn analyze_frames(data: &RunData<'_>, gold: &GoldFrames, frames: CandidateFrames) -> Result<Analysis> {
+    let CandidateFrames { labels, facts, verdicts, cosine_error } = frames;
     let episodes =
         episodes_frame(data.episodes, data.dataset, &facts, &verdicts, gold, &labels, Scope::Full).ctx("compute per-episode components")?;
     let per_conversation = aggregate(episodes.clone().lazy(), Some("conversation"), &labels)

@@ -58,15 +58,46 @@ pub fn write_run_reports_gold(dir: &Path, manifest: &Value, analysis: &Analysis,
 /// [`write_run_reports_gold`] with the inputs given (a run has its QA table
 /// in memory, so `qa.parquet` is not read again).
 pub fn write_run_reports_inputs(dir: &Path, manifest: &Value, analysis: &Analysis, sections: &[String], inputs: Inputs) -> Result<()> {
-    write_parquet(&dir.join("facts.parquet"), &analysis.facts)?;
-    write_csv(&dir.join("facts.csv"), &analysis.facts)?;
-    write_parquet(&dir.join("episodes.parquet"), &analysis.episodes)?;
-    write_csv(&dir.join("episodes.csv"), &analysis.episodes)?;
-    write_csv(&dir.join("per_conversation.csv"), &analysis.per_conversation)?;
+    write_tables(dir, analysis)?;
     for (name, text) in &report_files(manifest, analysis, sections, inputs)? {
         write_text(&dir.join(name), text)?;
     }
     Ok(())
+}
+
+/// [`write_run_reports_inputs`] that takes the analysis: its facts and
+/// verdicts frames (on a long run, most of what it holds) are dropped once
+/// `report.md` is drawn, before `report.html`, which reads the run's rows
+/// from the [`Explore`] built from them. The same files; the summary back.
+pub fn write_run_reports_taking(
+    dir: &Path,
+    manifest: &Value,
+    mut analysis: Analysis,
+    sections: &[String],
+    inputs: Inputs,
+) -> Result<crate::metrics::Summary> {
+    write_tables(dir, &analysis)?;
+    let x = Explore::new(&analysis, inputs);
+    let mut files = plots(&analysis)?;
+    let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
+    let md = render(manifest, &analysis, &names, sections, &x)?;
+    files.push(("report.md", md));
+    analysis.facts = DataFrame::empty();
+    analysis.verdicts = DataFrame::empty();
+    files.push((html::FILE, html::run_page(manifest, &analysis, &x)));
+    for (name, text) in &files {
+        write_text(&dir.join(name), text)?;
+    }
+    Ok(analysis.summary)
+}
+
+/// The run's tables: `facts`, `episodes` (Parquet and CSV), `per_conversation.csv`.
+fn write_tables(dir: &Path, analysis: &Analysis) -> Result<()> {
+    write_parquet(&dir.join("facts.parquet"), &analysis.facts)?;
+    write_csv(&dir.join("facts.csv"), &analysis.facts)?;
+    write_parquet(&dir.join("episodes.parquet"), &analysis.episodes)?;
+    write_csv(&dir.join("episodes.csv"), &analysis.episodes)?;
+    write_csv(&dir.join("per_conversation.csv"), &analysis.per_conversation)
 }
 
 /// Writes `report.md`, `report.html` and the plots into `dir` (`memform
@@ -905,10 +936,12 @@ fn polars_err(what: &str) -> impl Fn(polars::prelude::PolarsError) -> Error + '_
 }
 
 fn outcome_examples(o: &mut String, a: &Analysis) -> Result<()> {
+    // Only the columns shown are sorted (the whole frame was copied before).
     let ex = a
         .facts
         .clone()
         .lazy()
+        .select([col("ord"), col("outcome"), col("conversation"), col("turn"), col("content"), col("reason")])
         .sort(["ord"], SortMultipleOptions::default())
         .group_by_stable([col("outcome")])
         .agg([col("conversation").first(), col("turn").first(), col("content").first(), col("reason").first()])
@@ -1066,10 +1099,14 @@ fn per_conversation_table(o: &mut String, a: &Analysis) {
 }
 
 fn stored_examples(o: &mut String, a: &Analysis) -> Result<()> {
+    // Only the columns shown are filtered and sorted (every column of every
+    // stored fact was copied before).
+    let shown = ["ord", "stored", "conversation", "episode", "turn", "content", "fact_type", "confidence", "live", "gold_match"];
     let ex = a
         .facts
         .clone()
         .lazy()
+        .select(shown.iter().filter(|c| a.facts.column(c).is_ok()).map(|c| col(*c)).collect::<Vec<_>>())
         .filter(col("stored"))
         .sort(["ord"], SortMultipleOptions::default())
         .group_by_stable([col("conversation")])

@@ -16,7 +16,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::metrics::{Analysis, RunData, Summary, analyze};
+use crate::metrics::{Analysis, RunData, Summary, analyze_taking};
 use crate::pipeline::Config;
 use crate::pipeline::write::EntityRow;
 use crate::pipeline::{EpisodeRecord, Stages, profiles, speaker_entities};
@@ -98,6 +98,8 @@ fn take<T>(m: &Mutex<Option<T>>) -> Option<T> {
 /// What a run produced.
 pub struct RunOutput {
     pub summary: Summary,
+    /// The episodes' records, without their candidates (`facts` is empty:
+    /// they are the rows of `facts.jsonl`, dropped once it is written).
     pub episodes: Vec<EpisodeRecord>,
     pub skipped: Vec<Skipped>,
     pub out_dir: PathBuf,
@@ -198,14 +200,21 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
             }
         }
         let live = store.live_fact_ids()?;
-        let analysis = analyze(&RunData {
-            dataset,
-            episodes: &episodes,
-            live_ids: &live,
-            skipped_conversations: skipped.len(),
-            wall_ms,
-            embedder: Some(stages.embedder),
-        })?;
+        // facts.jsonl first: the analysis then takes the candidates' records
+        // out once their frames are built (on a long run, the largest
+        // structure held); nothing after reads them.
+        dir.write_facts(&episodes)?;
+        let analysis = analyze_taking(
+            &RunData {
+                dataset,
+                episodes: &[],
+                live_ids: &live,
+                skipped_conversations: skipped.len(),
+                wall_ms,
+                embedder: Some(stages.embedder),
+            },
+            &mut episodes,
+        )?;
         Ok((episodes, skipped, analysis))
     };
     let work = || {
@@ -266,6 +275,9 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         Some(done) => done?,
         None => analyse()?,
     };
+    // The analysis's intermediate frames, freed on other threads, go back to
+    // the system before the report is drawn on this one (crate::memory).
+    crate::memory::release_free();
     let (mut qa_rows, mut qa_frame) = (None, None);
     if qa_on {
         let (qa, frame, baselines_ms, write_ms) =
@@ -286,15 +298,15 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         analysis.summary.metrics.insert("dreaming".into(), serde_json::json!(figures));
     }
     let manifest_value = manifest.to_value()?;
-    dir.write_records(&analysis.summary, &episodes)?;
+    // facts.jsonl is written (by `analyse`).
+    dir.write_summary_episodes(&analysis.summary, &episodes)?;
     let gold = crate::report::Gold::of_dataset(dataset, &crate::report::explore::ran_episodes(&analysis));
     let inputs = crate::report::Inputs { qa: qa_frame, gold };
-    crate::report::write_run_reports_inputs(dir.path(), &manifest_value, &analysis, &sections, inputs)?;
+    let summary = crate::report::write_run_reports_taking(dir.path(), &manifest_value, analysis, &sections, inputs)?;
     let qa_warnings = qa_rows.map(|qa| qa.warnings.into_iter().chain(qa.empty_questions).collect()).unwrap_or_default();
     // Closed, so SQLite's -wal and -shm files are gone before the store moves.
     drop(store);
     build.commit(&mut manifest)?;
-    let Analysis { summary, .. } = analysis;
     Ok(RunOutput { summary, episodes, skipped, out_dir: opts.out_dir.clone(), qa_warnings })
 }
 

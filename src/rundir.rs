@@ -323,8 +323,19 @@ impl RunDir {
 
     /// `summary.json`, `facts.jsonl` and `episodes.jsonl`.
     pub fn write_records<S: Serialize>(&self, summary: &S, episodes: &[EpisodeRecord]) -> Result<()> {
+        self.write_facts(episodes)?;
+        self.write_summary_episodes(summary, episodes)
+    }
+
+    /// `facts.jsonl`: the candidates of `episodes`, in order.
+    pub fn write_facts(&self, episodes: &[EpisodeRecord]) -> Result<()> {
+        write_jsonl(&self.file(Self::FACTS), episodes.iter().flat_map(|e| &e.facts))
+    }
+
+    /// `summary.json` and `episodes.jsonl` (which holds no candidate: a run
+    /// writes [`RunDir::write_facts`] first and may drop them after).
+    pub fn write_summary_episodes<S: Serialize>(&self, summary: &S, episodes: &[EpisodeRecord]) -> Result<()> {
         write_json(&self.file(Self::SUMMARY), summary)?;
-        write_jsonl(&self.file(Self::FACTS), episodes.iter().flat_map(|e| &e.facts))?;
         write_jsonl(&self.file(Self::EPISODES), episodes.iter())
     }
 }

@@ -687,7 +687,7 @@ fn signet_mentions_count_as_links_to_existing_entities() {
     let decided = |n: usize, mentions: &[&str]| {
         let mut c = cand("c1", "e1", n, "t1", "Dana plays chess with Eli", "created", true);
         c.subject_entity = None;
-        c.decision = Some(crate::pipeline::records::DecisionRecord {
+        c.decision = Some(Box::new(crate::pipeline::records::DecisionRecord {
             action: Some("add".into()),
             target: None,
             confidence: Some(0.9),
@@ -695,7 +695,7 @@ fn signet_mentions_count_as_links_to_existing_entities() {
             review_needed: false,
             candidates: Vec::new(),
             mentions: mentions.iter().map(|m| m.to_string()).collect(),
-        });
+        }));
         c
     };
     let facts = vec![decided(0, &["c1/e0", "c1/e1"]), decided(1, &[]), decided(2, &["c1/e1"])];

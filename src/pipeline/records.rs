@@ -81,9 +81,10 @@ pub struct CandidateRecord {
     /// Facts this candidate invalidated or closed (applied, cascades included).
     pub ended: Vec<String>,
     pub stored: bool,
-    /// The `signet` profile's decision for this fact (absent for `soda`).
+    /// The `signet` profile's decision for this fact (absent for `soda`;
+    /// boxed, so that a record without one stays small).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decision: Option<DecisionRecord>,
+    pub decision: Option<Box<DecisionRecord>>,
     /// The memorix profile's `FormedMemory` record of this observation
     /// (absent for other profiles).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// The layers from bottom to top, as ARCHITECTURE.md states them.
 const LAYERS: &[&[&str]] = &[
     &["error", "types", "model"],
-    &["config", "normalize", "limits", "paths", "redact", "http", "embed", "llm", "dataset"],
+    &["config", "normalize", "limits", "memory", "paths", "redact", "http", "embed", "llm", "dataset"],
     &["store"],
     &["state"],
     &["pipeline"],

@@ -111,8 +111,8 @@ fn record(conv: &Conversation, episode: &Episode, id: &str, content: &str, turn:
     }
 }
 
-fn decision_record(d: &Decision, target: Option<&str>) -> DecisionRecord {
-    DecisionRecord {
+fn decision_record(d: &Decision, target: Option<&str>) -> Box<DecisionRecord> {
+    Box::new(DecisionRecord {
         action: Some(d.event.name().to_string()),
         target: target.map(str::to_string),
         confidence: None,
@@ -120,7 +120,7 @@ fn decision_record(d: &Decision, target: Option<&str>) -> DecisionRecord {
         review_needed: false,
         candidates: Vec::new(),
         mentions: Vec::new(),
-    }
+    })
 }
 
 fn apply(tx: &mut dyn WriteTx, ops: &[Op], date: Option<&str>, mode: WriteMode) -> Result<WriteResult> {

@@ -298,7 +298,7 @@ fn record(
         unlisted: Vec::new(),
         ended,
         stored,
-        decision: Some(DecisionRecord {
+        decision: Some(Box::new(DecisionRecord {
             action: decision.map(|d| d.action.as_str().to_string()),
             target: decision.and_then(|d| d.target.clone()),
             confidence: decision.map(|d| d.confidence),
@@ -306,7 +306,7 @@ fn record(
             review_needed: p.review_needed,
             candidates: d.candidates.iter().map(|c| (c.id.clone(), c.score)).collect(),
             mentions: p.mentions.iter().map(|m| m.entity_id.clone()).collect(),
-        }),
+        })),
         formed: None,
     }
 }
