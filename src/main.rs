@@ -428,8 +428,6 @@ fn report_load_warnings(warnings: &[Warning]) {
 }
 
 fn cmd_run(args: RunArgs) -> Result<ExitCode> {
-    // Before any thread starts: what one thread frees, the others reuse (memform::memory).
-    memform::memory::one_arena();
     let mut cfg = args.config.load()?;
     cfg.set_write_mode(args.write_mode);
     cfg.validate()?;

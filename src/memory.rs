@@ -8,39 +8,19 @@
 //! threads and draws its report on the main thread, so what formation and
 //! the analysis freed was not reused by the report: at 250,000 turns the
 //! peak RSS was about 210 MB above the live heap's peak (docs/speed.md).
-//! Two measures, neither of which changes a value (only where freed memory
-//! goes):
+//! One measure, which changes no value (only where freed memory goes):
+//! once the run has dropped a large structure (the candidates' records
+//! after the analysis built its frames, the analysis's intermediate
+//! frames), [`release_free`] returns the whole free pages of every arena to
+//! the system (`malloc_trim`).
 //!
-//! - [`one_arena`]: `memform run` allocates from one arena on every
-//!   thread, so memory one thread frees the next allocation on any thread
-//!   reuses (at 250,000 turns the peak RSS fell by about 90 MB; the
-//!   threads' caches of small chunks keep most allocations off the arena's
-//!   lock: on two cores user CPU stayed within the runs' spread);
-//! - [`release_free`]: once the run has dropped a large structure (the
-//!   candidates' records after the analysis built its frames), the whole
-//!   free pages of every arena are returned to the system (`malloc_trim`).
+//! Not done: making every thread allocate from one arena
+//! (`mallopt(M_ARENA_MAX, 1)`). It took the 250,000-turn run's peak from
+//! about 520 MB to about 410 MB, but on a quiet machine it made that run
+//! about 1.5 times slower and a LoCoMo dev run with QA about 1.4 times
+//! slower (the threads contend for the one arena; docs/speed.md).
 //!
-//! With another allocator or C library both do nothing.
-
-/// Makes the threads started after it allocate from malloc's main arena
-/// (glibc's `mallopt(M_ARENA_MAX, 1)`); elsewhere, nothing. Called by
-/// `memform run` before anything starts a thread.
-pub fn one_arena() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        /// `M_ARENA_MAX` of glibc's `<malloc.h>`.
-        const M_ARENA_MAX: std::ffi::c_int = -8;
-        unsafe extern "C" {
-            fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
-        }
-        // SAFETY: `mallopt` takes two integers and only sets the
-        // allocator's parameter, under its lock; a refusal (0) leaves the
-        // default, which is only a larger RSS.
-        unsafe {
-            mallopt(M_ARENA_MAX, 1);
-        }
-    }
-}
+//! With another allocator or C library it does nothing.
 
 /// Returns the whole free pages of every malloc arena to the operating
 /// system (glibc's `malloc_trim(0)`); elsewhere, nothing.
