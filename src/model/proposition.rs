@@ -2816,6 +2816,170 @@ mod tests {
         assert!(wrong.is_empty(), "{} of {all} right; wrong ({}):\n{}", all - wrong.len(), wrong.len(), wrong.join("\n"));
     }
 
+    /// A fifth set of memform's own pairs, written before the fifth round's
+    /// rules were changed or measured: updates of every kind of
+    /// docs/pairs.md in phrasings the earlier rounds did not use (losing a
+    /// job, being laid off or hired, "calls X home", "has her own place",
+    /// "called it quits", "turning 34", "a new favourite", "replaced X with
+    /// Y", "put on hold", "any longer", "can't bear", "gone off", "works
+    /// under", …), restatements and coexisting pairs, another speaker.
+    /// Counted as in `fourth_round_fresh_pairs`.
+    #[test]
+    #[ignore = "written before the fifth round's rules: the fourth round's rules decide 70 of 100 right (35 of 64 updates, 12 of 13 restatements, 23 of 23 coexisting)"]
+    fn fifth_round_fresh_pairs() {
+        #[derive(Clone, Copy, PartialEq, Debug)]
+        enum Want {
+            Update,
+            Duplicate,
+            Coexist,
+        }
+        use Want::{Coexist as C, Duplicate as D, Update as U};
+        // Third-person observations about Noor.
+        let observed: &[(&str, &str, Want)] = &[
+            // Updates. Job.
+            ("Noor works as a graphic designer at an ad agency", "Noor is now a yoga instructor", U),
+            ("Noor works at a hotel reception desk", "Noor took a position at the city hospital", U),
+            ("Noor is a software developer at a startup", "Noor was hired as a project manager at a bank", U),
+            ("Noor works for a logistics company", "Noor is employed by the county council", U),
+            ("Noor is a freelance photographer", "Noor landed a full-time job at a newspaper", U),
+            ("Noor is a nurse at St Mary's", "Noor switched to working as a midwife", U),
+            ("Noor works at a call centre", "Noor lost her job at the call centre", U),
+            ("Noor works as a cashier at Aldi", "Noor quit her job", U),
+            ("Noor works at the town library", "Noor was laid off from the library", U),
+            // Home.
+            ("Noor lives in Manchester", "Noor has relocated to Edinburgh", U),
+            ("Noor lives with her parents in Lagos", "Noor now has her own place in Abuja", U),
+            ("Noor lives in a studio flat in Hackney", "Noor lives in a terraced house in Croydon", U),
+            ("Noor lives in Toronto", "Noor is living in Vancouver now", U),
+            ("Noor lives in Dublin", "Noor now calls Berlin home", U),
+            ("Noor lives on a houseboat in Amsterdam", "Noor lives in Utrecht these days", U),
+            // Relationship status.
+            ("Noor is engaged to Karim", "Noor and Karim are now married", U),
+            ("Noor is married to Karim", "Noor is divorced from Karim", U),
+            ("Noor is single", "Noor has a boyfriend called Idris", U),
+            ("Noor is in a long-distance relationship with Idris", "Noor and Idris have called it quits", U),
+            ("Noor has a girlfriend", "Noor is no longer with her girlfriend", U),
+            // Age.
+            ("Noor is 33", "Noor celebrated turning 34", U),
+            ("Noor's son Adam is 9 years old", "Noor's son Adam turned ten last week", U),
+            ("Noor's dog Pepper is 3 years old", "Noor's dog Pepper is four now", U),
+            ("Noor is 60", "Noor had her 61st birthday in June", U),
+            // Favourites.
+            ("Noor's favourite restaurant is Dishoom", "Noor has a new favourite restaurant, Hoppers", U),
+            ("Noor's favourite season is summer", "Autumn has become Noor's favourite season", U),
+            ("Noor's favourite board game is Catan", "Noor's favourite board game is now Wingspan", U),
+            ("Noor's favourite city is Rome", "Lisbon is Noor's favourite city now", U),
+            // Ownership.
+            ("Noor owns a Vespa", "Noor got rid of her Vespa", U),
+            ("Noor has a MacBook Air", "Noor replaced her MacBook with a ThinkPad", U),
+            ("Noor owns a flat in Leeds", "Noor sold her flat in Leeds", U),
+            ("Noor has a parrot named Kiwi", "Noor's parrot Kiwi passed away", U),
+            ("Noor owns a road bike", "Noor's road bike was stolen last month", U),
+            ("Noor owns two horses", "Noor no longer owns any horses", U),
+            ("Noor has a Kindle", "Noor lost her Kindle on the train", U),
+            // A plan cancelled.
+            ("Noor plans to study in Canada next year", "Noor has given up on studying in Canada", U),
+            ("Noor is planning a surprise party for her mum", "Noor's surprise party for her mum is cancelled", U),
+            ("Noor is going to run a half marathon in October", "Noor won't be running the half marathon", U),
+            ("Noor intends to buy a house this year", "Noor has put buying a house on hold", U),
+            ("Noor wants to learn to surf", "Noor has abandoned the idea of learning to surf", U),
+            ("Noor is booked on a cruise to Norway in July", "Noor cancelled the Norway cruise", U),
+            // Endings, "no longer", "not … anymore".
+            ("Noor sings in a community choir", "Noor isn't singing in the choir anymore", U),
+            ("Noor volunteers at an animal shelter", "Noor doesn't volunteer at the shelter any longer", U),
+            ("Noor is a member of a book club", "Noor dropped out of her book club", U),
+            ("Noor is vegan", "Noor is not vegan any longer", U),
+            ("Noor drinks alcohol", "Noor has stopped drinking alcohol", U),
+            // A flip with stance words around it.
+            ("Noor loves horror films", "Noor can't bear horror films these days", U),
+            ("Noor hates coffee", "Noor has started to love coffee", U),
+            ("Noor enjoys running", "Noor doesn't enjoy running anymore", U),
+            ("Noor is a big fan of country music", "Noor has gone off country music", U),
+            ("Noor doesn't like cats", "Noor adores cats these days", U),
+            ("Noor hates cooking", "Noor actually likes cooking now", U),
+            // Roles: manager, team, school, title, shift.
+            ("Noor's boss is Fiona", "Noor now works under Gareth", U),
+            ("Noor plays for Leyton Orient Ladies", "Noor is now playing for Millwall Lionesses", U),
+            ("Noor's daughter goes to Parkside Primary School", "Noor's daughter has moved to St Anne's School", U),
+            ("Noor is the vice-captain of her cricket team", "Noor was made captain of her cricket team", U),
+            ("Noor works the morning shift at the cafe", "Noor has switched to the evening shift at the cafe", U),
+            ("Noor studies law at Leeds University", "Noor is studying at Durham University now", U),
+            ("Noor's coach is Mr Evans", "Noor has a new coach, Ms Patel", U),
+            // Restatements.
+            ("Noor lives in Cardiff", "Noor still lives in Cardiff", D),
+            ("Noor is married to Karim", "Noor and Karim are married", D),
+            ("Noor loves baking bread", "Noor really enjoys baking bread", D),
+            ("Noor's favourite author is Zadie Smith", "Zadie Smith is Noor's favourite author", D),
+            ("Noor is 33 years old", "Noor is thirty-three", D),
+            ("Noor doesn't drink coffee", "Noor never drinks coffee", D),
+            ("Noor walks her dog every morning", "Every morning Noor walks her dog", D),
+            ("Noor works at the Royal Free Hospital", "Noor is employed at the Royal Free Hospital", D),
+            ("Noor is a vegetarian", "Noor is vegetarian", D),
+            ("Noor plays the cello", "Noor honestly still plays the cello", D),
+            ("Noor has three children", "Noor has 3 children", D),
+            ("Noor is not a fan of football", "Noor isn't a fan of football", D),
+            // Coexisting: family members, multi-valued, another time, a
+            // negation or antonym about something else, games, a related
+            // topic, a one-off, someone else's ending, a loss of a game.
+            ("Noor lives in Manchester", "Noor's brother has relocated to Edinburgh", C),
+            ("Noor loves jazz", "Noor has started to love reggae", C),
+            ("Noor works at a bank", "Noor worked at a bakery as a teenager", C),
+            ("Noor owns a Vespa", "Noor's neighbour got rid of his Vespa", C),
+            ("Noor's favourite singer is Adele", "Noor's favourite song is Skyfall", C),
+            ("Noor is engaged to Karim", "Noor's sister is now married", C),
+            ("Noor plays the piano", "Noor stopped taking guitar lessons", C),
+            ("Noor likes tea", "Noor doesn't like coffee anymore", C),
+            ("Noor plans to visit Kyoto in April", "Noor cancelled her dentist appointment", C),
+            ("Noor's team won the regional quiz", "Noor's team lost the national quiz", C),
+            ("Noor plays chess at a club", "Noor lost a chess match on Sunday", C),
+            ("Noor has a cat named Tofu", "Noor's cat Tofu had kittens", C),
+            ("Noor is 33", "Noor's husband is 35", C),
+            ("Noor goes swimming on Sundays", "Noor missed swimming last Sunday", C),
+            ("Noor works at the hospital", "Noor left the hospital late last night", C),
+            ("Noor lives in Leeds", "Noor spent the summer in Lisbon", C),
+            ("Noor loves her flat", "Noor hates her noisy neighbours", C),
+            ("Noor has a MacBook", "Noor bought a new charger for her MacBook", C),
+            ("Noor supports Arsenal", "Noor supports the England women's team as well", C),
+            ("Noor is learning French", "Noor's daughter gave up learning French", C),
+            ("Noor works at a bank", "Noor lost her keys at the bank", C),
+            ("Noor works as a nurse", "Noor's son quit his job", C),
+        ];
+        // First-person turns, read with the speaker's words standing for her.
+        let said: &[(&str, &str, Want)] = &[
+            ("I'm a vet", "I retrained as a pilot last year", U),
+            ("I work at Boots", "I lost my job at Boots", U),
+            ("My favourite band is Wet Leg", "My new favourite band is Fontaines D.C.", U),
+            ("I'm dating Idris", "Idris and I broke up", U),
+            ("I own a Golf", "I sold the Golf", U),
+            ("I live in Cork", "I still live in Cork", D),
+            ("I play the cello", "I lost my cello bow", C),
+        ];
+        let at = |c: &str| Reading::of("Noor", "states", c, &antonyms());
+        let first_person = |c: &str| Reading::of_speaker("Noor", c, &antonyms());
+        let judged = observed.iter().map(|p| (p, at(p.0), at(p.1))).chain(said.iter().map(|p| (p, first_person(p.0), first_person(p.1))));
+        let wrong: Vec<String> = judged
+            .filter_map(|((first, second, want), a, b)| {
+                let (got, merged) = (change(&a, &b), b.restates(&a));
+                let right = match want {
+                    U => got.is_some() && !merged,
+                    D => merged && got.is_none(),
+                    C => got.is_none() && !merged,
+                };
+                (!right).then(|| format!("{first:?} → {second:?}: want {want:?}, got {got:?}, restated {merged}"))
+            })
+            .collect();
+        let all = observed.len() + said.len();
+        let count = |w: Want| observed.iter().chain(said).filter(|p| p.2 == w).count();
+        assert!(
+            count(U) >= 50 && count(D) >= 12 && count(C) >= 20,
+            "{} updates, {} restatements, {} coexisting",
+            count(U),
+            count(D),
+            count(C)
+        );
+        assert!(wrong.is_empty(), "{} of {all} right; wrong ({}):\n{}", all - wrong.len(), wrong.len(), wrong.join("\n"));
+    }
+
     #[test]
     fn wider_shapes_of_an_ending() {
         update("Maya owns a kayak", "Maya traded in her kayak", Change::Ending);
