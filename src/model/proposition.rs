@@ -59,6 +59,14 @@ struct Prop {
     /// plan, a perfect, or the start of a state), which an ending can end;
     /// a past event cannot be ended.
     state: bool,
+    /// The ending is a loss ("lost her Kindle", "lost his job"): it ends
+    /// only a thing had or a post held, never an activity ("lost a chess
+    /// match" ends no "plays chess").
+    lost: bool,
+    /// A job told with its place ("is a barista at a café", "works as a
+    /// mechanic at a garage"): the place employs the holder, the value of
+    /// the employer slot beside the job.
+    employer: Option<Vec<String>>,
 }
 
 /// What the rules read in one fact's content.
@@ -86,7 +94,8 @@ impl Reading {
     /// the predicate is a slot of the subject whose value is the object, as
     /// long as the content states it as holding (not a past event).
     pub fn of_fact(subject: &str, predicate: &str, single_valued_object: Option<&str>, content: &str, antonyms: &[[String; 2]]) -> Reading {
-        let words = tokens(content);
+        let named = apposition(content);
+        let words = tokens(named.as_deref().unwrap_or(content));
         let subject = subject.trim().to_lowercase();
         let mut bag: Vec<String> = normal_words(&words);
         bag.sort();
@@ -184,6 +193,10 @@ impl Reading {
             if let Some((slot, _)) = &p.slot {
                 keys.push(format!("s\u{1f}{}\u{1f}{}", p.holder, slot_key(slot)));
             }
+            // A partner in a slot is its holder's couple ([`couple_change`]).
+            if let Some(h) = partner_holder(p) {
+                keys.push(format!("s\u{1f}{h}\u{1f}relationship"));
+            }
             keys.push(format!("f\u{1f}{}\u{1f}{}\u{1f}{}", p.holder, p.family, p.object.join("\u{1e}")));
         }
         keys
@@ -213,6 +226,9 @@ impl Reading {
 pub fn change(earlier: &Reading, later: &Reading) -> Option<Change> {
     for b in &later.props {
         for a in &earlier.props {
+            if let Some(c) = couple_change(a, b) {
+                return Some(c);
+            }
             if a.holder != b.holder {
                 continue;
             }
@@ -224,10 +240,25 @@ pub fn change(earlier: &Reading, later: &Reading) -> Option<Change> {
                 && (a.positive || b.positive)
                 && !va.is_empty()
                 && !vb.is_empty()
-                && !subset(va, vb)
-                && !subset(vb, va)
+                && values_differ(sa, va, vb)
             {
                 return Some(Change::Slot(sa.clone()));
+            }
+            // The employer beside a job told with its place ("is a barista at
+            // a café" / "works at the bank").
+            let employer = |p: &Prop| match &p.slot {
+                Some((n, v)) if n == "employer" => Some(v.clone()),
+                _ => p.employer.clone(),
+            };
+            if let (Some(ea), Some(eb)) = (employer(a), employer(b))
+                && a.state
+                && b.state
+                && a.positive
+                && b.positive
+                && !subset(&ea, &eb)
+                && !subset(&eb, &ea)
+            {
+                return Some(Change::Slot("employer".into()));
             }
             // An explicit ending of a state the earlier fact states.
             if let Some(ended) = &b.ends
@@ -237,9 +268,16 @@ pub fn change(earlier: &Reading, later: &Reading) -> Option<Change> {
                 && !ended.is_empty()
                 // Skipping misses one occurrence: it ends a plan, never a habit.
                 && (a.plan || !matches!(b.pred.as_str(), "skip" | "skipp"))
+                // A loss ends a thing had or a post held, not an activity.
+                && (!b.lost || a.family == "hav" || works(a) || a.slot.as_ref().is_some_and(|(n, _)| n.starts_with("own ")))
                 && match &b.activity {
                     Some(gerund) => ends_activity(a, gerund, ended),
-                    None => ends_state(a, ended) || (b.habit && ends_habit(a, ended)),
+                    None => {
+                        ends_state(a, ended)
+                            || (b.habit && ends_habit(a, ended))
+                            || (works(a) && !self_employed(a) && own_post(ended))
+                            || (break_up(b) && partnered(a) && own_partner(ended))
+                    }
                 }
             {
                 return Some(Change::Ending);
@@ -252,7 +290,11 @@ pub fn change(earlier: &Reading, later: &Reading) -> Option<Change> {
                 && !b.positive
                 && a.positive
                 && a.ends.is_none()
-                && (a.family == b.family || (b.no_longer && same_verb(a, b) && !ob.is_empty() && subset(&ob, &oa)))
+                && (a.family == b.family
+                    || (b.no_longer && same_verb(a, b) && !ob.is_empty() && subset(&ob, &oa))
+                    // "is going to run a race" (read with its copula): the
+                    // planned verb is a word of the plan.
+                    || (a.plan && a.pred == "be" && a.object.contains(&b.pred) && !ob.is_empty() && subset(&ob, &oa)))
                 && (subset(&ob, &oa) || subset(&oa, &ob))
                 && (!ob.is_empty() || oa.is_empty())
             {
@@ -287,6 +329,126 @@ pub fn change(earlier: &Reading, later: &Reading) -> Option<Change> {
         }
     }
     None
+}
+
+/// The holder whose partner a proposition's holder is, when it names a
+/// partner in a slot ("sam's girlfriend" of "Sam's girlfriend is Ada": sam).
+fn partner_holder(p: &Prop) -> Option<&str> {
+    let (n, _) = p.slot.as_ref().filter(|(n, _)| PARTNERS.contains(&n.as_str()))?;
+    p.holder.strip_suffix(n.as_str())?.strip_suffix("'s ")
+}
+
+/// Whether a state says the holder is in no couple.
+fn uncoupled(p: &Prop) -> bool {
+    p.slot.as_ref().is_some_and(|(n, v)| {
+        n == "relationship" && v.iter().any(|w| matches!(w.as_str(), "singl" | "single" | "divorc" | "separat" | "widow" | "widowed"))
+    })
+}
+
+/// A partner named in a slot is the holder's couple: "Sam's girlfriend is
+/// Ada" ends with "Sam is single" or "Sam broke up with Ada" (or "with his
+/// girlfriend"), and "Sam is single" with "Sam's girlfriend is Mia".
+fn couple_change(a: &Prop, b: &Prop) -> Option<Change> {
+    if !(a.state && a.positive) {
+        return None;
+    }
+    if let Some(h) = partner_holder(a)
+        && h == b.holder
+    {
+        if b.state && b.positive && uncoupled(b) {
+            return Some(Change::Slot("relationship".into()));
+        }
+        if let Some(ended) = &b.ends
+            && break_up(b)
+            && let Some((_, partner)) = &a.slot
+            && (ended.iter().any(|w| partner.contains(w)) || own_partner(ended))
+        {
+            return Some(Change::Ending);
+        }
+    }
+    if let Some(h) = partner_holder(b)
+        && h == a.holder
+        && uncoupled(a)
+        && b.state
+        && b.positive
+    {
+        return Some(Change::Slot("relationship".into()));
+    }
+    None
+}
+
+/// Whether two values of the slot `name` differ: neither's words contain
+/// the other's, or (a job or a role in a group) they differ only by a rank
+/// ("captain" / "vice-captain", "manager" / "assistant manager").
+fn values_differ(name: &str, a: &[String], b: &[String]) -> bool {
+    if !subset(a, b) && !subset(b, a) {
+        return true;
+    }
+    let ranked = name == "job" || name.starts_with("role in");
+    let mut diff = a.iter().filter(|w| !b.contains(w)).chain(b.iter().filter(|w| !a.contains(w))).peekable();
+    ranked && diff.peek().is_some() && diff.all(|w| RANKS.iter().any(|r| stem(r) == *w))
+}
+
+/// A post held at work ("got a position at the museum").
+const WORK_POSTS: &[&str] = &["job", "position", "post", "role", "placement", "internship"];
+
+/// Words of rank in a job or a role: one more or one fewer is
+/// another position.
+const RANKS: &[&str] = &[
+    "vice",
+    "deputy",
+    "assistant",
+    "acting",
+    "junior",
+    "senior",
+    "associate",
+    "chief",
+    "head",
+    "co",
+    "trainee",
+    "sub",
+    "principal",
+    "lead",
+];
+
+/// Whether a state holds a job or an employer.
+fn works(a: &Prop) -> bool {
+    a.employer.is_some() || a.slot.as_ref().is_some_and(|(n, _)| n == "job" || n == "employer")
+}
+
+/// Whether a job is one's own business ("runs her own bakery", "owns a
+/// shop", "is a dancer who runs his own studio"): no post one loses or
+/// quits without naming it.
+fn self_employed(a: &Prop) -> bool {
+    a.family == "hav" || a.pred.starts_with("run") || a.object.iter().any(|w| w == "own")
+}
+
+/// Whether an ending names only the holder's own post ("quit her job",
+/// "left his position"), no place: it ends whatever job the holder has.
+fn own_post(ended: &[String]) -> bool {
+    let own = ended.iter().filter(|w| !w.ends_with('\''));
+    own.clone().count() > 0 && own.into_iter().all(|w| matches!(w.as_str(), "job" | "position" | "post" | "role" | "career"))
+}
+
+/// Whether an ending is a break-up or a divorce.
+fn break_up(b: &Prop) -> bool {
+    matches!(b.pred.as_str(), "break up with" | "split up with" | "split from" | "separat from" | "break up" | "split up")
+        || b.pred.starts_with("divorc")
+}
+
+/// Whether a state is being in a couple (not single, divorced, separated
+/// or widowed).
+fn partnered(a: &Prop) -> bool {
+    a.slot.as_ref().is_some_and(|(n, v)| {
+        n == "relationship" && !v.iter().any(|w| matches!(w.as_str(), "singl" | "single" | "divorc" | "separat" | "widow" | "widowed"))
+    })
+}
+
+/// Whether a break-up names the holder's partner only by the noun ("broke
+/// up with her boyfriend"): it ends whatever couple the holder is in.
+fn own_partner(ended: &[String]) -> bool {
+    let own = ended.iter().filter(|w| !w.ends_with('\''));
+    own.clone().count() > 0 && own.into_iter().all(|w| PARTNERS.iter().any(|p| stem(p) == *w))
 }
 
 /// Whether an ending of an activity (`ended`: its verb and object words)
@@ -395,7 +557,142 @@ fn tokens(text: &str) -> Vec<String> {
             _ => out.push(w.to_string()),
         }
     }
-    contractions(numbers(out))
+    idioms(contractions(numbers(out)))
+}
+
+/// Idioms read as the plain words they say, so the one principle that
+/// reads the plain words reads them too (docs/pipeline.md, "Fifth round"):
+/// being employed by a place is working for it; being hired is starting
+/// to work; being laid off, fired or made redundant is losing one's job;
+/// "called it quits" is breaking up and "parted ways" splitting up;
+/// putting a thing on hold is postponing it; changing one's mind about it
+/// is deciding against it; "gone off", "lost interest in" and "fell out of
+/// love with" are coming to dislike, "warmed to" and "came round to"
+/// coming to like; being done or through with a thing is quitting it;
+/// "has become <someone>'s" is "is <someone>'s".
+fn idioms(words: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(words.len() + 2);
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i].as_str();
+        let at = |k: usize| words.get(i + k).map(String::as_str);
+        let perfect = |out: &[String]| out.last().is_some_and(|h| HAVE.contains(&h.as_str()));
+        // A copula (or "got") before a passive: dropped with a "has" before
+        // "been", whose perfect the new verb keeps.
+        let passive = |out: &mut Vec<String>| {
+            if out.last().is_some_and(|b| BE.contains(&b.as_str()) || matches!(b.as_str(), "got" | "get" | "gets" | "getting")) {
+                let been = out.pop().is_some_and(|b| b == "been");
+                been && perfect(out)
+            } else {
+                perfect(out)
+            }
+        };
+        // Being employed by / at a place: working for / at it.
+        if w == "employed" && matches!(at(1), Some("by" | "at" | "with" | "for")) && out.last().is_some_and(|b| BE.contains(&b.as_str())) {
+            let was = out.last().is_some_and(|b| matches!(b.as_str(), "was" | "were"));
+            let perf = passive(&mut out);
+            out.push(if perf || was { "worked" } else { "works" }.into());
+            out.push(if at(1) == Some("by") { "for".into() } else { words[i + 1].clone() });
+            i += 2;
+            continue;
+        }
+        // Being hired (as / at / by): starting to work (as / at / for).
+        let hired = match (w, at(1)) {
+            ("hired" | "recruited", Some("as" | "at" | "by")) => 1,
+            ("taken", Some("on")) if matches!(at(2), Some("as" | "at" | "by")) => 2,
+            _ => 0,
+        };
+        if hired > 0 && out.last().is_some_and(|b| BE.contains(&b.as_str()) || b == "got") {
+            passive(&mut out);
+            let particle = words[i + hired].as_str();
+            out.extend(["started".to_string(), "working".to_string(), if particle == "by" { "for" } else { particle }.to_string()]);
+            i += hired + 1;
+            continue;
+        }
+        // Being laid off, let go, fired, sacked, dismissed or made redundant
+        // (from a place): losing one's job (at it).
+        let dismissed = match (w, at(1)) {
+            ("laid", Some("off")) | ("let", Some("go")) | ("made", Some("redundant")) => 2,
+            ("fired" | "sacked" | "dismissed", _) => 1,
+            _ => 0,
+        };
+        if dismissed > 0 && out.last().is_some_and(|b| BE.contains(&b.as_str()) || matches!(b.as_str(), "got" | "get")) {
+            let from = matches!(at(dismissed), Some("from" | "at" | "by"));
+            passive(&mut out);
+            out.extend(["lost".to_string(), "job".to_string()]);
+            if from {
+                out.push("at".into());
+            }
+            i += dismissed + usize::from(from);
+            continue;
+        }
+        // "called it quits": broke up; "parted ways": split up.
+        if matches!(w, "call" | "calls" | "called" | "calling") && at(1) == Some("it") && at(2) == Some("quits") {
+            let broken = if perfect(&out) { "broken" } else { "broke" };
+            out.extend([broken.to_string(), "up".to_string()]);
+            i += 3;
+            continue;
+        }
+        if matches!(w, "part" | "parts" | "parted" | "parting") && at(1) == Some("ways") {
+            out.extend(["split".to_string(), "up".to_string()]);
+            i += 2;
+            continue;
+        }
+        // "put X on hold": postponed X.
+        if matches!(w, "put" | "puts" | "putting")
+            && let Some(j) =
+                (i + 1..words.len().min(i + 9)).find(|&j| words[j] == "on" && words.get(j + 1).is_some_and(|h| h == "hold" || h == "ice"))
+        {
+            out.push("postponed".into());
+            out.extend(words[i + 1..j].iter().cloned());
+            i = j + 2;
+            continue;
+        }
+        // "changed her mind about X": decided against X.
+        if matches!(w, "change" | "changed" | "changes" | "changing") && at(2) == Some("mind") && matches!(at(3), Some("about" | "on")) {
+            out.extend(["decided".to_string(), "against".to_string()]);
+            i += 4;
+            continue;
+        }
+        // Coming to dislike or to like a thing.
+        let turned = match (w, at(1), at(2), at(3)) {
+            ("gone" | "went" | "goes" | "go", Some("off"), Some(n), _) if !PARTICLES.contains(&n) => Some((2, false)),
+            ("lost" | "loses" | "losing", Some("interest"), Some("in"), _) => Some((3, false)),
+            ("fell" | "fallen" | "falls", Some("out"), Some("of"), Some("love")) if at(4) == Some("with") => Some((5, false)),
+            ("warmed" | "warms", Some("to"), _, _) => Some((2, true)),
+            ("warmed" | "warms", Some("up"), Some("to"), _) => Some((3, true)),
+            ("come" | "came" | "comes", Some("round" | "around"), Some("to"), _) => Some((3, true)),
+            _ => None,
+        };
+        if let Some((len, like)) = turned {
+            let come = if perfect(&out) { "come" } else { "came" };
+            out.extend([come.to_string(), "to".to_string(), if like { "like" } else { "dislike" }.to_string()]);
+            i += len;
+            continue;
+        }
+        // Done or through with a thing: quit it.
+        if matches!(w, "done" | "through" | "finished")
+            && at(1) == Some("with")
+            && out.last().is_some_and(|b| matches!(b.as_str(), "is" | "are" | "was" | "am"))
+        {
+            out.pop();
+            out.push("quit".into());
+            i += 2;
+            continue;
+        }
+        // "has become Ann's favourite": is Ann's favourite.
+        if matches!(w, "become" | "became" | "becomes") && at(1).is_some_and(|n| n.ends_with("'s") && n.len() > 2) {
+            if w == "become" && perfect(&out) {
+                out.pop();
+            }
+            out.push("is".into());
+            i += 1;
+            continue;
+        }
+        out.push(words[i].clone());
+        i += 1;
+    }
+    out
 }
 
 /// Irregular past participles ("has given up", "has left the band").
@@ -598,6 +895,7 @@ const STANCE_PHRASES: &[&[&str]] = &[
     &["right", "now"],
     &["at", "present"],
     &["any", "more"],
+    &["any", "longer"],
     &["to", "be", "honest"],
     &["so", "much"],
     &["very", "much"],
@@ -651,7 +949,7 @@ fn without_stance(words: &[String]) -> (Vec<String>, bool) {
     'next: while i < words.len() {
         for p in STANCE_PHRASES {
             if words.len() - i >= p.len() && words[i..i + p.len()].iter().zip(p.iter()).all(|(a, b)| a == b) {
-                anymore |= *p == ["any", "more"];
+                anymore |= p[0] == "any";
                 i += p.len();
                 continue 'next;
             }
@@ -825,14 +1123,17 @@ fn stem(w: &str) -> String {
 
 /// Preference verbs by polarity (stems).
 const LIKE: &[&str] = &["lov", "lik", "enjoy", "ador", "prefer"];
-const DISLIKE: &[&str] = &["hat", "dislik", "detest", "loath", "avoid"];
+const DISLIKE: &[&str] = &["hat", "dislik", "detest", "loath", "avoid", "dread", "despis"];
 
 /// Verbs that end a state ("quit the band", "sold the car"), as stems; a
 /// particle may follow.
 const ENDINGS: &[&str] = &[
     "quit", "leav", "sell", "stop", "cancel", "cancell", "resign", "retir", "divorc", "abandon", "skipp", "skip", "withdrew", "withdraw",
-    "scrap", "scrapp", "ditch", "shelv", "postpon", "rehom", "stolen", "trad", "swap", "swapp",
+    "scrap", "scrapp", "ditch", "shelv", "postpon", "rehom", "stolen", "trad", "swap", "swapp", "donat", "replac", "end", "clos",
 ];
+/// [`ENDINGS`] that are habits in the present: endings only when done.
+const PAST_ENDINGS: &[&str] = &["donat", "replac", "end", "clos"];
+
 /// Endings of a verb and its particles ("moved out of", "broke up with"),
 /// as predicates.
 const ENDING_PHRASES: &[&str] = &[
@@ -855,6 +1156,8 @@ const ENDING_PHRASES: &[&str] = &[
     "step down",
     "step down as",
     "step down from",
+    "step away from",
+    "shut down",
 ];
 
 /// Words of an outing on one day ("left the party early"): leaving then
@@ -862,7 +1165,8 @@ const ENDING_PHRASES: &[&str] = &[
 const SAME_DAY: &[&str] = &["early", "late", "today", "tonight", "yesterday", "morning", "afternoon", "evening"];
 
 /// Verbs of coming to hold a preference ("has grown to love").
-const GROW: &[&str] = &["grown", "grew", "grow", "come", "came", "learned", "learnt"];
+const GROW: &[&str] =
+    &["grown", "grew", "grow", "come", "came", "learned", "learnt", "started", "start", "starts", "began", "begun", "begin"];
 
 /// Not working, as a job slot's value: excludes any job or employer.
 const NOT_WORKING: &[&str] = &["unemploy", "retir", "jobless"];
@@ -957,6 +1261,11 @@ fn ended(rest: &[String]) -> Vec<String> {
         if ENDED_STOP.contains(&w) && !(w == "to" && heads.iter().any(|h| TO_NOUNS.contains(h))) {
             break;
         }
+        // A past verb after the thing named starts another clause ("lost
+        // her job, started a shop": the comma is gone).
+        if !out.is_empty() && is_past_form(w) {
+            break;
+        }
         heads.push(w);
         // ("gave up on buying a house": an "on" right after the verb is its particle).
         if matches!(w, "at" | "in" | "on" | "by" | "near") && (heads.len() > 1 || w != "on") {
@@ -999,6 +1308,9 @@ const INCHOATIVE: &[&str] = &[
     "qualify",
     "transferr",
     "transfer",
+    "elect",
+    "appoint",
+    "vot",
 ];
 
 /// Modal verbs: auxiliaries only before a verb. After a copula or at the
@@ -1355,7 +1667,7 @@ const SCHOOLS: &[&str] = &["school", "academy", "college", "university", "uni", 
 const FILLER: &[&str] = &[
     "a", "an", "the", "her", "his", "their", "its", "my", "our", "your", "some", "and", "or", "of", "in", "on", "at", "for", "with", "by",
     "from", "to", "as", "about", "this", "that", "these", "those", "not", "no", "longer", "never", "which", "who", "it", "them", "him",
-    "she", "he", "they", "there", "up", "out", "off", "into",
+    "she", "he", "they", "there", "up", "out", "off", "into", "any",
 ];
 
 const PARTICLES: &[&str] =
@@ -1376,6 +1688,17 @@ fn propositions(subject: &str, predicate: &str, words: &[String], antonyms: &[[S
     // "Basketball is now Ann's favourite sport": the attribute named last.
     let inverted = inverted_attribute(words, &subject_words);
     let words = inverted.as_deref().unwrap_or(words);
+    // "Sam and Ann broke up": the couple named with the subject second.
+    let n = subject_words.len();
+    let pair: Option<Vec<String>> = (words.len() > n + 3
+        && words[1] == "and"
+        && named_at(words, 2, &subject_words)
+        && words[1 + n] == subject_words[n - 1]
+        && !FILLER.contains(&words[0].as_str())
+        && !words[0].ends_with("'s")
+        && (is_finite(&words[2 + n]) || BE.contains(&words[2 + n].as_str())))
+    .then(|| subject_words.iter().cloned().chain(["and".to_string(), words[0].clone()]).chain(words[2 + n..].iter().cloned()).collect());
+    let words = pair.as_deref().unwrap_or(words);
     // Where the subject is first named (after a time lead such as "In May,").
     let Some(at) = (0..words.len().min(TIME_LEAD_MAX + 1)).find(|&i| named_at(words, i, &subject_words)) else {
         return Vec::new();
@@ -1510,6 +1833,24 @@ fn propositions(subject: &str, predicate: &str, words: &[String], antonyms: &[[S
 /// Animals: a possessive naming one is about an animal the subject has.
 const ANIMALS: &[&str] = &["dog", "cat", "pet", "puppy", "kitten"];
 
+/// "has a new coach, Priti" / "has a new favourite café, Luma": a name
+/// after a comma names the person or the favourite one has, as "called"
+/// does ("has a new coach called Priti").
+fn apposition(content: &str) -> Option<String> {
+    let (left, right) = content.split_once(", ")?;
+    let right = right.trim().trim_end_matches('.');
+    let n = right.split_whitespace().count();
+    if !(1..=5).contains(&n) || !right.chars().next().is_some_and(char::is_uppercase) || right.contains(',') {
+        return None;
+    }
+    let lower = tokens(left);
+    let k = lower.iter().rposition(|w| matches!(w.as_str(), "a" | "an"))?;
+    let has = lower[..k].last().is_some_and(|w| matches!(w.as_str(), "has" | "have" | "got" | "found"));
+    let head = lower.last()?;
+    let named = lower[k..].iter().any(|w| w == "favourite") || PERSON_SLOTS.contains(&head.as_str());
+    (has && named && lower.len() - k <= 5).then(|| format!("{left} called {right}"))
+}
+
 /// How many words at the start are stance words or phrases.
 fn leading_stance(words: &[String]) -> usize {
     let mut i = 0;
@@ -1559,6 +1900,22 @@ fn inverted_attribute(words: &[String], subject: &[String]) -> Option<Vec<String
 fn canonical_slot(head: &str) -> String {
     match head {
         "boss" | "line manager" | "supervisor" | "manager" | "team lead" | "team leader" => "manager".into(),
+        h if h.starts_with("favourite ") => {
+            // A favourite's head noun by one name: a movie is a film, a
+            // novel a book, a series or programme a show, a track a song,
+            // a dish or meal food.
+            let (rest, last) = h.rsplit_once(' ').unwrap_or((h, ""));
+            let last = match last {
+                "movie" | "movies" | "flick" | "films" => "film",
+                "novel" | "novels" | "books" => "book",
+                "series" | "programme" | "program" | "shows" => "show",
+                "track" | "tune" | "songs" => "song",
+                "dish" | "meal" | "foods" => "food",
+                "beverage" | "drinks" => "drink",
+                l => l,
+            };
+            format!("{rest} {last}")
+        }
         h => h.to_string(),
     }
 }
@@ -1570,8 +1927,11 @@ fn couple_ending(rest: &[String]) -> Option<Vec<String>> {
         return None;
     }
     let k =
-        (2..=3.min(rest.len().saturating_sub(1))).find(|&k| matches!(stem(&rest[k]).as_str(), "break" | "split" | "separat" | "divorc"))?;
-    if rest[1..k].iter().any(|w| is_finite(w) || BE.contains(&w.as_str())) {
+        (2..=4.min(rest.len().saturating_sub(1))).find(|&k| matches!(stem(&rest[k]).as_str(), "break" | "split" | "separat" | "divorc"))?;
+    // ("Ann and Sam have split up": a perfect's "have" is no verb of theirs.)
+    let perfect = |i: usize| i + 1 == k && HAVE.contains(&rest[i].as_str());
+    // (The word after "and" is the partner's name or noun: "Idris" is no verb.)
+    if (2..k).any(|i| !perfect(i) && (is_finite(&rest[i]) || BE.contains(&rest[i].as_str()))) {
         return None;
     }
     let mut out: Vec<String> = vec![rest[k].clone()];
@@ -1583,7 +1943,7 @@ fn couple_ending(rest: &[String]) -> Option<Vec<String>> {
     } else if stem(&rest[k]) != "divorc" {
         out.push("from".into());
     }
-    out.extend(rest[1..k].iter().cloned());
+    out.extend((1..k).filter(|&i| !perfect(i)).map(|i| rest[i].clone()));
     out.extend(rest[tail..].iter().cloned());
     Some(out)
 }
@@ -1606,6 +1966,10 @@ fn conjunct(rest: &[String]) -> Option<usize> {
 fn gone(p: &Prop, clause: &[String], someone: bool) -> bool {
     let pred = p.pred.as_str();
     if !someone && matches!(pred, "died" | "di" | "pass away" | "pass on") && p.positive {
+        return true;
+    }
+    // A plan that fell through is off.
+    if matches!(pred, "fell" | "fall" | "fallen") && p.positive && clause.iter().any(|w| w == "through") {
         return true;
     }
     if pred == "be" && p.object.is_empty() && clause.iter().any(|w| w == "off") {
@@ -1806,6 +2170,9 @@ fn clause_prop(holder: &str, clause: &[String], slot_noun: Option<&str>, antonym
         };
         let phase = match stem(&ws[i]).as_str() {
             "start" | "begin" | "began" => 1,
+            // Switching or changing to an activity, or moving into one, starts it.
+            "switch" | "chang" if ws.get(i + 1).is_some_and(|w| w == "to") => 2,
+            "mov" if ws.get(i + 1).is_some_and(|w| w == "into") => 2,
             "end" if ws.get(i + 1).is_some_and(|w| w == "up") => 2,
             "go" | "return" | "get" | "mov" if ws.get(i + 1).is_some_and(|w| w == "back") && ws.get(i + 2).is_some_and(|w| w == "to") => 3,
             "return" if ws.get(i + 1).is_some_and(|w| w == "to") => 2,
@@ -1836,7 +2203,7 @@ fn clause_prop(holder: &str, clause: &[String], slot_noun: Option<&str>, antonym
             let second = |q: &&String| match q.as_str() {
                 "of" => pred.ends_with(" out") || pred.ends_with(" rid"),
                 "with" => pred.ends_with(" out") || pred.ends_with(" up"),
-                "from" => pred.ends_with(" out") || pred.ends_with(" down"),
+                "from" => pred.ends_with(" out") || pred.ends_with(" down") || pred.ends_with(" away"),
                 "as" => pred.ends_with(" down"),
                 _ => false,
             };
@@ -1884,7 +2251,7 @@ fn clause_prop(holder: &str, clause: &[String], slot_noun: Option<&str>, antonym
     object.dedup();
     let verb_stem = pred.split(' ').next().unwrap_or("").to_string();
     // "can't stand X" dislikes X; "is into X" likes it; "finds X boring" dislikes it.
-    let cannot_stand = verb_stem == "stand" && negations % 2 == 1;
+    let cannot_stand = matches!(verb_stem.as_str(), "stand" | "bear" | "stomach") && negations % 2 == 1;
     let into = pred == "be" && rest.first().is_some_and(|w| w == "into");
     let is_dull = |w: &String| DULL.iter().any(|d| stem(d) == *w);
     let dull = verb_stem == "find" && object.iter().any(is_dull);
@@ -1920,7 +2287,9 @@ fn clause_prop(holder: &str, clause: &[String], slot_noun: Option<&str>, antonym
             (name, timeless)
         });
     // A birthday tells an age, and a job one got or took is held from then on.
-    let begins = slot.as_ref().is_some_and(|(n, _)| n == "age" || ((n == "employer" || n == "job") && object.iter().any(|w| w == "job")));
+    let begins = slot
+        .as_ref()
+        .is_some_and(|(n, _)| n == "age" || ((n == "employer" || n == "job") && object.iter().any(|w| WORK_POSTS.contains(&w.as_str()))));
     // Endings: what they end.
     // Giving a thing to someone ends having it ("gave his bike to his cousin").
     let given = verb_stem == "giv"
@@ -1932,14 +2301,26 @@ fn clause_prop(holder: &str, clause: &[String], slot_noun: Option<&str>, antonym
     // Dropping a plan or an idea ends it.
     let dropped = verb_stem == "drop" && pred == "drop" && rest.iter().any(|w| matches!(w.as_str(), "plan" | "plans" | "idea"));
     // A planned ending ("plans to retire") is a plan: nothing ends until it happens.
-    let ends = if ((ENDINGS.contains(&verb_stem.as_str()) && !saw_be) || ENDING_PHRASES.contains(&pred.as_str()) || given || dropped)
-        && !outing
-        && !plan
-    {
-        (negations == 0).then(|| ended(rest))
-    } else {
-        None
-    };
+    // Losing a thing ends having it, and losing one's job the post; a
+    // game, a match or one's keys lost end no state of that kind
+    // (`Prop::lost`, [`change`]).
+    // Ending verbs that also name a habit in the present ("closes the shop
+    // at six", "donates to the food bank") end something only when done.
+    let done = is_past_form(&verb_word) || saw_have;
+    let lost = verb_stem == "los" && pred == "los" && !saw_be && done;
+    let ends =
+        if ((ENDINGS.contains(&verb_stem.as_str()) && !saw_be && pred != "end up" && (done || !PAST_ENDINGS.contains(&verb_stem.as_str())))
+            || ENDING_PHRASES.contains(&pred.as_str())
+            || given
+            || dropped
+            || lost)
+            && !outing
+            && !plan
+        {
+            (negations == 0).then(|| ended(rest))
+        } else {
+            None
+        };
     // An ending of an activity ends its habit: "quit smoking", "retired
     // from running", "stopped being vegan".
     let gerund = rest.first().filter(|w| w.ends_with("ing") && w.len() > 4).map(|w| stem(w));
@@ -1950,6 +2331,8 @@ fn clause_prop(holder: &str, clause: &[String], slot_noun: Option<&str>, antonym
         (pred == "be" || present_or_plan(&verb_word) || INCHOATIVE.contains(&verb_stem.as_str()) || plan || began || begins) && !used;
     Some(Prop {
         holder: holder.to_string(),
+        lost: lost && negations == 0,
+        employer: employer_of(slot.as_ref(), rest),
         pred,
         family,
         positive,
@@ -2103,6 +2486,39 @@ fn is_verbish(w: &str) -> bool {
             && !matches!(w, "interested" | "excited" | "tired" | "retired" | "employed" | "unemployed" | "based"))
 }
 
+/// A role in a group: "(the) captain of her netball team" is the slot
+/// "role in netball team" with the value "captain".
+fn role_in(rest: &[String]) -> Option<(String, Vec<String>)> {
+    let stems = |ws: &[String]| {
+        let mut v: Vec<String> = ws.iter().filter(|w| !FILLER.contains(&w.as_str())).map(|w| stem(w)).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let k = rest.iter().position(|w| matches!(w.as_str(), "of" | "on" | "at" | "for" | "in"))?;
+    let role = stems(&rest[..k]);
+    let group = stems(&rest[k + 1..]);
+    ((1..=3).contains(&role.len()) && !group.is_empty() && !group.iter().any(|w| is_time(w)))
+        .then(|| (format!("role in {}", group.join(" ")), role))
+}
+
+/// The employer a job told with its place names ("a barista at a café",
+/// "a mechanic at his uncle's garage"; not "at night", not "stay at
+/// home"): the place's words after the last "at".
+fn employer_of(slot: Option<&(String, Vec<String>)>, rest: &[String]) -> Option<Vec<String>> {
+    if slot.is_none_or(|(n, _)| n != "job") {
+        return None;
+    }
+    let k = rest.iter().rposition(|w| w == "at")?;
+    if k > 0 && rest[k - 1] == "stay" {
+        return None;
+    }
+    let mut v: Vec<String> = rest[k + 1..].iter().filter(|w| !FILLER.contains(&w.as_str()) && !is_time(w)).map(|w| stem(w)).collect();
+    v.sort();
+    v.dedup();
+    (!v.is_empty()).then_some(v)
+}
+
 /// The slot a verb clause names: relationship status, age, job, employer,
 /// home, school, team, car.
 fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> Option<(String, Vec<String>)> {
@@ -2124,6 +2540,49 @@ fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> O
         v.dedup();
         v
     };
+    // "calls Berlin home": lives there.
+    if verb == "call" && rest.len() >= 2 && rest.last().is_some_and(|w| w == "home") && !FILLER.contains(&rest[rest.len() - 2].as_str()) {
+        return Some(("home".into(), stems(&rest[..rest.len() - 1])));
+    }
+    // "celebrated turning 34": an age, whatever frames the turning.
+    if let Some(n) = rest.windows(2).find(|w| w[0] == "turning" && w[1].chars().all(|c| c.is_ascii_digit())).map(|w| w[1].clone()) {
+        return Some(("age".into(), vec![n]));
+    }
+    // A favourite one has, named: "has a new favourite café called Luma"
+    // (or "…, Luma": [`apposition`]).
+    if matches!(verb, "hav" | "get" | "found" | "find" | "discover")
+        && let Some(f) = rest.iter().position(|w| w == "favourite")
+        && let Some(k) = rest.iter().position(|w| matches!(w.as_str(), "called" | "named"))
+        && f + 1 < k
+        && k + 1 < rest.len()
+    {
+        let head: Vec<&str> = rest[f..k].iter().map(String::as_str).filter(|w| !matches!(*w, "new" | "current")).collect();
+        return Some((canonical_slot(&head.join(" ")), stems(&rest[k + 1..])));
+    }
+    // Working under someone: they are one's manager.
+    if pred == "work" && rest.first().is_some_and(|w| w == "under") && rest.len() >= 2 {
+        return Some(("manager".into(), stems(&rest[1..])));
+    }
+    // Moving, switching, changing or transferring to a school, or a degree
+    // done at one: the school one attends.
+    let moved = matches!(pred, "mov to" | "switch to" | "chang to" | "transferr to" | "transfer to");
+    let degree = matches!(verb, "do" | "doing" | "pursu" | "tak" | "enrol" | "enroll" | "complet")
+        && rest
+            .iter()
+            .any(|w| matches!(w.as_str(), "degree" | "master's" | "masters" | "phd" | "doctorate" | "diploma" | "course" | "mba"));
+    if (moved || degree)
+        && let Some(k) = rest.iter().rposition(|w| w == "at").map(|k| k + 1).or(moved.then_some(0))
+        && rest[k..].iter().any(|w| SCHOOLS.contains(&w.as_str()))
+        && !rest[k..].iter().any(|w| DWELLINGS.contains(&w.as_str()) || matches!(w.as_str(), "near" | "by" | "in" | "next"))
+    {
+        return Some(("school".into(), stems(&rest[k..])));
+    }
+    // Appointed, elected or voted to a position in a group.
+    if matches!(verb, "appoint" | "elect" | "vot")
+        && let Some(role) = role_in(&rest[usize::from(rest.first().is_some_and(|w| w == "as"))..])
+    {
+        return Some(role);
+    }
     // How one earns a living ("drives a bus for a living", "sells earrings
     // full time"): the occupation, whatever the verb.
     if pred != "be" && (has_seq(&["for", "a", "living"]) || has_seq(&["full", "time"]) || has_seq(&["part", "time"])) {
@@ -2138,7 +2597,8 @@ fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> O
     // else or as an investment).
     if matches!(verb, "rent" | "shar" | "buy" | "own" | "hav")
         && let Some(k) = rest.iter().rposition(|w| w == "in")
-        && rest[..k].iter().any(|w| DWELLINGS.contains(&w.as_str()))
+        && (rest[..k].iter().any(|w| DWELLINGS.contains(&w.as_str()))
+            || (rest[..k].iter().any(|w| w == "place") && rest[..k].iter().any(|w| w == "own")))
         && !rest.iter().any(|w| matches!(w.as_str(), "for" | "as" | "investment" | "holiday"))
         && k + 1 < rest.len()
     {
@@ -2146,27 +2606,33 @@ fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> O
     }
     // "lives near the beach in Brighton", "lives on his own in Bath": the
     // town one lives in.
-    if matches!(pred, "liv" | "liv near" | "liv with" | "liv on" | "liv by")
+    if matches!(pred, "liv" | "liv near" | "liv with" | "liv on" | "liv by" | "mov in")
         && let Some(k) = rest.iter().rposition(|w| w == "in")
         && k + 1 < rest.len()
     {
         return Some(("home".into(), stems(&rest[k + 1..])));
     }
     // "got a job as a lifeguard": the occupation.
-    if let Some(k) = rest.windows(2).position(|w| w[0] == "job" && w[1] == "as")
+    if let Some(k) = rest.windows(2).position(|w| WORK_POSTS.contains(&w[0].as_str()) && w[1] == "as")
         && matches!(verb, "get" | "tak" | "land" | "accept" | "start" | "hav" | "begin" | "found")
         && k + 2 < rest.len()
     {
         return Some(("job".into(), stems(&rest[k + 2..])));
     }
     // Getting, taking or starting a job at a place: that place employs one.
-    if let Some(k) = rest.windows(2).position(|w| w[0] == "job" && matches!(w[1].as_str(), "at" | "with"))
+    if let Some(k) = rest.windows(2).position(|w| WORK_POSTS.contains(&w[0].as_str()) && matches!(w[1].as_str(), "at" | "with"))
         && matches!(verb, "get" | "tak" | "land" | "accept" | "start" | "hav" | "begin" | "found")
         && k + 2 < rest.len()
     {
         return Some(("employer".into(), stems(&rest[k + 2..])));
     }
     // Becoming an occupation, retraining or being promoted: the job.
+    if matches!(verb, "becam" | "becom")
+        && !object.iter().any(|w| occupation_stems().contains(w))
+        && let Some(role) = role_in(rest)
+    {
+        return Some(role);
+    }
     if (matches!(verb, "becam" | "becom") && object.iter().any(|w| occupation_stems().contains(w)))
         || matches!(pred, "retrain as" | "qualify as" | "promot to")
     {
@@ -2248,19 +2714,19 @@ fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> O
             let np: Vec<&String> =
                 rest.iter().skip(1).take_while(|w| !matches!(w.as_str(), "at" | "for" | "in" | "on" | "of" | "with")).collect();
             let home = has_seq(&["stay", "at", "home"]);
-            if home || np.iter().any(|w| occupation_stems().contains(&stem(w))) {
+            let volunteer = np.iter().any(|w| w.starts_with("volunteer"));
+            if home || (np.iter().any(|w| occupation_stems().contains(&stem(w))) && !volunteer) {
                 return Some(("job".into(), if home { vec!["homemak".into()] } else { object.to_vec() }));
             }
         }
-        // A role in something: "is the captain of her netball team" (one role per group).
-        if matches!(first, "a" | "an" | "the")
-            && let Some(k) = rest.iter().position(|w| matches!(w.as_str(), "of" | "on" | "at" | "for" | "in"))
-        {
-            let role = stems(&rest[..k]);
-            let group = stems(&rest[k + 1..]);
-            if (1..=3).contains(&role.len()) && !group.is_empty() && !group.iter().any(|w| is_time(w)) {
-                return Some((format!("role in {}", group.join(" ")), role));
-            }
+        // A role in something: "is the captain of her netball team" (one
+        // role per group), and one she was made, appointed, elected, named
+        // or voted ("was made captain of her netball team").
+        if matches!(first, "a" | "an" | "the") {
+            return role_in(rest);
+        }
+        if matches!(first, "made" | "appointed" | "elected" | "named" | "voted") {
+            return role_in(&rest[1 + usize::from(second == "as")..]);
         }
         return None;
     }
@@ -2843,7 +3309,6 @@ mod tests {
     /// under", …), restatements and coexisting pairs, another speaker.
     /// Counted as in `fourth_round_fresh_pairs`.
     #[test]
-    #[ignore = "written before the fifth round's rules: the fourth round's rules decide 70 of 100 right (35 of 64 updates, 12 of 13 restatements, 23 of 23 coexisting)"]
     fn fifth_round_fresh_pairs() {
         use Want::{Coexist as C, Duplicate as D, Update as U};
         // Third-person observations about Noor.
@@ -2977,6 +3442,73 @@ mod tests {
             count(C)
         );
         assert!(wrong.is_empty(), "{} of {all} right; wrong ({}):\n{}", all - wrong.len(), wrong.len(), wrong.join("\n"));
+    }
+
+    /// The fifth round's principles (docs/pipeline.md, "Fifth round"), each
+    /// beside what it must leave alone.
+    #[test]
+    fn fifth_round_principles() {
+        let slot = |s: &str| Change::Slot(s.to_string());
+        // Employed by, hired, laid off: working, starting to work, losing the job.
+        duplicate("Maya works for the museum", "Maya is employed by the museum");
+        update("Maya is a cashier", "Maya was hired as a welder", slot("job"));
+        update("Maya works at the museum", "Maya was laid off", Change::Ending);
+        coexist("Maya works at the museum", "Maya's brother was laid off");
+        coexist("Maya works at a bank", "Maya hired a cleaner");
+        // One's own post, named without its place, is whatever job one has.
+        update("Maya works as a welder", "Maya quit her job", Change::Ending);
+        coexist("Maya plays in a band", "Maya quit her job");
+        coexist("Maya works as a welder", "Maya quit her job at the bakery");
+        coexist("Maya runs her own bakery", "Maya lost her job");
+        coexist("Maya owns a bakery", "Maya lost her job, opened a bakery and loves it");
+        coexist("Maya is a florist who runs her own shop", "Maya quit her job");
+        // A loss ends a thing had or a post held, never an activity.
+        update("Maya owns a drone", "Maya lost her drone", Change::Ending);
+        coexist("Maya plays chess", "Maya lost a chess match");
+        coexist("Maya works at a bank", "Maya lost her keys at the bank");
+        // A job told with its place names the employer.
+        update("Maya is a barista at a cafe", "Maya works at the bank", slot("employer"));
+        coexist("Maya is a nurse at the city hospital", "Maya works at the city hospital");
+        coexist("Maya works as a guard at night", "Maya works at a bank");
+        coexist("Maya is a nurse at the city hospital", "Maya is a volunteer driver at the food bank");
+        // A break-up with one's partner, named by the noun, ends the couple.
+        update("Maya is married to Theo", "Maya split from her husband", Change::Ending);
+        update("Maya is in a relationship with Theo", "Maya and Theo called it quits", Change::Ending);
+        update("Maya is dating Theo", "Theo and Maya broke up", Change::Ending);
+        coexist("Maya is married to Theo", "Maya's sister broke up with her boyfriend");
+        coexist("Maya is dating Theo", "Theo and Ann broke up");
+        // A rank makes another position.
+        update("Maya is the vice-captain of the rowing club", "Maya is the captain of the rowing club", slot("role in club row"));
+        update("Maya is the treasurer of the chess club", "Maya was elected chair of the chess club", slot("role in chess club"));
+        coexist("Maya is the captain of the rowing club", "Maya is the captain of the chess club");
+        // Homes by other names.
+        update("Maya lives in Oslo", "Maya calls Bergen home", slot("home"));
+        update("Maya lives in Oslo", "Maya has her own place in Bergen", slot("home"));
+        coexist("Maya lives in Oslo", "Maya calls her mum at home");
+        coexist("Maya lives in Oslo", "Maya has a place in the choir");
+        // Turning an age; a favourite's head noun by one name; a named one.
+        update("Maya is 33", "Maya celebrated turning 34", slot("age"));
+        coexist("Maya is 33", "Maya's son is turning 5");
+        update("Maya's favourite film is Alien", "Maya's favourite movie is Heat", slot("favourite film"));
+        update("Maya's coach is Ann", "Maya has a new coach, Bo", slot("coach"));
+        coexist("Maya's coach is Ann", "Maya has a new dog, Bo");
+        // A school moved to, a degree done at one.
+        update("Maya's son attends Hillside School", "Maya's son moved to Oakwood Academy", slot("school"));
+        update("Maya lives in Oslo", "Maya moved to a flat near the university", slot("home"));
+        update("Maya is doing a PhD at Leeds University", "Maya is doing a PhD at York University", slot("school"));
+        // Plans put on hold or changed one's mind about.
+        update("Maya plans to buy a flat", "Maya has put buying a flat on hold", Change::Ending);
+        update("Maya plans to adopt a dog", "Maya changed her mind about adopting a dog", Change::Ending);
+        coexist("Maya plans to adopt a dog", "Maya changed her mind about the paint colour");
+        // Coming to dislike or to like; done with; "any longer".
+        update("Maya loves opera", "Maya has gone off opera", Change::Flip);
+        update("Maya is into chess", "Maya lost interest in chess", Change::Flip);
+        update("Maya hates olives", "Maya has warmed to olives", Change::Flip);
+        update("Maya loves horror films", "Maya can't bear horror films", Change::Flip);
+        update("Maya sings in a choir", "Maya is done with the choir", Change::Ending);
+        update("Maya eats meat", "Maya doesn't eat meat any longer", Change::Ending);
+        coexist("Maya loves hiking", "Maya has gone off to university");
+        coexist("Maya loves opera", "Maya has gone off ballet");
     }
 
     #[test]
