@@ -1121,7 +1121,7 @@ fn scalar_columns(r: &QaResult) -> Vec<Column> {
 }
 
 /// The rank (from 1) of the first hit, from the MRR.
-fn hit_rank(s: &Scored) -> Option<i64> {
+pub fn hit_rank(s: &Scored) -> Option<i64> {
     (s.mrr > 0.0).then(|| (1.0 / s.mrr).round() as i64)
 }
 
