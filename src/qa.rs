@@ -262,7 +262,7 @@ impl Corpus {
             c.slot_of.insert(id, slot);
             c.docs.push(d);
         }
-        let mut lens: Vec<usize> = c.docs.iter().map(|d| d.text.words.len()).collect();
+        let mut lens: Vec<usize> = c.docs.iter().map(|d| d.text.len()).collect();
         lens.sort_unstable();
         c.median_words = lens.get(lens.len() / 2).copied().unwrap_or(0);
         c.searchable_now = c.docs.iter().filter(|d| d.live_now).count();
@@ -598,7 +598,7 @@ fn evaluate_conversation(
     let mut sources: Vec<(&'static str, Searched<'_>, &Corpus)> = Vec::new();
     let mut count = |name: &'static str, c: &Corpus| {
         out.indexed.insert(name, c.docs.iter().filter(|d| d.live_now).count());
-        out.words_indexed.insert(name, c.docs.iter().filter(|d| d.live_now).map(|d| d.text.words.len()).sum());
+        out.words_indexed.insert(name, c.docs.iter().filter(|d| d.live_now).map(|d| d.text.len()).sum());
     };
     if let Some(index) = &formed_index {
         count("formed", &formed);
@@ -690,7 +690,7 @@ fn evaluate_conversation(
                     let hits =
                         st.search(retriever, *i, &item.question, q, &SearchParams { top_k: deep, leg_k, ..params.clone() }, corpus)?;
                     let ranked = corpus.texts_of(&hits);
-                    let words: usize = ranked.iter().map(|t| t.words.len()).sum();
+                    let words: usize = ranked.iter().map(|t| t.len()).sum();
                     if words >= need || hits.len() < deep || deep >= n {
                         break (hits, ranked);
                     }
@@ -1121,7 +1121,7 @@ fn scalar_columns(r: &QaResult) -> Vec<Column> {
 }
 
 /// The rank (from 1) of the first hit, from the MRR.
-fn hit_rank(s: &Scored) -> Option<i64> {
+pub fn hit_rank(s: &Scored) -> Option<i64> {
     (s.mrr > 0.0).then(|| (1.0 / s.mrr).round() as i64)
 }
 

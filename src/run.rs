@@ -83,7 +83,7 @@ type Slot<T> = Mutex<Option<T>>;
 type Analysed = (Vec<EpisodeRecord>, Vec<Skipped>, Analysis);
 
 /// The QA rows (every source), the baselines' time and the files' time (ms).
-type QaDone = (crate::qa::QaResult, polars::prelude::DataFrame, f64, f64);
+type QaDone = (crate::qa::QaResult, Vec<crate::report::explore::QaItem>, f64, f64);
 
 /// A slot's lock (a panic elsewhere does not stop the run reading it).
 fn guard<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -173,8 +173,10 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
                 }
             }
             let qa = qa.joined(raw, dataset);
-            let frame = crate::qa::write_frame(dir.path(), &qa)?;
-            Ok((qa, frame, baselines_ms, started.elapsed().as_secs_f64() * 1000.0))
+            // The report's QA items from the rows, while the files are written.
+            let (written, items) = rayon::join(|| crate::qa::write(dir.path(), &qa), || crate::report::explore::qa_items_of(&qa));
+            written?;
+            Ok((qa, items, baselines_ms, started.elapsed().as_secs_f64() * 1000.0))
         })();
         *guard(&qa_done) = Some(done);
     };
@@ -280,7 +282,7 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     crate::memory::release_free();
     let (mut qa_rows, mut qa_frame) = (None, None);
     if qa_on {
-        let (qa, frame, baselines_ms, write_ms) =
+        let (qa, items, baselines_ms, write_ms) =
             take(&qa_done).unwrap_or_else(|| Err(Error::Other("the QA evaluation did not finish".into())))?;
         analysis.summary.metrics.extend(crate::qa::summary_metrics(&qa));
         // The baselines' evaluation, summed over conversations (it overlaps
@@ -288,7 +290,7 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         analysis.summary.timings.insert("qa_baselines_ms".into(), baselines_ms);
         analysis.summary.timings.insert("qa_write_ms".into(), write_ms);
         qa_rows = Some(qa);
-        qa_frame = Some(frame);
+        qa_frame = Some(crate::report::explore::QaInput::Items(items));
     }
     let mut sections = opts.report_sections.clone();
     if cfg.profile == "dreaming" {

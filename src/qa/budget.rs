@@ -25,10 +25,17 @@ pub const READ_KS: [usize; 2] = [5, 10];
 /// One indexed document as a reader sees it: its words, the turns it
 /// comes from, and where each turn's words lie in it (turns and sessions
 /// by their positions in the conversation).
+///
+/// The words are held in one buffer (`chars`, word `i` ending at
+/// `ends[i]`) and their normalised tokens in another, so a document costs
+/// a few allocations, not two per word.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Text {
-    pub words: Vec<String>,
-    /// `(turn, start, end)`: the turn's words are `words[start..end]`.
+    /// The words, back to back.
+    chars: String,
+    /// Where each word ends in `chars` (it starts where the previous one ends).
+    ends: Vec<u32>,
+    /// `(turn, start, end)`: the turn's words are words `start..end`.
     /// Empty when the text does not follow its turns (a formed fact): then
     /// its turns count as read only when the whole text is.
     pub spans: Vec<(u32, usize, usize)>,
@@ -39,15 +46,19 @@ pub struct Text {
     /// The words' normalised [`tokens`], in order (computed once: answer
     /// containment looks in them for every item).
     pub norm: Vec<Token>,
+    /// The tokens' texts, back to back (a [`Token`]'s `start..end`).
+    norm_chars: String,
 }
 
-/// One normalised token of a [`Text`]: its text, the word it is in, and a
-/// hash of its text (compared first; the texts decide).
+/// One normalised token of a [`Text`]: the word it is in, a hash of its
+/// text (compared first; the texts decide) and where its text lies in
+/// the text's token buffer ([`Text::token`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Token {
     pub hash: u64,
     pub word: usize,
-    pub text: String,
+    start: u32,
+    end: u32,
 }
 
 /// The hash of a [`Token`]'s text.
@@ -56,37 +67,93 @@ pub fn token_hash(t: &str) -> u64 {
     rustc_hash::FxBuildHasher.hash_one(t)
 }
 
-/// Every normalised token of `words`, in order.
-fn norm_of(words: &[String]) -> Vec<Token> {
-    words
-        .iter()
-        .enumerate()
-        .flat_map(|(word, w)| tokens(w).into_iter().map(move |text| Token { hash: token_hash(&text), word, text }))
-        .collect()
+/// A position in a [`Text`]'s buffers (documents are far below 4 GiB).
+fn at(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 impl Text {
     /// A document whose text does not follow its turns (a formed fact).
     pub fn whole(text: &str, turns: Vec<u32>, sessions: Vec<u32>) -> Text {
-        let words = split(text);
-        let norm = norm_of(&words);
-        Text { words, spans: Vec::new(), turns, sessions, norm }
+        let mut t = Text { turns, sessions, ..Text::default() };
+        t.push_words(text);
+        t.normalise();
+        t
     }
 
     /// A document made of `parts` in order, each a turn's text (`Some`) or
     /// text of no turn (a header: `None`); the parts' words joined.
     pub fn of_parts(parts: &[(Option<u32>, &str)], sessions: Vec<u32>) -> Text {
         let mut t = Text { sessions, ..Text::default() };
+        t.chars.reserve(parts.iter().map(|p| p.1.len()).sum());
         for (turn, text) in parts {
-            let start = t.words.len();
-            t.words.extend(split(text));
+            let start = t.len();
+            t.push_words(text);
             if let Some(id) = turn {
-                t.spans.push((*id, start, t.words.len()));
+                t.spans.push((*id, start, t.len()));
                 t.turns.push(*id);
             }
         }
-        t.norm = norm_of(&t.words);
+        t.normalise();
         t
+    }
+
+    /// Appends `text`'s whitespace-separated words.
+    fn push_words(&mut self, text: &str) {
+        for w in text.split_whitespace() {
+            self.chars.push_str(w);
+            self.ends.push(at(self.chars.len()));
+        }
+    }
+
+    /// Computes `norm` from the words.
+    fn normalise(&mut self) {
+        let mut norm = Vec::with_capacity(self.ends.len());
+        let mut norm_chars = String::with_capacity(self.chars.len());
+        for word in 0..self.len() {
+            let w = self.word(word);
+            let mut each = |tok: &str| {
+                let start = at(norm_chars.len());
+                norm_chars.push_str(tok);
+                norm.push(Token { hash: token_hash(tok), word, start, end: at(norm_chars.len()) });
+            };
+            if w.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
+                // Already one token (or an article, dropped).
+                if !matches!(w, "a" | "an" | "the") {
+                    each(w);
+                }
+            } else {
+                for tok in tokens(w) {
+                    each(&tok);
+                }
+            }
+        }
+        (self.norm, self.norm_chars) = (norm, norm_chars);
+    }
+
+    /// How many words it holds.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Word `i`.
+    pub fn word(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.chars[start..self.ends[i] as usize]
+    }
+
+    /// The first `n` words, in order.
+    pub fn words(&self, n: usize) -> impl Iterator<Item = &str> {
+        (0..n.min(self.len())).map(|i| self.word(i))
+    }
+
+    /// The text of `token` (one of `norm`).
+    pub fn token(&self, token: &Token) -> &str {
+        &self.norm_chars[token.start as usize..token.end as usize]
     }
 }
 
@@ -102,7 +169,7 @@ pub fn split(text: &str) -> Vec<String> {
 /// is) and the words read.
 pub fn read<'a>(ranked: &[&'a Text], budget: usize) -> (BTreeSet<u32>, Vec<&'a str>) {
     let taken = taken(ranked, budget);
-    let words = taken.iter().flat_map(|(d, n)| d.words[..*n].iter().map(String::as_str)).collect();
+    let words = taken.iter().flat_map(|(d, n)| d.words(*n)).collect();
     (turns_read(&taken), words)
 }
 
@@ -116,7 +183,7 @@ pub fn taken<'a>(ranked: &[&'a Text], budget: usize) -> Vec<(&'a Text, usize)> {
         if left == 0 {
             break;
         }
-        let n = doc.words.len().min(left);
+        let n = doc.len().min(left);
         used += n;
         out.push((*doc, n));
     }
@@ -128,7 +195,7 @@ pub fn taken<'a>(ranked: &[&'a Text], budget: usize) -> Vec<(&'a Text, usize)> {
 fn turns_read(taken: &[(&Text, usize)]) -> BTreeSet<u32> {
     let mut turns = BTreeSet::new();
     for (doc, n) in taken {
-        if *n == doc.words.len() {
+        if *n == doc.len() {
             turns.extend(doc.turns.iter().copied());
         } else {
             turns.extend(doc.spans.iter().filter(|(_, _, end)| end <= n).map(|(t, _, _)| *t));
@@ -141,7 +208,7 @@ fn turns_read(taken: &[(&Text, usize)]) -> BTreeSet<u32> {
 fn holds_taken(answer: &[String], taken: &[(&Text, usize)]) -> bool {
     answer.iter().all(|a| {
         let h = token_hash(a);
-        taken.iter().any(|(d, n)| d.norm.iter().take_while(|t| t.word < *n).any(|t| t.hash == h && t.text == *a))
+        taken.iter().any(|(d, n)| d.norm.iter().take_while(|t| t.word < *n).any(|t| t.hash == h && d.token(t) == a))
     })
 }
 
@@ -260,7 +327,7 @@ pub fn score_budgeted(ranked: &[&Text], item: &Item<'_>) -> Budgeted {
                 first_hit = Some(doc);
             }
             if before < widest {
-                reads.push((before, doc.words.len()));
+                reads.push((before, doc.len()));
                 reads.extend(doc.spans.iter().filter(|(t, _, _)| item.evidence.contains(t)).map(|(_, _, end)| (before, *end)));
             }
         }
@@ -268,7 +335,7 @@ pub fn score_budgeted(ranked: &[&Text], item: &Item<'_>) -> Budgeted {
             let limit = answer_widest - before;
             for t in doc.norm.iter().take_while(|t| t.word < limit) {
                 for ((a, h), at) in item.answer.iter().zip(&answer_hashes).zip(first_at.iter_mut()) {
-                    if at.is_none() && t.hash == *h && t.text == *a {
+                    if at.is_none() && t.hash == *h && doc.token(t) == a {
                         *at = Some(before + t.word);
                         found += 1;
                     }
@@ -282,7 +349,7 @@ pub fn score_budgeted(ranked: &[&Text], item: &Item<'_>) -> Budgeted {
                 }
             }
         }
-        before = before.saturating_add(doc.words.len());
+        before = before.saturating_add(doc.len());
         let done_reading = before >= widest;
         if done_reading && out.deep_hit_rank.is_some() && sessions.len() >= most_sessions {
             break;
@@ -295,7 +362,7 @@ pub fn score_budgeted(ranked: &[&Text], item: &Item<'_>) -> Budgeted {
         for (j, &b) in ANSWER_BUDGETS.iter().enumerate() {
             out.answer_in_w[j] = Some(f64::from(u8::from(first_at.iter().all(|at| at.is_some_and(|p| p < b)))));
         }
-        out.hit_holds_answer = first_hit.map(|d| f64::from(u8::from(holds_taken(item.answer, &[(d, d.words.len())]))));
+        out.hit_holds_answer = first_hit.map(|d| f64::from(u8::from(holds_taken(item.answer, &[(d, d.len())]))));
     }
     for (j, &k) in SESSION_KS.iter().enumerate() {
         out.session_recall_any[j] = f64::from(u8::from(sessions.iter().take(k).any(|s| item.evidence_sessions.contains(s))));
@@ -304,7 +371,7 @@ pub fn score_budgeted(ranked: &[&Text], item: &Item<'_>) -> Budgeted {
         out.chance_recall_any[j] = chance_any(item.searchable, item.relevant, k);
     }
     for (j, &k) in READ_KS.iter().enumerate() {
-        out.words_read[j] = ranked.iter().take(k).map(|d| d.words.len()).sum::<usize>() as f64;
+        out.words_read[j] = ranked.iter().take(k).map(|d| d.len()).sum::<usize>() as f64;
     }
     out.relevant = item.relevant;
     out
@@ -323,7 +390,7 @@ pub fn score_budgeted_by_budget(ranked: &[&Text], item: &Item<'_>) -> Budgeted {
             out.answer_in_w[j] = Some(f64::from(u8::from(holds_taken(item.answer, &taken(ranked, b)))));
         }
         let first_hit = ranked.iter().take(super::MAX_K).find(|d| d.turns.iter().any(|t| item.evidence.contains(t)));
-        out.hit_holds_answer = first_hit.map(|d| f64::from(u8::from(holds_taken(item.answer, &[(*d, d.words.len())]))));
+        out.hit_holds_answer = first_hit.map(|d| f64::from(u8::from(holds_taken(item.answer, &[(*d, d.len())]))));
     }
     let sessions = sessions_of(ranked);
     for (j, &k) in SESSION_KS.iter().enumerate() {
@@ -333,7 +400,7 @@ pub fn score_budgeted_by_budget(ranked: &[&Text], item: &Item<'_>) -> Budgeted {
         out.chance_recall_any[j] = chance_any(item.searchable, item.relevant, k);
     }
     for (j, &k) in READ_KS.iter().enumerate() {
-        out.words_read[j] = ranked.iter().take(k).map(|d| d.words.len()).sum::<usize>() as f64;
+        out.words_read[j] = ranked.iter().take(k).map(|d| d.len()).sum::<usize>() as f64;
     }
     out.relevant = item.relevant;
     out.deep_hit_rank = ranked.iter().position(|d| d.turns.iter().any(|t| item.evidence.contains(t))).map(|i| i + 1);
@@ -379,7 +446,7 @@ mod tests {
     #[test]
     fn a_budget_boundary_in_the_middle_of_a_document_cuts_it_by_prefix() {
         let s = session();
-        assert_eq!(s.words.len(), 12);
+        assert_eq!(s.len(), 12);
         assert_eq!(s.spans, vec![(1, 2, 4), (2, 4, 9), (3, 9, 12)]);
         // 7 words: the header, t1 and 3 of t2's 5 words: t2 is not read.
         let (turns, words) = read(&[&s], 7);

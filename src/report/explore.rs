@@ -134,9 +134,18 @@ impl Gold {
 
 /// What the error analysis and the page read besides the [`Analysis`].
 pub struct Inputs {
-    /// `qa.parquet`, when the run evaluated QA items.
-    pub qa: Option<DataFrame>,
+    /// The QA rows, when the run evaluated QA items.
+    pub qa: Option<QaInput>,
     pub gold: Gold,
+}
+
+/// A run's QA rows as the error analysis and the page get them.
+pub enum QaInput {
+    /// `qa.parquet` read back.
+    Frame(DataFrame),
+    /// Built from the rows in memory ([`qa_items_of`]): the same items as
+    /// from the frame the rows are written to.
+    Items(Vec<QaItem>),
 }
 
 impl Inputs {
@@ -144,7 +153,7 @@ impl Inputs {
     /// with `gold`.
     pub fn read(dir: &Path, gold: Gold) -> Result<Inputs> {
         let p = dir.join("qa.parquet");
-        let qa = if p.is_file() { Some(crate::tables::read_parquet(&p)?) } else { None };
+        let qa = if p.is_file() { Some(QaInput::Frame(crate::tables::read_parquet(&p)?)) } else { None };
         Ok(Inputs { qa, gold })
     }
 }
@@ -394,7 +403,11 @@ impl Explore {
                 ended_by.entry(e.clone()).or_insert_with(|| c.id.clone());
             }
         }
-        let qa = inputs.qa.as_ref().map(qa_items).unwrap_or_default();
+        let qa = match inputs.qa {
+            Some(QaInput::Frame(df)) => qa_items(&df),
+            Some(QaInput::Items(items)) => items,
+            None => Vec::new(),
+        };
         let mut x = Explore { cands, ended_by, qa, gold: inputs.gold, errors: Errors::default() };
         x.errors = x.error_lists(a);
         x
@@ -465,6 +478,40 @@ impl Explore {
         }
         e
     }
+}
+
+/// [`qa_items`] of the rows `qa.parquet` is written from, without the
+/// frame: one item per (conversation, item) in order of first row, its
+/// sources by name.
+pub fn qa_items_of(r: &crate::qa::QaResult) -> Vec<QaItem> {
+    let mut items: Vec<QaItem> = Vec::new();
+    let mut at: HashMap<(&str, usize), usize> = HashMap::new();
+    for row in &r.rows {
+        let k = *at.entry((row.conversation.as_str(), row.item)).or_insert_with(|| {
+            items.push(QaItem {
+                conversation: row.conversation.clone(),
+                item: row.item.to_string(),
+                apart: row.abstention || crate::qa::is_adversarial(&row.category),
+                category: row.category.clone(),
+                question: row.question.clone(),
+                evidence: row.evidence.clone(),
+                sources: BTreeMap::new(),
+            });
+            items.len() - 1
+        });
+        items[k].sources.insert(
+            row.source.to_string(),
+            Ranked {
+                retrieved: row.retrieved.clone(),
+                scores: row.scores.clone(),
+                hit_rank: crate::qa::hit_rank(&row.scored).map(|h| h as f64),
+                recall_any_at_5: Some(row.scored.recall_any[1]),
+                recall_any_at_200w: Some(row.budgeted.recall_any_w[1]),
+                answer_in_200w: row.budgeted.answer_in_w[1],
+            },
+        );
+    }
+    items
 }
 
 fn qa_items(df: &DataFrame) -> Vec<QaItem> {
@@ -837,4 +884,50 @@ pub fn run_data(x: &Explore) -> (Value, String, String) {
         "qa": null, "qa_total": x.qa.len(), "errors": errors,
     });
     (data, cands, qa)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qa::{Budgeted, QaResult, QaRow, score};
+
+    /// The items built from the rows in memory are the ones built from
+    /// `qa.parquet`'s frame of the same rows: misses (no hit rank), answers
+    /// undefined (null), abstention and adversarial items, several sources.
+    #[test]
+    fn qa_items_from_the_rows_equal_those_from_the_frame() {
+        let ev: std::collections::BTreeSet<String> = ["t1".to_string()].into();
+        let row = |conv: &str, item: usize, category: &str, source: &'static str, hit: usize, abstention: bool| QaRow {
+            conversation: conv.into(),
+            item,
+            category: category.into(),
+            source,
+            question: format!("q{item}?"),
+            as_of: None,
+            abstention,
+            evidence: vec!["t1".into(), "t7".into()],
+            retrieved: (0..hit + 2).map(|i| format!("d{i}")).collect(),
+            scores: (0..hit + 2).map(|i| 1.0 / (i as f64 + 3.0)).collect(),
+            scored: score(&(0..hit + 2).map(|i| vec![if i == hit { "t1" } else { "t9" }.to_string()]).collect::<Vec<_>>(), &ev, 1),
+            budgeted: Budgeted {
+                recall_any_w: [0.0, (hit % 2) as f64, 1.0, 1.0],
+                answer_in_w: if hit == 0 { [None; 3] } else { [Some(0.0), Some(1.0), Some(1.0)] },
+                ..Budgeted::default()
+            },
+        };
+        let rows = vec![
+            row("c1", 0, "1 multi-hop", "formed", 0, false),
+            row("c1", 0, "1 multi-hop", "raw_turns", 3, false),
+            row("c1", 2, "5 adversarial", "formed", 12, false),
+            row("c1", 2, "5 adversarial", "raw_sessions", 1, false),
+            row("c2", 0, "knowledge-update", "formed", 2, true),
+            row("c2", 0, "knowledge-update", "gold_facts", 1, true),
+        ];
+        let r = QaResult { rows, ..QaResult::default() };
+        let from_frame = qa_items(&crate::qa::parquet_frame(&r).expect("frame"));
+        let from_rows = qa_items_of(&r);
+        assert_eq!(from_rows.len(), 3);
+        assert!(from_rows[0].sources["formed"].hit_rank.is_some() && from_rows[1].sources["formed"].hit_rank.is_none());
+        assert_eq!(format!("{from_rows:?}"), format!("{from_frame:?}"));
+    }
 }
