@@ -135,8 +135,16 @@ fn detect_dir(dir: &Path, mut bad: Option<&mut Vec<BadFile>>) -> Result<Detected
         }
     }
     let mut parsed = Vec::new();
-    for path in json_files(dir, bad.as_deref_mut())? {
-        let read = fs::read(&path).map_err(|e| Error::io(&path, e)).and_then(|bytes| parse_json_value(&path, &bytes).map(|v| (bytes, v)));
+    // Each file read and parsed on its own thread; the results taken in name order.
+    let paths = json_files(dir, bad.as_deref_mut())?;
+    let reads: Vec<_> = {
+        use rayon::prelude::*;
+        paths
+            .par_iter()
+            .map(|path| fs::read(path).map_err(|e| Error::io(path, e)).and_then(|bytes| parse_json_value(path, &bytes).map(|v| (bytes, v))))
+            .collect()
+    };
+    for (path, read) in paths.into_iter().zip(reads) {
         let (bytes, value) = match (read, bad.as_deref_mut()) {
             (Ok(x), _) => x,
             (Err(error), Some(bad)) => {
@@ -208,9 +216,21 @@ fn load_locomo_value(path: &Path, bytes: Vec<u8>, value: serde_json::Value, warn
 fn load_locomo_parsed(parsed: Vec<ParsedJson>, warnings: &mut Vec<Warning>, mut bad: Option<&mut Vec<BadFile>>) -> Result<Loaded> {
     let mut files = Vec::new();
     let mut conversations = Vec::new();
-    for p in parsed {
-        let stem = p.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let imported = match (locomo::import(&p.path, &stem, &p.value, warnings), bad.as_deref_mut()) {
+    // Each file imported on its own thread with its own warnings; both taken in file order.
+    let imports: Vec<(Result<Vec<Conversation>>, Vec<Warning>)> = {
+        use rayon::prelude::*;
+        parsed
+            .par_iter()
+            .map(|p| {
+                let stem = p.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                let mut own = Vec::new();
+                (locomo::import(&p.path, &stem, &p.value, &mut own), own)
+            })
+            .collect()
+    };
+    for (p, (imported, own)) in parsed.into_iter().zip(imports) {
+        warnings.extend(own);
+        let imported = match (imported, bad.as_deref_mut()) {
             (Ok(c), _) => c,
             (Err(error), Some(bad)) => {
                 bad.push(BadFile { path: p.path.clone(), error });

@@ -329,11 +329,28 @@ pub fn analyze(data: &RunData<'_>) -> Result<Analysis> {
 /// run that has written `facts.jsonl` needs them no more, and on a long
 /// run they are the largest structure held. The same [`Analysis`].
 pub fn analyze_taking(data: &RunData<'_>, episodes: &mut [EpisodeRecord]) -> Result<Analysis> {
+    analyze_taking_beside(data, episodes, |_| Ok(()))
+}
+
+/// [`analyze_taking`] that runs `beside` on the records, candidates
+/// included, while their frames are built (a run writes `facts.jsonl`
+/// there); its error, if any, is returned first.
+pub fn analyze_taking_beside(
+    data: &RunData<'_>,
+    episodes: &mut [EpisodeRecord],
+    beside: impl FnOnce(&[EpisodeRecord]) -> Result<()> + Send,
+) -> Result<Analysis> {
     let ran: BTreeSet<&str> = episodes.iter().map(|e| e.conversation.as_str()).collect();
     let convs: Vec<_> = data.dataset.conversations.iter().filter(|c| ran.contains(c.id.as_str())).collect();
     drop(ran);
-    let gold = GoldFrames::new(&convs).ctx("build gold frames")?;
-    let frames = candidate_frames(&RunData { episodes: &*episodes, ..*data }, &convs)?;
+    // The gold frames read only the dataset: built beside the candidates' frames.
+    let records: &[EpisodeRecord] = episodes;
+    let ((written, gold), frames) = rayon::join(
+        || rayon::join(|| beside(records), || GoldFrames::new(&convs).ctx("build gold frames")),
+        || candidate_frames(&RunData { episodes: records, ..*data }, &convs),
+    );
+    written?;
+    let (gold, frames) = (gold?, frames?);
     for e in episodes.iter_mut() {
         e.facts = Vec::new();
     }
@@ -604,19 +621,33 @@ fn analyze_with(data: &RunData<'_>, convs: &[&crate::types::Conversation], gold:
 
 fn candidate_frames(data: &RunData<'_>, convs: &[&crate::types::Conversation]) -> Result<CandidateFrames> {
     let mut labels = labels_of(convs);
-    let mut matches = match_content(data.episodes, convs, None, None)?;
+    // The lexical and the cosine matching, and the verdicts frame, read the
+    // records alone: computed side by side.
+    let cosine_of = |embedder: &dyn Embedder| match_content(data.episodes, convs, Some(embedder), None);
+    let ((lexical, cosine), verdicts) = rayon::join(
+        || {
+            rayon::join(
+                || match_content(data.episodes, convs, None, None),
+                || match (data.embedder, labels.gold_facts) {
+                    (Some(embedder), true) => Some(cosine_of(embedder)),
+                    _ => None,
+                },
+            )
+        },
+        || verdicts_frame(data.episodes),
+    );
+    let mut matches = lexical?;
     let mut cosine_error = None;
-    if let (Some(embedder), true) = (data.embedder, labels.gold_facts) {
-        match match_content(data.episodes, convs, Some(embedder), None) {
-            Ok(c) => {
-                matches.cosine = c.cosine;
-                labels.cosine = true;
-            }
-            Err(e) => cosine_error = Some(e.to_string()),
+    match cosine {
+        Some(Ok(c)) => {
+            matches.cosine = c.cosine;
+            labels.cosine = true;
         }
+        Some(Err(e)) => cosine_error = Some(e.to_string()),
+        None => {}
     }
     let facts = facts_frame(data.episodes, data.live_ids, &matches, Scope::Full).ctx("build the facts frame")?;
-    let verdicts = verdicts_frame(data.episodes).ctx("build the verdicts frame")?;
+    let verdicts = verdicts.ctx("build the verdicts frame")?;
     Ok(CandidateFrames { labels, facts, verdicts, cosine_error })
 }
 

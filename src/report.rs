@@ -76,12 +76,20 @@ pub fn write_run_reports_taking(
     sections: &[String],
     inputs: Inputs,
 ) -> Result<crate::metrics::Summary> {
-    write_tables(dir, &analysis)?;
-    let x = Explore::new(&analysis, inputs);
-    let mut files = plots(&analysis)?;
-    let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
-    let md = render(manifest, &analysis, &names, sections, &x)?;
-    files.push(("report.md", md));
+    // The tables are written while the rows, the plots and report.md are drawn.
+    let (tables, drawn) = rayon::join(
+        || write_tables(dir, &analysis),
+        || -> Result<_> {
+            let x = Explore::new(&analysis, inputs);
+            let mut files = plots(&analysis)?;
+            let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
+            let md = render(manifest, &analysis, &names, sections, &x)?;
+            files.push(("report.md", md));
+            Ok((x, files))
+        },
+    );
+    tables?;
+    let (x, mut files) = drawn?;
     analysis.facts = DataFrame::empty();
     analysis.verdicts = DataFrame::empty();
     files.push((html::FILE, html::run_page(manifest, &analysis, &x)));

@@ -16,7 +16,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::metrics::{Analysis, RunData, Summary, analyze_taking};
+use crate::metrics::{Analysis, RunData, Summary, analyze_taking_beside};
 use crate::pipeline::Config;
 use crate::pipeline::write::EntityRow;
 use crate::pipeline::{EpisodeRecord, Stages, profiles, speaker_entities};
@@ -202,11 +202,10 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
             }
         }
         let live = store.live_fact_ids()?;
-        // facts.jsonl first: the analysis then takes the candidates' records
-        // out once their frames are built (on a long run, the largest
-        // structure held); nothing after reads them.
-        dir.write_facts(&episodes)?;
-        let analysis = analyze_taking(
+        // facts.jsonl is written while the frames are built: the analysis
+        // then takes the candidates' records out (on a long run, the
+        // largest structure held); nothing after reads them.
+        let analysis = analyze_taking_beside(
             &RunData {
                 dataset,
                 episodes: &[],
@@ -216,6 +215,7 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
                 embedder: Some(stages.embedder),
             },
             &mut episodes,
+            |records| dir.write_facts(records),
         )?;
         Ok((episodes, skipped, analysis))
     };
