@@ -623,13 +623,12 @@ fn candidate_frames(data: &RunData<'_>, convs: &[&crate::types::Conversation]) -
     let mut labels = labels_of(convs);
     // The lexical and the cosine matching, and the verdicts frame, read the
     // records alone: computed side by side.
-    let cosine_of = |embedder: &dyn Embedder| match_content(data.episodes, convs, Some(embedder), None);
     let ((lexical, cosine), verdicts) = rayon::join(
         || {
             rayon::join(
                 || match_content(data.episodes, convs, None, None),
                 || match (data.embedder, labels.gold_facts) {
-                    (Some(embedder), true) => Some(cosine_of(embedder)),
+                    (Some(embedder), true) => Some(match_content(data.episodes, convs, Some(embedder), None)),
                     _ => None,
                 },
             )

@@ -1168,18 +1168,8 @@ pub fn csv_frame(r: &QaResult) -> Result<DataFrame> {
 
 /// Writes `qa.parquet` and `qa.csv` into `dir`.
 pub fn write(dir: &Path, r: &QaResult) -> Result<()> {
-    write_frame(dir, r).map(|_| ())
-}
-
-/// [`write`], giving back `qa.parquet`'s frame (a run's report reads it
-/// from memory instead of reading the file again).
-pub fn write_frame(dir: &Path, r: &QaResult) -> Result<DataFrame> {
     let (parquet, csv) = rayon::join(
-        || -> Result<DataFrame> {
-            let frame = parquet_frame(r)?;
-            crate::tables::write_parquet(&dir.join("qa.parquet"), &frame)?;
-            Ok(frame)
-        },
+        || crate::tables::write_parquet(&dir.join("qa.parquet"), &parquet_frame(r)?),
         || crate::tables::write_csv(&dir.join("qa.csv"), &csv_frame(r)?),
     );
     csv.and(parquet)

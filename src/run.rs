@@ -280,7 +280,7 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     // The analysis's intermediate frames, freed on other threads, go back to
     // the system before the report is drawn on this one (crate::memory).
     crate::memory::release_free();
-    let (mut qa_rows, mut qa_frame) = (None, None);
+    let (mut qa_rows, mut qa_input) = (None, None);
     if qa_on {
         let (qa, items, baselines_ms, write_ms) =
             take(&qa_done).unwrap_or_else(|| Err(Error::Other("the QA evaluation did not finish".into())))?;
@@ -290,7 +290,7 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         analysis.summary.timings.insert("qa_baselines_ms".into(), baselines_ms);
         analysis.summary.timings.insert("qa_write_ms".into(), write_ms);
         qa_rows = Some(qa);
-        qa_frame = Some(crate::report::explore::QaInput::Items(items));
+        qa_input = Some(crate::report::explore::QaInput::Items(items));
     }
     let mut sections = opts.report_sections.clone();
     if cfg.profile == "dreaming" {
@@ -303,7 +303,7 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     // facts.jsonl is written (by `analyse`).
     dir.write_summary_episodes(&analysis.summary, &episodes)?;
     let gold = crate::report::Gold::of_dataset(dataset, &crate::report::explore::ran_episodes(&analysis));
-    let inputs = crate::report::Inputs { qa: qa_frame, gold };
+    let inputs = crate::report::Inputs { qa: qa_input, gold };
     let summary = crate::report::write_run_reports_taking(dir.path(), &manifest_value, analysis, &sections, inputs)?;
     let qa_warnings = qa_rows.map(|qa| qa.warnings.into_iter().chain(qa.empty_questions).collect()).unwrap_or_default();
     // Closed, so SQLite's -wal and -shm files are gone before the store moves.

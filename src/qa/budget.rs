@@ -117,16 +117,7 @@ impl Text {
                 norm_chars.push_str(tok);
                 norm.push(Token { hash: token_hash(tok), word, start, end: at(norm_chars.len()) });
             };
-            if w.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
-                // Already one token (or an article, dropped).
-                if !matches!(w, "a" | "an" | "the") {
-                    each(w);
-                }
-            } else {
-                for tok in tokens(w) {
-                    each(&tok);
-                }
-            }
+            for_each_token(w, &mut each);
         }
         (self.norm, self.norm_chars) = (norm, norm_chars);
     }
@@ -155,11 +146,6 @@ impl Text {
     pub fn token(&self, token: &Token) -> &str {
         &self.norm_chars[token.start as usize..token.end as usize]
     }
-}
-
-/// Whitespace-separated words.
-pub fn split(text: &str) -> Vec<String> {
-    text.split_whitespace().map(str::to_string).collect()
 }
 
 /// What a reader of `budget` words takes from `ranked`, in rank order:
@@ -216,11 +202,27 @@ fn holds_taken(answer: &[String], taken: &[(&Text, usize)]) -> bool {
 /// character that is not a letter or digit a separator, the articles
 /// `a`, `an`, `the` dropped (SQuAD's normalisation).
 pub fn tokens(text: &str) -> Vec<String> {
-    text.to_lowercase()
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty() && !matches!(*w, "a" | "an" | "the"))
-        .map(str::to_string)
-        .collect()
+    let mut out = Vec::new();
+    for_each_token(text, |t| out.push(t.to_string()));
+    out
+}
+
+/// Calls `each` on every normalised token of `text`, in order ([`tokens`]
+/// without a string per token; a text already of lower-case ASCII letters
+/// and digits is its own one token, read without lower-casing it).
+fn for_each_token(text: &str, mut each: impl FnMut(&str)) {
+    let article = |w: &str| matches!(w, "a" | "an" | "the");
+    if text.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
+        if !text.is_empty() && !article(text) {
+            each(text);
+        }
+        return;
+    }
+    for w in text.to_lowercase().split(|c: char| !c.is_alphanumeric()) {
+        if !w.is_empty() && !article(w) {
+            each(w);
+        }
+    }
 }
 
 /// Whether every token of `answer` (normalised, non-empty) is among the
