@@ -41,7 +41,7 @@ pub use score::{Candidate, CurvePoint, Limits, Observed, Outcome, Rates, Ratio, 
 pub const FORMAT: &str = "memform-calibration/1";
 
 /// The files a calibration writes besides `run.json` and the curves' SVGs.
-pub const FILES: &[&str] = &["calibration.csv", "calibration.parquet", "curves.csv", "report.md", "summary.json", "calibration.json"];
+pub const FILES: &[&str] = crate::names::CALIBRATE_FILES;
 
 /// The episodes' ids in a pair's conversation.
 pub const EPISODES: [&str; 2] = ["session_1", "session_2"];

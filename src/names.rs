@@ -55,6 +55,16 @@ pub fn qa_metric_names() -> Vec<String> {
     names
 }
 
+/// The files `memform calibrate` writes besides `run.json` and its curves'
+/// charts (`curve-<key>.svg`).
+pub const CALIBRATE_FILES: &[&str] =
+    &["calibration.csv", "calibration.parquet", "curves.csv", "report.md", "summary.json", "calibration.json"];
+
+/// Whether `name` is a calibration's curve chart (`curve-<key>.svg`).
+pub fn is_curve_chart(name: &str) -> bool {
+    name.strip_prefix("curve-").and_then(|n| n.strip_suffix(".svg")).is_some_and(|k| !k.is_empty() && !k.contains(['/', '\\']))
+}
+
 /// Files the QA evaluation adds to a run directory (`run --qa`).
 pub const QA_FILES: &[&str] = &["qa.parquet", "qa.csv"];
 

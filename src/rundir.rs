@@ -213,6 +213,13 @@ impl RunDir {
         Self::RUN_FILES.iter().chain(REPORT_FILES).chain(QA_FILES).copied()
     }
 
+    /// Whether `name` is one memform writes into a run directory: a run's
+    /// artefact, or a calibration's (`memform calibrate` builds its
+    /// directory the same way, so it can write over its own earlier one).
+    fn is_artefact(name: &str) -> bool {
+        Self::artefact_names().any(|a| a == name) || crate::names::CALIBRATE_FILES.contains(&name) || crate::names::is_curve_chart(name)
+    }
+
     /// Starts building a run into this directory under `lock` (this
     /// directory's lock). Fails, before anything is written, when a file
     /// here is named like an artefact but no `run.json` here lists it (the
@@ -262,11 +269,7 @@ impl RunDir {
         // Only memform's own artefact names, whatever the list says: a
         // forged `run.json` cannot make a run delete a user's file.
         let mut files: BTreeSet<String> = match manifest.get("files") {
-            Some(list) => listed_files(&path, list)?
-                .into_iter()
-                .filter(|name| Self::artefact_names().any(|a| a == *name))
-                .map(str::to_string)
-                .collect(),
+            Some(list) => listed_files(&path, list)?.into_iter().filter(|name| Self::is_artefact(name)).map(str::to_string).collect(),
             None => Self::artefact_names().map(str::to_string).collect(),
         };
         files.insert(Self::MANIFEST.to_string());

@@ -193,6 +193,36 @@ fn the_cli_writes_a_complete_calibration_that_gate_reads() {
     assert!(stdout.contains("pairs_update_recall") && stdout.contains("pairs_false_merge_rate"), "{stdout}");
 }
 
+/// A calibration can be run again into its own directory: its files
+/// (curve charts included) are memform's, replaced, and a chart the new one
+/// does not draw is removed; a user's file of a calibration's name, with no
+/// run.json listing it, still stops it.
+#[test]
+fn calibrate_writes_over_its_own_directory_but_not_over_a_users_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pairs = pairs_dir();
+    let p = pairs.to_str().unwrap();
+    let (code, _, stderr) =
+        memform(&["calibrate", "--pairs", p, "--extract", "gold", "--grid", "near_dup_threshold=0.9,0.95", "--out", "cal"], tmp.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    let dir = tmp.path().join("cal");
+    assert!(dir.join("curve-near_dup_threshold.svg").is_file());
+    let (code, _, stderr) = memform(&["calibrate", "--pairs", p, "--extract", "gold", "--no-curves", "--out", "cal"], tmp.path());
+    assert_eq!(code, Some(0), "a second calibration into its own directory: {stderr}");
+    assert!(dir.join("calibration.csv").is_file());
+    assert!(!dir.join("curve-near_dup_threshold.svg").exists(), "the first calibration's chart stays behind");
+    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["complete"], true);
+    // A user's file named like a calibration's, in a directory of its own.
+    let user = tmp.path().join("mine");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(user.join("calibration.csv"), "my own\n").unwrap();
+    let (code, _, stderr) = memform(&["calibrate", "--pairs", p, "--extract", "gold", "--no-curves", "--out", "mine"], tmp.path());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: mine/calibration.csv: not written by memform"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(user.join("calibration.csv")).unwrap(), "my own\n");
+}
+
 #[test]
 fn bad_pair_input_is_one_line_naming_file_line_and_field_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
