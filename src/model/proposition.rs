@@ -268,6 +268,12 @@ pub fn change(earlier: &Reading, later: &Reading) -> Option<Change> {
                 && !ended.is_empty()
                 // Skipping misses one occurrence: it ends a plan, never a habit.
                 && (a.plan || !matches!(b.pred.as_str(), "skip" | "skipp"))
+                // Cancelling or missing a day a habit recurs on ends that
+                // day's occurrence, not the habit ("goes to yoga on Tuesdays"
+                // / "cancelled yoga this Tuesday").
+                && (a.plan
+                    || !(matches!(b.pred.as_str(), "cancel" | "cancell" | "miss" | "call off")
+                        && ended.iter().any(|w| is_day(w) && a.object.contains(w))))
                 // A loss ends a thing had or a post held, not an activity.
                 && (!b.lost || a.family == "hav" || works(a) || a.slot.as_ref().is_some_and(|(n, _)| n.starts_with("own ")))
                 && match &b.activity {
@@ -277,6 +283,10 @@ pub fn change(earlier: &Reading, later: &Reading) -> Option<Change> {
                             || (b.habit && ends_habit(a, ended))
                             || (works(a) && !self_employed(a) && own_post(ended))
                             || (break_up(b) && partnered(a) && own_partner(ended))
+                            // A partner's death, or an ending of the couple
+                            // named by its noun ("called off her engagement"),
+                            // ends the couple too.
+                            || (partnered(a) && ((bereaved(b) && own_partner(ended)) || couple_noun(ended)))
                     }
                 }
             {
@@ -381,6 +391,20 @@ fn couple_change(a: &Prop, b: &Prop) -> Option<Change> {
 /// the other's, or (a job or a role in a group) they differ only by a rank
 /// ("captain" / "vice-captain", "manager" / "assistant manager").
 fn values_differ(name: &str, a: &[String], b: &[String]) -> bool {
+    // Dating, seeing someone and being together are one status.
+    if name == "relationship" {
+        let couple = |v: &[String]| -> Vec<String> {
+            let mut v: Vec<String> =
+                v.iter().map(|w| if matches!(w.as_str(), "together" | "seeing" | "see") { "dat".to_string() } else { w.clone() }).collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let (ca, cb) = (couple(a), couple(b));
+        if (ca.as_slice(), cb.as_slice()) != (a, b) {
+            return values_differ("relationship status", &ca, &cb);
+        }
+    }
     if !subset(a, b) && !subset(b, a) {
         return true;
     }
@@ -390,7 +414,7 @@ fn values_differ(name: &str, a: &[String], b: &[String]) -> bool {
 }
 
 /// A post held at work ("got a position at the museum").
-const WORK_POSTS: &[&str] = &["job", "position", "post", "role", "placement", "internship"];
+const WORK_POSTS: &[&str] = &["job", "position", "post", "role", "placement", "internship", "career"];
 
 /// Words of rank in a job or a role: one more or one fewer is
 /// another position.
@@ -434,6 +458,19 @@ fn own_post(ended: &[String]) -> bool {
 fn break_up(b: &Prop) -> bool {
     matches!(b.pred.as_str(), "break up with" | "split up with" | "split from" | "separat from" | "break up" | "split up")
         || b.pred.starts_with("divorc")
+}
+
+/// Whether an ending is a death ("her husband died", "passed away").
+fn bereaved(b: &Prop) -> bool {
+    matches!(b.pred.as_str(), "died" | "die" | "di" | "pass away" | "passed away")
+}
+
+/// Whether an ending names the holder's couple by its noun only ("her
+/// engagement", "their marriage", "the relationship").
+fn couple_noun(ended: &[String]) -> bool {
+    let own = ended.iter().filter(|w| !w.ends_with('\''));
+    own.clone().count() > 0
+        && own.into_iter().all(|w| matches!(w.as_str(), "engagement" | "marriage" | "relationship" | "engag" | "marriag"))
 }
 
 /// Whether a state is being in a couple (not single, divorced, separated
@@ -677,6 +714,138 @@ fn idioms(words: Vec<String>) -> Vec<String> {
         {
             out.pop();
             out.push("quit".into());
+            i += 2;
+            continue;
+        }
+        // Sixth round. Handing in one's notice is quitting one's job;
+        // dumping a partner is breaking up with them; remarrying is getting
+        // married; hitting or reaching an age is turning it; falling in love
+        // with a thing is coming to love it; taking over as a role is
+        // becoming it; seeing someone is dating them.
+        if matches!(w, "handed" | "hands" | "hand" | "handing")
+            && at(1) == Some("in")
+            && (at(2) == Some("notice") || at(3) == Some("notice"))
+        {
+            let quit = at(2) != Some("notice");
+            out.push("quit".into());
+            if quit {
+                out.push(words[i + 2].clone());
+            }
+            out.push("job".into());
+            i += if quit { 4 } else { 3 };
+            continue;
+        }
+        if matches!(w, "dumped" | "dumps" | "dump" | "ditched")
+            && at(1).is_some_and(|n| PARTNERS.contains(&n) || matches!(n, "her" | "his" | "their" | "my"))
+        {
+            let broke = if perfect(&out) { "broken" } else { "broke" };
+            let next_partner = at(1).is_some_and(|n| PARTNERS.contains(&n)) || at(2).is_some_and(|n| PARTNERS.contains(&n));
+            if next_partner {
+                out.extend([broke.to_string(), "up".to_string(), "with".to_string()]);
+                i += 1;
+                continue;
+            }
+        }
+        if matches!(w, "remarried" | "remarries" | "remarry") {
+            out.extend(["got".to_string(), "married".to_string()]);
+            i += 1;
+            continue;
+        }
+        if matches!(w, "hit" | "hits" | "reached" | "reaches")
+            && at(1).is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()))
+            && at(2).is_none_or(|n| matches!(n, "in" | "on" | "last" | "this" | "years" | "today" | "yesterday" | "and"))
+        {
+            out.push("turned".into());
+            i += 1;
+            continue;
+        }
+        if matches!(w, "fell" | "fallen" | "falls") && at(1) == Some("in") && at(2) == Some("love") && at(3) == Some("with") {
+            let come = if perfect(&out) { "come" } else { "came" };
+            out.extend([come.to_string(), "to".to_string(), "love".to_string()]);
+            i += 4;
+            continue;
+        }
+        if matches!(w, "took" | "taken" | "takes" | "taking") && at(1) == Some("over") && at(2) == Some("as") {
+            if perfect(&out) {
+                out.pop();
+            }
+            out.extend(["was".to_string(), "made".to_string()]);
+            i += 3;
+            continue;
+        }
+        if w == "seeing" && at(1) == Some("someone") {
+            out.push("dating".into());
+            i += 1;
+            continue;
+        }
+        // "are no longer together", "aren't together": split up.
+        if w == "together" && !matches!(at(1), Some("with")) {
+            let n = out.len();
+            let negated = if n >= 3 && out[n - 2] == "no" && out[n - 1] == "longer" {
+                2
+            } else if n >= 2 && out[n - 1] == "not" {
+                1
+            } else {
+                0
+            };
+            if negated > 0 && out.get(n - negated - 1).is_some_and(|b| BE.contains(&b.as_str())) {
+                out.truncate(n - negated - 1);
+                out.extend(["split".to_string(), "up".to_string()]);
+                i += 1;
+                continue;
+            }
+        }
+        // "works nights at the warehouse": works at it (the time says when).
+        if matches!(w, "works" | "work" | "worked" | "working")
+            && matches!(at(1), Some("nights" | "days" | "evenings" | "mornings" | "weekends"))
+            && matches!(at(2), Some("at" | "for" | "in"))
+        {
+            out.push(words[i].clone());
+            i += 2;
+            continue;
+        }
+        // "X has replaced Y as Sam's favourite Z": X is Sam's favourite Z.
+        if matches!(w, "replaced" | "replaces")
+            && let Some(k) =
+                (i + 2..words.len().min(i + 8)).find(|&k| words[k] == "as" && words.get(k + 1).is_some_and(|n| n.ends_with("'s")))
+        {
+            if perfect(&out) {
+                out.pop();
+            }
+            out.push("is".into());
+            i = k + 1;
+            continue;
+        }
+        // "instead of moving to Australia": and decided against moving there.
+        if w == "instead" && at(1) == Some("of") && at(2).is_some_and(|n| n.ends_with("ing")) {
+            out.extend(["and".to_string(), "decided".to_string(), "against".to_string()]);
+            i += 2;
+            continue;
+        }
+        // Switching or upgrading to a thing is having it ("switched to an iPhone").
+        if matches!(w, "switched" | "switches" | "switch" | "upgraded" | "upgrades" | "upgrade")
+            && at(1) == Some("to")
+            && matches!(at(2), Some("a" | "an"))
+        {
+            if perfect(&out) {
+                out.pop();
+            }
+            out.push("has".into());
+            i += 2;
+            continue;
+        }
+        // "moved abroad to Lyon" moved to Lyon; "all-time favourite" is
+        // favourite; "as of this week" is since this week.
+        if matches!(w, "abroad" | "overseas") && at(1) == Some("to") {
+            i += 1;
+            continue;
+        }
+        if w == "all" && at(1) == Some("time") && at(2) == Some("favourite") {
+            i += 2;
+            continue;
+        }
+        if w == "as" && at(1) == Some("of") && at(2).is_some_and(|n| is_time(n) || matches!(n, "this" | "last" | "now" | "today")) {
+            out.push("since".into());
             i += 2;
             continue;
         }
@@ -987,6 +1156,12 @@ fn normal_words(words: &[String]) -> Vec<String> {
         if matches!(w, "years" | "year") && next == Some("old") && out.last().is_some_and(|n| n.chars().all(|c| c.is_ascii_digit())) {
             // "is 40 years old" says "is 40".
             i += 2;
+            continue;
+        }
+        if w == "named" && out.last().is_some_and(|p| !BE.contains(&p.as_str()) && p != "was") {
+            // "a dog named Biscuit" says "a dog called Biscuit".
+            out.push("call".into());
+            i += 1;
             continue;
         }
         if w == "employed" && next == Some("as") {
@@ -1661,7 +1836,8 @@ const PERSON_SLOTS: &[&str] = &[
 ];
 
 /// Nouns of a place of study ("attends Oakfield School").
-const SCHOOLS: &[&str] = &["school", "academy", "college", "university", "uni", "institute"];
+const SCHOOLS: &[&str] =
+    &["school", "academy", "college", "university", "uni", "institute", "primary", "secondary", "nursery", "kindergarten", "preschool"];
 
 /// Words of an object that say nothing of what it is.
 const FILLER: &[&str] = &[
@@ -1764,7 +1940,7 @@ fn propositions(subject: &str, predicate: &str, words: &[String], antonyms: &[[S
         let person =
             head.iter().any(|w| HOLDERS.contains(w)) && !SLOT_NOUNS.contains(&last_noun) && !PERSON_SLOTS.contains(&last_noun) && !manager;
         // "Ann's home is in Cork" says where she lives.
-        let home = head == ["home"] && tail.get(verb + 1).is_some_and(|w| matches!(w.as_str(), "in" | "at" | "near"));
+        let home = head_text == "home" && tail.get(verb + 1).is_some_and(|w| matches!(w.as_str(), "in" | "at" | "near"));
         let attribute = home
             || head.first() == Some(&"favourite")
             || manager
@@ -1900,6 +2076,7 @@ fn inverted_attribute(words: &[String], subject: &[String]) -> Option<Vec<String
 fn canonical_slot(head: &str) -> String {
     match head {
         "boss" | "line manager" | "supervisor" | "manager" | "team lead" | "team leader" => "manager".into(),
+        "address" | "home address" => "home".into(),
         h if h.starts_with("favourite ") => {
             // A favourite's head noun by one name: a movie is a film, a
             // novel a book, a series or programme a show, a track a song,
@@ -2032,7 +2209,10 @@ fn named_at(words: &[String], i: usize, subject: &[String]) -> bool {
 /// A third-person present or a past form: "works", "worked", "quit".
 fn is_finite(w: &str) -> bool {
     (w.len() > 3 && (w.ends_with('s') && !w.ends_with("ss") || w.ends_with("ed")))
-        || matches!(w, "went" | "left" | "sold" | "quit" | "broke" | "got" | "bought" | "won" | "lost" | "gave" | "made" | "took" | "met")
+        || matches!(
+            w,
+            "went" | "left" | "sold" | "quit" | "broke" | "got" | "bought" | "won" | "lost" | "gave" | "made" | "took" | "met" | "split"
+        )
         || HAVE.contains(&w)
         || AUX.contains(&w) && !matches!(w, "to" | "going" | "used")
 }
@@ -2430,6 +2610,12 @@ fn is_time(w: &str) -> bool {
         || (w.len() == 4 && w.chars().all(|c| c.is_ascii_digit()))
 }
 
+/// A day of the week or the weekend (stemmed or not: "tuesday", "tuesdays").
+fn is_day(w: &str) -> bool {
+    let w = w.trim_end_matches('s');
+    matches!(w, "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | "sunday" | "weekend")
+}
+
 /// A simple past form ("worked", "went"): an event, not a state.
 fn is_past_form(w: &str) -> bool {
     (w.ends_with("ed") && w.len() > 3)
@@ -2606,7 +2792,8 @@ fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> O
     }
     // "lives near the beach in Brighton", "lives on his own in Bath": the
     // town one lives in.
-    if matches!(pred, "liv" | "liv near" | "liv with" | "liv on" | "liv by" | "mov in")
+    if (matches!(pred, "liv" | "liv near" | "liv with" | "liv on" | "liv by" | "mov in")
+        || (pred == "mov" && rest.starts_with(&["back".to_string(), "in".to_string()])))
         && let Some(k) = rest.iter().rposition(|w| w == "in")
         && k + 1 < rest.len()
     {
@@ -2703,9 +2890,15 @@ fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> O
         if first == "based" && second == "in" && !rest.iter().any(|w| is_time(w) || matches!(w.as_str(), "for" | "this" | "until")) {
             return Some(("home".into(), object.iter().filter(|w| *w != "bas" && *w != "based").cloned().collect()));
         }
+        // "is in the sales team", "is on the design team": one's team.
+        if matches!(first, "in" | "on") && object.last().is_some_and(|w| w == "team") && rest.last().is_some_and(|w| w == "team") {
+            return Some(("team".into(), object.to_vec()));
+        }
         // "is 30", "is 30 years old".
+        // A time it holds from says when, not what ("is 55 as of this week").
         if object.first().is_some_and(|w| w.chars().all(|c| c.is_ascii_digit()))
-            && (object.len() == 1 || object.iter().any(|w| w == "year") && object.iter().any(|w| w == "old"))
+            && (object[1..].iter().all(|w| is_time(w) || w == "since")
+                || object.iter().any(|w| w == "year") && object.iter().any(|w| w == "old"))
         {
             return Some(("age".into(), object[..1].to_vec()));
         }
@@ -2734,6 +2927,11 @@ fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> O
         "work as" => Some(("job".into(), agent_nouns(object))),
         "work at" | "work for" => slot("employer"),
         "work on" if object.iter().any(|w| w == "team") => slot("team"),
+        // Moving to another team at work is leaving the one one was in.
+        "mov to" | "transferr to" | "transfer to" | "switch to" | "switch" if object.iter().any(|w| w == "team") => slot("team"),
+        // Working in a place named with its article ("works in a factory")
+        // is being employed there ("works in marketing", "in London": no).
+        "work in" if rest.first().is_some_and(|w| matches!(w.as_str(), "a" | "an" | "the")) => slot("employer"),
         "mov" if rest.first().is_some_and(|w| w == "back") && rest.get(1).is_some_and(|w| w == "to") => {
             Some(("home".into(), object.iter().filter(|w| *w != "back").cloned().collect()))
         }
@@ -2755,7 +2953,7 @@ fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> O
         }
         // "married Theo" is married to him: the status with the partner.
         "dat" | "marry" => Some(("relationship".into(), with(verb, &[]))),
-        "get" if object.first().is_some_and(|w| matches!(w.as_str(), "marry" | "engag" | "divorc")) => slot("relationship"),
+        "get" if rest.first().is_some_and(|w| matches!(stem(w).as_str(), "marry" | "engag" | "divorc")) => slot("relationship"),
         "hav" if rest.iter().any(|w| PARTNERS.contains(&w.as_str())) => slot("relationship"),
         "attend" if rest.iter().any(|w| SCHOOLS.contains(&w.as_str())) => slot("school"),
         // Starting at a school is attending it from then on.
@@ -3442,6 +3640,256 @@ mod tests {
             count(C)
         );
         assert!(wrong.is_empty(), "{} of {all} right; wrong ({}):\n{}", all - wrong.len(), wrong.len(), wrong.join("\n"));
+    }
+
+    /// A sixth set of memform's own pairs, written before the sixth round's
+    /// rules were changed or measured and without reading `test`, in
+    /// phrasings the earlier sets did not use ("handed in her notice",
+    /// "packed up and moved", "started seeing", "dumped", "hit 30", "as of
+    /// this week", "has replaced … as", "upgraded to", "pulled out of", "has
+    /// come to hate", "is not keen on", "took over as"): updates,
+    /// restatements and coexisting pairs of every kind of docs/pairs.md,
+    /// another speaker. Counted as [`fifth_round_fresh_pairs`] counts.
+    #[test]
+    fn sixth_round_fresh_pairs() {
+        use Want::{Coexist as C, Duplicate as D, Update as U};
+        // Third-person observations about Ines.
+        let observed: &[(&str, &str, Want)] = &[
+            // Updates. Job.
+            ("Ines works as an accountant", "Ines is a full-time painter these days", U),
+            ("Ines is a waitress at Nando's", "Ines now works in marketing", U),
+            ("Ines teaches maths at a secondary school", "Ines left teaching to become a plumber", U),
+            ("Ines works at Google", "Ines joined Microsoft in March", U),
+            ("Ines is an electrician", "Ines has started a new career as a firefighter", U),
+            ("Ines works nights at a warehouse", "Ines got a day job at a bookshop", U),
+            ("Ines drives a bus for the council", "Ines retired from driving buses", U),
+            ("Ines works in a factory", "Ines was made redundant from the factory", U),
+            ("Ines is a junior doctor", "Ines became a consultant surgeon", U),
+            ("Ines works for Amazon", "Ines handed in her notice at Amazon", U),
+            ("Ines runs a food truck", "Ines closed her food truck business", U),
+            // Home.
+            ("Ines lives in Porto", "Ines has moved abroad to Lyon", U),
+            ("Ines lives in a flat above a shop", "Ines moved into a cottage in the countryside", U),
+            ("Ines lives in Bristol", "Ines is now based in Bath", U),
+            ("Ines lives with her boyfriend in Camden", "Ines moved back in with her parents in Kent", U),
+            ("Ines lives in Seattle", "Ines packed up and moved to Austin", U),
+            ("Ines lives in student halls", "Ines has moved out of student halls", U),
+            ("Ines lives in Oslo", "Ines's new address is in Bergen", U),
+            ("Ines rents a room in Brixton", "Ines bought a house in Margate", U),
+            ("Ines lives in Nairobi", "Ines has been living in Mombasa since January", U),
+            // Relationship status.
+            ("Ines is single", "Ines started seeing someone named Leo", U),
+            ("Ines is dating Leo", "Ines and Leo are no longer together", U),
+            ("Ines is engaged to Leo", "Ines called off her engagement to Leo", U),
+            ("Ines is married", "Ines's husband died last year", U),
+            ("Ines has a boyfriend", "Ines dumped her boyfriend", U),
+            ("Ines is divorced", "Ines remarried in 2022", U),
+            ("Ines is seeing Leo", "Ines ended things with Leo", U),
+            // Age.
+            ("Ines is 41", "Ines just turned 42", U),
+            ("Ines is 29 years old", "Ines hit 30 in May", U),
+            ("Ines's daughter Lily is 4", "Ines's daughter Lily is now five years old", U),
+            ("Ines is 18", "Ines celebrated her 19th birthday on Saturday", U),
+            ("Ines's cat Mochi is 12", "Ines's cat Mochi turned 13", U),
+            ("Ines is 54", "Ines is 55 as of this week", U),
+            // Favourites.
+            ("Ines's favourite food is pizza", "Ines's favourite food these days is ramen", U),
+            ("Ines's favourite colour is blue", "Ines's new favourite colour is green", U),
+            ("Ines's favourite TV show is Friends", "Ines's all-time favourite show is now The Wire", U),
+            ("Ines's favourite sport is tennis", "Padel has replaced tennis as Ines's favourite sport", U),
+            ("Ines's favourite drink is lemonade", "Ines prefers iced tea to lemonade now", U),
+            ("Ines's favourite podcast is Serial", "Ines's top podcast at the moment is Radiolab", U),
+            ("Ines's favourite holiday destination is Crete", "Ines's favourite holiday destination has changed to Madeira", U),
+            // Ownership.
+            ("Ines owns a Toyota Corolla", "Ines traded her Corolla for a Kia", U),
+            ("Ines has a hamster", "Ines's hamster died", U),
+            ("Ines owns a Samsung phone", "Ines switched to an iPhone", U),
+            ("Ines has a caravan", "Ines sold the caravan to her cousin", U),
+            ("Ines owns a piano", "Ines gave her piano to a school", U),
+            ("Ines has a motorbike", "Ines doesn't have a motorbike anymore", U),
+            ("Ines owns a holiday home in Spain", "Ines no longer owns the holiday home in Spain", U),
+            ("Ines has a PlayStation 4", "Ines upgraded to a PlayStation 5", U),
+            ("Ines owns a bakery", "Ines sold her bakery", U),
+            // A plan cancelled.
+            ("Ines plans to move to Australia", "Ines has decided to stay in the UK instead of moving to Australia", U),
+            ("Ines is saving up for a trip to Peru", "Ines called off her trip to Peru", U),
+            ("Ines is going to start a PhD in the autumn", "Ines is no longer starting a PhD", U),
+            ("Ines wants to get a dog", "Ines has decided against getting a dog", U),
+            ("Ines is organising a reunion for her class in May", "Ines scrapped the class reunion", U),
+            ("Ines plans to paint the kitchen yellow", "Ines dropped the idea of painting the kitchen", U),
+            ("Ines is training for the London Marathon", "Ines pulled out of the London Marathon", U),
+            // Endings, "no longer", "not … anymore".
+            ("Ines smokes cigarettes", "Ines gave up cigarettes", U),
+            ("Ines goes to the gym every day", "Ines doesn't go to the gym anymore", U),
+            ("Ines eats meat", "Ines has stopped eating meat", U),
+            ("Ines plays in a darts league", "Ines isn't in the darts league anymore", U),
+            ("Ines is a member of the Labour party", "Ines is no longer a Labour party member", U),
+            ("Ines takes the train to work", "Ines no longer takes the train to work", U),
+            ("Ines coaches a kids' football team", "Ines stopped coaching the kids' football team", U),
+            // A flip with stance words around it.
+            ("Ines loves spicy food", "Ines really dislikes spicy food these days", U),
+            ("Ines hates jogging", "Ines now genuinely enjoys jogging", U),
+            ("Ines likes the city", "Ines has come to hate the city", U),
+            ("Ines dislikes opera", "Ines has fallen in love with opera", U),
+            ("Ines enjoys camping", "Ines is not keen on camping anymore", U),
+            ("Ines likes reality TV", "These days Ines can't stand reality TV", U),
+            // Roles: manager, team, school, title.
+            ("Ines is the treasurer of the tennis club", "Ines took over as chair of the tennis club", U),
+            ("Ines's manager is Tom", "Ines reports to Priya now", U),
+            ("Ines plays for the Bristol Bears", "Ines joined Bath Rugby", U),
+            ("Ines's son attends Oakwood Primary", "Ines's son started at Hillside Academy", U),
+            ("Ines is in the sales team", "Ines moved to the finance team", U),
+            ("Ines studies at Oxford", "Ines transferred to Cambridge", U),
+            ("Ines is head of science at her school", "Ines stepped down as head of science", U),
+            // Restatements.
+            ("Ines has two cats", "Ines has 2 cats", D),
+            ("Ines works as a librarian", "Ines is a librarian", D),
+            ("Ines goes running every morning", "Every morning, Ines goes running", D),
+            ("Ines is married to Leo", "Ines is still married to Leo", D),
+            ("Ines loves gardening", "Ines absolutely loves gardening", D),
+            ("Ines's favourite colour is blue", "Ines's favorite color is blue", D),
+            ("Ines plays the violin", "Ines plays violin", D),
+            ("Ines is 41 years old", "Ines is forty-one", D),
+            ("Ines doesn't eat pork", "Ines does not eat pork", D),
+            ("Ines is allergic to peanuts", "Ines has a peanut allergy", D),
+            ("Ines works at the post office", "Ines currently works at the post office", D),
+            ("Ines has a dog called Biscuit", "Ines has a dog named Biscuit", D),
+            ("Ines visits her grandmother on Sundays", "On Sundays Ines visits her grandmother", D),
+            ("Ines hates mornings", "Ines really hates mornings", D),
+            ("Ines drives a red Fiat", "Ines drives a red Fiat these days", D),
+            // Coexisting: family members, multi-valued, another time, a
+            // negation or antonym about something else, games, a related
+            // topic, a one-off, someone else's ending, a past state.
+            ("Ines lives in Porto", "Ines's parents moved to Faro", C),
+            ("Ines loves sushi", "Ines loves tacos too", C),
+            ("Ines works as an accountant", "Ines worked as a lifeguard one summer", C),
+            ("Ines owns a Toyota", "Ines's sister sold her Toyota", C),
+            ("Ines is married to Leo", "Ines's best friend got divorced", C),
+            ("Ines plays tennis", "Ines gave up on the crossword today", C),
+            ("Ines likes dogs", "Ines doesn't like wasps", C),
+            ("Ines's team won the pub quiz", "Ines's team lost the darts final", C),
+            ("Ines goes to yoga on Tuesdays", "Ines cancelled yoga this Tuesday", C),
+            ("Ines works at the hospital", "Ines quit her book club", C),
+            ("Ines lives in Bristol", "Ines stayed in Cardiff for the weekend", C),
+            ("Ines has a hamster", "Ines bought a cage for her hamster", C),
+            ("Ines plans to visit Japan", "Ines cancelled her gym membership", C),
+            ("Ines is 41", "Ines's daughter is 12", C),
+            ("Ines's favourite food is pizza", "Ines's favourite drink is cola", C),
+            ("Ines is learning Spanish", "Ines stopped learning the guitar", C),
+            ("Ines is a nurse", "Ines's husband became a teacher", C),
+            ("Ines drives a Fiat", "Ines sold her old bike", C),
+            ("Ines loves her garden", "Ines hates the slugs in her garden", C),
+            ("Ines plays chess online", "Ines lost a chess game to her nephew", C),
+            ("Ines works from home", "Ines left home early this morning", C),
+            ("Ines is single", "Ines went on a date last night", C),
+            ("Ines lives in Oslo", "Ines used to live in Bergen", C),
+            ("Ines is vegetarian", "Ines is no longer vegan", C),
+        ];
+        // First-person turns, read with the speaker's words standing for her.
+        let said: &[(&str, &str, Want)] = &[
+            ("I work at a pub", "I've just started a job at a hotel", U),
+            ("I live in Leeds", "I moved to York last month", U),
+            ("My partner is Sam", "Sam and I aren't together anymore", U),
+            ("I have a Fiat", "I don't have a car anymore", U),
+            ("I have two kids", "I've got 2 kids", D),
+            ("I play football", "My brother quit football", C),
+            ("I live in Leeds", "I visited York last weekend", C),
+        ];
+        let wrong = wrongly_decided("Ines", observed, said);
+        let all = observed.len() + said.len();
+        let count = |w: Want| observed.iter().chain(said).filter(|p| p.2 == w).count();
+        assert!(
+            count(U) >= 70 && count(D) >= 15 && count(C) >= 25,
+            "{} updates, {} restatements, {} coexisting",
+            count(U),
+            count(D),
+            count(C)
+        );
+        // The sixth round's rules leave these wrong, on purpose: what they
+        // need is knowledge the principles do not hold (a field of work
+        // from a place, an employer or a team one "joined", a university by
+        // its town, a console's model number, a car's maker, "top" as
+        // favourite, a preference between two things, a paraphrase of
+        // "allergic to"). docs/pipeline.md lists them.
+        let known = [
+            "\"Ines is a waitress at Nando's\" → \"Ines now works in marketing\"",
+            "\"Ines works at Google\" → \"Ines joined Microsoft in March\"",
+            "\"Ines's favourite drink is lemonade\" → \"Ines prefers iced tea to lemonade now\"",
+            "\"Ines's favourite podcast is Serial\" → \"Ines's top podcast at the moment is Radiolab\"",
+            "\"Ines has a PlayStation 4\" → \"Ines upgraded to a PlayStation 5\"",
+            "\"Ines plays for the Bristol Bears\" → \"Ines joined Bath Rugby\"",
+            "\"Ines studies at Oxford\" → \"Ines transferred to Cambridge\"",
+            "\"Ines is allergic to peanuts\" → \"Ines has a peanut allergy\"",
+            "\"I have a Fiat\" → \"I don't have a car anymore\"",
+        ];
+        let unexpected: Vec<&String> = wrong.iter().filter(|w| !known.iter().any(|k| w.starts_with(k))).collect();
+        let fixed: Vec<&&str> = known.iter().filter(|k| !wrong.iter().any(|w| w.starts_with(*k))).collect();
+        assert!(
+            unexpected.is_empty() && fixed.is_empty(),
+            "{} of {all} right; wrong and not known ({}):\n{}\nknown misses now right (update the list and docs/pipeline.md): {fixed:?}",
+            all - wrong.len(),
+            unexpected.len(),
+            unexpected.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
+        );
+    }
+
+    /// The sixth round's principles (docs/pipeline.md, "Sixth round"), each
+    /// beside what it must leave alone.
+    #[test]
+    fn sixth_round_principles() {
+        let slot = |s: &str| Change::Slot(s.to_string());
+        let changed = |a: &str, b: &str| assert!(evidence(a, b).is_some() && !restated(b, a), "{a:?} → {b:?}: want a change");
+        // Idioms: notice handed in, a partner dumped, remarried, an age hit,
+        // fallen in love, taken over as, seeing someone.
+        update("Maya works at the bank", "Maya handed in her notice", Change::Ending);
+        coexist("Maya works at the bank", "Maya's brother handed in his notice");
+        update("Maya has a boyfriend", "Maya dumped her boyfriend", Change::Ending);
+        coexist("Maya has a boyfriend", "Maya dumped her old sofa");
+        update("Maya is divorced", "Maya remarried", slot("relationship"));
+        update("Maya is engaged to Theo", "Maya got married in June", slot("relationship"));
+        update("Maya is 29", "Maya hit 30", slot("age"));
+        coexist("Maya is 29", "Maya hit 30 goals this season");
+        update("Maya dislikes opera", "Maya fell in love with opera", Change::Flip);
+        coexist("Maya loves jazz", "Maya fell in love with opera");
+        update("Maya is the treasurer of the chess club", "Maya took over as chair of the chess club", slot("role in chess club"));
+        coexist("Maya is the treasurer of the chess club", "Maya took over as chair of the book club");
+        update("Maya is single", "Maya started seeing someone", slot("relationship"));
+        coexist("Maya is single", "Maya started seeing a therapist");
+        // A couple no longer together, split with the subject second; a
+        // partner's death; the couple's ending named by its noun.
+        update("Maya is dating Theo", "Maya and Theo are no longer together", Change::Ending);
+        update("Maya is dating Theo", "Theo and Maya split up", Change::Ending);
+        coexist("Maya is dating Theo", "Maya and Theo are together");
+        update("Maya is married to Theo", "Maya's husband passed away", Change::Ending);
+        coexist("Maya is married to Theo", "Maya's grandfather passed away");
+        update("Maya is engaged to Theo", "Maya called off her engagement", Change::Ending);
+        coexist("Maya is engaged to Theo", "Maya's sister called off her engagement");
+        coexist("Maya is single", "Maya called off the meeting");
+        // Times and directions say when and which way, not what.
+        update("Maya lives in Oslo", "Maya moved abroad to Lyon", slot("home"));
+        update("Maya is 54", "Maya is 55 as of today", slot("age"));
+        update("Maya's favourite film is Alien", "Maya's all-time favourite film is Heat", slot("favourite film"));
+        update("Maya works nights at a warehouse", "Maya got a day job at a bookshop", slot("employer"));
+        // Replaced as a favourite; instead of doing a plan; switched to a thing.
+        update("Maya's favourite sport is tennis", "Padel has replaced tennis as Maya's favourite sport", slot("favourite sport"));
+        update("Maya plans to move to Oslo", "Maya decided to stay in Bergen instead of moving to Oslo", Change::Ending);
+        coexist("Maya plans to move to Oslo", "Maya took the bus instead of walking to work");
+        changed("Maya has a Nokia phone", "Maya switched to an iPhone");
+        coexist("Maya has a Nokia phone", "Maya switched to a standing desk");
+        // A team at work, a workplace with its article, a school by its kind,
+        // a home moved back into.
+        update("Maya is in the sales team", "Maya moved to the finance team", slot("team"));
+        coexist("Maya lives in Leeds", "Maya moved to the finance team");
+        update("Maya works in a factory", "Maya was made redundant from the factory", Change::Ending);
+        coexist("Maya works in a factory", "Maya's husband was made redundant");
+        update("Maya's son attends Oakwood Primary", "Maya's son started at Hillside Academy", slot("school"));
+        update("Maya lives in Camden", "Maya moved back in with her parents in Kent", slot("home"));
+        // "named" says "called"; one occasion of a habit is not the habit.
+        duplicate("Maya has a dog called Biscuit", "Maya has a dog named Biscuit");
+        assert!(!restated("Maya has a dog named Biscuit", "Maya has a dog named Pickle"));
+        coexist("Maya goes to yoga on Tuesdays", "Maya cancelled yoga this Tuesday");
+        coexist("Maya swims on Sundays", "Maya missed swimming on Sunday");
+        update("Maya plans to go to yoga on Tuesday", "Maya cancelled yoga this Tuesday", Change::Ending);
     }
 
     /// The fifth round's principles (docs/pipeline.md, "Fifth round"), each
