@@ -5,7 +5,7 @@
 //! parallel. Shards split the grid into disjoint slices that `merge` joins
 //! into the same files a single-machine sweep writes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -490,6 +490,13 @@ struct FormedQa {
     done: std::sync::Mutex<BTreeMap<QaKey, Arc<crate::qa::QaResult>>>,
     /// Conversation evaluations run (the other conversations reused one).
     evaluated: std::sync::atomic::AtomicUsize,
+    /// A point's QA figures by its search keys and the evaluations it joins
+    /// ([`FormedQa::joined_key`]): a point whose conversations took the same
+    /// evaluations as another's has its figures, not computed again. Each
+    /// entry holds the evaluations it was computed from, so their addresses
+    /// stay theirs for the whole sweep.
+    #[allow(clippy::type_complexity)]
+    figures: std::sync::Mutex<HashMap<(String, Vec<usize>), (Vec<Arc<crate::qa::QaResult>>, BTreeMap<String, f64>)>>,
 }
 
 impl FormedQa {
@@ -514,6 +521,25 @@ impl FormedQa {
         self.evaluated.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.done.lock().unwrap_or_else(|p| p.into_inner()).insert(key, r.clone());
         Ok(r)
+    }
+}
+
+impl FormedQa {
+    /// Which evaluations a point joins, one per conversation in dataset
+    /// order: the address of the evaluation (an entry of
+    /// [`FormedQa::figures`] keeps the evaluations it names alive, so an
+    /// address there is one evaluation's), 0 for a conversation without QA
+    /// items (its evaluation is empty).
+    fn joined_key(cfg: &Config, taken: &[Arc<Formed>], dataset: &Dataset) -> (String, Vec<usize>) {
+        let ids = taken
+            .iter()
+            .zip(&dataset.conversations)
+            .map(|(f, conv)| match &f.qa {
+                Some(q) if !conv.gold.qa.is_empty() => Arc::as_ptr(q) as usize,
+                _ => 0,
+            })
+            .collect();
+        (qa_key(cfg), ids)
     }
 }
 
@@ -794,15 +820,27 @@ fn run_point(
     // Retrieval over the point's memory, as a run's QA evaluation (its
     // numeric figures): each conversation's evaluation, in dataset order,
     // then the baselines' rows.
-    if let Some((raw, _)) = qa {
-        let mut formed = crate::qa::QaResult::default();
-        for f in &taken {
-            if let Some(part) = &f.qa {
-                formed.absorb(crate::qa::QaResult::clone(part));
+    if let Some((raw, memo)) = qa {
+        let key = FormedQa::joined_key(cfg, &taken, dataset);
+        let known = memo.figures.lock().unwrap_or_else(|p| p.into_inner()).get(&key).map(|(_, f)| f.clone());
+        let figures = match known {
+            Some(f) => f,
+            None => {
+                let mut formed = crate::qa::QaResult::default();
+                for f in &taken {
+                    if let Some(part) = &f.qa {
+                        formed.absorb(crate::qa::QaResult::clone(part));
+                    }
+                }
+                let formed = formed.with_sources_of(raw);
+                let f: BTreeMap<String, f64> =
+                    crate::qa::summary_metrics(&formed).into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))).collect();
+                let held = taken.iter().filter_map(|t| t.qa.clone()).collect();
+                memo.figures.lock().unwrap_or_else(|p| p.into_inner()).insert(key, (held, f.clone()));
+                f
             }
-        }
-        let formed = formed.with_sources_of(raw);
-        metrics.extend(crate::qa::summary_metrics(&formed).into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))));
+        };
+        metrics.extend(figures);
     }
     if let Some(t) = traces
         && ids.len() == fronts.len()
