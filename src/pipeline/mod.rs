@@ -283,7 +283,14 @@ pub fn back(
     let Planned { plan, mut records } = write::plan::build(batch, &deduped, judged.verdicts, &resolution, state, (conv, episode), cfg);
     let mode = cfg.write_mode();
     let result = store.write_episode(&plan, mode, |tx| write::policy::apply(tx, &plan, mode, cfg.min_fact_confidence_for_write))?;
+    let before = state.facts.len();
     write::mirror(state, &resolution.new_entities, plan, &result);
+    // The facts stored keep the readings this episode made of their
+    // candidates (the memo above), not read again when next paired.
+    let rules = judge::PairRules::new(cfg);
+    for fact in state.facts.get(before..).unwrap_or_default() {
+        rules.read_stored(fact);
+    }
     let counts = records::settle(&mut records, &result);
     timings.write_ms = ms(t);
 

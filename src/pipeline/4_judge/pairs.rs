@@ -85,6 +85,16 @@ impl PairRules {
         }
     }
 
+    /// Reads a fact just stored, as pairing will read it, while the
+    /// episode's memo of readings holds its candidate's reading (the same
+    /// parts): the fact keeps it instead of reading its content again in a
+    /// later episode. Nothing without the evidence rules.
+    pub fn read_stored(&self, fact: &FactRec) {
+        if self.evidence {
+            self.read(fact);
+        }
+    }
+
     /// A live fact's reading, as pairing reads it.
     fn read<'f>(&self, live: &'f FactRec) -> std::borrow::Cow<'f, Reading> {
         live.reading(&self.antonyms, self.is_single_valued(&live.keys().predicate))
