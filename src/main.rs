@@ -5,6 +5,12 @@
 // The CLI is the one place that prints; it may also unwrap.
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::unwrap_used, clippy::expect_used)]
 
+/// mimalloc as the allocator: a run allocates many small objects on
+/// several threads (formation, QA, the analysis), where glibc's malloc and
+/// free took about a fifth of the samples (docs/speed.md, "The allocator").
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;

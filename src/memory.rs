@@ -20,7 +20,10 @@
 //! about 1.5 times slower and a LoCoMo dev run with QA about 1.4 times
 //! slower (the threads contend for the one arena; docs/speed.md).
 //!
-//! With another allocator or C library it does nothing.
+//! The command line's Rust heap is mimalloc's (src/main.rs), which returns
+//! freed pages itself after a short delay; `malloc_trim` still returns what
+//! the C libraries (SQLite, zstd) freed through glibc's malloc. With
+//! another C library it does nothing.
 
 /// Returns the whole free pages of every malloc arena to the operating
 /// system (glibc's `malloc_trim(0)`); elsewhere, nothing.
