@@ -6,6 +6,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
 
+/// The allocator the `memform` binary uses (src/main.rs), so the timings
+/// here are the command line's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::PathBuf;
 
 use criterion::{Criterion, criterion_group, criterion_main};

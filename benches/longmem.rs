@@ -12,6 +12,11 @@
 // Test and bench code may unwrap and print (the library may not).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
 
+/// The allocator the `memform` binary uses (src/main.rs), so the timings
+/// here are the command line's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::Path;
 use std::process::Command;
 

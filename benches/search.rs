@@ -17,6 +17,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
 
+/// The allocator the `memform` binary uses (src/main.rs), so the timings
+/// here are the command line's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 
 use memform::config::WriteMode;
