@@ -490,17 +490,17 @@ struct FormedQa {
     done: std::sync::Mutex<BTreeMap<QaKey, Arc<crate::qa::QaResult>>>,
     /// Conversation evaluations run (the other conversations reused one).
     evaluated: std::sync::atomic::AtomicUsize,
-    /// A point's QA figures by its search keys and the evaluations it joins
+    /// A point's QA figures by its search keys and the digests of the
+    /// evaluations it joins, one per conversation in dataset order
     /// ([`FormedQa::joined_key`]): a point whose conversations took the same
-    /// evaluations as another's has its figures, not computed again. Each
-    /// entry holds the evaluations it was computed from, so their addresses
-    /// stay theirs for the whole sweep.
-    #[allow(clippy::type_complexity)]
-    figures: std::sync::Mutex<HashMap<(String, Vec<usize>), (Vec<Arc<crate::qa::QaResult>>, BTreeMap<String, f64>)>>,
+    /// evaluations as another's has its figures, not computed again.
+    figures: std::sync::Mutex<HashMap<JoinedKey, BTreeMap<String, f64>>>,
 }
 
 impl FormedQa {
-    /// Conversation `c`'s (`conv`) formed-memory QA over `store`, which holds it formed.
+    /// Conversation `c`'s (`conv`) formed-memory QA over `store`, which
+    /// holds it formed, with the digest of what it read of the store (zeros
+    /// for a conversation without QA items, whose evaluation is empty).
     fn conversation(
         &self,
         c: usize,
@@ -508,40 +508,36 @@ impl FormedQa {
         store: &Store,
         stages: Stages<'_>,
         cfg: &Config,
-    ) -> Result<Arc<crate::qa::QaResult>> {
+    ) -> Result<FormedQaPart> {
         if conv.gold.qa.is_empty() {
-            return Ok(Arc::default());
+            return Ok(([0; 32], Arc::default()));
         }
-        let key = (qa_key(cfg), c, store.qa_digest_of(&conv.id)?);
+        let digest = store.qa_digest_of(&conv.id)?;
+        let key = (qa_key(cfg), c, digest);
         if let Some(r) = self.done.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-            return Ok(r.clone());
+            return Ok((digest, r.clone()));
         }
         // A point evaluates no baselines: only its selected turns are made and embedded.
         let r = Arc::new(crate::qa::evaluate_formed(conv, store, stages.embedder, cfg, &crate::qa::Shared::new(false))?);
         self.evaluated.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.done.lock().unwrap_or_else(|p| p.into_inner()).insert(key, r.clone());
-        Ok(r)
+        Ok((digest, r))
+    }
+
+    /// The key of a point's QA figures: the search keys and the digest of
+    /// each conversation's evaluation, in dataset order.
+    fn joined_key(cfg: &Config, taken: &[Arc<Formed>]) -> JoinedKey {
+        (qa_key(cfg), taken.iter().map(|f| f.qa.as_ref().map_or([0; 32], |(digest, _)| *digest)).collect())
     }
 }
 
-impl FormedQa {
-    /// Which evaluations a point joins, one per conversation in dataset
-    /// order: the address of the evaluation (an entry of
-    /// [`FormedQa::figures`] keeps the evaluations it names alive, so an
-    /// address there is one evaluation's), 0 for a conversation without QA
-    /// items (its evaluation is empty).
-    fn joined_key(cfg: &Config, taken: &[Arc<Formed>], dataset: &Dataset) -> (String, Vec<usize>) {
-        let ids = taken
-            .iter()
-            .zip(&dataset.conversations)
-            .map(|(f, conv)| match &f.qa {
-                Some(q) if !conv.gold.qa.is_empty() => Arc::as_ptr(q) as usize,
-                _ => 0,
-            })
-            .collect();
-        (qa_key(cfg), ids)
-    }
-}
+/// A conversation's formed-memory QA evaluation and the digest of what it
+/// read of the store ([`Store::qa_digest_of`]).
+type FormedQaPart = ([u8; 32], Arc<crate::qa::QaResult>);
+
+/// The search keys ([`qa_key`]) and each conversation's evaluation digest,
+/// in dataset order: what a point's QA figures depend on.
+type JoinedKey = (String, Vec<[u8; 32]>);
 
 /// A conversation's threshold-independent work: its speakers' entities
 /// (with their vectors), each episode's front, and a memo of its
@@ -631,7 +627,7 @@ pub fn traced_grid<'k>(profile: &str, mut keys: impl Iterator<Item = &'k str>) -
 /// computed from are dropped once it is: the metrics read nothing else.
 struct Formed {
     part: Option<ConversationPart>,
-    qa: Option<Arc<crate::qa::QaResult>>,
+    qa: Option<FormedQaPart>,
 }
 
 /// A conversation formed at some point, with the interval of each swept
@@ -821,22 +817,21 @@ fn run_point(
     // numeric figures): each conversation's evaluation, in dataset order,
     // then the baselines' rows.
     if let Some((raw, memo)) = qa {
-        let key = FormedQa::joined_key(cfg, &taken, dataset);
-        let known = memo.figures.lock().unwrap_or_else(|p| p.into_inner()).get(&key).map(|(_, f)| f.clone());
+        let key = FormedQa::joined_key(cfg, &taken);
+        let known = memo.figures.lock().unwrap_or_else(|p| p.into_inner()).get(&key).cloned();
         let figures = match known {
             Some(f) => f,
             None => {
                 let mut formed = crate::qa::QaResult::default();
                 for f in &taken {
-                    if let Some(part) = &f.qa {
+                    if let Some((_, part)) = &f.qa {
                         formed.absorb(crate::qa::QaResult::clone(part));
                     }
                 }
                 let formed = formed.with_sources_of(raw);
                 let f: BTreeMap<String, f64> =
                     crate::qa::summary_metrics(&formed).into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))).collect();
-                let held = taken.iter().filter_map(|t| t.qa.clone()).collect();
-                memo.figures.lock().unwrap_or_else(|p| p.into_inner()).insert(key, (held, f.clone()));
+                memo.figures.lock().unwrap_or_else(|p| p.into_inner()).insert(key, f.clone());
                 f
             }
         };

@@ -735,16 +735,14 @@ fn idioms(words: Vec<String>) -> Vec<String> {
             i += if quit { 4 } else { 3 };
             continue;
         }
+        let partner = |k: usize| at(k).is_some_and(|n| PARTNERS.contains(&n));
         if matches!(w, "dumped" | "dumps" | "dump" | "ditched")
-            && at(1).is_some_and(|n| PARTNERS.contains(&n) || matches!(n, "her" | "his" | "their" | "my"))
+            && (partner(1) || (matches!(at(1), Some("her" | "his" | "their" | "my")) && partner(2)))
         {
             let broke = if perfect(&out) { "broken" } else { "broke" };
-            let next_partner = at(1).is_some_and(|n| PARTNERS.contains(&n)) || at(2).is_some_and(|n| PARTNERS.contains(&n));
-            if next_partner {
-                out.extend([broke.to_string(), "up".to_string(), "with".to_string()]);
-                i += 1;
-                continue;
-            }
+            out.extend([broke.to_string(), "up".to_string(), "with".to_string()]);
+            i += 1;
+            continue;
         }
         if matches!(w, "remarried" | "remarries" | "remarry") {
             out.extend(["got".to_string(), "married".to_string()]);
