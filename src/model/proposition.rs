@@ -384,7 +384,29 @@ fn couple_change(a: &Prop, b: &Prop) -> Option<Change> {
     {
         return Some(Change::Slot("relationship".into()));
     }
+    // A partner named in a slot and a couple with someone else named
+    // ("Sam's girlfriend is Ada" / "Sam is dating Mia"), either way round.
+    let named_other = |slotted: &Prop, coupled: &Prop| {
+        let (Some((_, partner)), Some((n, v))) = (&slotted.slot, &coupled.slot) else { return false };
+        let mut names = v.iter().filter(|w| !couple_word(w)).peekable();
+        partner_holder(slotted) == Some(coupled.holder.as_str())
+            && coupled.state
+            && coupled.positive
+            && n == "relationship"
+            && !partner.is_empty()
+            && names.peek().is_some()
+            && names.all(|w| !partner.contains(w))
+    };
+    if b.state && b.positive && (named_other(a, b) || named_other(b, a)) {
+        return Some(Change::Slot("relationship".into()));
+    }
     None
+}
+
+/// A word of a couple's status rather than of who is in it ("dat", "marry").
+fn couple_word(w: &str) -> bool {
+    matches!(w, "dat" | "marry" | "marri" | "married" | "engag" | "engaged" | "see" | "seeing" | "together" | "wed")
+        || STATUSES.iter().any(|s| *s == w || stem(s) == w)
 }
 
 /// Whether two values of the slot `name` differ: neither's words contain
@@ -590,6 +612,7 @@ fn tokens(text: &str) -> Vec<String> {
             "favorite" => out.push("favourite".into()),
             "favorites" => out.push("favourites".into()),
             "color" => out.push("colour".into()),
+            "gray" => out.push("grey".into()),
             "colors" => out.push("colours".into()),
             _ => out.push(w.to_string()),
         }
@@ -834,7 +857,9 @@ fn idioms(words: Vec<String>) -> Vec<String> {
         }
         // "moved abroad to Lyon" moved to Lyon; "all-time favourite" is
         // favourite; "as of this week" is since this week.
-        if matches!(w, "abroad" | "overseas") && at(1) == Some("to") {
+        if matches!(w, "abroad" | "overseas" | "inland" | "north" | "south" | "east" | "west" | "upstate" | "downstate")
+            && at(1) == Some("to")
+        {
             i += 1;
             continue;
         }
@@ -845,6 +870,136 @@ fn idioms(words: Vec<String>) -> Vec<String> {
         if w == "as" && at(1) == Some("of") && at(2).is_some_and(|n| is_time(n) || matches!(n, "this" | "last" | "now" | "today")) {
             out.push("since".into());
             i += 2;
+            continue;
+        }
+        // "a big cricket fan" is "a big fan of cricket".
+        if matches!(w, "fan" | "fans")
+            && at(1).is_none_or(|n| n != "of")
+            && out.len() >= 2
+            && out[out.len() - 2..]
+                .iter()
+                .any(|b| matches!(b.as_str(), "a" | "an" | "big" | "huge" | "massive" | "great" | "keen" | "avid" | "lifelong"))
+            && out.last().is_some_and(|b| {
+                !matches!(b.as_str(), "a" | "an" | "big" | "huge" | "massive" | "great" | "keen" | "avid" | "lifelong" | "the")
+            })
+        {
+            let what = out.pop().unwrap_or_default();
+            out.extend([w.to_string(), "of".to_string(), what]);
+            i += 1;
+            continue;
+        }
+        // Seventh round. Finding work is getting a job; making or earning a
+        // living as something is working as it; retiring (then, or with no
+        // more said) is being retired; breaking it off is breaking up;
+        // tying the knot is getting married; going out with someone is
+        // dating them; a status that has been held is held ("has been
+        // dating"); cutting a thing out is giving it up; giving a thing
+        // away is giving away it; one's go-to or top thing is one's
+        // favourite; a non-smoker does not smoke; a theft told with the
+        // thief first is the thing stolen.
+        if matches!(w, "found" | "finds" | "find" | "finding") && at(1) == Some("work") && matches!(at(2), Some("at" | "as" | "with")) {
+            out.extend([w.to_string(), "job".to_string()]);
+            i += 2;
+            continue;
+        }
+        if matches!(w, "makes" | "make" | "made" | "making" | "earns" | "earn" | "earned" | "earning")
+            && at(1) == Some("a")
+            && at(2) == Some("living")
+            && at(3) == Some("as")
+        {
+            let past = matches!(w, "made" | "earned") && !perfect(&out);
+            if perfect(&out) {
+                out.pop();
+            }
+            out.extend([if past { "worked" } else { "works" }.to_string(), "as".to_string()]);
+            i += 4;
+            continue;
+        }
+        if w == "retired"
+            && out.last().is_some_and(|b| !BE.contains(&b.as_str()) && !matches!(b.as_str(), "got" | "get"))
+            && at(1).is_none_or(|n| TIME_LEAD.contains(&n) || is_time(n) || matches!(n, "and" | "early"))
+        {
+            if perfect(&out) {
+                out.pop();
+            }
+            out.extend(["is".to_string(), "retired".to_string()]);
+            i += 1;
+            continue;
+        }
+        if matches!(w, "broke" | "broken" | "breaks" | "break" | "breaking") && at(1) == Some("it") && at(2) == Some("off") {
+            out.extend([w.to_string(), "up".to_string()]);
+            i += 3;
+            continue;
+        }
+        if matches!(w, "tied" | "tie" | "ties" | "tying") && at(1) == Some("the") && at(2) == Some("knot") {
+            out.extend(["got".to_string(), "married".to_string()]);
+            i += 3;
+            continue;
+        }
+        if w == "going"
+            && at(1) == Some("out")
+            && at(2) == Some("with")
+            && out.iter().rev().take(3).any(|b| BE.contains(&b.as_str()))
+            && at(3).is_some_and(|n| !matches!(n, "friends" | "colleagues" | "family" | "the" | "her" | "his" | "their" | "my"))
+        {
+            out.push("dating".into());
+            i += 3;
+            continue;
+        }
+        if w == "been" && perfect(&out) && at(1).is_some_and(|n| STATUSES.contains(&n)) {
+            out.pop();
+            out.push(if out.last().is_some_and(|h| matches!(h.as_str(), "i")) { "am" } else { "is" }.into());
+            i += 1;
+            continue;
+        }
+        if matches!(w, "cut" | "cuts" | "cutting") && at(1) == Some("out") && at(2).is_some_and(|n| !matches!(n, "of" | "to" | "for")) {
+            out.extend([if perfect(&out) { "given" } else { "gave" }.to_string(), "up".to_string()]);
+            i += 2;
+            continue;
+        }
+        if matches!(w, "gave" | "given" | "gives" | "give" | "giving")
+            && let Some(k) = (i + 2..words.len().min(i + 6)).find(|&k| words[k] == "away")
+            && words[i + 1..k].iter().all(|n| !matches!(n.as_str(), "to" | "and" | "but" | "away"))
+        {
+            out.extend([w.to_string(), "away".to_string()]);
+            out.extend(words[i + 1..k].iter().cloned());
+            i = k + 1;
+            continue;
+        }
+        let possessive = |b: &str| (b.ends_with("'s") && b.len() > 2) || matches!(b, "my" | "his" | "her" | "their" | "our" | "your");
+        if (w == "top" || (w == "go" && at(1) == Some("to")))
+            && out.last().is_some_and(|b| possessive(b))
+            && at(usize::from(w == "go") + 1).is_some()
+        {
+            out.push("favourite".into());
+            i += 1 + usize::from(w == "go");
+            continue;
+        }
+        if w == "non"
+            && let Some(doer) = at(1).and_then(|n| n.strip_suffix("er")).filter(|d| d.len() >= 3)
+            && out.last().is_some_and(|b| matches!(b.as_str(), "a" | "an") || BE.contains(&b.as_str()))
+        {
+            if out.last().is_some_and(|b| matches!(b.as_str(), "a" | "an")) {
+                out.pop();
+            }
+            if out.last().is_some_and(|b| BE.contains(&b.as_str())) {
+                let be = out.pop().unwrap_or_default();
+                out.push(if be == "am" || out.last().is_some_and(|h| h == "i") { "do" } else { "does" }.into());
+            }
+            out.extend(["not".to_string(), doer.to_string()]);
+            i += 2;
+            continue;
+        }
+        if matches!(w, "stole" | "nicked" | "robbed")
+            && matches!(out.as_slice(), [a] if matches!(a.as_str(), "someone" | "somebody" | "thieves" | "burglars"))
+            && at(1).is_some_and(possessive)
+            && at(2).is_some()
+        {
+            out.clear();
+            let end = (i + 2..words.len()).find(|&k| TIME_LEAD.contains(&words[k].as_str()) || words[k] == "and").unwrap_or(words.len());
+            out.extend(words[i + 1..end].iter().cloned());
+            out.extend(["was".to_string(), "stolen".to_string()]);
+            i = end;
             continue;
         }
         // "has become Ann's favourite": is Ann's favourite.
@@ -1165,6 +1320,14 @@ fn normal_words(words: &[String]) -> Vec<String> {
         if w == "employed" && next == Some("as") {
             // "is employed as" → "is".
             i += 2;
+            continue;
+        }
+        let owner =
+            i == 0 || !matches!(ws[i - 1].as_str(), "his" | "her" | "their" | "my" | "our" | "your" | "its") && !ws[i - 1].ends_with("'s");
+        if (matches!(w, "owns" | "owned") || (w == "own" && owner)) && next.is_some() {
+            // "owns a boat" says "has a boat".
+            out.push("hav".into());
+            i += 1;
             continue;
         }
         if !DETERMINERS.contains(&w) && !manner_adverb(w) && !RESTATED.contains(&w) {
@@ -2075,6 +2238,10 @@ fn canonical_slot(head: &str) -> String {
     match head {
         "boss" | "line manager" | "supervisor" | "manager" | "team lead" | "team leader" => "manager".into(),
         "address" | "home address" => "home".into(),
+        h if h.starts_with("favourite ") && h.ends_with(" place to eat") => {
+            // A place to eat is a restaurant.
+            format!("{} restaurant", h.trim_end_matches(" place to eat"))
+        }
         h if h.starts_with("favourite ") => {
             // A favourite's head noun by one name: a movie is a film, a
             // novel a book, a series or programme a show, a track a song,
@@ -2087,6 +2254,8 @@ fn canonical_slot(head: &str) -> String {
                 "track" | "tune" | "songs" => "song",
                 "dish" | "meal" | "foods" => "food",
                 "beverage" | "drinks" => "drink",
+                "writer" | "writers" | "authors" => "author",
+                "eatery" | "restaurants" => "restaurant",
                 l => l,
             };
             format!("{rest} {last}")
@@ -2567,6 +2736,12 @@ fn agent_nouns(words: &[String]) -> Vec<String> {
 }
 
 /// Homes one can rent, share, own or buy.
+/// What a team at work is called ("the sales team", "the HR department").
+const TEAMS: &[&str] = &["team", "department", "dept", "division"];
+
+/// Homes one lives on rather than in.
+const ON_HOMES: &[&str] = &["houseboat", "boat", "barge", "farm", "ranch", "campus", "base", "island", "estate"];
+
 const DWELLINGS: &[&str] = &["house", "flat", "apartment", "studio", "cottage", "bungalow", "condo", "townhouse", "home", "room"];
 
 /// Businesses one runs for a living.
@@ -2779,7 +2954,7 @@ fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> O
     // A home one rents, shares, owns or bought ("rents a flat in Camden"):
     // the place it is in, as "lives in" says (not one bought for someone
     // else or as an investment).
-    if matches!(verb, "rent" | "shar" | "buy" | "own" | "hav")
+    if matches!(verb, "rent" | "shar" | "buy" | "own" | "hav" | "get")
         && let Some(k) = rest.iter().rposition(|w| w == "in")
         && (rest[..k].iter().any(|w| DWELLINGS.contains(&w.as_str()))
             || (rest[..k].iter().any(|w| w == "place") && rest[..k].iter().any(|w| w == "own")))
@@ -2889,8 +3064,19 @@ fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> O
             return Some(("home".into(), object.iter().filter(|w| *w != "bas" && *w != "based").cloned().collect()));
         }
         // "is in the sales team", "is on the design team": one's team.
-        if matches!(first, "in" | "on") && object.last().is_some_and(|w| w == "team") && rest.last().is_some_and(|w| w == "team") {
+        if matches!(first, "in" | "on")
+            && object.last().is_some_and(|w| TEAMS.contains(&w.as_str()))
+            && rest.last().is_some_and(|w| TEAMS.contains(&w.as_str()))
+        {
             return Some(("team".into(), object.to_vec()));
+        }
+        // "is at Riverside Nursery": the school one attends (not at a
+        // time: "is at the school today").
+        if first == "at"
+            && rest.iter().any(|w| SCHOOLS.contains(&w.as_str()))
+            && !rest.iter().any(|w| is_time(w) || matches!(w.as_str(), "today" | "tonight" | "this" | "for" | "with"))
+        {
+            return Some(("school".into(), stems(&rest[1..])));
         }
         // "is 30", "is 30 years old".
         // A time it holds from says when, not what ("is 55 as of this week").
@@ -2925,8 +3111,14 @@ fn verb_slot(pred: &str, ws: &[String], rest: &[String], object: &[String]) -> O
         "work as" => Some(("job".into(), agent_nouns(object))),
         "work at" | "work for" => slot("employer"),
         "work on" if object.iter().any(|w| w == "team") => slot("team"),
-        // Moving to another team at work is leaving the one one was in.
-        "mov to" | "transferr to" | "transfer to" | "switch to" | "switch" if object.iter().any(|w| w == "team") => slot("team"),
+        // Moving to another team at work is leaving the one one was in; a
+        // department is a team.
+        "mov to" | "transferr to" | "transfer to" | "switch to" | "switch" if object.iter().any(|w| TEAMS.contains(&w.as_str())) => {
+            slot("team")
+        }
+        "work in" if object.last().is_some_and(|w| TEAMS.contains(&w.as_str()) && w != "team") => slot("team"),
+        // What one lives on, if it is a dwelling ("lives on a houseboat"; not "on pasta").
+        "liv on" if object.iter().any(|w| DWELLINGS.contains(&w.as_str()) || ON_HOMES.contains(&w.as_str())) => slot("home"),
         // Working in a place named with its article ("works in a factory")
         // is being employed there ("works in marketing", "in London": no).
         "work in" if rest.first().is_some_and(|w| matches!(w.as_str(), "a" | "an" | "the")) => slot("employer"),
@@ -3806,14 +3998,14 @@ mod tests {
         // The sixth round's rules leave these wrong, on purpose: what they
         // need is knowledge the principles do not hold (a field of work
         // from a place, an employer or a team one "joined", a university by
-        // its town, a console's model number, a car's maker, "top" as
-        // favourite, a preference between two things, a paraphrase of
-        // "allergic to"). docs/pipeline.md lists them.
+        // its town, a console's model number, a car's maker, a preference
+        // between two things, a paraphrase of "allergic to").
+        // docs/pipeline.md lists them. ("top" as favourite was one; the
+        // seventh round reads it.)
         let known = [
             "\"Ines is a waitress at Nando's\" → \"Ines now works in marketing\"",
             "\"Ines works at Google\" → \"Ines joined Microsoft in March\"",
             "\"Ines's favourite drink is lemonade\" → \"Ines prefers iced tea to lemonade now\"",
-            "\"Ines's favourite podcast is Serial\" → \"Ines's top podcast at the moment is Radiolab\"",
             "\"Ines has a PlayStation 4\" → \"Ines upgraded to a PlayStation 5\"",
             "\"Ines plays for the Bristol Bears\" → \"Ines joined Bath Rugby\"",
             "\"Ines studies at Oxford\" → \"Ines transferred to Cambridge\"",
@@ -3829,6 +4021,276 @@ mod tests {
             unexpected.len(),
             unexpected.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
         );
+    }
+
+    /// A seventh set of memform's own pairs, written before the seventh
+    /// round's rules were changed or measured and without reading `test`,
+    /// in phrasings the earlier sets did not use ("relocated to", "got his
+    /// own place", "broke it off", "tied the knot", "is off", "won't be
+    /// going … after all", "has cut out", "has grown to love", "signed
+    /// for", "go-to"), about a man this time: updates, restatements and
+    /// coexisting pairs of every kind of docs/pairs.md, another speaker.
+    /// Counted as [`fifth_round_fresh_pairs`] counts.
+    #[test]
+    fn seventh_round_fresh_pairs() {
+        use Want::{Coexist as C, Duplicate as D, Update as U};
+        // Third-person observations about Dev.
+        let observed: &[(&str, &str, Want)] = &[
+            // Updates. Job.
+            ("Dev works as a chef at a hotel", "Dev is now a delivery driver", U),
+            ("Dev is a software engineer at Spotify", "Dev has left Spotify and works at Shopify now", U),
+            ("Dev works at a call centre", "Dev found work at a garage", U),
+            ("Dev is a postman", "Dev gave up his job as a postman", U),
+            ("Dev is unemployed", "Dev landed a job as a lab technician", U),
+            ("Dev works for the council", "Dev was let go by the council", U),
+            ("Dev is a personal trainer", "Dev now makes a living as a photographer", U),
+            ("Dev works at Aldi", "Dev is working at Morrisons these days", U),
+            ("Dev is a student", "Dev graduated and now works as an architect", U),
+            ("Dev works as a carpenter", "Dev retired last spring", U),
+            ("Dev teaches yoga", "Dev stopped teaching yoga to work in a bank", U),
+            // Home.
+            ("Dev lives in Leicester", "Dev relocated to Dublin for work", U),
+            ("Dev lives on a houseboat", "Dev now lives in a flat in Hackney", U),
+            ("Dev lives in Toronto", "Dev's home is in Vancouver now", U),
+            ("Dev lives with his parents", "Dev got his own place in Salford", U),
+            ("Dev lives in Berlin", "Dev left Berlin and settled in Munich", U),
+            ("Dev lives in a one-bedroom flat", "Dev moved into a three-bedroom house", U),
+            ("Dev lives in Glasgow", "Dev has been in Aberdeen since he moved last year", U),
+            ("Dev lives near the beach in Brighton", "Dev moved inland to Crawley", U),
+            ("Dev shares a flat with two friends", "Dev lives alone now", U),
+            ("Dev lives in Perth", "Dev is living in Sydney at the moment", U),
+            ("Dev lives in the city centre", "Dev has moved out to the suburbs", U),
+            // Relationship status.
+            ("Dev is single", "Dev has a girlfriend now", U),
+            ("Dev has a girlfriend named Ana", "Dev and Ana broke it off", U),
+            ("Dev is married to Ana", "Dev and Ana got divorced", U),
+            ("Dev is in a relationship with Ana", "Dev is single again", U),
+            ("Dev is engaged to Ana", "Dev and Ana tied the knot in August", U),
+            ("Dev is dating Ana", "Dev proposed to Ana and she said yes", U),
+            ("Dev is married", "Dev separated from his wife", U),
+            ("Dev's girlfriend is Ana", "Dev is now going out with Bea", U),
+            ("Dev is in a long-distance relationship", "Dev's long-distance relationship ended", U),
+            // Age.
+            ("Dev is 36", "Dev turned 37 last week", U),
+            ("Dev is 59 years old", "Dev is now sixty", U),
+            ("Dev's son Arlo is 7", "Dev's son Arlo just had his eighth birthday", U),
+            ("Dev is twenty-five", "Dev is 26 now", U),
+            ("Dev's dog Pepper is 3 years old", "Dev's dog Pepper is four", U),
+            ("Dev is 44", "Dev celebrated turning 45", U),
+            // Favourites.
+            ("Dev's favourite band is Oasis", "Dev's favourite band is now Blur", U),
+            ("Dev's favourite film is Jaws", "Dev has a new favourite film, Parasite", U),
+            ("Dev's favourite restaurant is Dishoom", "Dev's favourite place to eat these days is Padella", U),
+            ("Dev's favourite game is FIFA", "Dev's go-to game is Minecraft now", U),
+            ("Dev's favourite season is summer", "Autumn is Dev's favourite season now", U),
+            ("Dev's favourite author is Stephen King", "Dev's favourite writer these days is Sally Rooney", U),
+            ("Dev's favourite fruit is mango", "Dev's favourite fruit has become kiwi", U),
+            ("Dev's favourite football team is Chelsea", "Dev now supports Arsenal instead of Chelsea", U),
+            // Ownership.
+            ("Dev owns a Ford Fiesta", "Dev sold his Ford Fiesta", U),
+            ("Dev has a goldfish", "Dev's goldfish passed away", U),
+            ("Dev owns a bike", "Dev's bike was stolen", U),
+            ("Dev has an Android phone", "Dev got rid of his Android phone", U),
+            ("Dev owns a boat", "Dev no longer has his boat", U),
+            ("Dev owns a camera", "Dev lost his camera on holiday", U),
+            ("Dev has a flat in Leeds", "Dev sold his flat in Leeds", U),
+            ("Dev owns a Mazda", "Dev replaced his Mazda with a Tesla", U),
+            ("Dev has two rabbits", "Dev gave his rabbits away", U),
+            ("Dev owns a laptop", "Dev's laptop broke and he threw it out", U),
+            ("Dev has a season ticket at Anfield", "Dev gave up his season ticket", U),
+            // A plan cancelled.
+            ("Dev plans to run a half marathon in October", "Dev withdrew from the half marathon", U),
+            ("Dev is going to Italy in June", "Dev's trip to Italy is off", U),
+            ("Dev wants to open a cafe", "Dev has abandoned his plan to open a cafe", U),
+            ("Dev is planning a surprise party for Ana", "Dev cancelled the surprise party", U),
+            ("Dev intends to learn Japanese", "Dev has given up on learning Japanese", U),
+            ("Dev is thinking about adopting a cat", "Dev changed his mind about adopting a cat", U),
+            ("Dev is going to the Glastonbury festival", "Dev won't be going to Glastonbury after all", U),
+            ("Dev plans to propose to Ana at Christmas", "Dev has scrapped his plan to propose at Christmas", U),
+            ("Dev is booked on a cruise in May", "Dev cancelled his cruise", U),
+            // Endings, "no longer", "not … anymore".
+            ("Dev plays the drums in a band", "Dev quit the band", U),
+            ("Dev is a vegetarian", "Dev eats meat again", U),
+            ("Dev drinks coffee every morning", "Dev has cut out coffee", U),
+            ("Dev goes climbing every weekend", "Dev has given up climbing", U),
+            ("Dev is a member of a cycling club", "Dev left the cycling club", U),
+            ("Dev volunteers at a food bank", "Dev no longer volunteers at the food bank", U),
+            ("Dev takes piano lessons", "Dev's piano lessons have ended", U),
+            ("Dev smokes", "Dev is a non-smoker now", U),
+            ("Dev works out at the gym", "Dev cancelled his gym membership", U),
+            // A flip with stance words around it.
+            ("Dev loves rollercoasters", "Dev honestly hates rollercoasters now", U),
+            ("Dev can't stand olives", "Dev loves olives these days", U),
+            ("Dev enjoys hiking", "Dev no longer enjoys hiking", U),
+            ("Dev dislikes winter", "Dev has grown to love winter", U),
+            ("Dev likes his job", "Dev has started to dislike his job", U),
+            ("Dev adores musicals", "Dev is sick of musicals now", U),
+            ("Dev hates gardening", "Dev now really enjoys gardening", U),
+            ("Dev is a fan of Marvel films", "Dev isn't into Marvel films anymore", U),
+            // Roles: manager, team, school, title, department.
+            ("Dev is the goalkeeper for his five-a-side team", "Dev plays as a striker for his five-a-side team now", U),
+            ("Dev's supervisor is Karen", "Dev's new supervisor is Imran", U),
+            ("Dev is a shift leader at the cinema", "Dev was promoted to cinema manager", U),
+            ("Dev's daughter is at Riverside Nursery", "Dev's daughter now goes to Greenfield Primary", U),
+            ("Dev is the secretary of the residents' association", "Dev became chair of the residents' association", U),
+            ("Dev works in the IT department", "Dev transferred to the HR department", U),
+            ("Dev plays for Crawley Town", "Dev signed for Brighton", U),
+            ("Dev studies history at York", "Dev switched his degree to economics", U),
+            // Restatements.
+            ("Dev has four grandchildren", "Dev has 4 grandchildren", D),
+            ("Dev works as a plumber", "Dev is a plumber", D),
+            ("Dev cycles to work every day", "Every day Dev cycles to work", D),
+            ("Dev lives in Leeds", "Dev lives in Leeds these days", D),
+            ("Dev loves fishing", "Dev really loves fishing", D),
+            ("Dev's favourite colour is grey", "Dev's favorite color is gray", D),
+            ("Dev plays the trumpet", "Dev plays trumpet", D),
+            ("Dev is 52", "Dev is fifty-two years old", D),
+            ("Dev doesn't own a car", "Dev does not own a car", D),
+            ("Dev is married to Ana", "Dev is still married to Ana", D),
+            ("Dev has a parrot called Rio", "Dev owns a parrot named Rio", D),
+            ("Dev hates spiders", "Dev honestly hates spiders", D),
+            ("Dev goes swimming on Fridays", "On Fridays Dev goes swimming", D),
+            ("Dev works at the library", "Dev is currently working at the library", D),
+            ("Dev is a huge fan of cricket", "Dev is a big cricket fan", D),
+            ("Dev speaks three languages", "Dev speaks 3 languages", D),
+            // Coexisting: family members, multi-valued, another time, a
+            // negation or antonym about something else, games, a related
+            // topic, a one-off, someone else's ending, a past state.
+            ("Dev lives in Leicester", "Dev's daughter moved to Leeds for university", C),
+            ("Dev loves pizza", "Dev also loves curry", C),
+            ("Dev is a chef", "Dev worked as a bartender in his twenties", C),
+            ("Dev owns a Ford Fiesta", "Dev's dad sold his Ford", C),
+            ("Dev is married to Ana", "Dev's cousin is getting divorced", C),
+            ("Dev plays golf", "Dev gave up on the jigsaw puzzle", C),
+            ("Dev likes cats", "Dev doesn't like mice", C),
+            ("Dev's team won the league", "Dev's team lost the cup final", C),
+            ("Dev goes climbing on Saturdays", "Dev skipped climbing this Saturday", C),
+            ("Dev works at the bank", "Dev quit his pottery class", C),
+            ("Dev lives in Glasgow", "Dev spent a week in Edinburgh", C),
+            ("Dev has a goldfish", "Dev bought a new tank for his goldfish", C),
+            ("Dev plans to visit Rome", "Dev cancelled his dentist appointment", C),
+            ("Dev is 36", "Dev's wife is 34", C),
+            ("Dev's favourite band is Oasis", "Dev's favourite album is Definitely Maybe", C),
+            ("Dev is learning Italian", "Dev stopped learning the drums", C),
+            ("Dev is a teacher", "Dev's wife became a nurse", C),
+            ("Dev drives a Mazda", "Dev sold his old scooter", C),
+            ("Dev loves his new flat", "Dev hates the stairs to his flat", C),
+            ("Dev plays poker", "Dev lost a poker game to his brother", C),
+            ("Dev works from home", "Dev left home at six this morning", C),
+            ("Dev is single", "Dev went on a blind date on Friday", C),
+            ("Dev lives in Toronto", "Dev used to live in Montreal", C),
+            ("Dev is vegetarian", "Dev doesn't eat fish either", C),
+            ("Dev supports Liverpool", "Dev supports the Welsh rugby team too", C),
+            ("Dev owns a bike", "Dev's bike got a flat tyre", C),
+            ("Dev is dating Ana", "Dev's friend Sam broke up with his girlfriend", C),
+            ("Dev's favourite film is Jaws", "Dev didn't like the new Jaws documentary", C),
+        ];
+        // First-person turns, read with the speaker's words standing for him.
+        let said: &[(&str, &str, Want)] = &[
+            ("I'm a chef", "I work as a delivery driver now", U),
+            ("I live in Leicester", "I've moved to Nottingham", U),
+            ("I'm single", "I've been seeing someone for a month", U),
+            ("I have a bike", "Someone stole my bike", U),
+            ("My favourite film is Jaws", "Jaws isn't my favourite film anymore, Heat is", U),
+            ("I'm planning a trip to Peru", "I've cancelled the Peru trip", U),
+            ("I play the drums", "I play drums", D),
+            ("I live in Leicester", "My sister lives in Derby", C),
+            ("I love hiking", "I hate hiking in the rain", C),
+        ];
+        let wrong = wrongly_decided("Dev", observed, said);
+        let all = observed.len() + said.len();
+        let count = |w: Want| observed.iter().chain(said).filter(|p| p.2 == w).count();
+        assert!(
+            count(U) >= 80 && count(D) >= 16 && count(C) >= 28,
+            "{} updates, {} restatements, {} coexisting",
+            count(U),
+            count(D),
+            count(C)
+        );
+        // The seventh round's rules leave these wrong, on purpose: what they
+        // need is knowledge the principles do not hold (a student's
+        // graduating as the end of studying, a household rather than a
+        // town, "has been in" a town, a proposal's answer, supporting a team
+        // as a favourite, a thing thrown out by a pronoun, what a
+        // vegetarian eats, lessons that end, a position on a team, a
+        // promotion from a role, "IT" read as a pronoun, a degree's
+        // subject, a second clause of "Heat is"). docs/pipeline.md lists them.
+        let known = [
+            "\"Dev is a student\" → \"Dev graduated and now works as an architect\"",
+            "\"Dev lives with his parents\" → \"Dev got his own place in Salford\"",
+            "\"Dev lives in Glasgow\" → \"Dev has been in Aberdeen since he moved last year\"",
+            "\"Dev shares a flat with two friends\" → \"Dev lives alone now\"",
+            "\"Dev is dating Ana\" → \"Dev proposed to Ana and she said yes\"",
+            "\"Dev's favourite football team is Chelsea\" → \"Dev now supports Arsenal instead of Chelsea\"",
+            "\"Dev owns a laptop\" → \"Dev's laptop broke and he threw it out\"",
+            "\"Dev is a vegetarian\" → \"Dev eats meat again\"",
+            "\"Dev takes piano lessons\" → \"Dev's piano lessons have ended\"",
+            "\"Dev is the goalkeeper for his five-a-side team\" → \"Dev plays as a striker for his five-a-side team now\"",
+            "\"Dev is a shift leader at the cinema\" → \"Dev was promoted to cinema manager\"",
+            "\"Dev works in the IT department\" → \"Dev transferred to the HR department\"",
+            "\"Dev studies history at York\" → \"Dev switched his degree to economics\"",
+            "\"My favourite film is Jaws\" → \"Jaws isn't my favourite film anymore, Heat is\"",
+        ];
+        let unexpected: Vec<&String> = wrong.iter().filter(|w| !known.iter().any(|k| w.starts_with(k))).collect();
+        let fixed: Vec<&&str> = known.iter().filter(|k| !wrong.iter().any(|w| w.starts_with(*k))).collect();
+        assert!(
+            unexpected.is_empty() && fixed.is_empty(),
+            "{} of {all} right; wrong and not known ({}):\n{}\nknown misses now right (update the list and docs/pipeline.md): {fixed:?}",
+            all - wrong.len(),
+            unexpected.len(),
+            unexpected.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
+        );
+    }
+
+    /// The seventh round's principles (docs/pipeline.md, "Seventh round"),
+    /// each beside what it must leave alone.
+    #[test]
+    fn seventh_round_principles() {
+        let slot = |s: &str| Change::Slot(s.to_string());
+        // Idioms say plain words.
+        update("Maya works at a call centre", "Maya found work at a garage", slot("employer"));
+        coexist("Maya works at a call centre", "Maya found her keys at the garage");
+        update("Maya is a nurse", "Maya makes a living as a photographer", slot("job"));
+        update("Maya works as a carpenter", "Maya retired last spring", slot("job"));
+        coexist("Maya works as a carpenter", "Maya's father retired last spring");
+        coexist("Maya works as a carpenter", "Maya retired her old laptop");
+        update("Maya has a boyfriend named Theo", "Maya and Theo broke it off", Change::Ending);
+        coexist("Maya has a boyfriend named Theo", "Maya broke off a piece of bread");
+        update("Maya is engaged to Theo", "Maya and Theo tied the knot", slot("relationship"));
+        update("Maya is single", "Maya is going out with Theo", slot("relationship"));
+        coexist("Maya is single", "Maya is going out with friends tonight");
+        update("Maya is single", "Maya has been dating Theo for a month", slot("relationship"));
+        update("Maya drinks coffee every morning", "Maya has cut out coffee", Change::Ending);
+        coexist("Maya drinks coffee every morning", "Maya cut out a recipe for cake");
+        update("Maya has two rabbits", "Maya gave her rabbits away", Change::Ending);
+        coexist("Maya has two rabbits", "Maya gave her old coat away");
+        update("Maya's favourite game is FIFA", "Maya's go-to game is Minecraft now", slot("favourite game"));
+        update("Maya's favourite podcast is Serial", "Maya's top podcast is Radiolab", slot("favourite podcast"));
+        coexist("Maya's favourite podcast is Serial", "Maya reached the top of the hill");
+        update("Maya smokes", "Maya is a non-smoker now", Change::Flip);
+        update("Maya has a bike", "Someone stole Maya's bike", Change::Ending);
+        coexist("Maya has a bike", "Someone stole her neighbour's car");
+        // A favourite by its noun's other names; "place to eat" is a restaurant.
+        update("Maya's favourite author is Stephen King", "Maya's favourite writer is Sally Rooney", slot("favourite author"));
+        update("Maya's favourite restaurant is Dishoom", "Maya's favourite place to eat is Padella", slot("favourite restaurant"));
+        coexist("Maya's favourite restaurant is Dishoom", "Maya's favourite place to read is the library");
+        // Directions say which way, not where.
+        update("Maya lives near the beach in Brighton", "Maya moved inland to Crawley", slot("home"));
+        // A department is a team; a home one lives on; a school one is at.
+        update("Maya is in the sales team", "Maya transferred to the finance department", slot("team"));
+        update("Maya lives on a houseboat", "Maya now lives in a flat in Hackney", slot("home"));
+        coexist("Maya lives in Leeds", "Maya lives on instant noodles");
+        update("Maya's daughter is at Riverside Nursery", "Maya's daughter now goes to Greenfield Primary", slot("school"));
+        coexist("Maya's daughter goes to Greenfield Primary", "Maya's daughter is at the school library today");
+        // A partner named in a slot and a couple with someone else named.
+        update("Maya's boyfriend is Theo", "Maya is dating Leo now", slot("relationship"));
+        coexist("Maya's boyfriend is Theo", "Maya is dating Theo");
+        // Restatements: owning is having; "an X fan" is "a fan of X"; grey is gray.
+        duplicate("Maya has a parrot called Rio", "Maya owns a parrot named Rio");
+        duplicate("Maya is a huge fan of cricket", "Maya is a big cricket fan");
+        duplicate("Maya's favourite colour is grey", "Maya's favorite color is gray");
+        assert!(!restated("Maya has a parrot called Rio", "Maya owns a parrot named Pip"));
+        assert!(!restated("Maya is a huge fan of cricket", "Maya is a big rugby fan"));
     }
 
     /// The sixth round's principles (docs/pipeline.md, "Sixth round"), each
