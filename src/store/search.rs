@@ -876,6 +876,11 @@ impl Store {
 /// leg and merge as [`Store::search`]; a test checks that both give the
 /// same hits for the same documents.
 pub struct DocumentIndex {
+    /// Each slot's place among the documents' ids in byte order (the ids
+    /// are distinct), so ties are broken by comparing numbers.
+    id_rank: Vec<u32>,
+    /// The slot at each place of `id_rank`.
+    by_id_rank: Vec<u32>,
     written_at: Vec<Option<String>>,
     ended_at: Vec<Option<String>>,
     seqs: Vec<Arc<[TermId]>>,
@@ -906,7 +911,16 @@ impl DocumentIndex {
             seqs.push(tokens.document_once(&crate::normalize::normalize_content(d.text)).map_err(in_memory)?);
             vectors.put(d.id.to_string(), d.vector);
         }
+        let ids = &vectors.ids;
+        let mut by_id_rank: Vec<u32> = (0..u32::try_from(ids.len()).unwrap_or(u32::MAX)).collect();
+        by_id_rank.sort_unstable_by(|&a, &b| ids[a as usize].cmp(&ids[b as usize]));
+        let mut id_rank = vec![0u32; by_id_rank.len()];
+        for (rank, &slot) in by_id_rank.iter().enumerate() {
+            id_rank[slot as usize] = u32::try_from(rank).unwrap_or(u32::MAX);
+        }
         Ok(DocumentIndex {
+            id_rank,
+            by_id_rank,
             written_at: docs.iter().map(|d| d.written_at.map(String::from)).collect(),
             ended_at: docs.iter().map(|d| d.ended_at.map(String::from)).collect(),
             seqs,
@@ -997,10 +1011,7 @@ impl DocumentIndex {
         .into_iter()
         .map(|(slot, s)| (text.origin[slot as usize] as usize, s))
         .collect();
-        let vector_leg = |k: usize| {
-            let ranked = self.vectors.ranked(query_vector, k);
-            first_live_slots(&self.vectors, ranked, k, |s| self.held(s, &params.as_of))
-        };
+        let vector_leg = |k: usize| self.first_live_by_vector(query_vector, k, |s| self.held(s, &params.as_of));
         // As `hybrid_with`: the vector leg's first `top_k` when the keyword leg scored nothing.
         if bm25.iter().all(|(_, s)| *s <= 0.0) {
             let vector = if query_vector.is_empty() { Vec::new() } else { vector_leg(params.top_k) };
@@ -1012,8 +1023,40 @@ impl DocumentIndex {
                 .collect());
         }
         let vector = if query_vector.is_empty() { Vec::new() } else { vector_leg(leg_k) };
-        let ids = &self.vectors.ids;
-        Ok(merge_by(&bm25, &vector, params.alpha, params.min_score, params.top_k, |a, b| ids[a].cmp(&ids[b])))
+        let rank = &self.id_rank;
+        Ok(merge_by(&bm25, &vector, params.alpha, params.min_score, params.top_k, |a, b| rank[a].cmp(&rank[b])))
+    }
+
+    /// The vector leg's hits by slot: [`first_live_slots`] of
+    /// [`ConvVectors::ranked`], the same slots and scores in the same order,
+    /// with each slot ranked by one integer: its cosine's bits (positive
+    /// finite floats order as their bits do), then its place among the ids.
+    /// The order is as total as the ranking's (the ids are distinct).
+    fn first_live_by_vector(&self, q: &[f32], k: usize, live: impl Fn(usize) -> bool) -> Vec<(usize, f64)> {
+        let scores = self.vectors.scores(q);
+        let key = |s: usize| (u64::from(!scores[s].to_bits()) << 32) | u64::from(self.id_rank[s]);
+        let mut keys: Vec<u64> = (0..scores.len()).filter(|&s| scores[s] > 0.0).map(key).collect();
+        let mut out = Vec::with_capacity(k);
+        // Ordered a chunk at a time as they are asked for, as `first_live_slots` does.
+        let (mut sorted, mut chunk, mut i) = (0, k.max(1), 0);
+        while out.len() < k && i < keys.len() {
+            if i == sorted {
+                let rest = &mut keys[sorted..];
+                let n = chunk.min(rest.len());
+                if n < rest.len() {
+                    rest.select_nth_unstable(n);
+                }
+                rest[..n].sort_unstable();
+                sorted += n;
+                chunk = chunk.saturating_mul(2);
+            }
+            let s = self.by_id_rank[(keys[i] & u64::from(u32::MAX)) as usize] as usize;
+            if live(s) {
+                out.push((s, f64::from(scores[s])));
+            }
+            i += 1;
+        }
+        out
     }
 }
 
@@ -1794,6 +1837,34 @@ mod tests {
             }
         }
         assert!(shortcut > 100 && merged > 100, "both paths exercised: {shortcut} vector only, {merged} merged");
+    }
+
+    /// The index's vector leg ranks by one integer per slot (the cosine's
+    /// bits, then the id's place): the same slots, scores and order as the
+    /// ranking by cosine then id, with ids out of slot order, many ties,
+    /// vectors of another width or zero, and any depth or live set.
+    #[test]
+    fn the_vector_legs_integer_order_is_the_rankings() {
+        let texts: Vec<(String, String)> = (0..150).map(|i| (format!("d{}", (i * 37) % 151), format!("text {i}"))).collect();
+        let vectors: Vec<Vec<f32>> = (0..texts.len())
+            .map(|i| match i % 23 {
+                0 => vec![0.0; 4],
+                1 => vec![1.0, 1.0],
+                _ => vec![(i % 3) as f32 - 0.5, (i % 4) as f32, 0.5, if i % 5 == 0 { -1.0 } else { 0.25 }],
+            })
+            .collect();
+        let dates: Vec<Option<String>> = (0..texts.len()).map(|_| None).collect();
+        let docs = episode_documents(&texts, &vectors, &dates);
+        let index = DocumentIndex::build(&docs).unwrap();
+        for q in [vec![1.0f32, 0.5, -0.5, 0.0], vec![0.5, 0.5, 0.5, 0.5], vec![0.0, 1.0, 0.0, 0.0], vec![1.0, 1.0], vec![0.0; 4]] {
+            for k in [0, 1, 2, 7, 40, 149, 150, 400] {
+                for live in [0usize, 2, 3] {
+                    let live = |s: usize| live == 0 || s % live != 0;
+                    let want = first_live_slots(&index.vectors, index.vectors.ranked(&q, k), k, live);
+                    assert_eq!(index.first_live_by_vector(&q, k, live), want, "{q:?} {k}");
+                }
+            }
+        }
     }
 
     /// The keyword legs' cut: a selection then a sort of the first `k`
