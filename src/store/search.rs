@@ -885,9 +885,21 @@ pub struct DocumentIndex {
     ended_at: Vec<Option<String>>,
     seqs: Vec<Arc<[TermId]>>,
     vectors: ConvVectors,
-    tokens: Mutex<Option<Tokens>>,
+    /// The interner of its documents' tokens (shared with the index an
+    /// index built by [`DocumentIndex::build_joined`] takes its tokens from).
+    tokens: Arc<Mutex<Option<Tokens>>>,
     /// The text index of the documents said by each instant asked for.
     at: Mutex<HashMap<Option<String>, Arc<TextIndex>>>,
+}
+
+/// A document of [`DocumentIndex::build_joined`]: a header, then other
+/// documents' texts as lines.
+#[derive(Debug, Clone, Copy)]
+pub struct Joined<'a> {
+    /// The text before the lines (none: empty).
+    pub header: &'a str,
+    /// The slots of the base index's documents that are the lines, in order.
+    pub lines: &'a [usize],
 }
 
 /// An error of a [`DocumentIndex`]'s tokenizer (its connection is in memory).
@@ -906,9 +918,62 @@ impl DocumentIndex {
     pub fn build(docs: &[Document<'_>]) -> Result<DocumentIndex> {
         let mut tokens = Tokens::new().map_err(in_memory)?;
         let mut seqs = Vec::with_capacity(docs.len());
-        let mut vectors = ConvVectors::default();
         for d in docs {
             seqs.push(tokens.document_once(&crate::normalize::normalize_content(d.text)).map_err(in_memory)?);
+        }
+        Ok(DocumentIndex::of_sequences(docs, seqs, Arc::new(Mutex::new(Some(tokens)))))
+    }
+
+    /// [`DocumentIndex::build`] of documents made of `base`'s: document
+    /// `i`'s text is `joined[i].header`, then the texts of `base`'s
+    /// documents `joined[i].lines` with that header and one space cut off
+    /// the front of each (whole when the header is empty), one per line
+    /// (joined by `\n`, the header on the first). Its token sequence is
+    /// then the header's, then each line document's after the header's
+    /// tokens (FTS5's `unicode61` splits at whitespace, and
+    /// lower-casing a text never looks across whitespace, and normalising only trims
+    /// punctuation at its end, where `unicode61` splits too), so nothing is
+    /// tokenised twice; a document with no line, or a line document not
+    /// starting with the header's tokens, is tokenised afresh. The index
+    /// shares `base`'s interner; its statistics are its own documents'.
+    /// A test checks that it searches as [`DocumentIndex::build`] does.
+    pub fn build_joined(base: &DocumentIndex, docs: &[Document<'_>], joined: &[Joined<'_>]) -> Result<DocumentIndex> {
+        let mut seqs = Vec::with_capacity(docs.len());
+        with_tokens(&base.tokens, |tokens| {
+            for (i, d) in docs.iter().enumerate() {
+                let made = match joined.get(i) {
+                    Some(j) if !j.lines.is_empty() => {
+                        let header: Arc<[TermId]> = if j.header.is_empty() {
+                            Arc::from([])
+                        } else {
+                            tokens.document_once(&crate::normalize::normalize_content(j.header))?
+                        };
+                        let lines: Option<Vec<&[TermId]>> =
+                            j.lines.iter().map(|&s| base.seqs.get(s).and_then(|seq| seq.strip_prefix(&header[..]))).collect();
+                        lines.map(|lines| {
+                            let mut seq: Vec<TermId> = Vec::with_capacity(header.len() + lines.iter().map(|l| l.len()).sum::<usize>());
+                            seq.extend_from_slice(&header);
+                            lines.iter().for_each(|l| seq.extend_from_slice(l));
+                            Arc::<[TermId]>::from(seq)
+                        })
+                    }
+                    _ => None,
+                };
+                seqs.push(match made {
+                    Some(seq) => seq,
+                    None => tokens.document_once(&crate::normalize::normalize_content(d.text))?,
+                });
+            }
+            Ok(())
+        })
+        .map_err(in_memory)?;
+        Ok(DocumentIndex::of_sequences(docs, seqs, Arc::clone(&base.tokens)))
+    }
+
+    /// The index of `docs` with their token sequences `seqs` (by `tokens`).
+    fn of_sequences(docs: &[Document<'_>], seqs: Vec<Arc<[TermId]>>, tokens: Arc<Mutex<Option<Tokens>>>) -> DocumentIndex {
+        let mut vectors = ConvVectors::default();
+        for d in docs {
             vectors.put(d.id.to_string(), d.vector);
         }
         let ids = &vectors.ids;
@@ -918,16 +983,16 @@ impl DocumentIndex {
         for (rank, &slot) in by_id_rank.iter().enumerate() {
             id_rank[slot as usize] = u32::try_from(rank).unwrap_or(u32::MAX);
         }
-        Ok(DocumentIndex {
+        DocumentIndex {
             id_rank,
             by_id_rank,
             written_at: docs.iter().map(|d| d.written_at.map(String::from)).collect(),
             ended_at: docs.iter().map(|d| d.ended_at.map(String::from)).collect(),
             seqs,
             vectors,
-            tokens: Mutex::new(Some(tokens)),
+            tokens,
             at: Mutex::default(),
-        })
+        }
     }
 
     /// How many documents it holds.
@@ -1862,6 +1927,81 @@ mod tests {
                     let live = |s: usize| live == 0 || s % live != 0;
                     let want = first_live_slots(&index.vectors, index.vectors.ranked(&q, k), k, live);
                     assert_eq!(index.first_live_by_vector(&q, k, live), want, "{q:?} {k}");
+                }
+            }
+        }
+    }
+
+    /// A document's tokens by their texts (for comparing indexes whose
+    /// interners number them differently).
+    fn token_texts(index: &DocumentIndex, slot: usize) -> Vec<String> {
+        let guard = index.tokens.lock().unwrap();
+        let names = guard.as_ref().unwrap().names();
+        index.seqs[slot].iter().map(|id| names[id].to_string()).collect()
+    }
+
+    /// Sessions made of their turns (a date header, then each turn's text
+    /// after the date, a line each), and a subset of the turns (no header),
+    /// indexed from the turns' tokens: the same token sequences and the
+    /// same hits as indexing their texts afresh, with line ends that
+    /// punctuation, case folding (a final sigma), diacritics or other
+    /// scripts could join, and a line document whose tokens do not start
+    /// with the header's (tokenised afresh).
+    #[test]
+    fn documents_joined_from_others_tokens_are_indexed_as_their_texts() {
+        let lines = [
+            "Alice: I moved to Porto. Really!",
+            "Bob: ΟΔΟΣ",
+            "Σ Alice: ΑΣ. naïve ÉCOLE, don’t",
+            "Bob: \u{301}combining and İstanbul 42x snake_case?",
+            "Alice: 🎉 — ’ ...",
+            "Bob: tea; tea: TEA",
+            "Alice: last words:",
+        ];
+        let dates = ["[8 May 2023]", "[9 May 2023]"];
+        // Turns: each line after its session's date (lines 0..4 in the
+        // first session, 4.. in the second), and one undated turn.
+        let mut turns: Vec<(String, String)> =
+            lines.iter().enumerate().map(|(i, l)| (format!("t{}", 9 - i), format!("{} {l}", dates[usize::from(i >= 4)]))).collect();
+        turns.push(("u1".into(), "Carol: ΟΔΟΣ. tea".into()));
+        let vectors: Vec<Vec<f32>> = (0..turns.len()).map(|i| vec![1.0, (i % 3) as f32]).collect();
+        let at: Vec<Option<String>> = (0..turns.len()).map(|i| Some(format!("2023-05-0{}", 1 + i % 3))).collect();
+        let base = DocumentIndex::build(&episode_documents(&turns, &vectors, &at)).unwrap();
+        let sessions = owned(&[
+            ("s1", &format!("{}\n{}", dates[0], lines[..4].join("\n"))),
+            ("s2", &format!("{}\n{}", dates[1], lines[4..].join("\n"))),
+            ("s3", &format!("{}\nCarol: ΟΔΟΣ. tea", dates[0])),
+            ("s4", dates[1]),
+        ]);
+        let (s1, s2, s3): (Vec<usize>, Vec<usize>, Vec<usize>) = ((0..4).collect(), (4..7).collect(), vec![7]);
+        let joined = [
+            Joined { header: dates[0], lines: &s1 },
+            Joined { header: dates[1], lines: &s2 },
+            Joined { header: dates[0], lines: &s3 },
+            Joined { header: dates[1], lines: &[] },
+        ];
+        let subset: Vec<usize> = vec![1, 2, 5, 7];
+        let picked: Vec<(String, String)> = subset.iter().map(|&i| turns[i].clone()).collect();
+        let picked_joined: Vec<Joined<'_>> = subset.iter().map(|i| Joined { header: "", lines: std::slice::from_ref(i) }).collect();
+        let (sv, sa): (Vec<Vec<f32>>, Vec<Option<String>>) = (vec![vec![1.0, 0.0]; 4], vec![Some("2023-05-02".into()); 4]);
+        let (pv, pa): (Vec<Vec<f32>>, Vec<Option<String>>) =
+            (subset.iter().map(|&i| vectors[i].clone()).collect(), subset.iter().map(|&i| at[i].clone()).collect());
+        for (texts, vs, ats, joined) in [(&sessions, &sv, &sa, &joined[..]), (&picked, &pv, &pa, &picked_joined[..])] {
+            let docs = episode_documents(texts, vs, ats);
+            let fresh = DocumentIndex::build(&docs).unwrap();
+            let made = DocumentIndex::build_joined(&base, &docs, joined).unwrap();
+            for slot in 0..docs.len() {
+                assert_eq!(token_texts(&made, slot), token_texts(&fresh, slot), "{}", texts[slot].1);
+            }
+            for q in ["tea", "alice porto", "οδος", "ΑΣ", "naive ecole", "istanbul", "may 2023", "words", "zzz tea", ""] {
+                for v in [vec![], vec![1.0f32, 0.5]] {
+                    for retriever in [Retriever::And, Retriever::Or, Retriever::Vector] {
+                        for as_of in [None, Some("2023-05-02".to_string())] {
+                            let p = SearchParams { as_of, min_score: 0.0, ..params(0.5) };
+                            let want = fresh.search_with(retriever, q, &v, &p).unwrap();
+                            assert_eq!(made.search_with(retriever, q, &v, &p).unwrap(), want, "{q:?} {v:?} {retriever:?}");
+                        }
+                    }
                 }
             }
         }
