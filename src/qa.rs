@@ -865,25 +865,33 @@ fn baselines(
     pos: &Positions<'_>,
 ) -> Result<(Arc<Turns>, (DocumentIndex, Corpus))> {
     let dates: Vec<Option<String>> = conv.episodes.iter().map(|e| date_label(e.timestamp.as_deref())).collect();
-    let session_docs: Vec<RawDoc> = conv
+    let lines: Vec<Vec<String>> =
+        conv.episodes.iter().map(|e| e.turns.iter().map(|t| format!("{}: {}", t.speaker, t.text)).collect()).collect();
+    let parts: Vec<Vec<(Option<u32>, &str)>> = conv
         .episodes
         .iter()
         .zip(&dates)
-        .map(|(e, date)| {
-            let lines: Vec<String> = e.turns.iter().map(|t| format!("{}: {}", t.speaker, t.text)).collect();
+        .zip(&lines)
+        .map(|((e, date), lines)| {
             let mut parts: Vec<(Option<u32>, &str)> = date.iter().map(|d| (None, d.as_str())).collect();
-            parts.extend(e.turns.iter().zip(&lines).map(|(t, l)| (Some(pos.turn(&t.id)), l.as_str())));
-            let read = Arc::new(budget::Text::of_parts(&parts, vec![pos.episode(&e.id)]));
-            let searched = parts.iter().map(|p| p.1).collect::<Vec<_>>().join("\n");
-            RawDoc {
-                id: e.id.clone(),
-                episode: e.id.clone(),
-                searched,
-                embedded: lines.join("\n"),
-                turns: e.turns.iter().map(|t| t.id.clone()).collect(),
-                written_at: e.timestamp.clone(),
-                read,
-            }
+            parts.extend(e.turns.iter().zip(lines).map(|(t, l)| (Some(pos.turn(&t.id)), l.as_str())));
+            parts
+        })
+        .collect();
+    // Each session's read text is made below, from its turns'.
+    let mut session_docs: Vec<RawDoc> = conv
+        .episodes
+        .iter()
+        .zip(&lines)
+        .zip(&parts)
+        .map(|((e, lines), parts)| RawDoc {
+            id: e.id.clone(),
+            episode: e.id.clone(),
+            searched: parts.iter().map(|p| p.1).collect::<Vec<_>>().join("\n"),
+            embedded: lines.join("\n"),
+            turns: e.turns.iter().map(|t| t.id.clone()).collect(),
+            written_at: e.timestamp.clone(),
+            read: Arc::default(),
         })
         .collect();
     let (turns, vectors) = rayon::join(|| shared.turns(conv, embedder, pos), || embed_docs(conv, embedder, &session_docs, "raw_sessions"));
@@ -899,6 +907,12 @@ fn baselines(
             (first - e.turns.len()..first).collect()
         })
         .collect();
+    for (((d, e), (date, slots)), parts) in session_docs.iter_mut().zip(&conv.episodes).zip(dates.iter().zip(&slots)).zip(&parts) {
+        let texts: Option<Vec<&budget::Text>> = slots.iter().map(|&s| turns.docs.get(s).map(|t| &*t.read)).collect();
+        let session = vec![pos.episode(&e.id)];
+        let joined = texts.and_then(|texts| budget::Text::joined(date.as_deref().unwrap_or(""), &texts, session.clone()));
+        d.read = Arc::new(joined.unwrap_or_else(|| budget::Text::of_parts(parts, session)));
+    }
     let joined: Vec<Joined<'_>> =
         dates.iter().zip(&slots).map(|(date, lines)| Joined { header: date.as_deref().unwrap_or(""), lines }).collect();
     let vector = |i: usize| vectors.get(i).map_or(&[][..], Vec::as_slice);
