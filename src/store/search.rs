@@ -1954,7 +1954,7 @@ mod tests {
         for q in [vec![1.0f32, 0.5, -0.5, 0.0], vec![0.5, 0.5, 0.5, 0.5], vec![0.0, 1.0, 0.0, 0.0], vec![1.0, 1.0], vec![0.0; 4]] {
             for k in [0, 1, 2, 7, 40, 149, 150, 400] {
                 for live in [0usize, 2, 3] {
-                    let live = |s: usize| live == 0 || s % live != 0;
+                    let live = |s: usize| live == 0 || !s.is_multiple_of(live);
                     let want = first_live_slots(&index.vectors, index.vectors.ranked(&q, k), k, live);
                     assert_eq!(index.first_live_by_vector(&q, k, live), want, "{q:?} {k}");
                 }
@@ -2020,8 +2020,8 @@ mod tests {
             let docs = episode_documents(texts, vs, ats);
             let fresh = DocumentIndex::build(&docs).unwrap();
             let made = DocumentIndex::build_joined(&base, &docs, joined).unwrap();
-            for slot in 0..docs.len() {
-                assert_eq!(token_texts(&made, slot), token_texts(&fresh, slot), "{}", texts[slot].1);
+            for (slot, (_, text)) in texts.iter().enumerate() {
+                assert_eq!(token_texts(&made, slot), token_texts(&fresh, slot), "{text}");
             }
             for q in ["tea", "alice porto", "οδος", "ΑΣ", "naive ecole", "istanbul", "may 2023", "words", "zzz tea", ""] {
                 for v in [vec![], vec![1.0f32, 0.5]] {
