@@ -428,10 +428,10 @@ pub fn evaluate_formed(conv: &Conversation, store: &Store, embedder: &dyn Embedd
 /// baselines in two tasks): the questions' vectors, and every turn as a
 /// document with its vector (the raw turns', the selected turns' among
 /// them: the same text embedded once) and the raw turns' index (the
-/// selected turns' and the sessions' indexes take their tokens from it). Each is made outside the lock, so a
-/// task waiting on another never holds it; were both to make one at once,
-/// the first kept is used (the embedder gives the same vectors for the
-/// same texts).
+/// selected turns' and the sessions' indexes take their tokens from it).
+/// Each is made outside the lock, so a task waiting on another never
+/// holds it; were both to make one at once, the first kept is used (the
+/// embedder gives the same vectors for the same texts).
 pub struct Shared {
     questions: Mutex<Option<Arc<Vec<Vec<f32>>>>>,
     turns: Mutex<Option<Arc<Turns>>>,

@@ -915,8 +915,8 @@ pub struct DocumentIndex {
     ended_at: Vec<Option<String>>,
     seqs: Vec<Arc<[TermId]>>,
     vectors: ConvVectors,
-    /// The interner of its documents' tokens (shared with the index an
-    /// index built by [`DocumentIndex::build_joined`] takes its tokens from).
+    /// The interner of its documents' tokens (shared by an index and the
+    /// indexes [`DocumentIndex::build_joined`] makes from it).
     tokens: Arc<Mutex<Option<Tokens>>>,
     /// The text index of the documents said by each instant asked for.
     at: Mutex<HashMap<Option<String>, Arc<TextIndex>>>,
@@ -960,13 +960,15 @@ impl DocumentIndex {
     /// the front of each (whole when the header is empty), one per line
     /// (joined by `\n`, the header on the first). Its token sequence is
     /// then the header's, then each line document's after the header's
-    /// tokens (FTS5's `unicode61` splits at whitespace, and
-    /// lower-casing a text never looks across whitespace, and normalising only trims
-    /// punctuation at its end, where `unicode61` splits too), so nothing is
+    /// tokens (FTS5's `unicode61` splits at whitespace, lower-casing never
+    /// looks across whitespace, and normalising only trims punctuation at
+    /// the text's end, where `unicode61` splits too), so nothing is
     /// tokenised twice; a document with no line, or a line document not
     /// starting with the header's tokens, is tokenised afresh. The index
-    /// shares `base`'s interner; its statistics are its own documents'.
-    /// A test checks that it searches as [`DocumentIndex::build`] does.
+    /// shares `base`'s interner (a query token none of its documents holds
+    /// then finds an empty posting instead of none: the same hits for
+    /// either keyword leg); its statistics are its own documents'. A test
+    /// checks that it searches as [`DocumentIndex::build`] does.
     pub fn build_joined(base: &DocumentIndex, docs: &[Document<'_>], joined: &[Joined<'_>]) -> Result<DocumentIndex> {
         let mut seqs = Vec::with_capacity(docs.len());
         with_tokens(&base.tokens, |tokens| {
