@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::pipeline::Config;
-use crate::store::{Document, DocumentIndex, Retriever, SearchHit, SearchParams, Store};
+use crate::store::{Document, DocumentIndex, Joined, Retriever, SearchHit, SearchParams, Store};
 use crate::types::{Conversation, Dataset};
 use rustc_hash::FxHashMap;
 
@@ -427,10 +427,11 @@ pub fn evaluate_formed(conv: &Conversation, store: &Store, embedder: &dyn Embedd
 /// it first (a run evaluates a conversation's formed memory and its
 /// baselines in two tasks): the questions' vectors, and every turn as a
 /// document with its vector (the raw turns', the selected turns' among
-/// them: the same text embedded once). Each is made outside the lock, so a
-/// task waiting on another never holds it; were both to make one at once,
-/// the first kept is used (the embedder gives the same vectors for the
-/// same texts).
+/// them: the same text embedded once) and the raw turns' index (the
+/// selected turns' and the sessions' indexes take their tokens from it).
+/// Each is made outside the lock, so a task waiting on another never
+/// holds it; were both to make one at once, the first kept is used (the
+/// embedder gives the same vectors for the same texts).
 pub struct Shared {
     questions: Mutex<Option<Arc<Vec<Vec<f32>>>>>,
     turns: Mutex<Option<Arc<Turns>>>,
@@ -440,10 +441,14 @@ pub struct Shared {
     with_baselines: bool,
 }
 
-/// Every turn of a conversation as a document, and its vector (by index).
+/// Every turn of a conversation as a document, and its vector (by index),
+/// and the raw turns' index and corpus of them (the sessions and the
+/// selected turns take their tokens from it).
 struct Turns {
     docs: Vec<RawDoc>,
     vectors: Vec<Vec<f32>>,
+    index: DocumentIndex,
+    corpus: Corpus,
 }
 
 impl Turns {
@@ -470,7 +475,9 @@ impl Shared {
         made_once(&self.turns, || {
             let docs = turn_docs(conv, pos, |_| true);
             let vectors = embed_docs(conv, embedder, &docs, "raw_turns")?;
-            Ok(Turns { docs, vectors })
+            let vector = |i: usize| vectors.get(i).map_or(&[][..], Vec::as_slice);
+            let (index, corpus) = build_index(docs.iter().enumerate().map(|(i, d)| (d, vector(i))), pos, None)?;
+            Ok(Turns { docs, vectors, index, corpus })
         })
     }
 }
@@ -581,7 +588,10 @@ fn evaluate_conversation(
         Some(_) => {
             if shared.with_baselines {
                 let turns = shared.turns(conv, embedder, &pos)?;
-                Some(build_index(turns.each().filter(|(d, _)| yielded.contains(&d.id)), &pos)?)
+                let kept: Vec<usize> = (0..turns.docs.len()).filter(|&i| yielded.contains(&turns.docs[i].id)).collect();
+                let joined: Vec<Joined<'_>> = kept.iter().map(|i| Joined { header: "", lines: std::slice::from_ref(i) }).collect();
+                let docs = turns.each().enumerate().filter(|(i, _)| kept.binary_search(i).is_ok()).map(|(_, d)| d);
+                Some(build_index(docs, &pos, Some((&turns.index, &joined)))?)
             } else {
                 Some(index(conv, embedder, turn_docs(conv, &pos, |t| yielded.contains(t)), "selected_turns", &pos)?)
             }
@@ -605,9 +615,9 @@ fn evaluate_conversation(
         sources.push(("formed", Searched::Documents(index), &formed));
     }
     if let Some((turns, sessions)) = &raw {
-        count("raw_turns", &turns.1);
+        count("raw_turns", &turns.corpus);
         count("raw_sessions", &sessions.1);
-        sources.push(("raw_turns", Searched::Documents(&turns.0), &turns.1));
+        sources.push(("raw_turns", Searched::Documents(&turns.index), &turns.corpus));
         sources.push(("raw_sessions", Searched::Documents(&sessions.0), &sessions.1));
     }
     // The external system's own search: its recorded hits, read over the
@@ -846,42 +856,68 @@ fn gold_docs(conv: &Conversation, pos: &Positions<'_>) -> Vec<RawDoc> {
 }
 
 /// The two baselines' in-memory indexes: every turn a document (the
-/// conversation's shared turns), every session a document.
+/// conversation's shared turns), every session a document (its tokens
+/// taken from its turns').
 fn baselines(
     conv: &Conversation,
     embedder: &dyn Embedder,
     shared: &Shared,
     pos: &Positions<'_>,
-) -> Result<((DocumentIndex, Corpus), (DocumentIndex, Corpus))> {
-    let session_docs: Vec<RawDoc> = conv
+) -> Result<(Arc<Turns>, (DocumentIndex, Corpus))> {
+    let dates: Vec<Option<String>> = conv.episodes.iter().map(|e| date_label(e.timestamp.as_deref())).collect();
+    let lines: Vec<Vec<String>> =
+        conv.episodes.iter().map(|e| e.turns.iter().map(|t| format!("{}: {}", t.speaker, t.text)).collect()).collect();
+    let parts: Vec<Vec<(Option<u32>, &str)>> = conv
+        .episodes
+        .iter()
+        .zip(&dates)
+        .zip(&lines)
+        .map(|((e, date), lines)| {
+            let mut parts: Vec<(Option<u32>, &str)> = date.iter().map(|d| (None, d.as_str())).collect();
+            parts.extend(e.turns.iter().zip(lines).map(|(t, l)| (Some(pos.turn(&t.id)), l.as_str())));
+            parts
+        })
+        .collect();
+    // Each session's read text is made below, from its turns'.
+    let mut session_docs: Vec<RawDoc> = conv
+        .episodes
+        .iter()
+        .zip(&lines)
+        .zip(&parts)
+        .map(|((e, lines), parts)| RawDoc {
+            id: e.id.clone(),
+            episode: e.id.clone(),
+            searched: parts.iter().map(|p| p.1).collect::<Vec<_>>().join("\n"),
+            embedded: lines.join("\n"),
+            turns: e.turns.iter().map(|t| t.id.clone()).collect(),
+            written_at: e.timestamp.clone(),
+            read: Arc::default(),
+        })
+        .collect();
+    let (turns, vectors) = rayon::join(|| shared.turns(conv, embedder, pos), || embed_docs(conv, embedder, &session_docs, "raw_sessions"));
+    let (turns, vectors) = (turns?, vectors?);
+    // Each session's turns are the next of the turns' documents (every
+    // turn a document, in the episodes' order).
+    let mut first = 0;
+    let slots: Vec<Vec<usize>> = conv
         .episodes
         .iter()
         .map(|e| {
-            let lines: Vec<String> = e.turns.iter().map(|t| format!("{}: {}", t.speaker, t.text)).collect();
-            let date = date_label(e.timestamp.as_deref());
-            let mut parts: Vec<(Option<u32>, &str)> = date.iter().map(|d| (None, d.as_str())).collect();
-            parts.extend(e.turns.iter().zip(&lines).map(|(t, l)| (Some(pos.turn(&t.id)), l.as_str())));
-            let read = Arc::new(budget::Text::of_parts(&parts, vec![pos.episode(&e.id)]));
-            let searched = parts.iter().map(|p| p.1).collect::<Vec<_>>().join("\n");
-            RawDoc {
-                id: e.id.clone(),
-                episode: e.id.clone(),
-                searched,
-                embedded: lines.join("\n"),
-                turns: e.turns.iter().map(|t| t.id.clone()).collect(),
-                written_at: e.timestamp.clone(),
-                read,
-            }
+            first += e.turns.len();
+            (first - e.turns.len()..first).collect()
         })
         .collect();
-    let (turns, sessions) = rayon::join(
-        || {
-            let turns = shared.turns(conv, embedder, pos)?;
-            build_index(turns.each(), pos)
-        },
-        || index(conv, embedder, session_docs, "raw_sessions", pos),
-    );
-    Ok((turns?, sessions?))
+    for (((d, e), (date, slots)), parts) in session_docs.iter_mut().zip(&conv.episodes).zip(dates.iter().zip(&slots)).zip(&parts) {
+        let texts: Option<Vec<&budget::Text>> = slots.iter().map(|&s| turns.docs.get(s).map(|t| &*t.read)).collect();
+        let session = vec![pos.episode(&e.id)];
+        let joined = texts.and_then(|texts| budget::Text::joined(date.as_deref().unwrap_or(""), &texts, session.clone()));
+        d.read = Arc::new(joined.unwrap_or_else(|| budget::Text::of_parts(parts, session)));
+    }
+    let joined: Vec<Joined<'_>> =
+        dates.iter().zip(&slots).map(|(date, lines)| Joined { header: date.as_deref().unwrap_or(""), lines }).collect();
+    let vector = |i: usize| vectors.get(i).map_or(&[][..], Vec::as_slice);
+    let sessions = build_index(session_docs.iter().enumerate().map(|(i, d)| (d, vector(i))), pos, Some((&turns.index, &joined)))?;
+    Ok((turns, sessions))
 }
 
 /// The vectors of `docs`' embedded texts (none to embed: none).
@@ -900,11 +936,17 @@ fn index(
     let vectors = embed_docs(conv, embedder, &docs, what)?;
     // A document the embedder gave no vector (it gives one each) has none.
     let vector = |i: usize| vectors.get(i).map_or(&[][..], Vec::as_slice);
-    build_index(docs.iter().enumerate().map(|(i, d)| (d, vector(i))), pos)
+    build_index(docs.iter().enumerate().map(|(i, d)| (d, vector(i))), pos, None)
 }
 
-/// The in-memory index and the corpus of `docs`, each with its vector.
-fn build_index<'a>(docs: impl Iterator<Item = (&'a RawDoc, &'a [f32])>, pos: &Positions<'_>) -> Result<(DocumentIndex, Corpus)> {
+/// The in-memory index and the corpus of `docs`, each with its vector;
+/// with `joined`, each document made of the given index's documents
+/// ([`DocumentIndex::build_joined`]).
+fn build_index<'a>(
+    docs: impl Iterator<Item = (&'a RawDoc, &'a [f32])>,
+    pos: &Positions<'_>,
+    joined: Option<(&DocumentIndex, &[Joined<'_>])>,
+) -> Result<(DocumentIndex, Corpus)> {
     let docs: Vec<(&RawDoc, &[f32])> = docs.collect();
     let documents: Vec<Document<'_>> = docs
         .iter()
@@ -918,7 +960,10 @@ fn build_index<'a>(docs: impl Iterator<Item = (&'a RawDoc, &'a [f32])>, pos: &Po
             ended_at: None,
         })
         .collect();
-    let index = DocumentIndex::build(&documents)?;
+    let index = match joined {
+        Some((base, joined)) => DocumentIndex::build_joined(base, &documents, joined)?,
+        None => DocumentIndex::build(&documents)?,
+    };
     let corpus = Corpus::new(
         docs.iter()
             .map(|(d, _)| {

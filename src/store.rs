@@ -28,8 +28,8 @@ use crate::model::write::{
 use crate::types::{Episode, FactKind, Verdict};
 
 pub use search::{
-    Document, DocumentIndex, Hit, Retriever, SearchHit, SearchParams, Searcher, blob_to_vector, fts_match_query, merge, normalise_bm25,
-    vector_to_blob,
+    Document, DocumentIndex, Hit, Joined, Retriever, SearchHit, SearchParams, Searcher, blob_to_vector, fts_match_query, merge,
+    normalise_bm25, vector_to_blob,
 };
 
 /// One hit of an external system's own search for a QA item

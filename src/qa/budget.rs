@@ -98,6 +98,42 @@ impl Text {
         t
     }
 
+    /// [`Text::of_parts`] of `header` (text of no turn) and then each of
+    /// `turns`' turn, when each of `turns` is [`Text::of_parts`] of that
+    /// header and one turn's text (a session from its turns' texts): its
+    /// words and their tokens are copied, not cut and normalised again
+    /// (a word's tokens are its own). `None` when a text of `turns` is
+    /// not of that shape.
+    pub fn joined(header: &str, turns: &[&Text], sessions: Vec<u32>) -> Option<Text> {
+        let mut t = Text { sessions, ..Text::default() };
+        t.push_words(header);
+        t.normalise();
+        let h = t.len();
+        for u in turns {
+            let [(turn, start, end)] = u.spans[..] else { return None };
+            if start != h || end != u.len() || (0..h).any(|i| u.word(i) != t.word(i)) {
+                return None;
+            }
+            let (word0, chars0) = (t.len(), t.chars.len());
+            let from = if start == 0 { 0 } else { u.ends[start - 1] as usize };
+            t.chars.push_str(&u.chars[from..]);
+            t.ends.extend(u.ends[start..].iter().map(|&e| at(e as usize - from + chars0)));
+            let first = u.norm.partition_point(|k| k.word < start);
+            let (norm_from, norm0) = (u.norm.get(first).map_or(u.norm_chars.len(), |k| k.start as usize), t.norm_chars.len());
+            t.norm_chars.push_str(&u.norm_chars[norm_from..]);
+            let shift = |x: u32| at(x as usize - norm_from + norm0);
+            t.norm.extend(u.norm[first..].iter().map(|k| Token {
+                hash: k.hash,
+                word: k.word - start + word0,
+                start: shift(k.start),
+                end: shift(k.end),
+            }));
+            t.spans.push((turn, word0, t.len()));
+            t.turns.push(turn);
+        }
+        Some(t)
+    }
+
     /// Appends `text`'s whitespace-separated words.
     fn push_words(&mut self, text: &str) {
         for w in text.split_whitespace() {
@@ -432,6 +468,34 @@ pub fn attribution(rows: &[(&Budgeted, f64)]) -> (usize, Option<f64>, Option<f64
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A session's text joined from its turns' texts is the one read from
+    /// its parts: the same words, tokens and spans; a turn's text of
+    /// another shape (another header, two turns, none) is refused.
+    #[test]
+    fn a_text_joined_from_its_turns_texts_is_the_one_of_its_parts() {
+        let lines =
+            ["Alice: I moved to Porto. Really!", "Bob:   ΟΔΟΣ\tnaïve-ÉCOLE don’t 42x", "Alice: 🎉 — ’", "Bob: snake_case? İstanbul"];
+        for header in ["[8 May 2023]", ""] {
+            let turn = |i: usize| {
+                let mut parts: Vec<(Option<u32>, &str)> = if header.is_empty() { vec![] } else { vec![(None, header)] };
+                parts.push((Some(10 + i as u32), lines[i]));
+                Text::of_parts(&parts, vec![3])
+            };
+            let turns: Vec<Text> = (0..lines.len()).map(turn).collect();
+            let mut parts: Vec<(Option<u32>, &str)> = if header.is_empty() { vec![] } else { vec![(None, header)] };
+            parts.extend(lines.iter().enumerate().map(|(i, l)| (Some(10 + i as u32), *l)));
+            let want = Text::of_parts(&parts, vec![3]);
+            assert_eq!(Text::joined(header, &turns.iter().collect::<Vec<_>>(), vec![3]), Some(want));
+            assert_eq!(Text::joined(header, &[], vec![3]), Some(Text::of_parts(&parts[..usize::from(!header.is_empty())], vec![3])));
+        }
+        let dated = Text::of_parts(&[(None, "[8 May 2023]"), (Some(1), "Alice: hi")], vec![0]);
+        assert_eq!(Text::joined("[9 May 2023]", &[&dated], vec![0]), None);
+        assert_eq!(Text::joined("", &[&dated], vec![0]), None);
+        let two = Text::of_parts(&[(Some(1), "Alice: hi"), (Some(2), "Bob: yo")], vec![0]);
+        assert_eq!(Text::joined("", &[&two], vec![0]), None);
+        assert_eq!(Text::joined("", &[&Text::whole("Alice: hi", vec![1], vec![0])], vec![0]), None);
+    }
 
     fn ev(v: &[u32]) -> BTreeSet<u32> {
         v.iter().copied().collect()

@@ -298,32 +298,9 @@ impl ConvVectors {
                 ends[l] += ends[l - 1];
             }
             let by_lane: [&[(usize, f32)]; 8] = std::array::from_fn(|l| &terms[if l == 0 { 0 } else { ends[l - 1] }..ends[l]]);
-            for (b, block) in self.blocks.chunks_exact(self.width * LANES).enumerate() {
-                let (rows, _) = block.as_chunks::<LANES>();
-                let mut lanes = [[0f32; LANES]; 8];
-                for (lane, terms) in lanes.iter_mut().zip(by_lane) {
-                    let mut acc = [0f32; LANES];
-                    for &(j, x) in terms {
-                        let row = &rows[j];
-                        for i in 0..LANES {
-                            acc[i] += x * row[i];
-                        }
-                    }
-                    *lane = acc;
-                }
-                // Each slot's lanes summed as `dot` sums its eight.
-                let mut sum = [std::iter::empty::<&f32>().sum::<f32>(); LANES];
-                for lane in &lanes {
-                    for i in 0..LANES {
-                        sum[i] += lane[i];
-                    }
-                }
-                for (i, &d) in sum.iter().enumerate() {
-                    let s = b * LANES + i;
-                    if s < n {
-                        out[s] = cosine(s, d);
-                    }
-                }
+            let dots = blocked_dots_dispatched(&self.blocks, self.width, &by_lane, n);
+            for (s, &d) in dots.iter().enumerate() {
+                out[s] = cosine(s, d);
             }
         }
         // Scored apart, over whatever the blocks held for these slots.
@@ -332,6 +309,59 @@ impl ConvVectors {
         }
         out
     }
+}
+
+/// The sums of [`ConvVectors::scores`]' blocks: each slot's dot product
+/// with the query (its non-zero terms `by_lane`, by the lane of [`dot`]
+/// that adds them), for the first `n` slots the blocks hold, the lanes
+/// summed as [`dot`] sums its eight. Inlined into each instruction set's
+/// copy: every slot's sum is made by the same additions in the same order
+/// in each (the vector instructions only do more slots at once).
+#[inline(always)]
+fn blocked_dots(blocks: &[f32], width: usize, by_lane: &[&[(usize, f32)]; 8], n: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(n);
+    for block in blocks.chunks_exact(width * LANES) {
+        let (rows, _) = block.as_chunks::<LANES>();
+        let mut lanes = [[0f32; LANES]; 8];
+        for (lane, terms) in lanes.iter_mut().zip(by_lane) {
+            let mut acc = [0f32; LANES];
+            for &(j, x) in *terms {
+                let row = &rows[j];
+                for i in 0..LANES {
+                    acc[i] += x * row[i];
+                }
+            }
+            *lane = acc;
+        }
+        // Each slot's lanes summed as `dot` sums its eight.
+        let mut sum = [std::iter::empty::<&f32>().sum::<f32>(); LANES];
+        for lane in &lanes {
+            for i in 0..LANES {
+                sum[i] += lane[i];
+            }
+        }
+        let take = n.saturating_sub(out.len()).min(LANES);
+        out.extend_from_slice(&sum[..take]);
+    }
+    out
+}
+
+/// [`blocked_dots`] compiled for AVX2 (eight slots an instruction instead of four).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn blocked_dots_avx2(blocks: &[f32], width: usize, by_lane: &[&[(usize, f32)]; 8], n: usize) -> Vec<f32> {
+    blocked_dots(blocks, width, by_lane, n)
+}
+
+/// [`blocked_dots`] with the widest instructions the processor has (the
+/// same sums: each is a slot's own additions, in order).
+fn blocked_dots_dispatched(blocks: &[f32], width: usize, by_lane: &[&[(usize, f32)]; 8], n: usize) -> Vec<f32> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor has AVX2 (checked just above).
+        return unsafe { blocked_dots_avx2(blocks, width, by_lane, n) };
+    }
+    blocked_dots(blocks, width, by_lane, n)
 }
 
 /// A dot product in eight independent lanes, so the loop vectorises.
@@ -876,13 +906,30 @@ impl Store {
 /// leg and merge as [`Store::search`]; a test checks that both give the
 /// same hits for the same documents.
 pub struct DocumentIndex {
+    /// Each slot's place among the documents' ids in byte order (the ids
+    /// are distinct), so ties are broken by comparing numbers.
+    id_rank: Vec<u32>,
+    /// The slot at each place of `id_rank`.
+    by_id_rank: Vec<u32>,
     written_at: Vec<Option<String>>,
     ended_at: Vec<Option<String>>,
     seqs: Vec<Arc<[TermId]>>,
     vectors: ConvVectors,
-    tokens: Mutex<Option<Tokens>>,
+    /// The interner of its documents' tokens (shared by an index and the
+    /// indexes [`DocumentIndex::build_joined`] makes from it).
+    tokens: Arc<Mutex<Option<Tokens>>>,
     /// The text index of the documents said by each instant asked for.
     at: Mutex<HashMap<Option<String>, Arc<TextIndex>>>,
+}
+
+/// A document of [`DocumentIndex::build_joined`]: a header, then other
+/// documents' texts as lines.
+#[derive(Debug, Clone, Copy)]
+pub struct Joined<'a> {
+    /// The text before the lines (none: empty).
+    pub header: &'a str,
+    /// The slots of the base index's documents that are the lines, in order.
+    pub lines: &'a [usize],
 }
 
 /// An error of a [`DocumentIndex`]'s tokenizer (its connection is in memory).
@@ -901,19 +948,83 @@ impl DocumentIndex {
     pub fn build(docs: &[Document<'_>]) -> Result<DocumentIndex> {
         let mut tokens = Tokens::new().map_err(in_memory)?;
         let mut seqs = Vec::with_capacity(docs.len());
-        let mut vectors = ConvVectors::default();
         for d in docs {
             seqs.push(tokens.document_once(&crate::normalize::normalize_content(d.text)).map_err(in_memory)?);
+        }
+        Ok(DocumentIndex::of_sequences(docs, seqs, Arc::new(Mutex::new(Some(tokens)))))
+    }
+
+    /// [`DocumentIndex::build`] of documents made of `base`'s: document
+    /// `i`'s text is `joined[i].header`, then the texts of `base`'s
+    /// documents `joined[i].lines` with that header and one space cut off
+    /// the front of each (whole when the header is empty), one per line
+    /// (joined by `\n`, the header on the first). Its token sequence is
+    /// then the header's, then each line document's after the header's
+    /// tokens (FTS5's `unicode61` splits at whitespace, lower-casing never
+    /// looks across whitespace, and normalising only trims punctuation at
+    /// the text's end, where `unicode61` splits too), so nothing is
+    /// tokenised twice; a document with no line, or a line document not
+    /// starting with the header's tokens, is tokenised afresh. The index
+    /// shares `base`'s interner (a query token none of its documents holds
+    /// then finds an empty posting instead of none: the same hits for
+    /// either keyword leg); its statistics are its own documents'. A test
+    /// checks that it searches as [`DocumentIndex::build`] does.
+    pub fn build_joined(base: &DocumentIndex, docs: &[Document<'_>], joined: &[Joined<'_>]) -> Result<DocumentIndex> {
+        let mut seqs = Vec::with_capacity(docs.len());
+        with_tokens(&base.tokens, |tokens| {
+            for (i, d) in docs.iter().enumerate() {
+                let made = match joined.get(i) {
+                    Some(j) if !j.lines.is_empty() => {
+                        let header: Arc<[TermId]> = if j.header.is_empty() {
+                            Arc::from([])
+                        } else {
+                            tokens.document_once(&crate::normalize::normalize_content(j.header))?
+                        };
+                        let lines: Option<Vec<&[TermId]>> =
+                            j.lines.iter().map(|&s| base.seqs.get(s).and_then(|seq| seq.strip_prefix(&header[..]))).collect();
+                        lines.map(|lines| {
+                            let mut seq: Vec<TermId> = Vec::with_capacity(header.len() + lines.iter().map(|l| l.len()).sum::<usize>());
+                            seq.extend_from_slice(&header);
+                            lines.iter().for_each(|l| seq.extend_from_slice(l));
+                            Arc::<[TermId]>::from(seq)
+                        })
+                    }
+                    _ => None,
+                };
+                seqs.push(match made {
+                    Some(seq) => seq,
+                    None => tokens.document_once(&crate::normalize::normalize_content(d.text))?,
+                });
+            }
+            Ok(())
+        })
+        .map_err(in_memory)?;
+        Ok(DocumentIndex::of_sequences(docs, seqs, Arc::clone(&base.tokens)))
+    }
+
+    /// The index of `docs` with their token sequences `seqs` (by `tokens`).
+    fn of_sequences(docs: &[Document<'_>], seqs: Vec<Arc<[TermId]>>, tokens: Arc<Mutex<Option<Tokens>>>) -> DocumentIndex {
+        let mut vectors = ConvVectors::default();
+        for d in docs {
             vectors.put(d.id.to_string(), d.vector);
         }
-        Ok(DocumentIndex {
+        let ids = &vectors.ids;
+        let mut by_id_rank: Vec<u32> = (0..u32::try_from(ids.len()).unwrap_or(u32::MAX)).collect();
+        by_id_rank.sort_unstable_by(|&a, &b| ids[a as usize].cmp(&ids[b as usize]));
+        let mut id_rank = vec![0u32; by_id_rank.len()];
+        for (rank, &slot) in by_id_rank.iter().enumerate() {
+            id_rank[slot as usize] = u32::try_from(rank).unwrap_or(u32::MAX);
+        }
+        DocumentIndex {
+            id_rank,
+            by_id_rank,
             written_at: docs.iter().map(|d| d.written_at.map(String::from)).collect(),
             ended_at: docs.iter().map(|d| d.ended_at.map(String::from)).collect(),
             seqs,
             vectors,
-            tokens: Mutex::new(Some(tokens)),
+            tokens,
             at: Mutex::default(),
-        })
+        }
     }
 
     /// How many documents it holds.
@@ -997,10 +1108,7 @@ impl DocumentIndex {
         .into_iter()
         .map(|(slot, s)| (text.origin[slot as usize] as usize, s))
         .collect();
-        let vector_leg = |k: usize| {
-            let ranked = self.vectors.ranked(query_vector, k);
-            first_live_slots(&self.vectors, ranked, k, |s| self.held(s, &params.as_of))
-        };
+        let vector_leg = |k: usize| self.first_live_by_vector(query_vector, k, |s| self.held(s, &params.as_of));
         // As `hybrid_with`: the vector leg's first `top_k` when the keyword leg scored nothing.
         if bm25.iter().all(|(_, s)| *s <= 0.0) {
             let vector = if query_vector.is_empty() { Vec::new() } else { vector_leg(params.top_k) };
@@ -1012,8 +1120,40 @@ impl DocumentIndex {
                 .collect());
         }
         let vector = if query_vector.is_empty() { Vec::new() } else { vector_leg(leg_k) };
-        let ids = &self.vectors.ids;
-        Ok(merge_by(&bm25, &vector, params.alpha, params.min_score, params.top_k, |a, b| ids[a].cmp(&ids[b])))
+        let rank = &self.id_rank;
+        Ok(merge_by(&bm25, &vector, params.alpha, params.min_score, params.top_k, |a, b| rank[a].cmp(&rank[b])))
+    }
+
+    /// The vector leg's hits by slot: [`first_live_slots`] of
+    /// [`ConvVectors::ranked`], the same slots and scores in the same order,
+    /// with each slot ranked by one integer: its cosine's bits (positive
+    /// finite floats order as their bits do), then its place among the ids.
+    /// The order is as total as the ranking's (the ids are distinct).
+    fn first_live_by_vector(&self, q: &[f32], k: usize, live: impl Fn(usize) -> bool) -> Vec<(usize, f64)> {
+        let scores = self.vectors.scores(q);
+        let key = |s: usize| (u64::from(!scores[s].to_bits()) << 32) | u64::from(self.id_rank[s]);
+        let mut keys: Vec<u64> = (0..scores.len()).filter(|&s| scores[s] > 0.0).map(key).collect();
+        let mut out = Vec::with_capacity(k);
+        // Ordered a chunk at a time as they are asked for, as `first_live_slots` does.
+        let (mut sorted, mut chunk, mut i) = (0, k.max(1), 0);
+        while out.len() < k && i < keys.len() {
+            if i == sorted {
+                let rest = &mut keys[sorted..];
+                let n = chunk.min(rest.len());
+                if n < rest.len() {
+                    rest.select_nth_unstable(n);
+                }
+                rest[..n].sort_unstable();
+                sorted += n;
+                chunk = chunk.saturating_mul(2);
+            }
+            let s = self.by_id_rank[(keys[i] & u64::from(u32::MAX)) as usize] as usize;
+            if live(s) {
+                out.push((s, f64::from(scores[s])));
+            }
+            i += 1;
+        }
+        out
     }
 }
 
@@ -1794,6 +1934,109 @@ mod tests {
             }
         }
         assert!(shortcut > 100 && merged > 100, "both paths exercised: {shortcut} vector only, {merged} merged");
+    }
+
+    /// The index's vector leg ranks by one integer per slot (the cosine's
+    /// bits, then the id's place): the same slots, scores and order as the
+    /// ranking by cosine then id, with ids out of slot order, many ties,
+    /// vectors of another width or zero, and any depth or live set.
+    #[test]
+    fn the_vector_legs_integer_order_is_the_rankings() {
+        let texts: Vec<(String, String)> = (0..150).map(|i| (format!("d{}", (i * 37) % 151), format!("text {i}"))).collect();
+        let vectors: Vec<Vec<f32>> = (0..texts.len())
+            .map(|i| match i % 23 {
+                0 => vec![0.0; 4],
+                1 => vec![1.0, 1.0],
+                _ => vec![(i % 3) as f32 - 0.5, (i % 4) as f32, 0.5, if i % 5 == 0 { -1.0 } else { 0.25 }],
+            })
+            .collect();
+        let dates: Vec<Option<String>> = (0..texts.len()).map(|_| None).collect();
+        let docs = episode_documents(&texts, &vectors, &dates);
+        let index = DocumentIndex::build(&docs).unwrap();
+        for q in [vec![1.0f32, 0.5, -0.5, 0.0], vec![0.5, 0.5, 0.5, 0.5], vec![0.0, 1.0, 0.0, 0.0], vec![1.0, 1.0], vec![0.0; 4]] {
+            for k in [0, 1, 2, 7, 40, 149, 150, 400] {
+                for live in [0usize, 2, 3] {
+                    let live = |s: usize| live == 0 || !s.is_multiple_of(live);
+                    let want = first_live_slots(&index.vectors, index.vectors.ranked(&q, k), k, live);
+                    assert_eq!(index.first_live_by_vector(&q, k, live), want, "{q:?} {k}");
+                }
+            }
+        }
+    }
+
+    /// A document's tokens by their texts (for comparing indexes whose
+    /// interners number them differently).
+    fn token_texts(index: &DocumentIndex, slot: usize) -> Vec<String> {
+        let guard = index.tokens.lock().unwrap();
+        let names = guard.as_ref().unwrap().names();
+        index.seqs[slot].iter().map(|id| names[id].to_string()).collect()
+    }
+
+    /// Sessions made of their turns (a date header, then each turn's text
+    /// after the date, a line each), and a subset of the turns (no header),
+    /// indexed from the turns' tokens: the same token sequences and the
+    /// same hits as indexing their texts afresh, with line ends that
+    /// punctuation, case folding (a final sigma), diacritics or other
+    /// scripts could join, and a line document whose tokens do not start
+    /// with the header's (tokenised afresh).
+    #[test]
+    fn documents_joined_from_others_tokens_are_indexed_as_their_texts() {
+        let lines = [
+            "Alice: I moved to Porto. Really!",
+            "Bob: ΟΔΟΣ",
+            "Σ Alice: ΑΣ. naïve ÉCOLE, don’t",
+            "Bob: \u{301}combining and İstanbul 42x snake_case?",
+            "Alice: 🎉 — ’ ...",
+            "Bob: tea; tea: TEA",
+            "Alice: last words:",
+        ];
+        let dates = ["[8 May 2023]", "[9 May 2023]"];
+        // Turns: each line after its session's date (lines 0..4 in the
+        // first session, 4.. in the second), and one undated turn.
+        let mut turns: Vec<(String, String)> =
+            lines.iter().enumerate().map(|(i, l)| (format!("t{}", 9 - i), format!("{} {l}", dates[usize::from(i >= 4)]))).collect();
+        turns.push(("u1".into(), "Carol: ΟΔΟΣ. tea".into()));
+        let vectors: Vec<Vec<f32>> = (0..turns.len()).map(|i| vec![1.0, (i % 3) as f32]).collect();
+        let at: Vec<Option<String>> = (0..turns.len()).map(|i| Some(format!("2023-05-0{}", 1 + i % 3))).collect();
+        let base = DocumentIndex::build(&episode_documents(&turns, &vectors, &at)).unwrap();
+        let sessions = owned(&[
+            ("s1", &format!("{}\n{}", dates[0], lines[..4].join("\n"))),
+            ("s2", &format!("{}\n{}", dates[1], lines[4..].join("\n"))),
+            ("s3", &format!("{}\nCarol: ΟΔΟΣ. tea", dates[0])),
+            ("s4", dates[1]),
+        ]);
+        let (s1, s2, s3): (Vec<usize>, Vec<usize>, Vec<usize>) = ((0..4).collect(), (4..7).collect(), vec![7]);
+        let joined = [
+            Joined { header: dates[0], lines: &s1 },
+            Joined { header: dates[1], lines: &s2 },
+            Joined { header: dates[0], lines: &s3 },
+            Joined { header: dates[1], lines: &[] },
+        ];
+        let subset: Vec<usize> = vec![1, 2, 5, 7];
+        let picked: Vec<(String, String)> = subset.iter().map(|&i| turns[i].clone()).collect();
+        let picked_joined: Vec<Joined<'_>> = subset.iter().map(|i| Joined { header: "", lines: std::slice::from_ref(i) }).collect();
+        let (sv, sa): (Vec<Vec<f32>>, Vec<Option<String>>) = (vec![vec![1.0, 0.0]; 4], vec![Some("2023-05-02".into()); 4]);
+        let (pv, pa): (Vec<Vec<f32>>, Vec<Option<String>>) =
+            (subset.iter().map(|&i| vectors[i].clone()).collect(), subset.iter().map(|&i| at[i].clone()).collect());
+        for (texts, vs, ats, joined) in [(&sessions, &sv, &sa, &joined[..]), (&picked, &pv, &pa, &picked_joined[..])] {
+            let docs = episode_documents(texts, vs, ats);
+            let fresh = DocumentIndex::build(&docs).unwrap();
+            let made = DocumentIndex::build_joined(&base, &docs, joined).unwrap();
+            for (slot, (_, text)) in texts.iter().enumerate() {
+                assert_eq!(token_texts(&made, slot), token_texts(&fresh, slot), "{text}");
+            }
+            for q in ["tea", "alice porto", "οδος", "ΑΣ", "naive ecole", "istanbul", "may 2023", "words", "zzz tea", ""] {
+                for v in [vec![], vec![1.0f32, 0.5]] {
+                    for retriever in [Retriever::And, Retriever::Or, Retriever::Vector] {
+                        for as_of in [None, Some("2023-05-02".to_string())] {
+                            let p = SearchParams { as_of, min_score: 0.0, ..params(0.5) };
+                            let want = fresh.search_with(retriever, q, &v, &p).unwrap();
+                            assert_eq!(made.search_with(retriever, q, &v, &p).unwrap(), want, "{q:?} {v:?} {retriever:?}");
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// The keyword legs' cut: a selection then a sort of the first `k`

@@ -75,6 +75,12 @@ impl Tokens {
         Ok(seq.into())
     }
 
+    /// Each interned token's text by its number.
+    #[cfg(test)]
+    pub(super) fn names(&self) -> HashMap<TermId, &str> {
+        self.ids.iter().map(|(k, v)| (*v, &**k)).collect()
+    }
+
     /// A query phrase's tokens (`None` for a token no document has held:
     /// the phrase can match nothing). Nothing is interned.
     pub(super) fn phrase(&mut self, text: &str) -> rusqlite::Result<Option<Vec<TermId>>> {
