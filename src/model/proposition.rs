@@ -3554,6 +3554,22 @@ mod tests {
             .collect()
     }
 
+    /// Fails unless the pairs decided wrong are exactly the `known` misses
+    /// (each named by its start), of `all` pairs: a new miss shows, and so
+    /// does a known one now decided right.
+    #[track_caller]
+    fn assert_only_known_misses(wrong: &[String], known: &[&str], all: usize) {
+        let unexpected: Vec<&String> = wrong.iter().filter(|w| !known.iter().any(|k| w.starts_with(k))).collect();
+        let fixed: Vec<&&str> = known.iter().filter(|k| !wrong.iter().any(|w| w.starts_with(*k))).collect();
+        assert!(
+            unexpected.is_empty() && fixed.is_empty(),
+            "{} of {all} right; wrong and not known ({}):\n{}\nknown misses now right (update the list and docs/pipeline.md): {fixed:?}",
+            all - wrong.len(),
+            unexpected.len(),
+            unexpected.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
+        );
+    }
+
     /// A fourth set of memform's own pairs, written before the fourth
     /// round's rules were changed or measured, in the phrasings a person
     /// uses in chat (contractions, "these days", "switched", "ended up",
@@ -4012,15 +4028,7 @@ mod tests {
             "\"Ines is allergic to peanuts\" → \"Ines has a peanut allergy\"",
             "\"I have a Fiat\" → \"I don't have a car anymore\"",
         ];
-        let unexpected: Vec<&String> = wrong.iter().filter(|w| !known.iter().any(|k| w.starts_with(k))).collect();
-        let fixed: Vec<&&str> = known.iter().filter(|k| !wrong.iter().any(|w| w.starts_with(*k))).collect();
-        assert!(
-            unexpected.is_empty() && fixed.is_empty(),
-            "{} of {all} right; wrong and not known ({}):\n{}\nknown misses now right (update the list and docs/pipeline.md): {fixed:?}",
-            all - wrong.len(),
-            unexpected.len(),
-            unexpected.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
-        );
+        assert_only_known_misses(&wrong, &known, all);
     }
 
     /// A seventh set of memform's own pairs, written before the seventh
@@ -4231,15 +4239,7 @@ mod tests {
             "\"Dev studies history at York\" → \"Dev switched his degree to economics\"",
             "\"My favourite film is Jaws\" → \"Jaws isn't my favourite film anymore, Heat is\"",
         ];
-        let unexpected: Vec<&String> = wrong.iter().filter(|w| !known.iter().any(|k| w.starts_with(k))).collect();
-        let fixed: Vec<&&str> = known.iter().filter(|k| !wrong.iter().any(|w| w.starts_with(*k))).collect();
-        assert!(
-            unexpected.is_empty() && fixed.is_empty(),
-            "{} of {all} right; wrong and not known ({}):\n{}\nknown misses now right (update the list and docs/pipeline.md): {fixed:?}",
-            all - wrong.len(),
-            unexpected.len(),
-            unexpected.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
-        );
+        assert_only_known_misses(&wrong, &known, all);
     }
 
     /// The seventh round's principles (docs/pipeline.md, "Seventh round"),
