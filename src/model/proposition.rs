@@ -876,12 +876,8 @@ fn idioms(words: Vec<String>) -> Vec<String> {
         if matches!(w, "fan" | "fans")
             && at(1).is_none_or(|n| n != "of")
             && out.len() >= 2
-            && out[out.len() - 2..]
-                .iter()
-                .any(|b| matches!(b.as_str(), "a" | "an" | "big" | "huge" | "massive" | "great" | "keen" | "avid" | "lifelong"))
-            && out.last().is_some_and(|b| {
-                !matches!(b.as_str(), "a" | "an" | "big" | "huge" | "massive" | "great" | "keen" | "avid" | "lifelong" | "the")
-            })
+            && out[out.len() - 2..].iter().any(|b| FAN_SIZES.contains(&b.as_str()))
+            && out.last().is_some_and(|b| !FAN_SIZES.contains(&b.as_str()) && b != "the")
         {
             let what = out.pop().unwrap_or_default();
             out.extend([w.to_string(), "of".to_string(), what]);
@@ -966,7 +962,6 @@ fn idioms(words: Vec<String>) -> Vec<String> {
             i = k + 1;
             continue;
         }
-        let possessive = |b: &str| (b.ends_with("'s") && b.len() > 2) || matches!(b, "my" | "his" | "her" | "their" | "our" | "your");
         if (w == "top" || (w == "go" && at(1) == Some("to")))
             && out.last().is_some_and(|b| possessive(b))
             && at(usize::from(w == "go") + 1).is_some()
@@ -1015,6 +1010,14 @@ fn idioms(words: Vec<String>) -> Vec<String> {
         i += 1;
     }
     out
+}
+
+/// The article and size words before "fan" in "a big cricket fan".
+const FAN_SIZES: &[&str] = &["a", "an", "big", "huge", "massive", "great", "keen", "avid", "lifelong"];
+
+/// A possessive word: a name's ("sam's") or a pronoun's ("his", "my").
+fn possessive(w: &str) -> bool {
+    (w.ends_with("'s") && w.len() > 2) || matches!(w, "my" | "his" | "her" | "their" | "our" | "your")
 }
 
 /// Irregular past participles ("has given up", "has left the band").
@@ -1322,8 +1325,7 @@ fn normal_words(words: &[String]) -> Vec<String> {
             i += 2;
             continue;
         }
-        let owner =
-            i == 0 || !matches!(ws[i - 1].as_str(), "his" | "her" | "their" | "my" | "our" | "your" | "its") && !ws[i - 1].ends_with("'s");
+        let owner = i == 0 || !(possessive(&ws[i - 1]) || ws[i - 1] == "its");
         if (matches!(w, "owns" | "owned") || (w == "own" && owner)) && next.is_some() {
             // "owns a boat" says "has a boat".
             out.push("hav".into());
