@@ -81,6 +81,8 @@ pub fn write_run_reports_taking(
         || write_tables(dir, &analysis),
         || -> Result<_> {
             let x = Explore::new(&analysis, inputs);
+            // Its columns' copies and index are freed (crate::memory).
+            crate::memory::release_free();
             let mut files = plots(&analysis)?;
             let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
             let md = render(manifest, &analysis, &names, sections, &x)?;
@@ -100,9 +102,13 @@ pub fn write_run_reports_taking(
 }
 
 /// The run's tables: `facts`, `episodes` (Parquet and CSV), `per_conversation.csv`.
+/// The facts' writers' buffers are freed on polars' threads: they are
+/// returned before the next table is written (crate::memory).
 fn write_tables(dir: &Path, analysis: &Analysis) -> Result<()> {
     write_parquet(&dir.join("facts.parquet"), &analysis.facts)?;
+    crate::memory::release_free();
     write_csv(&dir.join("facts.csv"), &analysis.facts)?;
+    crate::memory::release_free();
     write_parquet(&dir.join("episodes.parquet"), &analysis.episodes)?;
     write_csv(&dir.join("episodes.csv"), &analysis.episodes)?;
     write_csv(&dir.join("per_conversation.csv"), &analysis.per_conversation)
