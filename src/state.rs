@@ -366,6 +366,15 @@ pub struct ScanIndex {
     last_id: String,
     /// The facts' vectors, one after another (row `i`'s at `rows[i].vec`).
     vecs: Vec<f32>,
+    /// The same vectors in 8 bits ([`Quantised`]), at the same offsets,
+    /// and their bounds' terms by row.
+    qvecs: Vec<i8>,
+    bounds: Vec<Bound8>,
+    /// Probes' bounds against every row ([`ScanIndex::cosine_bounds_8_all`]),
+    /// until a row is added: within an episode the facts do not change, and
+    /// dedupe's near search and the judge's pairing bound the same
+    /// candidates against them.
+    bound_memo: std::cell::RefCell<Vec<(Probe8, std::sync::Arc<Vec<f64>>)>>,
     /// Lower-cased subjects and predicates and normalised objects ([`FactKeys`]), interned.
     ids: HashMap<String, u32>,
     /// Positions of the indexed facts (ascending) by the [`hash64`] of their
@@ -427,8 +436,249 @@ pub struct ScanRow {
     pub predicate: u32,
     pub object: u32,
     pub norms: Norms,
-    /// Where the fact's vector starts in [`ScanIndex`]'s copy.
+    /// Where the fact's vector starts in [`ScanIndex`]'s copies.
     vec: usize,
+}
+
+/// A vector `b` kept in 8 bits for a first, cheaper bound: `b = s · q + e`
+/// with `q` whole numbers in -127..=127 and `|e| <= err` (computed in f64
+/// and rounded up). The step `s` is the grid `b` lies on when it lies on
+/// one ([`Quantised::grid`]: the hashed embedder's vectors are whole counts
+/// over their norm, kept exactly), else `max |b_k| / 127`. For a probe `a
+/// = sa · qa + ea` and a fact's `b = sb · qb + eb`, `a · b = sb · (a · qb)
+/// + a · eb` and `a · qb = sa · (qa · qb) + ea · qb`, so (Cauchy–Schwarz)
+///
+/// `a · b <= sa · sb · (qa · qb) + |ea| · sb · |qb| + |a| · |eb|`,
+///
+/// where `qa · qb` is a sum of products of small whole numbers, computed
+/// exactly ([`dot_i8_lanes`]). Over both norms it bounds the cosine from
+/// above while reading a quarter of the bytes of `b`. A long conversation's
+/// scans bound every fact of a subject per candidate (17,000 at 100,000
+/// turns, 17 MB of f32 vectors per scan), so the bytes read and the
+/// arithmetic per fact were what the scans waited on (docs/speed.md, "One
+/// long conversation: an 8-bit first bound").
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Quantised {
+    step: f64,
+    err: f64,
+    /// `step · |q|`, rounded up.
+    qnorm: f64,
+    /// `sum q_k`.
+    sum: i32,
+}
+
+impl Quantised {
+    /// Appends `b` in 8 bits to `out`, or zeros and `None` when `b` is not
+    /// finite or is too long to sum exactly in 32 bits (2^16 values or more).
+    fn push(b: &[f32], out: &mut Vec<i8>) -> Option<Quantised> {
+        let max = b.iter().fold(0f32, |m, x| m.max(x.abs()));
+        if !max.is_finite() || b.iter().any(|x| !x.is_finite()) || b.len() >= 1 << 16 {
+            out.resize(out.len() + b.len(), 0);
+            return None;
+        }
+        let step = Quantised::grid(b, max).unwrap_or(if max > 0.0 { max / 127.0 } else { 1.0 });
+        let inv = 1.0 / step;
+        let (mut err, mut qq, mut sum) = (0f64, 0f64, 0i32);
+        for x in b {
+            // Half away from zero without a call; any whole number would
+            // do, as the error is measured from the one chosen.
+            let v = x * inv;
+            let q = (v + 0.5f32.copysign(v)).clamp(-127.0, 127.0) as i8;
+            let e = f64::from(*x) - f64::from(step) * f64::from(q);
+            err += e * e;
+            qq += f64::from(q) * f64::from(q);
+            sum += i32::from(q);
+            out.push(q);
+        }
+        // Rounded up: the bound must stay a bound.
+        let up = |x: f64| x * (1.0 + 1e-9) + 1e-12;
+        Some(Quantised { step: f64::from(step), err: up(err.sqrt()), qnorm: up(f64::from(step) * qq.sqrt()), sum })
+    }
+
+    /// The step of the grid `b` lies on, when it lies on one of at most 127
+    /// steps each way: the smallest magnitude in `b` when every value is a
+    /// whole multiple of it (within 1e-4 of a step). Only a choice of step:
+    /// the error is measured either way.
+    fn grid(b: &[f32], max: f32) -> Option<f32> {
+        let step = b.iter().map(|x| x.abs()).filter(|x| *x > 0.0).fold(f32::INFINITY, f32::min);
+        if !step.is_finite() || max / step > 127.4 {
+            return None;
+        }
+        let inv = 1.0 / step;
+        b.iter()
+            .all(|x| {
+                let v = x * inv;
+                (v - (v + 0.5f32.copysign(v)) as i32 as f32).abs() < 1e-4
+            })
+            .then_some(step)
+    }
+}
+
+/// The number of facts from which a [`ScanIndex`] keeps 8-bit copies of
+/// their vectors ([`Quantised`]): below it the f32 copies (1 KiB a fact at
+/// 256 dimensions) fit a core's 1 MiB second-level cache, the scans do not
+/// wait on memory, and making the copies would cost more than it saves (a
+/// LoCoMo conversation holds at most about 300 facts, a 250,000-turn set's
+/// conversations about 140). Outputs do not depend on it: a bound only
+/// skips what cannot reach.
+const QUANTISE_FROM: usize = 1024;
+
+/// The most probes whose bounds a [`ScanIndex`] keeps at once (the oldest
+/// goes first): at 100,000 facts, 800 KB each.
+const BOUND_MEMO_PROBES: usize = 16;
+
+/// A fact's terms of [`Quantised`]'s bound, divided by its norm `|b|`: the
+/// bound on the cosine with a probe is `pa.step · step · (qa · qb) +
+/// pa.err · qnorm + err` (the probe's terms divided by `|a|`). `err` is
+/// `f64::INFINITY` where the bound cannot tell (a vector shorter than
+/// [`Norms::MIN_LEN`], zero or not finite).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Bound8 {
+    step: f64,
+    qnorm: f64,
+    err: f64,
+    sum: i32,
+}
+
+impl Bound8 {
+    fn of(q: Option<Quantised>, len: usize, norm: f64) -> Bound8 {
+        match q {
+            Some(q) if len >= Norms::MIN_LEN && norm > 0.0 && norm.is_finite() => {
+                Bound8 { step: q.step / norm, qnorm: q.qnorm / norm, err: q.err / norm, sum: q.sum }
+            }
+            // The sum stays right for the bytes kept (zeros when `q` is `None`).
+            _ => Bound8 { step: 0.0, qnorm: 0.0, err: f64::INFINITY, sum: q.map_or(0, |q| q.sum) },
+        }
+    }
+}
+
+/// A probe vector `a` in 8 bits ([`Quantised`]), for
+/// [`ScanIndex::cosine_bounds_8`]; also `q + 128` as unsigned bytes, for
+/// the processors' unsigned-by-signed byte products.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Probe8 {
+    q: Vec<i8>,
+    biased: Vec<u8>,
+    bound: Bound8,
+}
+
+impl Probe8 {
+    /// `a` in 8 bits; `an` are its norms.
+    pub fn of(a: &[f32], an: &Norms) -> Probe8 {
+        let mut q = Vec::with_capacity(a.len());
+        let bound = Bound8::of(Quantised::push(a, &mut q), a.len(), an.full);
+        let biased = q.iter().map(|&x| x.cast_unsigned() ^ 0x80).collect();
+        Probe8 { q, biased, bound }
+    }
+}
+
+/// [`Quantised`]'s upper bound on the cosine of a probe and a fact, from
+/// `dot = qa · qb` (`f64::INFINITY` when either cannot be bounded).
+#[inline]
+fn cosine_bound_8(a: &Bound8, b: &Bound8, dot: i32) -> f64 {
+    if a.err.is_infinite() || b.err.is_infinite() {
+        return f64::INFINITY;
+    }
+    a.step * b.step * f64::from(dot) + a.err * b.qnorm + b.err
+}
+
+/// The exact `a · b` in sixteen 32-bit lanes, so the loop vectorises
+/// (each lane sums under 2^12 products of at most 2^14).
+fn dot_i8_lanes(a: &[i8], b: &[i8]) -> i32 {
+    let mut acc = [0i32; 16];
+    let (ac, ar) = a.as_chunks::<16>();
+    let (bc, br) = b.as_chunks::<16>();
+    for (x, y) in ac.iter().zip(bc) {
+        for i in 0..16 {
+            acc[i] += i32::from(x[i]) * i32::from(y[i]);
+        }
+    }
+    let mut total: i32 = acc.iter().sum();
+    for (x, y) in ar.iter().zip(br) {
+        total += i32::from(*x) * i32::from(*y);
+    }
+    total
+}
+
+/// [`dot_i8_lanes`] with AVX2: thirty-two products a step. The bytes are
+/// in -127..=127 ([`Quantised::push`] clamps them), so `|x| · (y · sign x)`
+/// is `x · y`, and two such products (at most 2 · 127 · 127) fit the
+/// sixteen bits `maddubs` sums them in without saturating.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn dot_i8_avx2(a: &[i8], b: &[i8]) -> i32 {
+    use std::arch::x86_64::{
+        __m256i, _mm256_add_epi32, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_set1_epi16, _mm256_setzero_si256,
+        _mm256_sign_epi8,
+    };
+    let n = a.len().min(b.len());
+    let (mut acc, mut i) = (_mm256_setzero_si256(), 0);
+    while i + 32 <= n {
+        // SAFETY: `i + 32 <= n`, so the 32 bytes at `a[i..]` and `b[i..]`
+        // are in bounds; the loads are unaligned ones.
+        let (x, y) =
+            unsafe { (_mm256_loadu_si256(a.as_ptr().add(i).cast::<__m256i>()), _mm256_loadu_si256(b.as_ptr().add(i).cast::<__m256i>())) };
+        let pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+        i += 32;
+    }
+    sum_lanes(acc) + dot_i8_lanes(&a[i..n], &b[i..n])
+}
+
+/// [`dot_i8_lanes`] with the VNNI byte products: `biased` is `a + 128`
+/// (unsigned), and `vpdpbusd` sums four of its products with `b` into each
+/// 32-bit lane without saturating, so `a · b = biased · b - 128 · sum b`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512vnni,avx512vl")]
+#[inline]
+fn dot_i8_vnni(a: &[i8], biased: &[u8], b: &[i8], sum_b: i32) -> i32 {
+    use std::arch::x86_64::{__m256i, _mm256_add_epi32, _mm256_dpbusd_epi32, _mm256_loadu_si256, _mm256_setzero_si256};
+    let n = biased.len().min(b.len());
+    // `biased · b` over 32 bytes at `at`, added to `acc`.
+    macro_rules! step {
+        ($acc:expr, $at:expr) => {{
+            let at: usize = $at;
+            debug_assert!(at + 32 <= n);
+            // SAFETY: every use below has `at + 32 <= n`, so the 32 bytes at
+            // `biased[at..]` and `b[at..]` are in bounds; the loads are
+            // unaligned ones.
+            let (x, y) = unsafe {
+                (_mm256_loadu_si256(biased.as_ptr().add(at).cast::<__m256i>()), _mm256_loadu_si256(b.as_ptr().add(at).cast::<__m256i>()))
+            };
+            _mm256_dpbusd_epi32($acc, x, y)
+        }};
+    }
+    // Four sums side by side, so no step waits on the one before.
+    let mut acc = [_mm256_setzero_si256(); 4];
+    let mut i = 0;
+    while i + 128 <= n {
+        acc[0] = step!(acc[0], i);
+        acc[1] = step!(acc[1], i + 32);
+        acc[2] = step!(acc[2], i + 64);
+        acc[3] = step!(acc[3], i + 96);
+        i += 128;
+    }
+    let mut acc = _mm256_add_epi32(_mm256_add_epi32(acc[0], acc[1]), _mm256_add_epi32(acc[2], acc[3]));
+    while i + 32 <= n {
+        acc = step!(acc, i);
+        i += 32;
+    }
+    let tail_sum: i32 = b[i..n].iter().map(|&y| i32::from(y)).sum();
+    // The lanes hold `biased · b` over the whole steps; the tail is summed apart.
+    sum_lanes(acc) - 128 * (sum_b - tail_sum) + dot_i8_lanes(&a[i..n], &b[i..n])
+}
+
+/// The sum of eight 32-bit lanes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn sum_lanes(v: std::arch::x86_64::__m256i) -> i32 {
+    use std::arch::x86_64::{_mm_add_epi32, _mm_cvtsi128_si32, _mm_shuffle_epi32, _mm256_castsi256_si128, _mm256_extracti128_si256};
+    let x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
+    let x = _mm_add_epi32(x, _mm_shuffle_epi32::<0b01_00_11_10>(x));
+    let x = _mm_add_epi32(x, _mm_shuffle_epi32::<0b10_11_00_01>(x));
+    _mm_cvtsi128_si32(x)
 }
 
 impl ScanIndex {
@@ -438,6 +688,9 @@ impl ScanIndex {
         let n = self.rows.len();
         if n > facts.len() || (n > 0 && facts[n - 1].id != self.last_id) {
             *self = ScanIndex::default();
+        }
+        if facts.len() > self.rows.len() {
+            self.bound_memo.get_mut().clear();
         }
         for f in &facts[self.rows.len()..] {
             let norms = Norms::of(&f.embedding);
@@ -461,6 +714,13 @@ impl ScanIndex {
             }
             same.push(pos);
             self.rows.push(ScanRow { hash, spo, subject, predicate, object, norms, vec: at });
+        }
+        // The 8-bit copies, once the conversation is long enough for them.
+        if self.rows.len() >= QUANTISE_FROM {
+            for row in &self.rows[self.bounds.len()..] {
+                let b = &self.vecs[row.vec..row.vec + row.norms.len];
+                self.bounds.push(Bound8::of(Quantised::push(b, &mut self.qvecs), b.len(), row.norms.full));
+            }
         }
         if let Some(f) = facts.last() {
             self.last_id.clone_from(&f.id);
@@ -513,6 +773,122 @@ impl ScanIndex {
     /// reach `floor`: false only when their [`Norms`] bound shows it lies
     /// below (computes no cosine, compares against no threshold).
     pub fn may_reach(&self, a: &[f32], an: &Norms, i: usize, floor: f64) -> bool {
+        !an.below(&self.rows[i].norms, a, self.vector_of(i), floor)
+    }
+
+    /// Upper bounds on the cosine of `probe` and each fact at
+    /// `positions`, in order, into `out`: [`Quantised`]'s bound over both
+    /// norms, `f64::INFINITY` where it cannot tell (other lengths, short,
+    /// zero or not finite vectors). For [`ScanIndex::may_reach_under`]; one
+    /// call for a whole list, with the processor's widest byte products.
+    /// The sums are exact, so every processor gets the same bounds.
+    pub fn cosine_bounds_8(&self, probe: Option<&Probe8>, positions: &[u32], out: &mut Vec<f64>) {
+        out.clear();
+        let Some(probe) = probe.filter(|_| self.bounds.len() == self.rows.len()) else {
+            out.resize(positions.len(), f64::INFINITY);
+            return;
+        };
+        if let Some((_, all)) = self.bound_memo.borrow().iter().find(|(p, _)| p == probe) {
+            out.extend(positions.iter().map(|&p| all[p as usize]));
+            return;
+        }
+        self.compute_bounds_8(probe, positions, out);
+    }
+
+    /// [`ScanIndex::cosine_bounds_8`] against every row, kept for the
+    /// probe's later calls until a row is added; `None` when the index
+    /// keeps no 8-bit copies ([`QUANTISE_FROM`]).
+    pub fn cosine_bounds_8_all(&self, probe: &Probe8) -> Option<std::sync::Arc<Vec<f64>>> {
+        if self.bounds.len() != self.rows.len() {
+            return None;
+        }
+        if let Some((_, all)) = self.bound_memo.borrow().iter().find(|(p, _)| p == probe) {
+            return Some(all.clone());
+        }
+        let positions: Vec<u32> = (0..self.rows.len() as u32).collect();
+        let mut out = Vec::with_capacity(positions.len());
+        self.compute_bounds_8(probe, &positions, &mut out);
+        let all = std::sync::Arc::new(out);
+        let mut memo = self.bound_memo.borrow_mut();
+        // A few episodes' worth: an episode that adds no fact keeps them.
+        if memo.len() >= BOUND_MEMO_PROBES {
+            memo.remove(0);
+        }
+        memo.push((probe.clone(), all.clone()));
+        Some(all)
+    }
+
+    /// `a` (with norms `an`) as a [`Probe8`], when the index keeps 8-bit
+    /// copies to bound it against ([`QUANTISE_FROM`]).
+    pub fn probe8(&self, a: &[f32], an: &Norms) -> Option<Probe8> {
+        (self.rows.len() >= QUANTISE_FROM).then(|| Probe8::of(a, an))
+    }
+
+    fn compute_bounds_8(&self, probe: &Probe8, positions: &[u32], out: &mut Vec<f64>) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx2") && has!("avx512vnni") && has!("avx512vl") {
+                // SAFETY: the processor has these (checked just above).
+                unsafe { self.cosine_bounds_8_vnni(probe, positions, out) };
+                return;
+            }
+            if has!("avx2") {
+                // SAFETY: the processor has AVX2 (checked just above).
+                unsafe { self.cosine_bounds_8_avx2(probe, positions, out) };
+                return;
+            }
+        }
+        self.cosine_bounds_8_with(probe, positions, out, |b, _| dot_i8_lanes(&probe.q, b));
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,avx512vnni,avx512vl")]
+    fn cosine_bounds_8_vnni(&self, probe: &Probe8, positions: &[u32], out: &mut Vec<f64>) {
+        for &p in positions {
+            let (row, b) = (&self.rows[p as usize], &self.bounds[p as usize]);
+            out.push(if row.norms.len == probe.q.len() {
+                cosine_bound_8(&probe.bound, b, dot_i8_vnni(&probe.q, &probe.biased, self.qvec(row), b.sum))
+            } else {
+                f64::INFINITY
+            });
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn cosine_bounds_8_avx2(&self, probe: &Probe8, positions: &[u32], out: &mut Vec<f64>) {
+        for &p in positions {
+            let (row, b) = (&self.rows[p as usize], &self.bounds[p as usize]);
+            out.push(if row.norms.len == probe.q.len() {
+                cosine_bound_8(&probe.bound, b, dot_i8_avx2(&probe.q, self.qvec(row)))
+            } else {
+                f64::INFINITY
+            });
+        }
+    }
+
+    #[inline]
+    fn cosine_bounds_8_with(&self, probe: &Probe8, positions: &[u32], out: &mut Vec<f64>, dot: impl Fn(&[i8], &Bound8) -> i32) {
+        for &p in positions {
+            let (row, b) = (&self.rows[p as usize], &self.bounds[p as usize]);
+            out.push(if row.norms.len == probe.q.len() { cosine_bound_8(&probe.bound, b, dot(self.qvec(row), b)) } else { f64::INFINITY });
+        }
+    }
+
+    /// Row `row`'s vector in 8 bits.
+    #[inline]
+    fn qvec(&self, row: &ScanRow) -> &[i8] {
+        &self.qvecs[row.vec..row.vec + row.norms.len]
+    }
+
+    /// [`ScanIndex::may_reach`] given `bound`, an upper bound on the cosine
+    /// from [`ScanIndex::cosine_bounds_8`]: false when it lies below `floor`
+    /// by [`Norms::SLACK`], else as [`Norms::below`] says.
+    pub fn may_reach_under(&self, bound: f64, a: &[f32], an: &Norms, i: usize, floor: f64) -> bool {
+        if bound < floor - Norms::SLACK {
+            return false;
+        }
         !an.below(&self.rows[i].norms, a, self.vector_of(i), floor)
     }
 
@@ -902,6 +1278,108 @@ mod tests {
         let one: Vec<f32> = (0..64).map(|i| if i == 0 { 1.0 } else { 0.0 }).collect();
         assert!(!Norms::of(&z).below(&Norms::of(&one), &z, &one, 0.5));
         assert!(!Norms::of(&one[..40]).below(&Norms::of(&one), &one[..40], &one, 0.5));
+    }
+
+    #[test]
+    fn the_8_bit_bound_is_a_bound_and_the_index_answers_as_cosine_does() {
+        let (mut pruned, mut on_grid) = (0, 0);
+        for dims in [8, 31, 33, 64, 256, 384] {
+            let mut vs = vectors(45, dims, 11 + dims as u64);
+            // Hashed-embedder-like vectors: a few small whole numbers, normalised.
+            vs.extend((0..15).map(|k| {
+                let mut v: Vec<f32> =
+                    (0..dims).map(|i| ((i * 7 + k * 13) % 11) as f32 - 5.0).map(|x| if x.abs() <= 3.0 { x } else { 0.0 }).collect();
+                crate::embed::l2_normalize(&mut v);
+                v
+            }));
+            // Enough facts for the index to keep 8-bit copies.
+            let facts: Vec<FactRec> = vs
+                .iter()
+                .cycle()
+                .take(QUANTISE_FROM)
+                .enumerate()
+                .map(|(i, v)| FactRec { embedding: v.clone(), ..FactRec::for_test(&format!("f{i}"), "A", "p", &format!("o{i}")) })
+                .collect();
+            let mut st = ConvState { facts, ..ConvState::default() };
+            let last = st.facts.pop().unwrap();
+            assert!(st.scan().probe8(&vs[0], &Norms::of(&vs[0])).is_none(), "no 8-bit copies below {QUANTISE_FROM} facts");
+            let mut bounds = Vec::new();
+            st.scan().cosine_bounds_8(Some(&Probe8::of(&vs[0], &Norms::of(&vs[0]))), &[0, 1], &mut bounds);
+            assert_eq!(bounds, [f64::INFINITY; 2]);
+            st.facts.push(last);
+            let scan = st.scan();
+            let all: Vec<u32> = (0..st.facts.len() as u32).collect();
+            for (a, an) in vs.iter().map(|v| (v, Norms::of(v))) {
+                let probe = scan.probe8(a, &an).unwrap();
+                assert_eq!(probe, Probe8::of(a, &an));
+                scan.cosine_bounds_8(Some(&probe), &all, &mut bounds);
+                assert_eq!(bounds.len(), all.len());
+                // Kept for the probe until a fact is added, and the same.
+                assert_eq!(scan.cosine_bounds_8_all(&probe).as_deref(), Some(&bounds));
+                let mut again = Vec::new();
+                scan.cosine_bounds_8(Some(&probe), &all[5..9], &mut again);
+                assert_eq!(again, bounds[5..9]);
+                assert!(scan.bound_memo.borrow().len() <= BOUND_MEMO_PROBES);
+                for (i, f) in st.facts.iter().enumerate() {
+                    let (b, row) = (&f.embedding, scan.row(i));
+                    let q = scan.qvec(row);
+                    // The sums are exact on every path.
+                    let exact: i32 = probe.q.iter().zip(q).map(|(x, y)| i32::from(*x) * i32::from(*y)).sum();
+                    assert_eq!(dot_i8_lanes(&probe.q, q), exact);
+                    #[cfg(target_arch = "x86_64")]
+                    {
+                        use std::arch::is_x86_feature_detected as has;
+                        if has!("avx2") {
+                            // SAFETY: the processor has AVX2 (checked just above).
+                            assert_eq!(unsafe { dot_i8_avx2(&probe.q, q) }, exact);
+                        }
+                        if has!("avx2") && has!("avx512vnni") && has!("avx512vl") {
+                            // SAFETY: the processor has these (checked just above).
+                            assert_eq!(unsafe { dot_i8_vnni(&probe.q, &probe.biased, q, scan.bounds[i].sum) }, exact);
+                        }
+                    }
+                    let expected = cosine_bound_8(&probe.bound, &scan.bounds[i], exact);
+                    assert_eq!(bounds[i].to_bits(), expected.to_bits(), "dims {dims}");
+                    let c = cosine(a, b);
+                    assert!(bounds[i] >= c - 1e-5, "dims {dims}: bound {} below the cosine {c}", bounds[i]);
+                    assert_eq!(bounds[i] == f64::INFINITY, dims < Norms::MIN_LEN, "dims {dims}");
+                    on_grid += usize::from(scan.bounds[i].err < 1e-6);
+                    for t in [-1.0, 0.0, 0.5, 0.8, 0.95, 1.0] {
+                        let got = scan.cosine_at_least(&st, Vector { slot: None, values: a }, &an, i, f.vector(), t);
+                        assert_eq!(got.map(f64::to_bits), (c >= t).then_some(c.to_bits()), "dims {dims}, t {t}, cosine {c}");
+                        pruned += usize::from(bounds[i] < t - Norms::SLACK);
+                        if c >= t {
+                            assert!(
+                                scan.may_reach_under(bounds[i], a, &an, i, t),
+                                "dims {dims}, t {t}: a cosine {c} at the floor was pruned"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        assert!(pruned > 0, "the 8-bit bound prunes some pairs");
+        assert!(on_grid > 0, "whole numbers over their norm are kept on their grid, with no error");
+        // A vector that is not finite, or zero, is never bounded.
+        let mut bad = vec![0.1f32; 64];
+        bad[3] = f32::NAN;
+        let zero = vec![0f32; 64];
+        let one: Vec<f32> = (0..64).map(|i| if i == 0 { 1.0 } else { 0.0 }).collect();
+        let facts = [&bad, &zero]
+            .iter()
+            .chain(std::iter::repeat_n(&&one, QUANTISE_FROM))
+            .enumerate()
+            .map(|(i, v)| FactRec { embedding: v.to_vec(), ..FactRec::for_test(&format!("n{i}"), "A", "p", "o") })
+            .collect();
+        let st = ConvState { facts, ..ConvState::default() };
+        let scan = st.scan();
+        let mut bounds = Vec::new();
+        for probe in [&one, &bad, &zero] {
+            scan.cosine_bounds_8(Some(&Probe8::of(probe, &Norms::of(probe))), &[0, 1], &mut bounds);
+            assert_eq!(bounds, [f64::INFINITY, f64::INFINITY]);
+        }
+        scan.cosine_bounds_8(Some(&Probe8::of(&one, &Norms::of(&one))), &[2], &mut bounds);
+        assert!((bounds[0] - 1.0).abs() < 1e-6, "{bounds:?}");
     }
 
     #[test]

@@ -320,13 +320,29 @@ fn against_live(
     // only once some item's bound, read from the index, lets it through.
     let recording = trace::active();
     let left: Vec<usize> = (0..items.len()).filter(|&i| exact[i].is_none()).collect();
+    // Each item's cosine bounds against every fact, in 8 bits (none while
+    // recording: the floor starts at minus infinity there).
+    let bounds: Vec<Option<std::sync::Arc<Vec<f64>>>> = (0..items.len())
+        .map(|i| {
+            let probe = (exact[i].is_none() && !recording).then(|| scan.probe8(items[i].embedding.values, &norms[i]))??;
+            scan.cosine_bounds_8_all(&probe)
+        })
+        .collect();
     for (pos, f) in state.facts.iter().enumerate() {
         let mut current = None;
         for &i in &left {
             let item = &items[i];
             let best = near[i].map_or(f64::NEG_INFINITY, |(best, _)| best);
             let floor = if recording { best } else { best.max(threshold) };
-            if floor > f64::NEG_INFINITY && !scan.may_reach(item.embedding.values, &norms[i], pos, floor) {
+            if floor > f64::NEG_INFINITY
+                && !scan.may_reach_under(
+                    bounds[i].as_ref().and_then(|b| b.get(pos)).copied().unwrap_or(f64::INFINITY),
+                    item.embedding.values,
+                    &norms[i],
+                    pos,
+                    floor,
+                )
+            {
                 continue;
             }
             if !*current.get_or_insert_with(|| f.is_current(now)) {

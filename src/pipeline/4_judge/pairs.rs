@@ -308,10 +308,20 @@ fn pairs_by_predicate(
     // The rest, nearest first (the cap's order), at most `cap` of them.
     let cap = rules.max_per_candidate;
     let mut top: Vec<(f64, usize, PairReason)> = Vec::with_capacity(cap + 1);
+    let probe = scan.probe8(c.embedding.values, norms);
+    let mut bounds: Vec<f64> = Vec::new();
     for &q in scan.predicates_of(subject) {
         let same = q == predicate;
         let reason = if same { PairReason::SamePredicate } else { PairReason::SimilarContent };
-        for &pos in scan.with_subject_predicate(subject, q) {
+        let positions = scan.with_subject_predicate(subject, q);
+        // The 8-bit bounds where the index keeps 8-bit copies, else none
+        // (each fact's bound is then the quarters' alone).
+        match &probe {
+            Some(p) => scan.cosine_bounds_8(Some(p), positions, &mut bounds),
+            None => bounds.clear(),
+        }
+        for (k, &pos) in positions.iter().enumerate() {
+            let bound = bounds.get(k).copied().unwrap_or(f64::INFINITY);
             if special.binary_search(&pos).is_ok() {
                 continue;
             }
@@ -322,7 +332,7 @@ fn pairs_by_predicate(
             // and the band's lower end for a similar content.
             let last = if top.len() < cap { f64::NEG_INFINITY } else { top.last().map_or(f64::NEG_INFINITY, |t| key(t.0)) };
             let floor = if same { last } else { last.max(rules.band_min) };
-            if floor > f64::NEG_INFINITY && !scan.may_reach(c.embedding.values, norms, pos, floor) {
+            if floor > f64::NEG_INFINITY && !scan.may_reach_under(bound, c.embedding.values, norms, pos, floor) {
                 continue;
             }
             let live = &state.facts[pos];
