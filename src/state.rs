@@ -521,7 +521,7 @@ impl Quantised {
 /// LoCoMo conversation holds at most about 300 facts, a 250,000-turn set's
 /// conversations about 140). Outputs do not depend on it: a bound only
 /// skips what cannot reach.
-const QUANTISE_FROM: usize = 1024;
+pub(crate) const QUANTISE_FROM: usize = 1024;
 
 /// The most probes whose bounds a [`ScanIndex`] keeps at once (the oldest
 /// goes first): at 100,000 facts, 800 KB each.
@@ -1483,11 +1483,24 @@ pub(crate) mod random {
     /// A live fact `f{i}` of [`fact`], embedded with the hashed embedder
     /// (`dims`), with a content hash shared by equal contents; some expire
     /// on a date, some are invalidated.
+    /// How many facts a random conversation holds: in every fourth round
+    /// enough for the [`ScanIndex`] to keep 8-bit copies
+    /// ([`super::QUANTISE_FROM`]).
+    pub(crate) fn fact_count(r: &mut Rng, round: usize) -> usize {
+        r.below(80) + if round % 4 == 3 { super::QUANTISE_FROM } else { 1 }
+    }
+
+    /// A random fact; from 200 facts on, every other one's vector is moved
+    /// off the hashed embedder's grid (each value by under half a percent),
+    /// so both kinds of 8-bit copies are searched.
     pub(crate) fn fact_rec(r: &mut Rng, i: usize, dims: usize) -> FactRec {
         let (s, p, o, content) = fact(r);
         let mut f = FactRec::for_test(&format!("f{i}"), &s, &p, &o);
         f.hash = content.to_lowercase();
         f.embedding = crate::embed::hashed::HashedEmbedder::new(dims).embed_one(&content);
+        if i >= 200 && i % 2 == 1 {
+            f.embedding.iter_mut().for_each(|x| *x *= 1.0 + (r.below(1001) as f32 / 1000.0 - 0.5) * 0.01);
+        }
         f.content = content;
         if r.chance(10) {
             f.valid_until = Some(if r.chance(50) { "2024-01-01" } else { "2025-01-01" }.into());

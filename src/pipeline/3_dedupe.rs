@@ -586,7 +586,7 @@ mod tests {
     /// several thresholds, for items that restate, repeat or resemble facts.
     #[test]
     fn the_indexed_search_answers_as_the_scan_does() {
-        use crate::state::random::{Rng, fact, fact_rec};
+        use crate::state::random::{Rng, fact, fact_count, fact_rec};
         let cfg = SodaConfig::default();
         let antonyms = Antonyms::interned(&cfg.antonyms);
         let mut r = Rng(0x9e37_79b9_7f4a_7c15);
@@ -594,8 +594,14 @@ mod tests {
         for round in 0..60 {
             let dims = [64, 256][round % 2];
             let mut st = ConvState::default();
-            let facts = r.below(80) + 1;
+            let facts = fact_count(&mut r, round);
             st.facts.extend((0..facts).map(|i| fact_rec(&mut r, i, dims)));
+            let probe = &st.facts[0].embedding;
+            assert_eq!(
+                st.scan().probe8(probe, &Norms::of(probe)).is_some(),
+                round % 4 == 3,
+                "round {round}: 8-bit copies from {facts} facts"
+            );
             let evidence = (round % 3 != 0).then_some(Evidence { antonyms: &antonyms, cfg: &cfg });
             let threshold = [0.95, 0.8, 0.5][round % 3];
             // Items: copies of facts (some respelt), and fresh ones.

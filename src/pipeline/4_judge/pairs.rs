@@ -533,7 +533,7 @@ fn keep_nearest(pairs: &mut Vec<(f64, usize, PairReason)>, cap: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::random::{Rng, fact, fact_rec};
+    use crate::state::random::{Rng, fact, fact_count, fact_rec};
 
     /// A random conversation's state (1 to 80 facts) and 1 to 8 random
     /// candidates (some with an ending) with their hashed vectors and keys.
@@ -545,9 +545,9 @@ mod tests {
     }
 
     impl RandomCase {
-        fn new(r: &mut Rng, dims: usize) -> RandomCase {
+        fn new(r: &mut Rng, dims: usize, round: usize) -> RandomCase {
             let mut state = ConvState::default();
-            let facts = r.below(80) + 1;
+            let facts = fact_count(r, round);
             state.facts.extend((0..facts).map(|i| fact_rec(r, i, dims)));
             let raw: Vec<PairFact> = (0..r.below(8) + 1)
                 .map(|_| {
@@ -585,8 +585,10 @@ mod tests {
             cfg.soda.max_pairs_per_candidate = [16, 2][round % 2];
             cfg.soda.contradiction_band_min = [0.8, 0.3][round % 2];
             let rules = PairRules::new(&cfg);
-            let random = RandomCase::new(&mut r, dims);
+            let random = RandomCase::new(&mut r, dims, round);
             let (st, inputs) = (&random.state, random.inputs());
+            let probe = &st.facts[0].embedding;
+            assert_eq!(st.scan().probe8(probe, &Norms::of(probe)).is_some(), round % 4 == 3, "round {round}: 8-bit copies");
             for now in [None, Some("2024-03-01")] {
                 let indexed = find_pairs(&inputs, st, now, &rules);
                 assert_eq!(indexed, find_pairs_scan(&inputs, st, now, &rules), "round {round}, now {now:?}");
@@ -614,7 +616,8 @@ mod tests {
             cfg.soda.max_pairs_per_candidate = [2, 4, 16][round % 3];
             cfg.soda.contradiction_band_min = [0.3, 0.5][round % 2];
             cfg.soda.near_dup_threshold = 0.9;
-            let random = RandomCase::new(&mut r, dims);
+            // Short conversations only: a recording searches without bounds.
+            let random = RandomCase::new(&mut r, dims, 0);
             let (st, inputs) = (&random.state, random.inputs());
             let at = |band_min: f64, band_max: f64, cap: usize| {
                 let mut c = cfg.clone();
