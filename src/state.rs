@@ -842,32 +842,24 @@ impl ScanIndex {
         self.cosine_bounds_8_with(probe, positions, out, |b, _| dot_i8_lanes(&probe.q, b));
     }
 
+    /// [`ScanIndex::cosine_bounds_8_with`] compiled with VNNI, and
+    /// [`dot_i8_vnni`] (the closure is compiled with the same features).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,avx512vnni,avx512vl")]
     fn cosine_bounds_8_vnni(&self, probe: &Probe8, positions: &[u32], out: &mut Vec<f64>) {
-        for &p in positions {
-            let (row, b) = (&self.rows[p as usize], &self.bounds[p as usize]);
-            out.push(if row.norms.len == probe.q.len() {
-                cosine_bound_8(&probe.bound, b, dot_i8_vnni(&probe.q, &probe.biased, self.qvec(row), b.sum))
-            } else {
-                f64::INFINITY
-            });
-        }
+        self.cosine_bounds_8_with(probe, positions, out, |q, b| dot_i8_vnni(&probe.q, &probe.biased, q, b.sum));
     }
 
+    /// [`ScanIndex::cosine_bounds_8_with`] compiled with AVX2, and [`dot_i8_avx2`].
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     fn cosine_bounds_8_avx2(&self, probe: &Probe8, positions: &[u32], out: &mut Vec<f64>) {
-        for &p in positions {
-            let (row, b) = (&self.rows[p as usize], &self.bounds[p as usize]);
-            out.push(if row.norms.len == probe.q.len() {
-                cosine_bound_8(&probe.bound, b, dot_i8_avx2(&probe.q, self.qvec(row)))
-            } else {
-                f64::INFINITY
-            });
-        }
+        self.cosine_bounds_8_with(probe, positions, out, |q, _| dot_i8_avx2(&probe.q, q));
     }
 
+    /// The bounds of the facts at `positions` in order, with `dot` for
+    /// `qa · qb` (given a fact's bytes and terms); inlined into each of the
+    /// above, so each loop is compiled with its instructions.
     #[inline]
     fn cosine_bounds_8_with(&self, probe: &Probe8, positions: &[u32], out: &mut Vec<f64>, dot: impl Fn(&[i8], &Bound8) -> i32) {
         for &p in positions {
