@@ -779,15 +779,16 @@ impl ScanIndex {
     /// Upper bounds on the cosine of `probe` and each fact at
     /// `positions`, in order, into `out`: [`Quantised`]'s bound over both
     /// norms, `f64::INFINITY` where it cannot tell (other lengths, short,
-    /// zero or not finite vectors). For [`ScanIndex::may_reach_under`]; one
+    /// zero or not finite vectors, or no 8-bit copies kept: fewer than
+    /// [`QUANTISE_FROM`] rows). For [`ScanIndex::may_reach_under`]; one
     /// call for a whole list, with the processor's widest byte products.
     /// The sums are exact, so every processor gets the same bounds.
-    pub fn cosine_bounds_8(&self, probe: Option<&Probe8>, positions: &[u32], out: &mut Vec<f64>) {
+    pub fn cosine_bounds_8(&self, probe: &Probe8, positions: &[u32], out: &mut Vec<f64>) {
         out.clear();
-        let Some(probe) = probe.filter(|_| self.bounds.len() == self.rows.len()) else {
+        if !self.keeps_8_bits() {
             out.resize(positions.len(), f64::INFINITY);
             return;
-        };
+        }
         if let Some((_, all)) = self.bound_memo.borrow().iter().find(|(p, _)| p == probe) {
             out.extend(positions.iter().map(|&p| all[p as usize]));
             return;
@@ -799,7 +800,7 @@ impl ScanIndex {
     /// probe's later calls until a row is added; `None` when the index
     /// keeps no 8-bit copies ([`QUANTISE_FROM`]).
     pub fn cosine_bounds_8_all(&self, probe: &Probe8) -> Option<std::sync::Arc<Vec<f64>>> {
-        if self.bounds.len() != self.rows.len() {
+        if !self.keeps_8_bits() {
             return None;
         }
         if let Some((_, all)) = self.bound_memo.borrow().iter().find(|(p, _)| p == probe) {
@@ -821,7 +822,13 @@ impl ScanIndex {
     /// `a` (with norms `an`) as a [`Probe8`], when the index keeps 8-bit
     /// copies to bound it against ([`QUANTISE_FROM`]).
     pub fn probe8(&self, a: &[f32], an: &Norms) -> Option<Probe8> {
-        (self.rows.len() >= QUANTISE_FROM).then(|| Probe8::of(a, an))
+        self.keeps_8_bits().then(|| Probe8::of(a, an))
+    }
+
+    /// Whether the index keeps 8-bit copies (of every row, from
+    /// [`QUANTISE_FROM`] rows on: [`ScanIndex::sync`] makes them all at once).
+    fn keeps_8_bits(&self) -> bool {
+        self.rows.len() >= QUANTISE_FROM
     }
 
     fn compute_bounds_8(&self, probe: &Probe8, positions: &[u32], out: &mut Vec<f64>) {
@@ -1296,7 +1303,7 @@ mod tests {
             let last = st.facts.pop().unwrap();
             assert!(st.scan().probe8(&vs[0], &Norms::of(&vs[0])).is_none(), "no 8-bit copies below {QUANTISE_FROM} facts");
             let mut bounds = Vec::new();
-            st.scan().cosine_bounds_8(Some(&Probe8::of(&vs[0], &Norms::of(&vs[0]))), &[0, 1], &mut bounds);
+            st.scan().cosine_bounds_8(&Probe8::of(&vs[0], &Norms::of(&vs[0])), &[0, 1], &mut bounds);
             assert_eq!(bounds, [f64::INFINITY; 2]);
             st.facts.push(last);
             let scan = st.scan();
@@ -1304,12 +1311,12 @@ mod tests {
             for (a, an) in vs.iter().map(|v| (v, Norms::of(v))) {
                 let probe = scan.probe8(a, &an).unwrap();
                 assert_eq!(probe, Probe8::of(a, &an));
-                scan.cosine_bounds_8(Some(&probe), &all, &mut bounds);
+                scan.cosine_bounds_8(&probe, &all, &mut bounds);
                 assert_eq!(bounds.len(), all.len());
                 // Kept for the probe until a fact is added, and the same.
                 assert_eq!(scan.cosine_bounds_8_all(&probe).as_deref(), Some(&bounds));
                 let mut again = Vec::new();
-                scan.cosine_bounds_8(Some(&probe), &all[5..9], &mut again);
+                scan.cosine_bounds_8(&probe, &all[5..9], &mut again);
                 assert_eq!(again, bounds[5..9]);
                 assert!(scan.bound_memo.borrow().len() <= BOUND_MEMO_PROBES);
                 for (i, f) in st.facts.iter().enumerate() {
@@ -1367,10 +1374,10 @@ mod tests {
         let scan = st.scan();
         let mut bounds = Vec::new();
         for probe in [&one, &bad, &zero] {
-            scan.cosine_bounds_8(Some(&Probe8::of(probe, &Norms::of(probe))), &[0, 1], &mut bounds);
+            scan.cosine_bounds_8(&Probe8::of(probe, &Norms::of(probe)), &[0, 1], &mut bounds);
             assert_eq!(bounds, [f64::INFINITY, f64::INFINITY]);
         }
-        scan.cosine_bounds_8(Some(&Probe8::of(&one, &Norms::of(&one))), &[2], &mut bounds);
+        scan.cosine_bounds_8(&Probe8::of(&one, &Norms::of(&one)), &[2], &mut bounds);
         assert!((bounds[0] - 1.0).abs() < 1e-6, "{bounds:?}");
     }
 

@@ -317,7 +317,7 @@ fn pairs_by_predicate(
         // The 8-bit bounds where the index keeps 8-bit copies, else none
         // (each fact's bound is then the quarters' alone).
         match &probe {
-            Some(p) => scan.cosine_bounds_8(Some(p), positions, &mut bounds),
+            Some(p) => scan.cosine_bounds_8(p, positions, &mut bounds),
             None => bounds.clear(),
         }
         for (k, &pos) in positions.iter().enumerate() {
