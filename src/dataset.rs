@@ -185,11 +185,20 @@ fn detect_dir(dir: &Path, mut bad: Option<&mut Vec<BadFile>>) -> Result<Detected
 fn load_native(dir: &Path, paths: &[PathBuf], mut bad: Option<&mut Vec<BadFile>>) -> Result<Loaded> {
     let mut files = Vec::new();
     let mut conversations = Vec::new();
-    for path in paths {
-        let read = fs::read(path)
-            .map_err(|e| Error::io(path, e))
-            .and_then(|bytes| crate::error::reject_bom(path, &bytes).map(|()| bytes))
-            .and_then(|bytes| native::parse(path, &bytes).map(|c| (bytes, c)));
+    // Each file read and parsed on its own thread; the results taken in name order.
+    let reads: Vec<_> = {
+        use rayon::prelude::*;
+        paths
+            .par_iter()
+            .map(|path| {
+                fs::read(path)
+                    .map_err(|e| Error::io(path, e))
+                    .and_then(|bytes| crate::error::reject_bom(path, &bytes).map(|()| bytes))
+                    .and_then(|bytes| native::parse(path, &bytes).map(|c| (bytes, c)))
+            })
+            .collect()
+    };
+    for (path, read) in paths.iter().zip(reads) {
         let (bytes, conversation) = match (read, bad.as_deref_mut()) {
             (Ok(x), _) => x,
             (Err(error), Some(bad)) => {

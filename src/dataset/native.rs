@@ -23,11 +23,27 @@ pub const UNLISTED_SPEAKERS: [&str; 2] = ["tool", "system"];
 
 /// Parses and validates one native conversation file. `path` is used in
 /// error messages and its stem must equal the conversation's `id`.
+///
+/// A well-formed file is read once, into its types. A file that reading
+/// rejects, or that is not an object of this format, is first checked by
+/// [`check_format`], whose error comes first (a file of another format or
+/// version fails on `format`, whatever else differs).
 pub fn parse(path: &Path, bytes: &[u8]) -> Result<Conversation> {
-    check_format(path, bytes)?;
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let file: File = serde_path_to_error::deserialize(&mut de).map_err(|e| json_error(path, &field_path(e.path()), e.inner()))?;
-    de.end().map_err(|e| json_error(path, "", &e))?;
+    let typed = (|| {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let file: File = serde_path_to_error::deserialize(&mut de).map_err(|e| json_error(path, &field_path(e.path()), e.inner()))?;
+        de.end().map_err(|e| json_error(path, "", &e))?;
+        Ok(file)
+    })();
+    // The types also take a JSON array for `File` and any string for `format`.
+    let is_object = bytes.iter().find(|b| !b" \t\n\r".contains(b)) == Some(&b'{');
+    let file = match typed {
+        Ok(file) if is_object && file._format == FORMAT => file,
+        typed => {
+            check_format(path, bytes)?;
+            typed?
+        }
+    };
     validate(&file, path.file_stem().map(|s| s.to_string_lossy()).as_deref()).map_err(|message| Error::input(path, message))?;
     Ok(file.into_conversation())
 }
@@ -620,6 +636,13 @@ mod tests {
         let msg = error_after("\n}", "\n} {}");
         assert!(msg.contains("trailing characters"), "{msg}");
         let err = parse_str("a", r#"["memform-conversation/1"]"#).unwrap_err().to_string();
+        assert!(err.ends_with("a.json: expected a memform conversation object"), "{err}");
+        // A whole conversation as an array of its fields' values, in order,
+        // which the types alone would read.
+        let v: serde_json::Value = serde_json::from_str(GOOD).unwrap();
+        let fields = ["format", "id", "description", "speakers", "episodes", "gold"];
+        let array = serde_json::Value::Array(fields.iter().map(|k| v.get(k).cloned().unwrap_or_default()).collect());
+        let err = parse_str("a", &format!("  {array}")).unwrap_err().to_string();
         assert!(err.ends_with("a.json: expected a memform conversation object"), "{err}");
     }
 

@@ -24,6 +24,16 @@ pub use postprocess::postprocess;
 pub use rules::RulesExtractor;
 pub use value::{value_score, value_tier};
 
+/// A matcher of a fixed list of phrases, built once: whether any occurs in
+/// a text (bytes, case-sensitive, as `str::contains`) and where each
+/// occurrence is, found in one pass over the text instead of one substring
+/// search per phrase. Only for constant lists, each of which a test builds
+/// (a list of phrases fails to build only past the crate's size limits).
+#[allow(clippy::expect_used)]
+pub(crate) fn phrase_matcher<P: AsRef<[u8]>>(phrases: &[P]) -> aho_corasick::AhoCorasick {
+    aho_corasick::AhoCorasick::new(phrases).expect("a fixed list of phrases builds a matcher")
+}
+
 /// What an extractor sees of an episode and of the store.
 #[derive(Debug, Clone, Copy)]
 pub struct ExtractInput<'a> {
@@ -77,4 +87,32 @@ pub fn noise_filter(facts: &[ScoredFact], cfg: &crate::pipeline::Config) -> Vec<
 
 pub fn tier_of(f: &ScoredFact, core_min: f64, contextual_min: f64) -> ValueTier {
     value_tier(f.value_score, core_min, contextual_min)
+}
+
+/// Random texts for the tests that check a [`phrase_matcher`] against
+/// `str::contains` of each phrase: whole phrases, their halves (which must
+/// not match) and filler words, joined by one or two spaces, in lower and
+/// upper case.
+#[cfg(test)]
+pub(crate) fn phrase_soup(phrases: &[&str], seed: u64, count: usize) -> Vec<String> {
+    let mut r = crate::state::random::Rng(seed);
+    let filler = ["i", "so", "we", "the", "about", "now", "you", "are", "asked", "said", "it's", "'", "x"];
+    (0..count)
+        .map(|_| {
+            let mut t = String::new();
+            for _ in 0..r.below(8) {
+                let p = phrases[r.below(phrases.len())];
+                let cut = p.char_indices().nth(p.chars().count() / 2).map_or(p.len(), |(i, _)| i);
+                let piece = match r.below(4) {
+                    0 => p,
+                    1 => &p[..cut],
+                    2 => &p[cut..],
+                    _ => r.pick(&filler),
+                };
+                t.push_str(piece);
+                t.push_str(if r.chance(20) { "  " } else { " " });
+            }
+            if r.chance(10) { t.to_uppercase() } else { t }
+        })
+        .collect()
 }

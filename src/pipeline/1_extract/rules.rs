@@ -738,13 +738,15 @@ fn is_injection(s: &str) -> bool {
     let mut padded = String::with_capacity(collapsed.len() + 1);
     padded.push_str(&collapsed);
     padded.push(' ');
-    INJECTIONS.iter().any(|p| padded.contains(p))
-        || ROLE_PREFIXES.iter().any(|p| collapsed.starts_with(p))
-        || collapsed.starts_with("you are now")
+    INJECTION_MATCHER.is_match(&padded) || ROLE_PREFIXES.iter().any(|p| collapsed.starts_with(p)) || collapsed.starts_with("you are now")
 }
 
-/// [`HEDGES`], each between spaces (built once, not per sentence).
-static PADDED_HEDGES: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| HEDGES.iter().map(|h| format!(" {h} ")).collect());
+/// [`INJECTIONS`], matched in one pass ([`super::phrase_matcher`]).
+static INJECTION_MATCHER: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::LazyLock::new(|| super::phrase_matcher(INJECTIONS));
+
+/// [`HEDGES`], each between spaces, matched in one pass.
+static HEDGE_MATCHER: std::sync::LazyLock<aho_corasick::AhoCorasick> =
+    std::sync::LazyLock::new(|| super::phrase_matcher(&HEDGES.iter().map(|h| format!(" {h} ")).collect::<Vec<_>>()));
 
 fn is_hedged(s: &str) -> bool {
     let lower = s.to_lowercase().replace(['\u{2019}', '\u{2018}'], "'");
@@ -757,7 +759,7 @@ fn is_hedged(s: &str) -> bool {
     if padded.len() == 1 {
         padded.push(' ');
     }
-    PADDED_HEDGES.iter().any(|h| padded.contains(h.as_str()))
+    HEDGE_MATCHER.is_match(&padded)
 }
 
 /// Who a clause is about.
@@ -2110,6 +2112,22 @@ mod tests {
     use super::*;
     use crate::pipeline::extract::postprocess;
     use crate::types::Episode;
+
+    #[test]
+    fn the_phrase_matchers_answer_as_contains_does() {
+        let hedges: Vec<String> = HEDGES.iter().map(|h| format!(" {h} ")).collect();
+        let hedges: Vec<&str> = hedges.iter().map(String::as_str).collect();
+        let (mut hits, mut misses) = (0, 0);
+        for (matcher, phrases) in [(&*INJECTION_MATCHER, INJECTIONS), (&*HEDGE_MATCHER, &hedges[..])] {
+            for text in crate::pipeline::extract::phrase_soup(phrases, 0x5eed, 3000) {
+                let expected = phrases.iter().any(|p| text.contains(p));
+                assert_eq!(matcher.is_match(&text), expected, "{text:?}");
+                if expected { hits += 1 } else { misses += 1 }
+            }
+        }
+        // Both answers are exercised.
+        assert!(hits > 1000 && misses > 1000, "{hits} {misses}");
+    }
 
     struct Fx {
         speakers: Vec<String>,

@@ -323,6 +323,9 @@ const CAUSAL: &[&str] = &[
     " that's why ",
 ];
 
+/// [`CAUSAL`], matched in one pass ([`super::phrase_matcher`]).
+static CAUSAL_MATCHER: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::LazyLock::new(|| super::phrase_matcher(CAUSAL));
+
 const GENERIC_TITLES: &[&str] = &[
     "untitled",
     "new chat",
@@ -359,6 +362,11 @@ const LOW_QUALITY: &[&str] = &[
     " responded",
     " replied",
 ];
+
+/// [`LOW_QUALITY`], every occurrence found in one pass (overlapping, so
+/// none is hidden by another phrase's).
+static LOW_QUALITY_MATCHER: std::sync::LazyLock<aho_corasick::AhoCorasick> =
+    std::sync::LazyLock::new(|| super::phrase_matcher(LOW_QUALITY));
 
 const PHATIC: &[&str] = &[
     "ok",
@@ -487,7 +495,7 @@ pub fn value_score(f: &CandidateFact) -> f64 {
     }
     // The numbers, names and paths of a log line are the noise's, not specifics.
     let specificity: f64 = if noise { 0.0 } else { specificity.min(SPECIFICITY_MAX) };
-    let causal = if CAUSAL.iter().any(|c| padded.contains(c)) { CAUSAL_BONUS } else { 0.0 };
+    let causal = if CAUSAL_MATCHER.is_match(&padded) { CAUSAL_BONUS } else { 0.0 };
 
     let mut penalty = 0.0;
     let lower = content.to_lowercase();
@@ -502,7 +510,8 @@ pub fn value_score(f: &CandidateFact) -> f64 {
     // A meta description ("Alice asked about …") says so right after its
     // subject; the same verb later in a fact ("… and one replied") is content.
     let head_end = padded.match_indices(' ').nth(3).map_or(padded.len(), |(i, _)| i + 1);
-    let meta = LOW_QUALITY.iter().any(|p| padded.find(p).is_some_and(|at| at + 1 < head_end));
+    // Some phrase's first occurrence starts in the head: some occurrence does.
+    let meta = LOW_QUALITY_MATCHER.find_overlapping_iter(&padded).any(|m| m.start() + 1 < head_end);
     if tokens.len() < 3 || content.is_empty() || vague_object || meta {
         penalty += LOW_QUALITY_PENALTY;
     }
@@ -529,6 +538,32 @@ pub fn value_tier(score: f64, core_min: f64, contextual_min: f64) -> ValueTier {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_phrase_matchers_answer_as_contains_and_find_do() {
+        let (mut hits, mut misses, mut late) = (0, 0, 0);
+        for text in crate::pipeline::extract::phrase_soup(CAUSAL, 7, 3000) {
+            let expected = CAUSAL.iter().any(|c| text.contains(c));
+            assert_eq!(CAUSAL_MATCHER.is_match(&text), expected, "{text:?}");
+            if expected { hits += 1 } else { misses += 1 }
+        }
+        for (k, text) in crate::pipeline::extract::phrase_soup(LOW_QUALITY, 11, 3000).into_iter().enumerate() {
+            // Every head length, from none to past the end.
+            let head_end = k % (text.len() + 2);
+            let expected = LOW_QUALITY.iter().any(|p| text.find(p).is_some_and(|at| at + 1 < head_end));
+            let found = LOW_QUALITY_MATCHER.find_overlapping_iter(&text).any(|m| m.start() + 1 < head_end);
+            assert_eq!(found, expected, "{text:?} {head_end}");
+            if expected {
+                hits += 1
+            } else if LOW_QUALITY.iter().any(|p| text.contains(p)) {
+                late += 1
+            } else {
+                misses += 1
+            }
+        }
+        // Matches, non-matches and matches only past the head are all exercised.
+        assert!(hits > 500 && misses > 500 && late > 200, "{hits} {misses} {late}");
+    }
 
     fn fact(content: &str, object: &str, kind: FactKind, fact_type: FactType, quote: &str) -> CandidateFact {
         CandidateFact {
