@@ -19,8 +19,13 @@ pub mod trace;
 /// same candidates' contents, and a reading depends on nothing a grid
 /// varies but the antonym list, whose id is part of the key (as are the
 /// subject, predicate, slot object and content, compared in full on a hit).
+/// A speaker's text is also kept by the text as spoken ([`read_speaker`]),
+/// so that finding it again does not put it in the third person again.
 #[derive(Debug, Default)]
-pub struct ReadingMemo(Mutex<HashMap<u64, Vec<(ReadKey, Reading)>>>);
+pub struct ReadingMemo(Mutex<HashMap<u64, Vec<(ReadKey, Reading)>>>, Mutex<HashMap<u64, Vec<(SpeakerKey, Reading)>>>);
+
+/// What a speaker's reading is computed from: the speaker and the text as spoken.
+type SpeakerKey = (String, String);
 
 /// What a reading is computed from: the antonym list's id, the subject,
 /// the predicate, the slot object and the content.
@@ -98,6 +103,21 @@ impl ReadingMemo {
             list.push((key, reading.clone()));
         }
     }
+
+    fn get_speaker(&self, speaker: &str, text: &str) -> Option<Reading> {
+        let h = hash64(speaker).rotate_left(17) ^ hash64(text);
+        let memo = self.1.lock().unwrap_or_else(|p| p.into_inner());
+        memo.get(&h)?.iter().find(|(k, _)| k.0 == speaker && k.1 == text).map(|(_, r)| r.clone())
+    }
+
+    fn put_speaker(&self, speaker: &str, text: &str, reading: &Reading) {
+        let h = hash64(speaker).rotate_left(17) ^ hash64(text);
+        let mut memo = self.1.lock().unwrap_or_else(|p| p.into_inner());
+        let list = memo.entry(h).or_default();
+        if !list.iter().any(|(k, _)| k.0 == speaker && k.1 == text) {
+            list.push(((speaker.to_string(), text.to_string()), reading.clone()));
+        }
+    }
 }
 
 /// [`Reading::of_fact`] against `antonyms`, from the memo installed on this
@@ -121,7 +141,14 @@ pub fn read_fact(subject: &str, predicate: &str, object: Option<&str>, content: 
 pub fn read_speaker(speaker: &str, text: &str) -> Reading {
     static NONE: std::sync::OnceLock<Arc<Antonyms>> = std::sync::OnceLock::new();
     let none = NONE.get_or_init(|| Antonyms::interned(&[]));
-    read_fact(speaker, "", None, &Reading::in_third_person(speaker, text), none)
+    let read = || read_fact(speaker, "", None, &Reading::in_third_person(speaker, text), none);
+    let Some(memo) = READINGS.with(|r| r.borrow().clone()) else { return read() };
+    if let Some(r) = memo.get_speaker(speaker, text) {
+        return r;
+    }
+    let r = read();
+    memo.put_speaker(speaker, text, &r);
+    r
 }
 
 /// Puts a reading already made (a fact's, kept with it) into the memo

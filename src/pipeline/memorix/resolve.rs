@@ -98,6 +98,19 @@ pub fn word_overlap(a: &str, b: &str) -> f64 {
     overlap_of(&words(a), &words(b))
 }
 
+/// [`overlap_of`] `own` and the words of `text`, those counted in place
+/// (sorted and deduplicated) instead of collected as a set of copies.
+fn overlap_with(own: &std::collections::HashSet<String>, text: &str) -> f64 {
+    let lower = text.to_lowercase();
+    let mut other: Vec<&str> = lower.split_whitespace().filter(|w| js::len(w) > 2).collect();
+    other.sort_unstable();
+    other.dedup();
+    if own.is_empty() || other.is_empty() {
+        return 0.0;
+    }
+    other.iter().filter(|w| own.contains(**w)).count() as f64 / own.len().max(other.len()) as f64
+}
+
 fn overlap_of(wa: &std::collections::HashSet<String>, wb: &std::collections::HashSet<String>) -> f64 {
     if wa.is_empty() || wb.is_empty() {
         return 0.0;
@@ -154,7 +167,7 @@ struct Scored<'h> {
 
 fn score<'h>(x: &Extracted, own_words: &std::collections::HashSet<String>, contradiction: bool, hit: &'h Hit) -> Scored<'h> {
     let entity_match = entities_match(&x.entity.name, &hit.entity_name);
-    let overlap = overlap_of(own_words, &words(&format!("{} {}", hit.title, hit.narrative)));
+    let overlap = overlap_with(own_words, &format!("{} {}", hit.title, hit.narrative));
     let score = hit.score * W_SEARCH + if entity_match { W_ENTITY } else { 0.0 } + overlap * W_OVERLAP;
     let new_len = js::len(&x.narrative) + js::len(&x.facts.join(" "));
     let old_len = js::len(&hit.narrative) + js::len(&hit.facts.join("\n"));
