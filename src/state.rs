@@ -1109,6 +1109,10 @@ pub struct ConvState {
     /// What a profile keeps for the conversation between its episodes
     /// beside the memory (the external profile's adapter process).
     pub companion: Companion,
+    /// Readings a profile keeps for the whole conversation (memorix: each
+    /// memory's narrative, read again whenever a later observation finds
+    /// it); installed by [`ConvState::keep_readings`].
+    pub readings: Arc<ReadingMemo>,
 }
 
 /// A profile's per-conversation companion, shared by a state's clones and
@@ -1123,6 +1127,18 @@ impl std::fmt::Debug for Companion {
 }
 
 impl ConvState {
+    /// Installs the conversation's [`ConvState::readings`] on this thread
+    /// for [`read_fact`] and [`read_speaker`] until the scope is dropped,
+    /// unless a memo is installed already (a sweep's, kept across its
+    /// points). A reading depends only on what its key holds, so a memo
+    /// changes no outcome, only how often a text is read.
+    pub fn keep_readings(&self) -> ReadingScope {
+        READINGS.with(|r| {
+            let mut r = r.borrow_mut();
+            if r.is_some() { ReadingScope(None) } else { ReadingScope(Some(r.replace(self.readings.clone()))) }
+        })
+    }
+
     /// Cosine of two vectors: from the table when both have a slot in it,
     /// otherwise computed.
     pub fn cosine(&self, a: Vector<'_>, b: Vector<'_>) -> f64 {

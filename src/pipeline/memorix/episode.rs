@@ -300,9 +300,10 @@ pub fn back_traced(
         (true, None) => return Err(crate::error::Error::Config("memorix_search = \"store\" needs the run's embedder".into())),
         (_, e) => e,
     };
-    // Resolve reads each hit's narrative (evidence of change): a memory
-    // found for several observations of the episode is read once.
-    let _readings = crate::state::readings_for_now();
+    // Resolve reads each observation's narrative and each hit's (evidence
+    // of change): a narrative found again, in this episode or a later one,
+    // is read once in the conversation.
+    let _readings = state.keep_readings();
     let source = format!("{}/{} memorix", conv.id, episode.id);
     let embed = |text: &str| -> Result<Vec<f32>> {
         let e = embedder.ok_or_else(|| crate::error::Error::Other("no embedder".into()))?;

@@ -201,10 +201,9 @@ pub fn resolve_entity(name: &str, existing: &[String]) -> ResolvedEntity {
 
 /// The type `title narrative` signals most (ties to the earlier type), if any signal matches.
 pub fn signalled_type(narrative: &str, title: &str) -> Option<&'static str> {
-    let content = format!("{title} {narrative}");
+    let counts = signal_counts(&format!("{title} {narrative}"));
     let mut best: Option<(&'static str, usize)> = None;
-    for (t, ps) in TYPE_SIGNALS.iter() {
-        let n: usize = ps.iter().map(|p| p.find_iter(&content).count()).sum();
+    for ((t, _), &n) in TYPE_SIGNALS.iter().zip(counts.iter()) {
         if n > 0 && best.is_none_or(|(_, b)| n > b) {
             best = Some((t, n));
         }
@@ -212,16 +211,31 @@ pub fn signalled_type(narrative: &str, title: &str) -> Option<&'static str> {
     best.map(|(t, _)| t)
 }
 
+/// How many times each type's signals match `content`, in [`TYPE_SIGNALS`]'
+/// order. The last content counted on this thread is remembered: a turn's
+/// observation is counted by [`signalled_type`] and then, with the same
+/// title and narrative, by [`verify_type`].
+fn signal_counts(content: &str) -> Vec<usize> {
+    thread_local! {
+        static LAST: std::cell::RefCell<(String, Vec<usize>)> = const { std::cell::RefCell::new((String::new(), Vec::new())) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.0 != content || last.1.is_empty() {
+            let counts = TYPE_SIGNALS.iter().map(|(_, ps)| ps.iter().map(|p| p.find_iter(content).count()).sum()).collect();
+            *last = (content.to_string(), counts);
+        }
+        last.1.clone()
+    })
+}
+
 /// The declared type, or the type the content signals when that type has
 /// at least [`TYPE_CORRECTION_MIN`] matches, the most, and the declared
 /// type none; `(type, corrected)`.
 pub fn verify_type(declared: &str, narrative: &str, title: &str) -> (String, bool) {
-    let content = format!("{title} {narrative}");
-    let mut scores: Vec<(&str, usize)> = TYPE_SIGNALS
-        .iter()
-        .map(|(t, ps)| (*t, ps.iter().map(|p| p.find_iter(&content).count()).sum::<usize>()))
-        .filter(|(_, n)| *n > 0)
-        .collect();
+    let counts = signal_counts(&format!("{title} {narrative}"));
+    let mut scores: Vec<(&str, usize)> =
+        TYPE_SIGNALS.iter().zip(counts.iter()).map(|((t, _), &n)| (*t, n)).filter(|(_, n)| *n > 0).collect();
     // A stable sort, as JavaScript's: ties keep the signal order.
     scores.sort_by_key(|s| std::cmp::Reverse(s.1));
     let Some(&(best, score)) = scores.first() else { return (declared.to_string(), false) };

@@ -90,3 +90,19 @@ fn types_are_corrected_only_on_strong_signals() {
     let r = obs("Found that the API returns JSON by default.");
     assert!(!r.type_corrected);
 }
+
+#[test]
+fn remembered_signal_counts_are_the_content_s_own() {
+    let fresh = |c: &str| -> Vec<usize> { TYPE_SIGNALS.iter().map(|(_, ps)| ps.iter().map(|p| p.find_iter(c).count()).sum()).collect() };
+    let contents = ["t We fixed the bug and decided on a workaround", "t We migrated and upgraded it", "", "t nothing here"];
+    // Each content after itself (remembered) and after another (counted again).
+    for a in contents {
+        for b in contents {
+            assert_eq!(signal_counts(a), fresh(a), "{a:?}");
+            assert_eq!(signal_counts(a), fresh(a), "{a:?} again");
+            assert_eq!(signal_counts(b), fresh(b), "{b:?} after {a:?}");
+        }
+    }
+    assert_eq!(fresh(contents[0])[0], 3, "fix, bug and workaround are problem-solution signals");
+    assert_eq!(verify_type("discovery", "We fixed the bug, an issue with a crash", "t"), ("problem-solution".to_string(), true));
+}

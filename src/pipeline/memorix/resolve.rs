@@ -190,7 +190,8 @@ pub fn rules(x: &Extracted, hits: &[Hit], t: Thresholds) -> Resolution {
     let own = if hits.is_empty() { Default::default() } else { words(&format!("{} {}", x.title, x.narrative)) };
     // What depends on the observation alone is computed once, not per hit.
     let contradiction = !hits.is_empty() && !t.evidence && has_contradiction(&x.narrative);
-    let reading = (t.evidence && !hits.is_empty()).then(|| Reading::of_speaker(&x.entity.name, &x.narrative, &[]));
+    // `Reading::of_speaker` with no antonyms, remembered when a memo is installed.
+    let reading = (t.evidence && !hits.is_empty()).then(|| crate::state::read_speaker(&x.entity.name, &x.narrative));
     let mut scored: Vec<Scored<'_>> =
         hits.iter().map(|h| score(x, &own, contradiction || reading.as_ref().is_some_and(|r| evidence_against(r, h)), h)).collect();
     // Stable, as JavaScript's sort: ties keep the search's order.
