@@ -104,16 +104,20 @@ impl ReadingMemo {
         }
     }
 
+    /// A speaker key's hash: what the memo files it under.
+    fn speaker_hash(speaker: &str, text: &str) -> u64 {
+        hash64(speaker).rotate_left(17) ^ hash64(text)
+    }
+
     fn get_speaker(&self, speaker: &str, text: &str) -> Option<Reading> {
-        let h = hash64(speaker).rotate_left(17) ^ hash64(text);
         let memo = self.1.lock().unwrap_or_else(|p| p.into_inner());
-        memo.get(&h)?.iter().find(|(k, _)| k.0 == speaker && k.1 == text).map(|(_, r)| r.clone())
+        let list = memo.get(&ReadingMemo::speaker_hash(speaker, text))?;
+        list.iter().find(|(k, _)| k.0 == speaker && k.1 == text).map(|(_, r)| r.clone())
     }
 
     fn put_speaker(&self, speaker: &str, text: &str, reading: &Reading) {
-        let h = hash64(speaker).rotate_left(17) ^ hash64(text);
         let mut memo = self.1.lock().unwrap_or_else(|p| p.into_inner());
-        let list = memo.entry(h).or_default();
+        let list = memo.entry(ReadingMemo::speaker_hash(speaker, text)).or_default();
         if !list.iter().any(|(k, _)| k.0 == speaker && k.1 == text) {
             list.push(((speaker.to_string(), text.to_string()), reading.clone()));
         }
@@ -137,16 +141,14 @@ pub fn read_fact(subject: &str, predicate: &str, object: Option<&str>, content: 
 /// [`Reading::of_speaker`] with no antonym pairs (as the memorix resolver
 /// reads a memory's narrative), from the memo installed on this thread when
 /// there is one: the reading of the text put in the third person, as a fact
-/// of the speaker with no predicate.
+/// of the speaker with no predicate. It is kept under the speaker and the
+/// text as spoken only.
 pub fn read_speaker(speaker: &str, text: &str) -> Reading {
-    static NONE: std::sync::OnceLock<Arc<Antonyms>> = std::sync::OnceLock::new();
-    let none = NONE.get_or_init(|| Antonyms::interned(&[]));
-    let read = || read_fact(speaker, "", None, &Reading::in_third_person(speaker, text), none);
-    let Some(memo) = READINGS.with(|r| r.borrow().clone()) else { return read() };
+    let Some(memo) = READINGS.with(|r| r.borrow().clone()) else { return Reading::of_speaker(speaker, text, &[]) };
     if let Some(r) = memo.get_speaker(speaker, text) {
         return r;
     }
-    let r = read();
+    let r = Reading::of_speaker(speaker, text, &[]);
     memo.put_speaker(speaker, text, &r);
     r
 }
