@@ -66,9 +66,15 @@ impl Drop for ReadingScope {
 /// one is installed (a sweep's), until the returned scope is dropped: an
 /// episode's stages then read each content once.
 pub fn readings_for_now() -> ReadingScope {
+    install_unless_installed(|| Arc::new(ReadingMemo::default()))
+}
+
+/// Installs the memo `memo` makes on this thread until the returned scope
+/// is dropped, unless one is installed already (then nothing is made).
+fn install_unless_installed(memo: impl FnOnce() -> Arc<ReadingMemo>) -> ReadingScope {
     READINGS.with(|r| {
         let mut r = r.borrow_mut();
-        if r.is_some() { ReadingScope(None) } else { ReadingScope(Some(r.replace(Arc::new(ReadingMemo::default())))) }
+        if r.is_some() { ReadingScope(None) } else { ReadingScope(Some(r.replace(memo()))) }
     })
 }
 
@@ -1135,10 +1141,7 @@ impl ConvState {
     /// points). A reading depends only on what its key holds, so a memo
     /// changes no outcome, only how often a text is read.
     pub fn keep_readings(&self) -> ReadingScope {
-        READINGS.with(|r| {
-            let mut r = r.borrow_mut();
-            if r.is_some() { ReadingScope(None) } else { ReadingScope(Some(r.replace(self.readings.clone()))) }
-        })
+        install_unless_installed(|| self.readings.clone())
     }
 
     /// Cosine of two vectors: from the table when both have a slot in it,
