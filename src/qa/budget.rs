@@ -48,6 +48,10 @@ pub struct Text {
     pub norm: Vec<Token>,
     /// The tokens' texts, back to back (a [`Token`]'s `start..end`).
     norm_chars: String,
+    /// A one-word Bloom filter of `norm`'s hashes: bit `hash >> 58` of each
+    /// token is set, so a token whose bit is clear is not in the text
+    /// ([`Text::first_word_of`] skips the scan; a short text sets few bits).
+    mask: u64,
 }
 
 /// One normalised token of a [`Text`]: the word it is in, a hash of its
@@ -65,6 +69,12 @@ pub struct Token {
 pub fn token_hash(t: &str) -> u64 {
     use std::hash::BuildHasher;
     rustc_hash::FxBuildHasher.hash_one(t)
+}
+
+/// A token hash's bit in a [`Text`]'s mask (its top six bits: FxHash
+/// mixes into the high bits).
+fn mask_bit(hash: u64) -> u64 {
+    1 << (hash >> 58)
 }
 
 /// A position in a [`Text`]'s buffers (documents are far below 4 GiB).
@@ -131,6 +141,7 @@ impl Text {
             t.spans.push((turn, word0, t.len()));
             t.turns.push(turn);
         }
+        t.index_mask();
         Some(t)
     }
 
@@ -156,6 +167,23 @@ impl Text {
             for_each_token(w, &mut each);
         }
         (self.norm, self.norm_chars) = (norm, norm_chars);
+        self.index_mask();
+    }
+
+    /// Computes `mask` from `norm`.
+    fn index_mask(&mut self) {
+        self.mask = self.norm.iter().fold(0, |m, t| m | mask_bit(t.hash));
+    }
+
+    /// The word of the first token of `norm` whose text is `token` (its
+    /// [`token_hash`] `hash`) among the words before `limit`; `None` when
+    /// there is none: the tokens scanned in order, unless the mask says
+    /// that no token has that hash.
+    pub fn first_word_of(&self, token: &str, hash: u64, limit: usize) -> Option<usize> {
+        if self.mask & mask_bit(hash) == 0 {
+            return None;
+        }
+        self.norm.iter().take_while(|t| t.word < limit).find(|t| t.hash == hash && self.token(t) == token).map(|t| t.word)
     }
 
     /// How many words it holds.
@@ -371,12 +399,12 @@ pub fn score_budgeted(ranked: &[&Text], item: &Item<'_>) -> Budgeted {
         }
         if before < answer_widest && found < first_at.len() {
             let limit = answer_widest - before;
-            for t in doc.norm.iter().take_while(|t| t.word < limit) {
-                for ((a, h), at) in item.answer.iter().zip(&answer_hashes).zip(first_at.iter_mut()) {
-                    if at.is_none() && t.hash == *h && doc.token(t) == a {
-                        *at = Some(before + t.word);
-                        found += 1;
-                    }
+            for ((a, h), at) in item.answer.iter().zip(&answer_hashes).zip(first_at.iter_mut()) {
+                if at.is_none()
+                    && let Some(word) = doc.first_word_of(a, *h, limit)
+                {
+                    *at = Some(before + word);
+                    found += 1;
                 }
             }
         }
@@ -400,7 +428,8 @@ pub fn score_budgeted(ranked: &[&Text], item: &Item<'_>) -> Budgeted {
         for (j, &b) in ANSWER_BUDGETS.iter().enumerate() {
             out.answer_in_w[j] = Some(f64::from(u8::from(first_at.iter().all(|at| at.is_some_and(|p| p < b)))));
         }
-        out.hit_holds_answer = first_hit.map(|d| f64::from(u8::from(holds_taken(item.answer, &[(d, d.len())]))));
+        out.hit_holds_answer = first_hit
+            .map(|d| f64::from(u8::from(item.answer.iter().zip(&answer_hashes).all(|(a, h)| d.first_word_of(a, *h, d.len()).is_some()))));
     }
     for (j, &k) in SESSION_KS.iter().enumerate() {
         out.session_recall_any[j] = f64::from(u8::from(sessions.iter().take(k).any(|s| item.evidence_sessions.contains(s))));
@@ -599,6 +628,39 @@ mod tests {
             let item = Item { evidence: &evidence, evidence_sessions: &sessions, answer: &answer, searchable: 50, relevant: 3 };
             assert_eq!(score_budgeted(&ranked, &item), score_budgeted_by_budget(&ranked, &item), "case {case}");
         }
+    }
+
+    /// A token's first word looked up in the table is the first found by
+    /// scanning the tokens in order, under every limit: on random texts
+    /// (repeated words, articles, capitals, punctuation), and where another
+    /// text shares its hash and comes first (the scan goes on past it).
+    #[test]
+    fn a_tokens_first_word_looked_up_is_the_one_a_scan_finds() {
+        let scan = |d: &Text, a: &str, limit: usize| {
+            let h = token_hash(a);
+            d.norm.iter().take_while(|t| t.word < limit).find(|t| t.hash == h && d.token(t) == a).map(|t| t.word)
+        };
+        let mut rng = crate::qa::interval::SplitMix64::new(28);
+        let vocab = ["Porto,", "may", "MAY", "the", "a-b", "7", "bo's", "", "naïve", "x"];
+        for _ in 0..300 {
+            let n = rng.below(50) as usize;
+            let words: Vec<&str> = (0..n).map(|_| vocab[rng.below(vocab.len() as u64) as usize]).collect();
+            let d = Text::whole(&words.join(" "), vec![1], vec![0]);
+            for a in ["porto", "may", "a", "b", "7", "bo", "s", "naïve", "x", "absent"] {
+                for limit in 0..=n + 1 {
+                    assert_eq!(d.first_word_of(a, token_hash(a), limit), scan(&d, a, limit), "{words:?} {a} {limit}");
+                }
+            }
+        }
+        // "cat" made to share "dog"'s hash, and to come first.
+        let mut d = Text::whole("cat bird dog cat dog", vec![1], vec![0]);
+        let dog = token_hash("dog");
+        d.norm[0].hash = dog;
+        d.norm[3].hash = dog;
+        d.index_mask();
+        assert_eq!(d.first_word_of("dog", dog, 5), Some(2));
+        assert_eq!(d.first_word_of("dog", dog, 2), None);
+        assert_eq!(d.first_word_of("cat", dog, 5), Some(0));
     }
 
     #[test]
