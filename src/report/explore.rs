@@ -196,22 +196,37 @@ fn column<T>(df: &DataFrame, name: &str, f: impl Fn(AnyValue<'_>) -> Option<T>) 
     }
 }
 
+/// A string column read through its typed chunks (no [`AnyValue`] per
+/// cell: the same strings as [`any_str`] gives them); a column of
+/// another type cell by cell.
 fn strs(df: &DataFrame, name: &str) -> Vec<Option<String>> {
-    column(df, name, any_str)
+    match df.column(name).map(|c| c.str()) {
+        Ok(Ok(c)) => c.iter().map(|v| v.map(str::to_string)).collect(),
+        _ => column(df, name, any_str),
+    }
 }
 
+/// A float column read through its typed chunks (as [`any_f64`] reads
+/// it); a column of another type cell by cell.
 fn nums(df: &DataFrame, name: &str) -> Vec<Option<f64>> {
-    column(df, name, any_f64)
+    match df.column(name).map(|c| c.f64()) {
+        Ok(Ok(c)) => c.iter().collect(),
+        _ => column(df, name, any_f64),
+    }
 }
 
+/// A boolean column (null and any other type: false) read through its typed chunks.
 fn bools(df: &DataFrame, name: &str) -> Vec<bool> {
-    column(df, name, |v| match v {
-        AnyValue::Boolean(b) => Some(b),
-        _ => None,
-    })
-    .into_iter()
-    .map(|b| b.unwrap_or(false))
-    .collect()
+    match df.column(name).map(|c| c.bool()) {
+        Ok(Ok(c)) => c.iter().map(|b| b.unwrap_or(false)).collect(),
+        _ => column(df, name, |v| match v {
+            AnyValue::Boolean(b) => Some(b),
+            _ => None,
+        })
+        .into_iter()
+        .map(|b| b.unwrap_or(false))
+        .collect(),
+    }
 }
 
 fn lists(df: &DataFrame, name: &str) -> Vec<Vec<AnyValue<'static>>> {
