@@ -83,7 +83,7 @@ type Slot<T> = Mutex<Option<T>>;
 type Analysed = (Vec<EpisodeRecord>, Vec<Skipped>, Analysis);
 
 /// The QA rows (every source), the baselines' time and the files' time (ms).
-type QaDone = (crate::qa::QaResult, Vec<crate::report::explore::QaItem>, f64, f64);
+type QaDone = (crate::qa::QaResult, Vec<crate::report::explore::QaItem>, std::collections::BTreeMap<String, serde_json::Value>, f64, f64);
 
 /// A slot's lock (a panic elsewhere does not stop the run reading it).
 fn guard<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -173,10 +173,14 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
                 }
             }
             let qa = qa.joined(raw, dataset);
-            // The report's QA items from the rows, while the files are written.
-            let (written, items) = rayon::join(|| crate::qa::write(dir.path(), &qa), || crate::report::explore::qa_items_of(&qa));
+            // The report's QA items and the summary's QA figures from the
+            // rows, while the files are written (off the report's thread).
+            let ((written, items), metrics) = rayon::join(
+                || rayon::join(|| crate::qa::write(dir.path(), &qa), || crate::report::explore::qa_items_of(&qa)),
+                || crate::qa::summary_metrics(&qa),
+            );
             written?;
-            Ok((qa, items, baselines_ms, started.elapsed().as_secs_f64() * 1000.0))
+            Ok((qa, items, metrics, baselines_ms, started.elapsed().as_secs_f64() * 1000.0))
         })();
         *guard(&qa_done) = Some(done);
     };
@@ -219,9 +223,15 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
         )?;
         Ok((episodes, skipped, analysis))
     };
+    // The longest conversations first (by turns; ties in the dataset's
+    // order): the threads' last tasks are then the short ones, so formation
+    // ends with less of it on one thread while the other waits. Each
+    // conversation's results keep its place in the dataset.
+    let mut by_size: Vec<(usize, &Conversation)> = dataset.conversations.iter().enumerate().collect();
+    by_size.sort_by_key(|(_, c)| std::cmp::Reverse(c.episodes.iter().map(|e| e.turns.len()).sum::<usize>()));
     let work = || {
         rayon::scope_fifo(|s| {
-            for (i, c) in dataset.conversations.iter().enumerate() {
+            for &(i, c) in &by_size {
                 let (formed, qa_state, forming, analysed, store, analyse, formed_qa_of) =
                     (&formed, &qa_state, &forming, &analysed, &store, &analyse, &formed_qa_of);
                 s.spawn_fifo(move |_| {
@@ -242,7 +252,7 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
                 });
             }
             if qa_on {
-                for (i, c) in dataset.conversations.iter().enumerate() {
+                for &(i, c) in &by_size {
                     let (qa_state, formed_qa_of) = (&qa_state, &formed_qa_of);
                     s.spawn_fifo(move |_| {
                         match qa_state[i].compare_exchange(FORMING, LEFT_TO_FORMATION, Ordering::AcqRel, Ordering::Acquire) {
@@ -251,7 +261,7 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
                         }
                     });
                 }
-                for (i, c) in dataset.conversations.iter().enumerate() {
+                for &(i, c) in &by_size {
                     let (baselines, qa_part_done, shared) = (&baselines, &qa_part_done, &shared);
                     s.spawn_fifo(move |_| {
                         let started = Instant::now();
@@ -282,11 +292,12 @@ pub fn run(dataset: &Dataset, cfg: &Config, stages: Stages<'_>, opts: &RunOption
     crate::memory::release_free();
     let (mut qa_rows, mut qa_input) = (None, None);
     if qa_on {
-        let (qa, items, baselines_ms, write_ms) =
+        let (qa, items, metrics, baselines_ms, write_ms) =
             take(&qa_done).unwrap_or_else(|| Err(Error::Other("the QA evaluation did not finish".into())))?;
-        analysis.summary.metrics.extend(crate::qa::summary_metrics(&qa));
+        analysis.summary.metrics.extend(metrics);
         // The baselines' evaluation, summed over conversations (it overlaps
-        // formation and the analysis), and the writing of qa.parquet/qa.csv.
+        // formation and the analysis), and the writing of qa.parquet/qa.csv
+        // (with the items and figures made alongside).
         analysis.summary.timings.insert("qa_baselines_ms".into(), baselines_ms);
         analysis.summary.timings.insert("qa_write_ms".into(), write_ms);
         qa_rows = Some(qa);
