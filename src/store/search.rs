@@ -216,7 +216,7 @@ fn merge_by<I: Copy + Eq + std::hash::Hash>(
 #[derive(Debug, Default)]
 pub(super) struct ConvVectors {
     ids: Vec<String>,
-    slot_of: HashMap<String, usize>,
+    slot_of: FxHashMap<String, usize>,
     dims: Vec<usize>,
     norm: Vec<f32>,
     /// The blocks' vector width: the first non-empty vector's (0 until then).
@@ -235,12 +235,24 @@ pub(super) struct ConvVectors {
 const LANES: usize = 16;
 
 impl ConvVectors {
+    /// Room for `n` more vectors of `width` values (the blocks' width when
+    /// they have one), so that putting them moves nothing.
+    fn reserve(&mut self, n: usize, width: usize) {
+        self.ids.reserve(n);
+        self.slot_of.reserve(n);
+        self.dims.reserve(n);
+        self.norm.reserve(n);
+        let width = if self.width > 0 { self.width } else { width };
+        let slots = (self.ids.len() + n).div_ceil(LANES) * LANES;
+        self.blocks.reserve((slots * width).saturating_sub(self.blocks.len()));
+    }
+
     fn put(&mut self, id: String, v: &[f32]) {
         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        let slot = match self.slot_of.get(&id) {
+        let (slot, fresh) = match self.slot_of.get(&id) {
             Some(&s) => {
                 (self.dims[s], self.norm[s]) = (v.len(), norm);
-                s
+                (s, false)
             }
             None => {
                 let s = self.ids.len();
@@ -248,7 +260,7 @@ impl ConvVectors {
                 self.ids.push(id);
                 self.dims.push(v.len());
                 self.norm.push(norm);
-                s
+                (s, true)
             }
         };
         if self.width == 0 {
@@ -260,8 +272,13 @@ impl ConvVectors {
             if self.blocks.len() < start + block {
                 self.blocks.resize(start + block, 0.0);
             }
+            // A new slot's values in the blocks are all still zero: only
+            // its non-zero values are written (most of a hashed vector's
+            // are zero).
             for (d, x) in v.iter().enumerate() {
-                self.blocks[start + d * LANES + slot % LANES] = *x;
+                if !fresh || *x != 0.0 {
+                    self.blocks[start + d * LANES + slot % LANES] = *x;
+                }
             }
             self.apart.remove(&slot);
         } else {
@@ -1005,6 +1022,7 @@ impl DocumentIndex {
     /// The index of `docs` with their token sequences `seqs` (by `tokens`).
     fn of_sequences(docs: &[Document<'_>], seqs: Vec<Arc<[TermId]>>, tokens: Arc<Mutex<Option<Tokens>>>) -> DocumentIndex {
         let mut vectors = ConvVectors::default();
+        vectors.reserve(docs.len(), docs.iter().map(|d| d.vector.len()).find(|&n| n > 0).unwrap_or(0));
         for d in docs {
             vectors.put(d.id.to_string(), d.vector);
         }
