@@ -630,8 +630,8 @@ mod tests {
         }
     }
 
-    /// A token's first word looked up in the table is the first found by
-    /// scanning the tokens in order, under every limit: on random texts
+    /// A token's first word found through the mask is the first found by
+    /// scanning all the tokens in order, under every limit: on random texts
     /// (repeated words, articles, capitals, punctuation), and where another
     /// text shares its hash and comes first (the scan goes on past it).
     #[test]
