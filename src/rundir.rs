@@ -592,9 +592,11 @@ impl DirLock {
             let Some(mut file) = open_lock_file(path)? else { continue };
             match file.try_lock() {
                 Ok(()) => {}
-                Err(std::fs::TryLockError::WouldBlock) => {
-                    return Err(Error::Busy { path: dir.to_path_buf(), holder: holder_of(&mut file) });
-                }
+                Err(std::fs::TryLockError::WouldBlock) => match locked_once_free(&mut file) {
+                    Ok(None) => {}
+                    Ok(Some(holder)) => return Err(Error::Busy { path: dir.to_path_buf(), holder }),
+                    Err(e) => return Err(Error::write(path, e)),
+                },
                 Err(std::fs::TryLockError::Error(e)) => return Err(Error::write(path, e)),
             }
             if !same_file(&file, path) {
@@ -744,9 +746,14 @@ pub fn command_line(args: impl IntoIterator<Item = std::ffi::OsString>) -> Strin
         .join(" ")
 }
 
-/// The holder recorded in a taken lock file. The holder writes it just
-/// after taking the lock, so an empty file is read again for a moment.
-fn holder_of(file: &mut File) -> String {
+/// A lock file another holds: `Some` of the holder recorded in it, or
+/// `None` once this process has taken the lock after all. A holder writes
+/// itself into the file just after taking the lock and empties the file
+/// just before releasing it, and a process started while the lock was
+/// held can hold it a moment longer (until its program starts, the child
+/// shares the parent's open files): so while the file says no holder,
+/// it is read again, and the lock tried again, for a moment.
+fn locked_once_free(file: &mut File) -> std::io::Result<Option<String>> {
     for _ in 0..20 {
         let mut text = String::new();
         let read = std::io::Seek::rewind(file).and_then(|()| file.read_to_string(&mut text));
@@ -754,11 +761,16 @@ fn holder_of(file: &mut File) -> String {
             && let Ok(h) = serde_json::from_str::<Holder>(&text)
         {
             // A lock file written by an older memform may hold a URL's password.
-            return format!("pid {}, started {}: {}", h.pid, h.started, crate::redact::urls_in(&h.command));
+            return Ok(Some(format!("pid {}, started {}: {}", h.pid, h.started, crate::redact::urls_in(&h.command))));
         }
         std::thread::sleep(Duration::from_millis(10));
+        match file.try_lock() {
+            Ok(()) => return Ok(None),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
     }
-    "its lock file does not say which".to_string()
+    Ok(Some("its lock file does not say which".to_string()))
 }
 
 /// Writes `value` as pretty JSON with a trailing newline ([`write_with`]).
@@ -855,6 +867,34 @@ mod tests {
         let again = DirLock::acquire(&dir).expect("free once dropped");
         assert!(again.check_holds(&dir).is_ok());
         assert!(again.check_holds(tmp.path()).is_err(), "the lock of another directory");
+    }
+
+    /// A lock held a moment longer with an empty lock file (a holder that
+    /// has emptied it on release, while a child process it started still
+    /// shares the open file) is taken once it is free; one held on with
+    /// an empty file is busy, its holder unknown.
+    #[test]
+    fn an_empty_lock_file_released_a_moment_later_is_taken() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("o");
+        std::fs::create_dir(&dir).expect("mkdir");
+        std::fs::write(dir.join("keep"), "").expect("write");
+        let path = dir.join(DirLock::FILE);
+        let other = File::options().read(true).write(true).create(true).truncate(true).open(&path).expect("open");
+        other.try_lock().expect("held by another open file");
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(60));
+            drop(other);
+        });
+        let taken = DirLock::acquire(&dir).expect("taken once released");
+        release.join().expect("join");
+        assert!(taken.check_holds(&dir).is_ok());
+        assert!(std::fs::read_to_string(&path).expect("read").contains(&format!("\"pid\":{}", std::process::id())));
+        drop(taken);
+        let held = File::options().read(true).write(true).open(&path).expect("open");
+        held.try_lock().expect("held");
+        let err = DirLock::acquire(&dir).expect_err("busy").to_string();
+        assert!(err.contains("its lock file does not say which"), "{err}");
     }
 
     #[test]
