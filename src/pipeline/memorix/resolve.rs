@@ -93,13 +93,9 @@ fn words(s: &str) -> std::collections::HashSet<String> {
     s.to_lowercase().split_whitespace().filter(|w| js::len(w) > 2).map(str::to_string).collect()
 }
 
-/// Shared words (longer than 2) over the larger word set.
-pub fn word_overlap(a: &str, b: &str) -> f64 {
-    overlap_of(&words(a), &words(b))
-}
-
-/// [`overlap_of`] `own` and the words of `text`, those counted in place
-/// (sorted and deduplicated) instead of collected as a set of copies.
+/// Shared words (longer than 2) over the larger word set, of the words
+/// `own` ([`words`]) and `text`'s, those counted in place (sorted and
+/// deduplicated) instead of collected as a set of copies.
 fn overlap_with(own: &std::collections::HashSet<String>, text: &str) -> f64 {
     let lower = text.to_lowercase();
     let mut other: Vec<&str> = lower.split_whitespace().filter(|w| js::len(w) > 2).collect();
@@ -109,13 +105,6 @@ fn overlap_with(own: &std::collections::HashSet<String>, text: &str) -> f64 {
         return 0.0;
     }
     other.iter().filter(|w| own.contains(**w)).count() as f64 / own.len().max(other.len()) as f64
-}
-
-fn overlap_of(wa: &std::collections::HashSet<String>, wb: &std::collections::HashSet<String>) -> f64 {
-    if wa.is_empty() || wb.is_empty() {
-        return 0.0;
-    }
-    wa.intersection(wb).count() as f64 / wa.len().max(wb.len()) as f64
 }
 
 static CONTRADICTION: LazyLock<Vec<Regex>> = LazyLock::new(|| {
